@@ -1,0 +1,53 @@
+# vqs gateway image. Needs BuildKit (default since Docker 23) for RUN --mount.
+#   docker build -t vqs:0.1.0 .
+#   docker run --rm -p 8080:8080 -e NATS_URL=nats://host.docker.internal:4222 \
+#     -e VQS_REGION=iad1 -e VQS_RECEIPT_SECRET="$(openssl rand -hex 32)" vqs:0.1.0
+
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+############################
+# build: compile TypeScript -> dist/
+############################
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+
+# Dependencies first so the layer is cached until the lockfile changes.
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --no-audit --no-fund
+
+COPY tsconfig.json tsconfig.build.json ./
+COPY src/ ./src/
+COPY scripts/ ./scripts/
+RUN npm run build
+
+############################
+# runtime: production dependencies + dist/ only
+############################
+FROM ${NODE_IMAGE} AS runtime
+
+ENV NODE_ENV=production \
+    PORT=8080 \
+    HOST=0.0.0.0
+WORKDIR /app
+
+# --ignore-scripts: no install/postinstall hooks run in the final image.
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+# Files stay root-owned (read-only for the runtime user).
+COPY --from=build /app/dist ./dist
+
+# The official image's unprivileged "node" user (uid/gid 1000). Numeric so
+# Kubernetes runAsNonRoot can verify it.
+USER 1000:1000
+
+EXPOSE 8080
+
+# Slim images ship no curl/wget: use Node's built-in fetch.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT||8080}/healthz`,{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+
+# Node runs as PID 1: the app must handle SIGTERM/SIGINT itself (graceful shutdown).
+CMD ["node", "dist/main.js"]

@@ -1,0 +1,55 @@
+// buildApp(deps): the HTTP application, in the order requests meet it. It never listens; main.ts
+// (or a test) does. Every collaborator is passed in.
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { randomUUID } from "node:crypto";
+import type { TokenVerifier } from "./auth/token-verifier.js";
+import type { Config } from "./config.js";
+import { installErrorHandling } from "./http/error-handler.js";
+import { installAuth } from "./http/plugins/auth.js";
+import { installHealth } from "./http/plugins/health.js";
+import { acknowledgeRoute } from "./http/routes/acknowledge.js";
+import { changeVisibilityRoutes } from "./http/routes/change-visibility.js";
+import { publishBatchRoute } from "./http/routes/publish-batch.js";
+import { publishRoute } from "./http/routes/publish.js";
+import { receiveByIdRoute } from "./http/routes/receive-by-id.js";
+import { receiveRoute } from "./http/routes/receive.js";
+import type { QueueService } from "./queue/queue-service.js";
+
+export interface AppDeps {
+  readonly config: Pick<Config, "allowedTeams" | "allowedProjects" | "allowedEnvironments">;
+  readonly queue: QueueService;
+  readonly verifier: TokenVerifier;
+  readonly isReady: () => Promise<boolean>;
+  readonly logger: FastifyBaseLogger;
+  /** Largest message body accepted (413 above). */
+  readonly maxMessageBytes: number;
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    maxParamLength: 2048,
+    bodyLimit: deps.maxMessageBytes,
+    requestIdHeader: "x-request-id",
+    genReqId: () => randomUUID(),
+    disableRequestLogging: true,
+    return503OnClosing: true,
+  });
+  installErrorHandling(app);
+  installHealth(app, { isReady: deps.isReady });
+
+  await app.register((api, _opts, done) => {
+    // Message bodies are opaque bytes whatever their Content-Type: no parser may touch them.
+    api.removeAllContentTypeParsers();
+    api.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, next) => next(null, body));
+    installAuth(api, { verifier: deps.verifier, config: deps.config });
+    publishRoute(api, deps.queue);
+    publishBatchRoute(api, deps.queue, deps.maxMessageBytes);
+    receiveRoute(api, deps.queue);
+    receiveByIdRoute(api, deps.queue);
+    acknowledgeRoute(api, deps.queue);
+    changeVisibilityRoutes(api, deps.queue);
+    done();
+  });
+  return app;
+}

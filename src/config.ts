@@ -1,0 +1,158 @@
+// Configuration: read once from an environment object, validated, frozen. Bad settings stop the
+// process at start with a message naming the variable. README.md lists every setting.
+
+export interface OidcConfig {
+  readonly jwksUrl: string;
+  readonly issuers: readonly string[];
+  readonly audiences: readonly string[];
+  readonly clockToleranceSeconds: number;
+}
+
+export interface TenantClaims {
+  readonly team: string;
+  readonly project: string;
+  readonly environment: string;
+}
+
+export interface Config {
+  readonly production: boolean;
+  readonly port: number;
+  readonly host: string;
+  /** null: start an embedded single-node nats-server (development). */
+  readonly natsServers: readonly string[] | null;
+  readonly natsCredsFile: string | null;
+  readonly natsUser: string | null;
+  readonly natsPassword: string | null;
+  readonly natsToken: string | null;
+  readonly region: string;
+  /** null: development auth (a local signing key, see src/dev/dev-issuer.ts). */
+  readonly oidc: OidcConfig | null;
+  readonly tenantClaims: TenantClaims;
+  readonly allowedTeams: ReadonlySet<string> | null;
+  readonly allowedProjects: ReadonlySet<string> | null;
+  readonly allowedEnvironments: ReadonlySet<string> | null;
+  /** null in development: a secret kept in the data directory is used. */
+  readonly receiptSecret: string | null;
+  readonly maxMessageBytes: number;
+  readonly streamReplicas: number;
+  readonly requestTimeoutMs: number;
+  readonly consumerInactiveSeconds: number;
+  readonly dataDir: string;
+  readonly logLevel: string;
+  readonly shutdownGraceSeconds: number;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function loadConfig(env: Env): Config {
+  const problems: string[] = [];
+  const str = (name: string): string | null => {
+    const v = env[name]?.trim();
+    return v ? v : null;
+  };
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const raw = str(name);
+    if (raw === null) return def;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return def;
+    }
+    return Number(raw);
+  };
+  const list = (name: string): string[] =>
+    (str(name) ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+  const set = (name: string): ReadonlySet<string> | null => {
+    const l = list(name);
+    return l.length ? new Set(l) : null;
+  };
+
+  const production = env.NODE_ENV === "production";
+  const region = str("VQS_REGION") ?? "dev1";
+  if (!/^[a-z0-9][a-z0-9-]{0,30}$/.test(region)) {
+    problems.push(`VQS_REGION must be a short lowercase region code like "iad1" (got "${region}")`);
+  }
+
+  const jwksUrl = str("VQS_OIDC_JWKS_URL");
+  const issuers = list("VQS_OIDC_ISSUER");
+  const audiences = list("VQS_OIDC_AUDIENCE");
+  let oidc: OidcConfig | null = null;
+  if (jwksUrl || issuers.length || audiences.length) {
+    if (!jwksUrl || !issuers.length || !audiences.length) {
+      problems.push(
+        "VQS_OIDC_JWKS_URL, VQS_OIDC_ISSUER and VQS_OIDC_AUDIENCE must be set together",
+      );
+    } else if (!/^https?:\/\//.test(jwksUrl)) {
+      problems.push(`VQS_OIDC_JWKS_URL must be an http(s) URL (got "${jwksUrl}")`);
+    } else {
+      oidc = {
+        jwksUrl,
+        issuers,
+        audiences,
+        clockToleranceSeconds: int("VQS_OIDC_CLOCK_TOLERANCE_SECONDS", 5, 0, 300),
+      };
+    }
+  } else if (production) {
+    problems.push(
+      "NODE_ENV=production needs VQS_OIDC_JWKS_URL, VQS_OIDC_ISSUER and VQS_OIDC_AUDIENCE",
+    );
+  }
+
+  const claimNames = list("VQS_TENANT_CLAIMS");
+  if (claimNames.length !== 0 && claimNames.length !== 3) {
+    problems.push("VQS_TENANT_CLAIMS must name three claims: team,project,environment");
+  }
+  const tenantClaims: TenantClaims = {
+    team: claimNames[0] ?? "owner_id",
+    project: claimNames[1] ?? "project_id",
+    environment: claimNames[2] ?? "environment",
+  };
+
+  const receiptSecret = str("VQS_RECEIPT_SECRET");
+  if (receiptSecret !== null && receiptSecret.length < 32) {
+    problems.push("VQS_RECEIPT_SECRET must be at least 32 characters");
+  }
+  if (receiptSecret === null && production) {
+    problems.push("NODE_ENV=production needs VQS_RECEIPT_SECRET (at least 32 characters)");
+  }
+
+  const natsUrl = list("NATS_URL");
+  if (natsUrl.length === 0 && production) {
+    problems.push("NODE_ENV=production needs NATS_URL (the region's NATS servers)");
+  }
+
+  const config: Config = {
+    production,
+    port: int("PORT", 8080, 0, 65535),
+    host: str("HOST") ?? "0.0.0.0",
+    natsServers: natsUrl.length ? natsUrl : null,
+    natsCredsFile: str("NATS_CREDS_FILE"),
+    natsUser: str("NATS_USER"),
+    natsPassword: str("NATS_PASSWORD"),
+    natsToken: str("NATS_TOKEN"),
+    region,
+    oidc,
+    tenantClaims,
+    allowedTeams: set("VQS_ALLOWED_TEAMS"),
+    allowedProjects: set("VQS_ALLOWED_PROJECTS"),
+    allowedEnvironments: set("VQS_ALLOWED_ENVIRONMENTS"),
+    receiptSecret,
+    maxMessageBytes: int("VQS_MAX_MESSAGE_BYTES", 1_048_576, 1, 64 * 1_048_576),
+    streamReplicas: int("VQS_STREAM_REPLICAS", 1, 1, 5),
+    requestTimeoutMs: int("VQS_NATS_REQUEST_TIMEOUT_MS", 5000, 100, 60_000),
+    consumerInactiveSeconds: int("VQS_CONSUMER_INACTIVE_SECONDS", 14 * 86_400, 60, 365 * 86_400),
+    dataDir: str("VQS_DATA_DIR") ?? ".data",
+    logLevel: str("LOG_LEVEL") ?? "info",
+    shutdownGraceSeconds: int("VQS_SHUTDOWN_GRACE_SECONDS", 25, 0, 3600),
+  };
+  if (problems.length) {
+    throw new ConfigError(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);
+  }
+  return Object.freeze(config);
+}

@@ -1,0 +1,142 @@
+// Starts and stops real nats-server processes on loopback: the embedded single node of
+// `npm start` without NATS_URL, and every server the tests run (one node or a cluster).
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { join } from "node:path";
+
+export interface NatsServerOptions {
+  readonly storeDir: string;
+  readonly port?: number;
+  readonly serverName?: string;
+  /** Largest NATS message; the default leaves room for 1 MiB payloads plus headers. */
+  readonly maxPayload?: number;
+  readonly cluster?: {
+    readonly name: string;
+    readonly port: number;
+    readonly routes: readonly number[];
+  };
+  /** fsync every write before acknowledging it (JetStream `sync_interval: always`, 2.10+). */
+  readonly syncAlways?: boolean;
+}
+
+export interface NatsServerProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly options: NatsServerOptions;
+  /** Graceful stop (SIGTERM), then SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>;
+}
+
+export const INSTALL_HINT =
+  "nats-server is not installed. Install it with: sudo apt-get install -y nats-server " +
+  "(Debian/Ubuntu), or see https://docs.nats.io/running-a-nats-service/introduction/installation";
+
+/** The nats-server binary: $NATS_SERVER_BIN, else the one on PATH; null when there is none. */
+export function natsServerBinary(): string | null {
+  const configured = process.env.NATS_SERVER_BIN;
+  if (configured) return configured;
+  for (const candidate of ["nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"]) {
+    const r = spawnSync(candidate, ["--version"], { encoding: "utf8" });
+    if (r.status === 0) return candidate;
+  }
+  return null;
+}
+
+export function natsServerVersion(bin: string): string {
+  const r = spawnSync(bin, ["--version"], { encoding: "utf8" });
+  return (r.stdout || r.stderr).trim().replace(/^nats-server:\s*v?/, "");
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() =>
+        typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port")),
+      );
+    });
+  });
+}
+
+function configText(o: NatsServerOptions, port: number): string {
+  const lines = [
+    `listen: "127.0.0.1:${port}"`,
+    `server_name: "${o.serverName ?? `vqs-${port}`}"`,
+    `max_payload: ${o.maxPayload ?? 2 * 1024 * 1024}`,
+    "jetstream {",
+    `  store_dir: ${JSON.stringify(o.storeDir)}`,
+    "  max_memory_store: 268435456",
+    ...(o.syncAlways ? ["  sync_interval: always"] : []),
+    "}",
+  ];
+  if (o.cluster) {
+    lines.push(
+      "cluster {",
+      `  name: "${o.cluster.name}"`,
+      `  listen: "127.0.0.1:${o.cluster.port}"`,
+      `  routes: [${o.cluster.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ")}]`,
+      "}",
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+export async function startNatsServer(options: NatsServerOptions): Promise<NatsServerProcess> {
+  const bin = natsServerBinary();
+  if (!bin) throw new Error(INSTALL_HINT);
+  const port = options.port ?? (await freePort());
+  await mkdir(options.storeDir, { recursive: true });
+  const confFile = join(options.storeDir, `nats-server-${port}.conf`);
+  await writeFile(confFile, configText(options, port));
+
+  const child = spawn(bin, ["-c", confFile], { stdio: ["ignore", "ignore", "pipe"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  await waitReady(child);
+
+  const signal = async (sig: NodeJS.Signals, graceMs: number) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(sig);
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    options: { ...options, port },
+    stop: (graceMs = 5000) => signal("SIGTERM", graceMs),
+    kill: () => signal("SIGKILL", 0),
+  };
+}
+
+function waitReady(child: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let log = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`nats-server did not become ready in 20s:\n${log.slice(-2000)}`));
+    }, 20_000);
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString();
+      if (log.includes("Server is ready")) {
+        clearTimeout(timer);
+        child.stderr?.off("data", onData);
+        child.stderr?.resume();
+        resolve();
+      }
+    };
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(
+        new Error(`nats-server exited (${String(code)}) before it was ready:\n${log.slice(-2000)}`),
+      );
+    });
+  });
+}

@@ -1,0 +1,153 @@
+// The error catalogue: one stable code, HTTP status and message per cause. Routes and the domain
+// only throw `AppError`s; src/http/error-handler.ts renders every error in one place.
+
+export const ERRORS = {
+  invalid_topic_name: {
+    status: 400,
+    message: "Topic names must be 1-255 characters of A-Z, a-z, 0-9, '_' and '-'.",
+  },
+  invalid_consumer_group_name: {
+    status: 400,
+    message: "Consumer group names must be 1-255 characters of A-Z, a-z, 0-9, '_' and '-'.",
+  },
+  invalid_retention_seconds: {
+    status: 400,
+    message: "Vqs-Retention-Seconds must be an integer from 60 to 604800.",
+  },
+  invalid_delay_seconds: {
+    status: 400,
+    message: "Vqs-Delay-Seconds must be an integer from 0 to 604800.",
+  },
+  invalid_idempotency_key: {
+    status: 400,
+    message: "Vqs-Idempotency-Key must be 1 to 256 characters.",
+  },
+  invalid_content_type: {
+    status: 400,
+    message: "Content-Type must be a single value of at most 255 characters.",
+  },
+  invalid_deployment_id: {
+    status: 400,
+    message: "Vqs-Deployment-Id must be 1 to 256 printable ASCII characters.",
+  },
+  invalid_max_messages: {
+    status: 400,
+    message: "Vqs-Max-Messages must be an integer from 1 to 10.",
+  },
+  invalid_visibility_timeout: {
+    status: 400,
+    message: "The visibility timeout must be an integer from 0 to 3600 seconds.",
+  },
+  invalid_max_concurrency: {
+    status: 400,
+    message: "Vqs-Max-Concurrency must be a positive integer.",
+  },
+  unsupported_accept: {
+    status: 400,
+    message: "The Accept header must include multipart/mixed or application/x-ndjson.",
+  },
+  invalid_request_body: {
+    status: 400,
+    message: 'The body must be JSON of the form {"visibilityTimeoutSeconds": <integer>}.',
+  },
+  invalid_batch: {
+    status: 400,
+    message: "A batch must be a multipart/mixed body of 1 to 100 parts.",
+  },
+  invalid_message_id: {
+    status: 400,
+    message: "The message ID is malformed.",
+  },
+  invalid_receipt_handle: {
+    status: 400,
+    message: "The receipt handle is malformed, forged, or belongs to another queue.",
+  },
+  missing_token: {
+    status: 401,
+    message: "An Authorization header with a Bearer token is required.",
+  },
+  invalid_token: {
+    status: 401,
+    message: "The bearer token is malformed, expired, or not signed by a trusted issuer.",
+  },
+  tenant_not_allowed: {
+    status: 403,
+    message: "This service does not serve the team, project or environment of the token.",
+  },
+  message_not_found: {
+    status: 404,
+    message: "No such message in this topic, or it has expired.",
+  },
+  route_not_found: {
+    status: 404,
+    message: "No such endpoint.",
+  },
+  message_not_available: {
+    status: 409,
+    message: "The message is leased by another consumer or not yet visible.",
+  },
+  message_duplicate: {
+    status: 409,
+    message: "This message ID belongs to a duplicate dropped by deduplication.",
+  },
+  receipt_handle_stale: {
+    status: 409,
+    message: "The receipt handle is stale: the message has since been delivered again.",
+  },
+  message_already_acknowledged: {
+    status: 410,
+    message: "This consumer group has already acknowledged the message.",
+  },
+  payload_too_large: {
+    status: 413,
+    message: "The message body is larger than the configured maximum.",
+  },
+  concurrency_limit_exceeded: {
+    status: 429,
+    message: "The consumer group has reached Vqs-Max-Concurrency messages in flight.",
+  },
+  internal_error: {
+    status: 500,
+    message: "Internal server error.",
+  },
+  auth_unavailable: {
+    status: 503,
+    message: "The token issuer's keys cannot be fetched right now; retry later.",
+  },
+  storage_unavailable: {
+    status: 503,
+    message: "The message store (JetStream) is unavailable right now; retry later.",
+  },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Extra top-level fields of the JSON body (e.g. originalMessageId). */
+  readonly extra: Readonly<Record<string, unknown>> | undefined;
+  /** Seconds for a Retry-After header. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(
+    code: ErrorCode,
+    options: {
+      message?: string;
+      cause?: unknown;
+      extra?: Record<string, unknown>;
+      retryAfterSeconds?: number;
+    } = {},
+  ) {
+    super(options.message ?? ERRORS[code].message, { cause: options.cause });
+    this.name = "AppError";
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.extra = options.extra;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof AppError;
+}

@@ -1,0 +1,106 @@
+// Composes one gateway from its configuration: NATS connection -> JetStream store -> queue
+// service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
+import type { FastifyInstance } from "fastify";
+import { buildApp } from "./app.js";
+import { createTokenVerifier, remoteKeySet, type TokenVerifier } from "./auth/token-verifier.js";
+import type { Config } from "./config.js";
+import type { Logger } from "./logger.js";
+import { connectNats } from "./nats/connection.js";
+import { openJetStreamStore, type JetStreamStore } from "./nats/jetstream-store.js";
+import { LIMITS } from "./queue/limits.js";
+import { QueueService } from "./queue/queue-service.js";
+import { deriveSecretKeys } from "./queue/secret-keys.js";
+import type { JWTVerifyGetKey } from "jose";
+
+export interface GatewayOptions {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly natsServers: readonly string[];
+  /** Overrides the configured receipt secret (development). */
+  readonly receiptSecret?: string;
+  /** Key set used instead of the configured JWKS URL (development issuer, tests). */
+  readonly keys?: JWTVerifyGetKey;
+  readonly issuers?: readonly string[];
+  readonly audiences?: readonly string[];
+  readonly now?: () => number;
+}
+
+export interface Gateway {
+  readonly app: FastifyInstance;
+  readonly store: JetStreamStore;
+  readonly maxMessageBytes: number;
+  close(): Promise<void>;
+}
+
+export async function createGateway(o: GatewayOptions): Promise<Gateway> {
+  const { config, logger } = o;
+  const now = o.now ?? Date.now;
+  const secret = o.receiptSecret ?? config.receiptSecret;
+  if (!secret) throw new Error("no receipt secret configured (VQS_RECEIPT_SECRET)");
+  const verifier = makeVerifier(o, now);
+
+  const nc = await connectNats(
+    {
+      servers: o.natsServers,
+      name: `vqs-gateway-${config.region}`,
+      credsFile: config.natsCredsFile,
+      user: config.natsUser,
+      password: config.natsPassword,
+      token: config.natsToken,
+    },
+    logger,
+  );
+  const store = await openJetStreamStore(nc, {
+    region: config.region,
+    replicas: config.streamReplicas,
+    requestTimeoutMs: config.requestTimeoutMs,
+    defaultLeaseMs: LIMITS.visibilityTimeoutSeconds.default * 1000,
+    maxAgeMs: LIMITS.retentionSeconds.max * 1000,
+    consumerInactiveSeconds: config.consumerInactiveSeconds,
+    log: logger,
+    now,
+  });
+  const maxMessageBytes = Math.min(config.maxMessageBytes, store.maxPayloadBytes);
+  if (maxMessageBytes < config.maxMessageBytes) {
+    logger.warn(
+      { configured: config.maxMessageBytes, effective: maxMessageBytes },
+      "VQS_MAX_MESSAGE_BYTES is above what the NATS server's max_payload allows; using the smaller",
+    );
+  }
+  const queue = new QueueService({ broker: store.broker, keys: deriveSecretKeys(secret), now });
+  const app = await buildApp({
+    config,
+    queue,
+    verifier,
+    isReady: () => store.broker.isReady(),
+    logger,
+    maxMessageBytes,
+  });
+  store.scheduler.start();
+  return {
+    app,
+    store,
+    maxMessageBytes,
+    async close() {
+      await app.close();
+      await store.close();
+      await nc.drain();
+    },
+  };
+}
+
+function makeVerifier(o: GatewayOptions, now: () => number): TokenVerifier {
+  const oidc = o.config.oidc;
+  const keys = o.keys ?? (oidc ? remoteKeySet(oidc.jwksUrl) : null);
+  const issuers = o.issuers ?? oidc?.issuers;
+  const audiences = o.audiences ?? oidc?.audiences;
+  if (!keys || !issuers || !audiences) throw new Error("no token issuer configured (VQS_OIDC_*)");
+  return createTokenVerifier({
+    keys,
+    issuers,
+    audiences,
+    claims: o.config.tenantClaims,
+    clockToleranceSeconds: oidc?.clockToleranceSeconds ?? 5,
+    now,
+  });
+}

@@ -1,0 +1,40 @@
+// The one place errors become responses: {"error":{"code","message"}} with the catalogue's status.
+// Fastify's own failures (body too large, unparseable input) map to catalogue codes; anything
+// unexpected is logged and answered as a 500 without internals.
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import { AppError, isAppError } from "../errors.js";
+
+function send(reply: FastifyReply, err: AppError): FastifyReply {
+  if (err.retryAfterSeconds !== undefined)
+    reply.header("retry-after", String(err.retryAfterSeconds));
+  return reply
+    .code(err.status)
+    .type("application/json; charset=utf-8")
+    .send({ error: { code: err.code, message: err.message }, ...err.extra });
+}
+
+function fromFastify(err: FastifyError): AppError | null {
+  switch (err.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new AppError("payload_too_large", { cause: err });
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new AppError("invalid_request_body", { cause: err });
+    default:
+      return null;
+  }
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const appErr = isAppError(err) ? err : fromFastify(err);
+    if (appErr) {
+      if (appErr.status >= 500) request.log.warn({ err: appErr.cause ?? appErr }, appErr.code);
+      return send(reply, appErr);
+    }
+    request.log.error({ err }, "unhandled error");
+    return send(reply, new AppError("internal_error", { cause: err }));
+  });
+  app.setNotFoundHandler((_request, reply) => send(reply, new AppError("route_not_found")));
+}

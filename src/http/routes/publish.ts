@@ -1,0 +1,17 @@
+// SendMessage: POST /api/v3/topic/{topic}. The raw body is the message.
+import type { FastifyInstance } from "fastify";
+import type { QueueService } from "../../queue/queue-service.js";
+import { topicOf } from "../params.js";
+import { publishInput } from "./publish-input.js";
+
+export function publishRoute(app: FastifyInstance, queue: QueueService): void {
+  app.post("/api/v3/topic/:topic", async (request, reply) => {
+    const topic = topicOf(request);
+    const input = publishInput(
+      request.headers,
+      (request.body as Buffer | undefined) ?? Buffer.alloc(0),
+    );
+    const { messageId } = await queue.publish(topic, input);
+    return reply.code(201).header("vqs-message-id", messageId).send({ messageId });
+  });
+}

@@ -1,0 +1,94 @@
+// Process entry: config -> (embedded NATS, development auth) -> gateway -> listen -> shutdown.
+import { join } from "node:path";
+import { ConfigError, loadConfig } from "./config.js";
+import { DEV_AUDIENCE, DEV_ISSUER, devIssuer } from "./dev/dev-issuer.js";
+import { startNatsServer, type NatsServerProcess } from "./dev/nats-server-process.js";
+import { createGateway, type GatewayOptions } from "./gateway.js";
+import { createLogger } from "./logger.js";
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+
+  let embedded: NatsServerProcess | null = null;
+  let servers = config.natsServers;
+  if (!servers) {
+    embedded = await startNatsServer({
+      storeDir: join(config.dataDir, "nats"),
+      serverName: "vqs-embedded",
+    });
+    servers = [embedded.url];
+    logger.info(
+      { url: embedded.url, storeDir: join(config.dataDir, "nats") },
+      "started embedded nats-server",
+    );
+  }
+
+  const options: GatewayOptions = { config, logger, natsServers: servers };
+  const dev = config.oidc ? null : await devIssuer(config.dataDir);
+  const gateway = await createGateway(
+    dev
+      ? {
+          ...options,
+          keys: dev.keys,
+          issuers: [DEV_ISSUER],
+          audiences: [DEV_AUDIENCE],
+          receiptSecret: config.receiptSecret ?? dev.receiptSecret,
+        }
+      : options,
+  );
+  const address = await gateway.app.listen({ port: config.port, host: config.host });
+  logger.info({ address, region: config.region }, "vqs gateway listening");
+
+  if (dev) {
+    const token = await dev.issue();
+    const base = address.replace("0.0.0.0", "127.0.0.1");
+    process.stdout.write(
+      [
+        "",
+        "Development mode: tokens are signed by a local key (npm run token prints a fresh one).",
+        `  export VQS_TOKEN=${token}`,
+        `  curl -X POST ${base}/api/v3/topic/hello -H "Authorization: Bearer $VQS_TOKEN" --data-binary 'hi'`,
+        `  curl -X POST ${base}/api/v3/topic/hello/consumer/workers -H "Authorization: Bearer $VQS_TOKEN" -H "Accept: application/x-ndjson"`,
+        "",
+      ].join("\n") + "\n",
+    );
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    const timer = setTimeout(() => {
+      logger.error("shutdown grace period exceeded; exiting");
+      process.exit(1);
+    }, config.shutdownGraceSeconds * 1000);
+    timer.unref();
+    try {
+      await gateway.close();
+      await embedded?.stop();
+    } finally {
+      clearTimeout(timer);
+    }
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `vqs failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,41 @@
+// Connects to the region's NATS servers and keeps reconnecting forever: a gateway never gives up
+// on its store, it answers 503 while the store is away and recovers by itself.
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { readFile } from "node:fs/promises";
+import type { Logger } from "../logger.js";
+
+export interface NatsConnectOptions {
+  readonly servers: readonly string[];
+  readonly name: string;
+  readonly credsFile: string | null;
+  readonly user: string | null;
+  readonly password: string | null;
+  readonly token: string | null;
+}
+
+export async function connectNats(opts: NatsConnectOptions, log: Logger): Promise<NatsConnection> {
+  const nc = await connect({
+    servers: [...opts.servers],
+    name: opts.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    waitOnFirstConnect: true,
+    pingInterval: 10_000,
+    ...(opts.credsFile
+      ? { authenticator: credsAuthenticator(await readFile(opts.credsFile)) }
+      : {}),
+    ...(opts.user ? { user: opts.user, pass: opts.password ?? "" } : {}),
+    ...(opts.token ? { token: opts.token } : {}),
+  });
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect" || s.type === "reconnect" || s.type === "error") {
+        log.warn(
+          { nats: s.type, server: "server" in s ? s.server : undefined },
+          "NATS connection status",
+        );
+      }
+    }
+  })();
+  return nc;
+}

@@ -1,0 +1,177 @@
+// Delayed messages. A delayed publish parks the message on its topic's "delayed" subject, which
+// no consumer group reads, and adds a timer to the region's schedule stream. Every gateway pulls
+// timers from one shared durable consumer: a timer that is not due is `-NAK`ed with exactly the
+// time left, so JetStream itself holds it until then (no gateway keeps timers in memory, and any
+// gateway can die). When due, the message is copied to the ready subject (idempotently, with
+// Nats-Msg-Id) and a forward pointer records where the copy is, for receive by ID.
+import {
+  AckPolicy,
+  DeliverPolicy,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { headers, nanos, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "../logger.js";
+import { decodeMessage, H, rfc3339ToMs } from "./message-codec.js";
+import { SCHEDULE_CONSUMER, SCHEDULE_STREAM, SCHEDULE_SUBJECT, type TopicNames } from "./naming.js";
+import type { PullClient } from "./pull-client.js";
+import type { Topology } from "./topology.js";
+
+interface Timer {
+  /** Topic stream, sequence of the parked message and its delay in seconds. */
+  readonly s: string;
+  readonly q: number;
+  readonly d: number;
+  /** Subjects of the topic: ready, and the forward pointer prefix. */
+  readonly r: string;
+  readonly f: string;
+}
+
+export interface DelaySchedulerDeps {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly topology: Topology;
+  readonly pulls: PullClient;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly requestTimeoutMs: number;
+  readonly maxAgeMs: number;
+}
+
+const BATCH = 128;
+const WAIT_MS = 5000;
+const EARLY_TOLERANCE_MS = 5;
+
+export class DelayScheduler {
+  readonly #d: DelaySchedulerDeps;
+  #running = false;
+  #loop: Promise<void> | null = null;
+  #ensured: Promise<void> | null = null;
+
+  constructor(deps: DelaySchedulerDeps) {
+    this.#d = deps;
+  }
+
+  /** Creates the schedule stream and its consumer once per gateway (again after a failure). */
+  #ensure(): Promise<void> {
+    this.#ensured ??= this.#create().catch((err: unknown) => {
+      this.#ensured = null;
+      throw err;
+    });
+    return this.#ensured;
+  }
+
+  async #create(): Promise<void> {
+    await this.#d.topology.ensureInternalStream({
+      name: SCHEDULE_STREAM,
+      description: "vqs: timers of delayed messages",
+      subjects: [SCHEDULE_SUBJECT],
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+      max_age: nanos(this.#d.maxAgeMs + 3_600_000),
+    });
+    try {
+      await this.#d.jsm.consumers.info(SCHEDULE_STREAM, SCHEDULE_CONSUMER);
+    } catch {
+      await this.#d.jsm.consumers.add(SCHEDULE_STREAM, {
+        durable_name: SCHEDULE_CONSUMER,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: nanos(30_000),
+        max_deliver: -1,
+        max_ack_pending: -1,
+      });
+    }
+  }
+
+  /** Adds the timer of a parked message. Idempotent per message. */
+  async schedule(names: TopicNames, seq: number, delaySeconds: number): Promise<void> {
+    await this.#ensure();
+    const timer: Timer = {
+      s: names.stream,
+      q: seq,
+      d: delaySeconds,
+      r: names.ready,
+      f: names.forwardPrefix,
+    };
+    await this.#d.js.publish(SCHEDULE_SUBJECT, JSON.stringify(timer), {
+      msgID: `${names.stream}.${seq}`,
+      timeout: this.#d.requestTimeoutMs,
+    });
+  }
+
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    while (this.#running) {
+      try {
+        await this.#ensure();
+        const r = await this.#d.pulls.pull(SCHEDULE_STREAM, SCHEDULE_CONSUMER, BATCH, {
+          noWait: false,
+          expiresMs: WAIT_MS,
+        });
+        await Promise.all(r.messages.map((m) => this.#handle(m)));
+        if (r.end === "no_consumer") await sleep(1000);
+      } catch (err) {
+        this.#d.log.warn({ err }, "delay scheduler: retrying after an error");
+        await sleep(1000);
+      }
+    }
+  }
+
+  async #handle(msg: Msg): Promise<void> {
+    try {
+      const timer = JSON.parse(new TextDecoder().decode(msg.data)) as Timer;
+      const parked = await this.#d.jsm.direct
+        .getMessage(timer.s, { seq: timer.q })
+        .catch(() => null);
+      const message = parked
+        ? decodeMessage(parked.seq, rfc3339ToMs(parked.timestamp), parked.header, parked.data)
+        : null;
+      if (!parked || !message || message.expiresAtMs <= this.#d.now()) {
+        msg.respond("+ACK"); // gone or expired before it was due: nothing to deliver
+        return;
+      }
+      const wait = message.visibleAtMs - this.#d.now();
+      if (wait > EARLY_TOLERANCE_MS) {
+        msg.respond(`-NAK ${JSON.stringify({ delay: wait * 1_000_000 })}`);
+        return;
+      }
+      const h = headers();
+      for (const key of [H.nonce, H.contentType, H.retention]) {
+        const v = parked.header.get(key);
+        if (v) h.set(key, v);
+      }
+      h.set(H.idSeq, String(timer.q));
+      h.set(H.sentMs, String(message.publishedAtMs));
+      const ack = await this.#d.js.publish(timer.r, parked.data, {
+        headers: h,
+        msgID: `mv.${timer.q}`,
+        timeout: this.#d.requestTimeoutMs,
+      });
+      await this.#d.js.publish(`${timer.f}.${timer.q.toString(36)}`, String(ack.seq), {
+        msgID: `fw.${timer.q}`,
+        timeout: this.#d.requestTimeoutMs,
+      });
+      msg.respond("+ACK");
+    } catch (err) {
+      this.#d.log.warn({ err }, "delay scheduler: timer left for redelivery");
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,225 @@
+// The Broker port on JetStream: a topic is a stream, a consumer group a durable pull consumer on
+// its ready subject, a lease the consumer's ack-wait moved by `-NAK {delay}`, deduplication
+// `Nats-Msg-Id`. See docs/architecture.md for the data flow of each call.
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes } from "@nats-io/jetstream";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
+import type {
+  Broker,
+  Delivery,
+  GroupProgress,
+  LeaseRef,
+  MessageLookup,
+  NewMessage,
+  PublishOutcome,
+} from "../queue/broker.js";
+import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+import { ackSubject, parseAckSubject } from "./ack-subject.js";
+import type { DelayScheduler } from "./delay-scheduler.js";
+import { storage } from "./errors.js";
+import {
+  decodeMessage,
+  dedupId,
+  encodeHeaders,
+  nanosTokenToMs,
+  rfc3339ToMs,
+} from "./message-codec.js";
+import { groupNames, topicNames, type GroupNames } from "./naming.js";
+import type { PullClient } from "./pull-client.js";
+import { isApiError, type Topology } from "./topology.js";
+
+export interface JetStreamBrokerDeps {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly topology: Topology;
+  readonly pulls: PullClient;
+  readonly scheduler: DelayScheduler;
+  readonly region: string;
+  readonly requestTimeoutMs: number;
+  readonly defaultLeaseMs: number;
+}
+
+/** How long an immediate pull may take on the server before it is answered with what it has. */
+const PULL_EXPIRES_MS = 2000;
+
+export class JetStreamBroker implements Broker {
+  readonly defaultLeaseMs: number;
+  readonly #d: JetStreamBrokerDeps;
+
+  constructor(deps: JetStreamBrokerDeps) {
+    this.#d = deps;
+    this.defaultLeaseMs = deps.defaultLeaseMs;
+  }
+
+  publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome> {
+    const names = topicNames(this.#d.region, topic);
+    const delayed = message.delaySeconds > 0;
+    const send = () =>
+      this.#d.js.publish(delayed ? names.delayed : names.ready, message.payload, {
+        headers: encodeHeaders(message),
+        timeout: this.#d.requestTimeoutMs,
+        expect: { streamName: names.stream },
+        ...(message.idempotencyKey !== null ? { msgID: dedupId(message.idempotencyKey) } : {}),
+      });
+    return storage(async () => {
+      await this.#d.topology.ensureStream(names);
+      let ack;
+      try {
+        ack = await send();
+      } catch (err) {
+        // The stream was removed under us (idle clean-up or an operator): recreate it once.
+        this.#d.topology.forgetStream(names.stream);
+        await this.#d.topology.ensureStream(names);
+        if (!(await this.#streamExists(names.stream))) throw err;
+        ack = await send();
+      }
+      if (ack.duplicate) return { kind: "duplicate", originalSeq: ack.seq };
+      if (delayed) await this.#d.scheduler.schedule(names, ack.seq, message.delaySeconds);
+      return { kind: "stored", seq: ack.seq };
+    });
+  }
+
+  pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
+    const names = groupNames(this.#d.region, group);
+    return storage(async () => {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        if (!(await this.#d.topology.ensureConsumer(names))) return null;
+        const r = await this.#d.pulls.pull(names.stream, names.consumer, max, {
+          noWait: true,
+          expiresMs: PULL_EXPIRES_MS,
+        });
+        if (r.end === "no_consumer" && r.messages.length === 0) {
+          this.#d.topology.forgetConsumer(names);
+          continue;
+        }
+        return this.#toDeliveries(names, r.messages);
+      }
+      return [];
+    });
+  }
+
+  setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void> {
+    const body = ms > 0 ? `-NAK ${JSON.stringify({ delay: ms * 1_000_000 })}` : "-NAK";
+    return this.#ackRequest(group, lease, body);
+  }
+
+  ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
+    return this.#ackRequest(group, lease, "+ACK");
+  }
+
+  progress(group: GroupAddress): Promise<GroupProgress | null> {
+    const names = groupNames(this.#d.region, group);
+    return storage(async () => {
+      try {
+        const info = await this.#d.jsm.consumers.info(names.stream, names.consumer);
+        return {
+          ackFloorSeq: info.ack_floor.stream_seq,
+          deliveredSeq: info.delivered.stream_seq,
+          inFlight: info.num_ack_pending,
+        };
+      } catch (err) {
+        if (
+          isApiError(err, JetStreamApiCodes.ConsumerNotFound) ||
+          isApiError(err, JetStreamApiCodes.StreamNotFound)
+        ) {
+          return null;
+        }
+        throw err;
+      }
+    });
+  }
+
+  lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup> {
+    const names = topicNames(this.#d.region, topic);
+    return storage(async () => {
+      const stored = await this.#directGet(names.stream, { seq: idSeq });
+      if (!stored) return { kind: "missing" };
+      const message = decodeMessage(
+        stored.seq,
+        rfc3339ToMs(stored.timestamp),
+        stored.header,
+        stored.data,
+      );
+      if (!message) return { kind: "missing" };
+      if (stored.subject === names.ready) return { kind: "ready", message, streamSeq: stored.seq };
+      if (stored.subject !== names.delayed) return { kind: "missing" };
+      const pointer = await this.#directGet(names.stream, {
+        last_by_subj: `${names.forwardPrefix}.${idSeq.toString(36)}`,
+      });
+      if (!pointer) return { kind: "delayed", message };
+      const readySeq = Number(new TextDecoder().decode(pointer.data));
+      const ready = await this.#directGet(names.stream, { seq: readySeq });
+      if (!ready) return { kind: "missing" };
+      const moved = decodeMessage(
+        ready.seq,
+        rfc3339ToMs(ready.timestamp),
+        ready.header,
+        ready.data,
+      );
+      return moved ? { kind: "ready", message: moved, streamSeq: ready.seq } : { kind: "missing" };
+    });
+  }
+
+  async isReady(): Promise<boolean> {
+    try {
+      await this.#d.jsm.getAccountInfo();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async #directGet(stream: string, query: { seq: number } | { last_by_subj: string }) {
+    try {
+      return await this.#d.jsm.direct.getMessage(stream, query);
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return null;
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return null;
+      if (!(await this.#streamExists(stream))) return null;
+      throw err;
+    }
+  }
+
+  async #streamExists(stream: string): Promise<boolean> {
+    try {
+      await this.#d.jsm.streams.info(stream);
+      return true;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
+      throw err;
+    }
+  }
+
+  #toDeliveries(names: GroupNames, messages: Msg[]): Delivery[] {
+    const out: Delivery[] = [];
+    for (const msg of messages) {
+      const info = msg.reply ? parseAckSubject(msg.reply) : null;
+      const message = info
+        ? decodeMessage(info.streamSeq, nanosTokenToMs(info.timestampToken), msg.headers, msg.data)
+        : null;
+      if (!info || !message) {
+        // Not a queue message (someone published raw to the subject): take it out of the way.
+        if (msg.reply) this.#d.nc.publish(msg.reply, "+TERM");
+        continue;
+      }
+      out.push({
+        message,
+        streamSeq: info.streamSeq,
+        deliverySeq: info.deliverySeq,
+        deliveryCount: info.deliveryCount,
+      });
+    }
+    void names;
+    return out;
+  }
+
+  #ackRequest(group: GroupAddress, lease: LeaseRef, body: string): Promise<void> {
+    const names = groupNames(this.#d.region, group);
+    return storage(async () => {
+      await this.#d.nc.request(ackSubject(names.stream, names.consumer, lease), body, {
+        timeout: this.#d.requestTimeoutMs,
+      });
+    });
+  }
+}

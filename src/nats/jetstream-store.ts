@@ -1,0 +1,80 @@
+// Opens the JetStream side of a gateway on a connection: the broker, its topology cache, the pull
+// client and the delay scheduler, and closes them in order.
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "../logger.js";
+import { DelayScheduler } from "./delay-scheduler.js";
+import { JetStreamBroker } from "./jetstream-broker.js";
+import { PullClient } from "./pull-client.js";
+import { Topology } from "./topology.js";
+
+export interface StoreOptions {
+  readonly region: string;
+  readonly replicas: number;
+  readonly requestTimeoutMs: number;
+  readonly defaultLeaseMs: number;
+  readonly maxAgeMs: number;
+  readonly consumerInactiveSeconds: number;
+  readonly log: Logger;
+  readonly now: () => number;
+}
+
+export interface JetStreamStore {
+  readonly broker: JetStreamBroker;
+  readonly scheduler: DelayScheduler;
+  /** Largest payload the server accepts with room left for our headers. */
+  readonly maxPayloadBytes: number;
+  close(): Promise<void>;
+}
+
+/** Room kept in a NATS message for the headers the gateway adds. */
+const HEADER_RESERVE = 4096;
+
+export async function openJetStreamStore(
+  nc: NatsConnection,
+  o: StoreOptions,
+): Promise<JetStreamStore> {
+  const jsm = await jetstreamManager(nc, { timeout: o.requestTimeoutMs, checkAPI: false });
+  const js = jetstream(nc, { timeout: o.requestTimeoutMs });
+  const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+  const topology = new Topology(jsm, {
+    replicas: o.replicas,
+    maxAgeMs: o.maxAgeMs,
+    maxMsgBytes: maxPayload,
+    ackWaitMs: o.defaultLeaseMs,
+    inactiveThresholdMs: o.consumerInactiveSeconds * 1000,
+  });
+  const pulls = new PullClient(nc);
+  const scheduler = new DelayScheduler({
+    nc,
+    js,
+    jsm,
+    topology,
+    pulls,
+    log: o.log,
+    now: o.now,
+    requestTimeoutMs: o.requestTimeoutMs,
+    maxAgeMs: o.maxAgeMs,
+  });
+  const broker = new JetStreamBroker({
+    nc,
+    js,
+    jsm,
+    topology,
+    pulls,
+    scheduler,
+    region: o.region,
+    requestTimeoutMs: o.requestTimeoutMs,
+    defaultLeaseMs: o.defaultLeaseMs,
+  });
+  return {
+    broker,
+    scheduler,
+    maxPayloadBytes: maxPayload - HEADER_RESERVE,
+    async close() {
+      const stopping = scheduler.stop();
+      pulls.close();
+      await stopping;
+    },
+  };
+}

@@ -1,0 +1,68 @@
+// How a queue message is stored in JetStream: the payload as the NATS payload, everything else
+// in headers. Times come from the server's timestamp of the stored message, never a gateway clock.
+import { headers, type MsgHdrs } from "@nats-io/transport-node";
+import { createHash } from "node:crypto";
+import type { NewMessage, StoredMessage } from "../queue/broker.js";
+
+export const H = {
+  nonce: "Vqs-Nonce",
+  contentType: "Vqs-Content-Type",
+  retention: "Vqs-Retention",
+  delay: "Vqs-Delay",
+  /** On a moved delayed message: the sequence its ID was made from. */
+  idSeq: "Vqs-Id-Seq",
+  /** On a moved delayed message: the server time of the original publish (ms). */
+  sentMs: "Vqs-Sent-Ms",
+} as const;
+
+/** Nats-Msg-Id of a keyed message: a hash, so any key is a safe header value. */
+export function dedupId(idempotencyKey: string): string {
+  return `k.${createHash("sha256").update(idempotencyKey).digest("base64url")}`;
+}
+
+export function encodeHeaders(message: NewMessage): MsgHdrs {
+  const h = headers();
+  h.set(H.nonce, message.nonce);
+  if (message.contentType !== null) h.set(H.contentType, message.contentType);
+  h.set(H.retention, String(message.retentionSeconds));
+  if (message.delaySeconds > 0) h.set(H.delay, String(message.delaySeconds));
+  return h;
+}
+
+/** Decodes a stored message; null when it is not one of ours. */
+export function decodeMessage(
+  seq: number,
+  serverTimeMs: number,
+  hdrs: MsgHdrs | undefined,
+  payload: Uint8Array,
+): StoredMessage | null {
+  const nonce = hdrs?.get(H.nonce);
+  const retention = Number(hdrs?.get(H.retention));
+  if (!hdrs || !nonce || !Number.isSafeInteger(retention)) return null;
+  const delay = Number(hdrs.get(H.delay) || "0");
+  const idSeq = Number(hdrs.get(H.idSeq) || seq);
+  const publishedAtMs = Number(hdrs.get(H.sentMs) || serverTimeMs);
+  return {
+    idSeq,
+    nonce,
+    payload,
+    contentType: hdrs.get(H.contentType) || null,
+    publishedAtMs,
+    expiresAtMs: publishedAtMs + retention * 1000,
+    visibleAtMs: publishedAtMs + delay * 1000,
+  };
+}
+
+/** Milliseconds of an RFC 3339 timestamp with up to nanosecond digits (Nats-Time-Stamp). */
+export function rfc3339ToMs(ts: string): number {
+  const m = /^(.+T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/.exec(ts);
+  if (!m) return Date.parse(ts);
+  const whole = Date.parse(`${m[1]!}${m[3]!}`);
+  const frac = (m[2] ?? "").padEnd(3, "0").slice(0, 3);
+  return whole + Number(frac);
+}
+
+/** Milliseconds of a nanosecond timestamp token (the ack reply subject's). */
+export function nanosTokenToMs(token: string): number {
+  return token.length > 6 ? Number(token.slice(0, -6)) : 0;
+}

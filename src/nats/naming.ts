@@ -1,0 +1,62 @@
+// The one place where queue names become JetStream names. User text never reaches a subject or a
+// stream name: a topic's stream is named by a SHA-256 of (region, namespace, topic), a group's
+// consumer by a SHA-256 of the group name; both are hex, so case-insensitive file systems and
+// NATS's name rules are safe. The full identity is kept in the stream/consumer description and
+// checked on first use, which turns a (2^-128) hash collision into an error instead of a mix-up.
+import { createHash } from "node:crypto";
+import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+
+function hex128(...parts: string[]): string {
+  const h = createHash("sha256");
+  for (const p of parts) h.update(p).update("\0");
+  return h.digest("hex").slice(0, 32);
+}
+
+export interface TopicNames {
+  readonly stream: string;
+  /** Subject filter of the whole topic log. */
+  readonly all: string;
+  /** Messages that consumer groups see. */
+  readonly ready: string;
+  /** Delayed messages parked until they are due. */
+  readonly delayed: string;
+  /** Prefix of forward pointers from a delayed message to its ready copy. */
+  readonly forwardPrefix: string;
+  /** Stored as the stream description; identifies the topic on the NATS side. */
+  readonly description: string;
+}
+
+export function topicNames(region: string, topic: TopicAddress): TopicNames {
+  const id = hex128(region, topic.namespace.key, topic.topic);
+  return {
+    stream: `VQS_${id}`,
+    all: `vqs.${id}.>`,
+    ready: `vqs.${id}.m`,
+    delayed: `vqs.${id}.d`,
+    forwardPrefix: `vqs.${id}.f`,
+    description: JSON.stringify({
+      vqs: 1,
+      region,
+      namespace: topic.namespace.key,
+      topic: topic.topic,
+    }),
+  };
+}
+
+export interface GroupNames extends TopicNames {
+  readonly consumer: string;
+  readonly consumerDescription: string;
+}
+
+export function groupNames(region: string, group: GroupAddress): GroupNames {
+  return {
+    ...topicNames(region, group),
+    consumer: `G_${hex128(group.group)}`,
+    consumerDescription: JSON.stringify({ vqs: 1, group: group.group }),
+  };
+}
+
+/** The region's stream of timers that move delayed messages when they are due. */
+export const SCHEDULE_STREAM = "VQS_SCHEDULE";
+export const SCHEDULE_SUBJECT = "vqs._schedule";
+export const SCHEDULE_CONSUMER = "scheduler";

@@ -1,0 +1,170 @@
+// Creates streams and consumers on first use and remembers them, so the hot path makes no
+// management calls: a topic's stream on its first publish, a group's consumer on its first receive.
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import type { GroupNames, TopicNames } from "./naming.js";
+
+export interface TopologyOptions {
+  readonly replicas: number;
+  /** Longest a message may live (the largest TTL). */
+  readonly maxAgeMs: number;
+  /** Largest NATS message (payload and headers). */
+  readonly maxMsgBytes: number;
+  /** A group's lease length when a receive asks for no other. */
+  readonly ackWaitMs: number;
+  /** Idle consumer groups are removed after this long. */
+  readonly inactiveThresholdMs: number;
+}
+
+/** How long "this topic does not exist" is remembered, so polling an unused topic stays cheap. */
+const MISSING_TTL_MS = 1000;
+
+export class Topology {
+  readonly #jsm: JetStreamManager;
+  readonly #opts: TopologyOptions;
+  readonly #streams = new Map<string, Promise<void>>();
+  readonly #consumers = new Map<string, Promise<boolean>>();
+  readonly #missing = new Map<string, number>();
+
+  constructor(jsm: JetStreamManager, opts: TopologyOptions) {
+    this.#jsm = jsm;
+    this.#opts = opts;
+  }
+
+  /** Makes sure the topic's stream exists (creating it). */
+  ensureStream(names: TopicNames): Promise<void> {
+    return this.#once(this.#streams, names.stream, () => this.#createStream(names));
+  }
+
+  /** Makes sure the group's consumer exists; false when the topic itself does not exist. */
+  async ensureConsumer(names: GroupNames): Promise<boolean> {
+    const key = `${names.stream}/${names.consumer}`;
+    const missingUntil = this.#missing.get(names.stream);
+    if (missingUntil !== undefined && missingUntil > Date.now()) return false;
+    const exists = await this.#once(this.#consumers, key, () => this.#createConsumer(names));
+    if (!exists) {
+      this.#consumers.delete(key);
+      this.#missing.set(names.stream, Date.now() + MISSING_TTL_MS);
+    } else {
+      this.#missing.delete(names.stream);
+    }
+    return exists;
+  }
+
+  /** Forgets a stream (and its consumers) that was found deleted, so the next use recreates it. */
+  forgetStream(stream: string): void {
+    this.#streams.delete(stream);
+    for (const key of this.#consumers.keys()) {
+      if (key.startsWith(`${stream}/`)) this.#consumers.delete(key);
+    }
+  }
+
+  forgetConsumer(names: GroupNames): void {
+    this.#consumers.delete(`${names.stream}/${names.consumer}`);
+  }
+
+  /** Creates a stream for internal use (the schedule) if it is missing. */
+  async ensureInternalStream(config: Partial<StreamConfig> & { name: string }): Promise<void> {
+    return this.#once(this.#streams, config.name, async () => {
+      try {
+        await this.#jsm.streams.info(config.name);
+      } catch (err) {
+        if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+        await this.#jsm.streams.add({ num_replicas: this.#opts.replicas, ...config });
+      }
+    });
+  }
+
+  async #createStream(names: TopicNames): Promise<void> {
+    try {
+      const info = await this.#jsm.streams.info(names.stream);
+      assertIdentity(names.stream, info.config.description, names.description);
+      return;
+    } catch (err) {
+      if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+    }
+    const maxAge = nanos(this.#opts.maxAgeMs);
+    try {
+      await this.#jsm.streams.add({
+        name: names.stream,
+        description: names.description,
+        subjects: [names.all],
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+        discard: DiscardPolicy.Old,
+        max_age: maxAge,
+        duplicate_window: maxAge,
+        max_msg_size: this.#opts.maxMsgBytes,
+        num_replicas: this.#opts.replicas,
+        allow_direct: true,
+      });
+    } catch (err) {
+      // Another gateway created it first: fine, as long as it is the same topic.
+      const info = await this.#jsm.streams.info(names.stream).catch(() => {
+        throw err;
+      });
+      assertIdentity(names.stream, info.config.description, names.description);
+    }
+  }
+
+  async #createConsumer(names: GroupNames): Promise<boolean> {
+    try {
+      await this.#jsm.consumers.info(names.stream, names.consumer);
+      return true;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
+      if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
+    }
+    try {
+      await this.#jsm.consumers.add(names.stream, {
+        durable_name: names.consumer,
+        description: names.consumerDescription,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: names.ready,
+        ack_wait: nanos(this.#opts.ackWaitMs),
+        max_deliver: -1,
+        max_ack_pending: -1,
+        inactive_threshold: nanos(this.#opts.inactiveThresholdMs),
+      });
+      return true;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
+      // A concurrent create by another gateway wins; the consumer is there either way.
+      await this.#jsm.consumers.info(names.stream, names.consumer).catch(() => {
+        throw err;
+      });
+      return true;
+    }
+  }
+
+  #once<T>(cache: Map<string, Promise<T>>, key: string, create: () => Promise<T>): Promise<T> {
+    let p = cache.get(key);
+    if (!p) {
+      p = create();
+      cache.set(key, p);
+      p.catch(() => cache.delete(key));
+    }
+    return p;
+  }
+}
+
+export function isApiError(err: unknown, code: number): boolean {
+  return err instanceof JetStreamApiError && err.code === code;
+}
+
+function assertIdentity(stream: string, actual: string | undefined, expected: string): void {
+  if (actual !== expected) {
+    throw new Error(`stream ${stream} belongs to another topic: ${actual ?? "(no description)"}`);
+  }
+}

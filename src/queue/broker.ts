@@ -1,0 +1,77 @@
+// The storage port: what the queue domain needs from a message store, in queue vocabulary
+// (topic, group, lease). src/nats/ implements it on JetStream; nothing else knows NATS exists.
+import type { GroupAddress, TopicAddress } from "./namespace.js";
+
+export interface NewMessage {
+  readonly payload: Uint8Array;
+  readonly contentType: string | null;
+  readonly retentionSeconds: number;
+  /** Already capped at the retention. */
+  readonly delaySeconds: number;
+  readonly idempotencyKey: string | null;
+  readonly nonce: string;
+}
+
+export type PublishOutcome =
+  | { readonly kind: "stored"; readonly seq: number }
+  | { readonly kind: "duplicate"; readonly originalSeq: number };
+
+export interface StoredMessage {
+  /** The sequence the message ID was made from (where it was first stored). */
+  readonly idSeq: number;
+  readonly nonce: string;
+  readonly payload: Uint8Array;
+  readonly contentType: string | null;
+  /** Server time of the publish. */
+  readonly publishedAtMs: number;
+  readonly expiresAtMs: number;
+  readonly visibleAtMs: number;
+}
+
+/** A message handed to a group, before the gateway turns it into a receipt handle. */
+export interface Delivery {
+  readonly message: StoredMessage;
+  /** Sequence of the deliverable copy in the topic log. */
+  readonly streamSeq: number;
+  readonly deliverySeq: number;
+  readonly deliveryCount: number;
+}
+
+/** The part of a lease the store needs to act on it. */
+export interface LeaseRef {
+  readonly streamSeq: number;
+  readonly deliverySeq: number;
+  readonly deliveryCount: number;
+}
+
+export type MessageLookup =
+  | { readonly kind: "ready"; readonly message: StoredMessage; readonly streamSeq: number }
+  | { readonly kind: "delayed"; readonly message: StoredMessage }
+  | { readonly kind: "missing" };
+
+export interface GroupProgress {
+  /** Every message at or below this sequence has been acknowledged by the group. */
+  readonly ackFloorSeq: number;
+  /** The highest sequence the group has been handed. */
+  readonly deliveredSeq: number;
+  /** Messages handed out and not yet acknowledged. */
+  readonly inFlight: number;
+}
+
+export interface Broker {
+  /** The lease length a delivery gets without `setLease`. */
+  readonly defaultLeaseMs: number;
+  publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome>;
+  /** Up to `max` deliveries at once; null when the topic does not exist. */
+  pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
+  /** Makes the lease end `ms` from now (0 releases the message at once). */
+  setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void>;
+  /** Removes the message from the group's view. Idempotent. */
+  ack(group: GroupAddress, lease: LeaseRef): Promise<void>;
+  /** null when the topic or group does not exist. */
+  progress(group: GroupAddress): Promise<GroupProgress | null>;
+  /** Finds a message by the sequence of its ID. */
+  lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup>;
+  /** True when the store answers. */
+  isReady(): Promise<boolean>;
+}

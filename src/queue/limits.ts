@@ -1,0 +1,20 @@
+// Bounds and defaults of the v3 API (interface.md, decisions.md), in one place.
+
+export const LIMITS = {
+  nameMaxLength: 255,
+  retentionSeconds: { min: 60, max: 604_800, default: 86_400 },
+  delaySeconds: { min: 0, max: 604_800, default: 0 },
+  idempotencyKeyMaxLength: 256,
+  deploymentIdMaxLength: 256,
+  maxMessages: { min: 1, max: 10, default: 1 },
+  visibilityTimeoutSeconds: { min: 0, max: 3600, default: 60 },
+  maxConcurrency: { min: 1, max: 1_000_000 },
+  batchMaxMessages: 100,
+} as const;
+
+const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
+
+/** Topic and consumer group names: `^[A-Za-z0-9_\-]+$`, 1 to 255 characters. */
+export function isValidName(name: string): boolean {
+  return name.length <= LIMITS.nameMaxLength && NAME_PATTERN.test(name);
+}

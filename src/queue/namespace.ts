@@ -1,0 +1,33 @@
+// A tenant (team, project, environment from the token) plus an optional deployment ID is one
+// isolated namespace: two namespaces never share topics, groups, messages or handles.
+
+export interface Namespace {
+  readonly team: string;
+  readonly project: string;
+  readonly environment: string;
+  /** null in deploymentless mode. */
+  readonly deployment: string | null;
+  /** Injective canonical form; the input of every name and MAC derived from the namespace. */
+  readonly key: string;
+}
+
+export function makeNamespace(
+  team: string,
+  project: string,
+  environment: string,
+  deployment: string | null,
+): Namespace {
+  const key = JSON.stringify([team, project, environment, deployment]);
+  return Object.freeze({ team, project, environment, deployment, key });
+}
+
+/** A topic inside a namespace. */
+export interface TopicAddress {
+  readonly namespace: Namespace;
+  readonly topic: string;
+}
+
+/** A consumer group of a topic. */
+export interface GroupAddress extends TopicAddress {
+  readonly group: string;
+}
