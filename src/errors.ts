@@ -54,10 +54,6 @@ export const ERRORS = {
     status: 400,
     message: "A batch must be a multipart/mixed body of 1 to 100 parts.",
   },
-  invalid_message_id: {
-    status: 400,
-    message: "The message ID is malformed.",
-  },
   invalid_receipt_handle: {
     status: 400,
     message: "The receipt handle is malformed, forged, or belongs to another queue.",

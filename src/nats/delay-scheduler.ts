@@ -118,12 +118,17 @@ export class DelayScheduler {
     while (this.#running) {
       try {
         await this.#ensure();
+        const handling: Promise<void>[] = [];
         const r = await this.#d.pulls.pull(SCHEDULE_STREAM, SCHEDULE_CONSUMER, BATCH, {
           noWait: false,
           expiresMs: WAIT_MS,
+          onMessage: (m) => handling.push(this.#handle(m)),
         });
-        await Promise.all(r.messages.map((m) => this.#handle(m)));
-        if (r.end === "no_consumer") await sleep(1000);
+        await Promise.all(handling);
+        if (r.end === "no_consumer") {
+          this.#ensured = null;
+          await sleep(1000);
+        }
       } catch (err) {
         this.#d.log.warn({ err }, "delay scheduler: retrying after an error");
         await sleep(1000);

@@ -8,6 +8,7 @@ import type {
   Broker,
   Delivery,
   GroupProgress,
+  IdLease,
   LeaseRef,
   MessageLookup,
   NewMessage,
@@ -17,6 +18,7 @@ import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 import { ackSubject, parseAckSubject } from "./ack-subject.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { storage } from "./errors.js";
+import type { LeaseRecords } from "./lease-records.js";
 import {
   decodeMessage,
   dedupId,
@@ -35,17 +37,27 @@ export interface JetStreamBrokerDeps {
   readonly topology: Topology;
   readonly pulls: PullClient;
   readonly scheduler: DelayScheduler;
+  readonly records: LeaseRecords;
   readonly region: string;
   readonly requestTimeoutMs: number;
   readonly defaultLeaseMs: number;
 }
 
-/** How long an immediate pull may take on the server before it is answered with what it has. */
+/** Client-side bound of an immediate pull (the server normally answers at once). */
 const PULL_EXPIRES_MS = 2000;
+
+/**
+ * nats-server 2.9 sends a publish's ack before it tells the stream's consumers about the message,
+ * so a pull right after a 201 can miss it. A receive that finds nothing on a topic this gateway
+ * published to this recently pulls once more (measured: that second pull always sees it).
+ */
+const READ_YOUR_WRITE_MS = 100;
 
 export class JetStreamBroker implements Broker {
   readonly defaultLeaseMs: number;
   readonly #d: JetStreamBrokerDeps;
+  /** Stream -> when this gateway last stored a message in it (bounded: pruned as it grows). */
+  readonly #lastPublish = new Map<string, number>();
 
   constructor(deps: JetStreamBrokerDeps) {
     this.#d = deps;
@@ -75,6 +87,7 @@ export class JetStreamBroker implements Broker {
         ack = await send();
       }
       if (ack.duplicate) return { kind: "duplicate", originalSeq: ack.seq };
+      this.#notePublish(names.stream);
       if (delayed) await this.#d.scheduler.schedule(names, ack.seq, message.delaySeconds);
       return { kind: "stored", seq: ack.seq };
     });
@@ -93,7 +106,10 @@ export class JetStreamBroker implements Broker {
           this.#d.topology.forgetConsumer(names);
           continue;
         }
-        return this.#toDeliveries(names, r.messages);
+        if (r.messages.length === 0 && this.#publishedRecently(names.stream) && attempt === 0) {
+          continue;
+        }
+        return this.#toDeliveries(r.messages);
       }
       return [];
     });
@@ -133,6 +149,7 @@ export class JetStreamBroker implements Broker {
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup> {
     const names = topicNames(this.#d.region, topic);
     return storage(async () => {
+      if (!(await this.#d.topology.streamExists(names))) return { kind: "missing" };
       const stored = await this.#directGet(names.stream, { seq: idSeq });
       if (!stored) return { kind: "missing" };
       const message = decodeMessage(
@@ -161,6 +178,37 @@ export class JetStreamBroker implements Broker {
     });
   }
 
+  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
+    return storage(() => this.#d.records.recordDelivery(this.#g(group), streamSeq, count));
+  }
+
+  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null> {
+    return storage(() => this.#d.records.currentDelivery(this.#g(group), streamSeq));
+  }
+
+  usesIdLeases(group: GroupAddress): Promise<boolean> {
+    return storage(() => this.#d.records.usesIdLeases(this.#g(group)));
+  }
+
+  markIdLeases(group: GroupAddress): Promise<void> {
+    return storage(() => this.#d.records.markIdLeases(this.#g(group)));
+  }
+
+  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null> {
+    return storage(() => this.#d.records.getIdLease(this.#g(group), streamSeq));
+  }
+
+  putIdLease(
+    group: GroupAddress,
+    streamSeq: number,
+    lease: Omit<IdLease, "revision">,
+    expectedRevision: number | null,
+  ): Promise<number | null> {
+    return storage(() =>
+      this.#d.records.putIdLease(this.#g(group), streamSeq, lease, expectedRevision),
+    );
+  }
+
   async isReady(): Promise<boolean> {
     try {
       await this.#d.jsm.getAccountInfo();
@@ -175,8 +223,6 @@ export class JetStreamBroker implements Broker {
       return await this.#d.jsm.direct.getMessage(stream, query);
     } catch (err) {
       if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return null;
-      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return null;
-      if (!(await this.#streamExists(stream))) return null;
       throw err;
     }
   }
@@ -191,7 +237,25 @@ export class JetStreamBroker implements Broker {
     }
   }
 
-  #toDeliveries(names: GroupNames, messages: Msg[]): Delivery[] {
+  #notePublish(stream: string): void {
+    const now = Date.now();
+    if (this.#lastPublish.size > 10_000) {
+      for (const [k, t] of this.#lastPublish)
+        if (now - t > READ_YOUR_WRITE_MS) this.#lastPublish.delete(k);
+    }
+    this.#lastPublish.set(stream, now);
+  }
+
+  #publishedRecently(stream: string): boolean {
+    const t = this.#lastPublish.get(stream);
+    return t !== undefined && Date.now() - t < READ_YOUR_WRITE_MS;
+  }
+
+  #g(group: GroupAddress): GroupNames {
+    return groupNames(this.#d.region, group);
+  }
+
+  #toDeliveries(messages: Msg[]): Delivery[] {
     const out: Delivery[] = [];
     for (const msg of messages) {
       const info = msg.reply ? parseAckSubject(msg.reply) : null;
@@ -210,7 +274,6 @@ export class JetStreamBroker implements Broker {
         deliveryCount: info.deliveryCount,
       });
     }
-    void names;
     return out;
   }
 

@@ -5,6 +5,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../logger.js";
 import { DelayScheduler } from "./delay-scheduler.js";
 import { JetStreamBroker } from "./jetstream-broker.js";
+import { LeaseRecords } from "./lease-records.js";
 import { PullClient } from "./pull-client.js";
 import { Topology } from "./topology.js";
 
@@ -56,7 +57,13 @@ export async function openJetStreamStore(
     requestTimeoutMs: o.requestTimeoutMs,
     maxAgeMs: o.maxAgeMs,
   });
+  const records = new LeaseRecords(js, {
+    replicas: o.replicas,
+    ttlMs: o.maxAgeMs + 2 * 3_600_000,
+    timeoutMs: o.requestTimeoutMs,
+  });
   const broker = new JetStreamBroker({
+    records,
     nc,
     js,
     jsm,

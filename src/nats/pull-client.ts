@@ -22,6 +22,8 @@ interface Waiter {
   readonly token: string;
   readonly consumerKey: string;
   readonly messages: Msg[];
+  readonly onMessage: ((msg: Msg) => void) | undefined;
+  delivered: number;
   readonly batch: number;
   readonly resolve: (r: PullResult) => void;
   readonly timer: NodeJS.Timeout;
@@ -46,14 +48,19 @@ export class PullClient {
 
   /**
    * Pulls up to `batch` messages. With `noWait`, answers as soon as the consumer has nothing more;
-   * otherwise waits up to `expiresMs` for messages to arrive. Always bounded on this side too: a
-   * server at max_ack_pending does not answer a no_wait pull at all.
+   * otherwise waits up to `expiresMs` for messages to arrive. Always bounded on this side too
+   * (`expiresMs` + 1 s): a server at max_ack_pending does not answer a no_wait pull at all.
    */
   pull(
     stream: string,
     consumer: string,
     batch: number,
-    options: { noWait: boolean; expiresMs: number },
+    options: {
+      noWait: boolean;
+      expiresMs: number;
+      /** Hands each message over as it arrives instead of collecting them. */
+      onMessage?: (msg: Msg) => void;
+    },
   ): Promise<PullResult> {
     const token = (this.#next++).toString(36);
     const inbox = `${this.#prefix}.${token}`;
@@ -61,16 +68,27 @@ export class PullClient {
       const messages: Msg[] = [];
       const timer = setTimeout(() => this.#finish(token, "timeout"), options.expiresMs + 1000);
       const consumerKey = `${stream}.${consumer}`;
-      const waiter: Waiter = { token, consumerKey, messages, batch, resolve, timer };
+      const waiter: Waiter = {
+        token,
+        consumerKey,
+        messages,
+        onMessage: options.onMessage,
+        delivered: 0,
+        batch,
+        resolve,
+        timer,
+      };
       this.#waiters.set(token, waiter);
       const queue = this.#queues.get(consumerKey);
       if (queue) queue.push(waiter);
       else this.#queues.set(consumerKey, [waiter]);
-      const request = JSON.stringify({
-        batch,
-        expires: options.expiresMs * 1_000_000,
-        ...(options.noWait ? { no_wait: true } : {}),
-      });
+      // An immediate pull carries no `expires`: with one, nats-server 2.9 turns `no_wait` into
+      // "wait until expires for the first message" instead of answering 404 at once.
+      const request = JSON.stringify(
+        options.noWait
+          ? { batch, no_wait: true }
+          : { batch, expires: options.expiresMs * 1_000_000 },
+      );
       this.#nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, request, {
         reply: inbox,
       });
@@ -87,8 +105,9 @@ export class PullClient {
       const waiter = this.#queues.get(consumerKeyOf(msg.reply))?.[0];
       // No pull waits for it (it outlived its pull's time bound): its lease simply runs out.
       if (!waiter) return;
-      waiter.messages.push(msg);
-      if (waiter.messages.length >= waiter.batch) this.#finish(waiter.token, "done");
+      if (waiter.onMessage) waiter.onMessage(msg);
+      else waiter.messages.push(msg);
+      if (++waiter.delivered >= waiter.batch) this.#finish(waiter.token, "done");
       return;
     }
     const code = msg.headers?.code ?? 0;

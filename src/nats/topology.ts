@@ -26,8 +26,11 @@ export interface TopologyOptions {
   readonly inactiveThresholdMs: number;
 }
 
-/** How long "this topic does not exist" is remembered, so polling an unused topic stays cheap. */
-const MISSING_TTL_MS = 1000;
+/**
+ * How long "this topic does not exist" is remembered, so polling an unused topic stays cheap. A
+ * topic created through another gateway becomes receivable here at most this much later.
+ */
+const MISSING_TTL_MS = 500;
 
 export class Topology {
   readonly #jsm: JetStreamManager;
@@ -43,6 +46,7 @@ export class Topology {
 
   /** Makes sure the topic's stream exists (creating it). */
   ensureStream(names: TopicNames): Promise<void> {
+    this.#missing.delete(names.stream);
     return this.#once(this.#streams, names.stream, () => this.#createStream(names));
   }
 
@@ -59,6 +63,23 @@ export class Topology {
       this.#missing.delete(names.stream);
     }
     return exists;
+  }
+
+  /**
+   * Whether the topic's stream exists, without creating it. Asked before Direct Get, which on a
+   * missing stream times out instead of failing (the JetStream API import always "responds").
+   */
+  async streamExists(names: TopicNames): Promise<boolean> {
+    if (this.#streams.has(names.stream)) return true;
+    try {
+      const info = await this.#jsm.streams.info(names.stream);
+      assertIdentity(names.stream, info.config.description, names.description);
+      this.#streams.set(names.stream, Promise.resolve());
+      return true;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
+      throw err;
+    }
   }
 
   /** Forgets a stream (and its consumers) that was found deleted, so the next use recreates it. */

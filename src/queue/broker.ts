@@ -49,6 +49,18 @@ export type MessageLookup =
   | { readonly kind: "delayed"; readonly message: StoredMessage }
   | { readonly kind: "missing" };
 
+/** A lease taken by message ID, kept by the gateway (JetStream cannot lease one chosen message). */
+export interface IdLease {
+  readonly state: "leased" | "acked" | "released";
+  readonly deadlineMs: number;
+  /** Deliveries made by ID so far. */
+  readonly count: number;
+  /** Random, names this lease in its receipt handle. */
+  readonly leaseId: number;
+  /** Store revision, for compare-and-set. */
+  readonly revision: number;
+}
+
 export interface GroupProgress {
   /** Every message at or below this sequence has been acknowledged by the group. */
   readonly ackFloorSeq: number;
@@ -72,6 +84,22 @@ export interface Broker {
   progress(group: GroupAddress): Promise<GroupProgress | null>;
   /** Finds a message by the sequence of its ID. */
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup>;
+  /** Records that delivery `count` of a message is now the current one (on redelivery). */
+  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
+  /** The current delivery number of a message that was ever redelivered, else null. */
+  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null>;
+  /** Whether the group ever used receive by ID (so ordinary receives must honour ID leases). */
+  usesIdLeases(group: GroupAddress): Promise<boolean>;
+  /** Marks the group as using receive by ID; resolves once every gateway honours it. */
+  markIdLeases(group: GroupAddress): Promise<void>;
+  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null>;
+  /** Compare-and-set (null: create); the new revision, or null when another request won. */
+  putIdLease(
+    group: GroupAddress,
+    streamSeq: number,
+    lease: Omit<IdLease, "revision">,
+    expectedRevision: number | null,
+  ): Promise<number | null>;
   /** True when the store answers. */
   isReady(): Promise<boolean>;
 }

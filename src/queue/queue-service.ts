@@ -1,7 +1,8 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
 import { AppError } from "../errors.js";
-import type { Broker, Delivery, StoredMessage } from "./broker.js";
+import { randomInt } from "node:crypto";
+import type { Broker, Delivery, IdLease, StoredMessage } from "./broker.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
@@ -45,6 +46,9 @@ export interface QueueServiceDeps {
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
 
+/** Handles this close to their deadline are checked for staleness (clock skew, slow networks). */
+const STALE_CHECK_MARGIN_MS = 1000;
+
 export class QueueService {
   readonly #broker: Broker;
   readonly #keys: SecretKeys;
@@ -86,6 +90,7 @@ export class QueueService {
       want = Math.min(want, options.maxConcurrency - inFlight);
     }
     const leaseMs = options.visibilityTimeoutSeconds * 1000;
+    const usesIdLeases = await this.#broker.usesIdLeases(group);
     const live: Delivery[] = [];
     for (let pulls = 0; pulls < MAX_PULLS_PER_RECEIVE && live.length < want; pulls++) {
       const asked = want - live.length;
@@ -93,20 +98,70 @@ export class QueueService {
       if (batch === null || batch.length === 0) break;
       const now = this.#now();
       const expired = batch.filter((d) => d.message.expiresAtMs <= now);
-      live.push(...batch.filter((d) => d.message.expiresAtMs > now));
       // Expired messages are never delivered: the group acknowledges them silently.
       await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
+      const fresh = batch.filter((d) => d.message.expiresAtMs > now);
+      live.push(...(usesIdLeases ? await this.#honourIdLeases(group, fresh) : fresh));
       if (batch.length < asked) break; // the group has nothing more right now
     }
-    if (leaseMs !== this.#broker.defaultLeaseMs) {
-      await Promise.all(live.map((d) => this.#broker.setLease(group, d, leaseMs)));
-    }
+    await Promise.all(
+      live.map(async (d) => {
+        if (leaseMs !== this.#broker.defaultLeaseMs) await this.#broker.setLease(group, d, leaseMs);
+        // A redelivery makes older handles stale: record which delivery is current.
+        if (d.deliveryCount > 1) {
+          await this.#broker.recordDelivery(group, d.streamSeq, d.deliveryCount);
+        }
+      }),
+    );
     const deadlineMs = this.#now() + leaseMs;
-    return live.map((d) => this.#received(group, d, deadlineMs));
+    return live.map((d) =>
+      this.#received(group, d.message, {
+        kind: "group",
+        streamSeq: d.streamSeq,
+        deliverySeq: d.deliverySeq,
+        deliveryCount: d.deliveryCount,
+        deadlineMs,
+      }),
+    );
+  }
+
+  /** Skips messages leased or acknowledged by ID; counts deliveries made by ID. */
+  async #honourIdLeases(group: GroupAddress, deliveries: Delivery[]): Promise<Delivery[]> {
+    const now = this.#now();
+    const kept = await Promise.all(
+      deliveries.map(async (d): Promise<Delivery | null> => {
+        const idLease = await this.#broker.getIdLease(group, d.streamSeq);
+        if (idLease === null) return d;
+        if (idLease.state === "acked") {
+          await this.#broker.ack(group, d);
+          return null;
+        }
+        if (idLease.state === "leased" && idLease.deadlineMs > now) {
+          await this.#broker.setLease(group, d, idLease.deadlineMs - now);
+          return null;
+        }
+        if (idLease.state === "leased") {
+          // The ID lease ran out and the group delivers the message now: its handle is stale.
+          await this.#broker.putIdLease(
+            group,
+            d.streamSeq,
+            { ...idLease, state: "released" },
+            idLease.revision,
+          );
+        }
+        return { ...d, deliveryCount: d.deliveryCount + idLease.count };
+      }),
+    );
+    return kept.filter((d): d is Delivery => d !== null);
   }
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
     const lease = this.#decodeHandle(group, receiptHandle);
+    if (lease.kind === "id") {
+      await this.#updateIdLease(group, lease, (l) => ({ ...l, state: "acked" }));
+      return;
+    }
+    await this.#assertCurrent(group, lease);
     await this.#broker.ack(group, lease);
   }
 
@@ -117,8 +172,52 @@ export class QueueService {
     seconds: number,
   ): Promise<Date> {
     const lease = this.#decodeHandle(group, receiptHandle);
-    await this.#broker.setLease(group, lease, seconds * 1000);
-    return new Date(this.#now() + seconds * 1000);
+    const deadlineMs = this.#now() + seconds * 1000;
+    if (lease.kind === "id") {
+      await this.#updateIdLease(group, lease, (l) => {
+        if (l.state === "acked") throw new AppError("message_already_acknowledged");
+        return { ...l, state: seconds === 0 ? "released" : "leased", deadlineMs };
+      });
+    } else {
+      await this.#assertCurrent(group, lease);
+      await this.#broker.setLease(group, lease, seconds * 1000);
+    }
+    return new Date(deadlineMs);
+  }
+
+  /**
+   * A handle is current unless its message was delivered again. Within the handle's own lease no
+   * redelivery can have happened, so only handles past their deadline consult the record.
+   */
+  async #assertCurrent(group: GroupAddress, lease: Lease): Promise<void> {
+    if (this.#now() < lease.deadlineMs - STALE_CHECK_MARGIN_MS) return;
+    const current = await this.#broker.currentDelivery(group, lease.streamSeq);
+    if (current !== null && current !== lease.deliveryCount) {
+      throw new AppError("receipt_handle_stale");
+    }
+  }
+
+  async #updateIdLease(
+    group: GroupAddress,
+    lease: Lease,
+    change: (l: IdLease) => Omit<IdLease, "revision">,
+  ): Promise<void> {
+    for (;;) {
+      const current = await this.#broker.getIdLease(group, lease.streamSeq);
+      if (current === null || current.leaseId !== lease.deliverySeq) {
+        throw new AppError("receipt_handle_stale");
+      }
+      if (current.state === "released") throw new AppError("receipt_handle_stale");
+      const next = change(current);
+      if (current.state === "acked" && next.state === "acked") return; // acking twice is fine
+      const revision = await this.#broker.putIdLease(
+        group,
+        lease.streamSeq,
+        next,
+        current.revision,
+      );
+      if (revision !== null) return;
+    }
   }
 
   async receiveById(
@@ -150,23 +249,65 @@ export class QueueService {
     return this.#leaseById(group, found.message, found.streamSeq, options);
   }
 
+  /**
+   * Leases one message by ID for the group. The lease lives in the gateway's records; the
+   * group's cursor honours it (see #honourIdLeases). A message the group's cursor has already
+   * handed out cannot be leased by ID (409), or is acknowledged (410).
+   */
   async #leaseById(
     group: GroupAddress,
     message: StoredMessage,
     streamSeq: number,
     options: Omit<ReceiveOptions, "maxMessages">,
   ): Promise<ReceivedMessage> {
-    // Receive by ID leases through the group's own cursor: it is only possible while the group has
-    // not yet been handed the message (see docs/architecture.md, "Receive by ID").
-    const progress = await this.#broker.progress(group);
-    if (progress !== null && streamSeq <= progress.ackFloorSeq) {
-      throw new AppError("message_already_acknowledged");
+    await this.#broker.markIdLeases(group);
+    const existing = await this.#broker.getIdLease(group, streamSeq);
+    if (existing?.state === "acked") throw new AppError("message_already_acknowledged");
+    if (existing?.state === "leased" && existing.deadlineMs > this.#now()) {
+      throw new AppError("message_not_available");
     }
-    if (options.maxConcurrency !== null && (progress?.inFlight ?? 0) >= options.maxConcurrency) {
+    await this.#assertCursorBehind(group, streamSeq, options.maxConcurrency);
+    const lease = {
+      state: "leased" as const,
+      deadlineMs: this.#now() + options.visibilityTimeoutSeconds * 1000,
+      count: (existing?.count ?? 0) + 1,
+      leaseId: randomInt(1, 2 ** 47),
+    };
+    const revision = await this.#broker.putIdLease(
+      group,
+      streamSeq,
+      lease,
+      existing?.revision ?? null,
+    );
+    if (revision === null) throw new AppError("message_not_available");
+    try {
+      // A receive on another gateway may have pulled it meanwhile: then that delivery wins.
+      await this.#assertCursorBehind(group, streamSeq, null);
+    } catch (err) {
+      await this.#broker.putIdLease(group, streamSeq, { ...lease, state: "released" }, revision);
+      throw err;
+    }
+    return this.#received(group, message, {
+      kind: "id",
+      streamSeq,
+      deliverySeq: lease.leaseId,
+      deliveryCount: lease.count,
+      deadlineMs: lease.deadlineMs,
+    });
+  }
+
+  async #assertCursorBehind(
+    group: GroupAddress,
+    streamSeq: number,
+    maxConcurrency: number | null,
+  ): Promise<void> {
+    const progress = await this.#broker.progress(group);
+    if (progress === null) return;
+    if (streamSeq <= progress.ackFloorSeq) throw new AppError("message_already_acknowledged");
+    if (streamSeq <= progress.deliveredSeq) throw new AppError("message_not_available");
+    if (maxConcurrency !== null && progress.inFlight >= maxConcurrency) {
       throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
     }
-    void message;
-    throw new AppError("message_not_available");
   }
 
   #decodeHandle(group: GroupAddress, receiptHandle: string): Lease {
@@ -179,21 +320,15 @@ export class QueueService {
     return message.expiresAtMs <= this.#now();
   }
 
-  #received(group: GroupAddress, d: Delivery, deadlineMs: number): ReceivedMessage {
-    const lease: Lease = {
-      streamSeq: d.streamSeq,
-      deliverySeq: d.deliverySeq,
-      deliveryCount: d.deliveryCount,
-      deadlineMs,
-    };
+  #received(group: GroupAddress, message: StoredMessage, lease: Lease): ReceivedMessage {
     return {
-      messageId: idOf(d.message),
+      messageId: idOf(message),
       receiptHandle: encodeReceiptHandle(this.#keys.receiptHandle, group, lease),
-      deliveryCount: d.deliveryCount,
-      publishedAt: new Date(d.message.publishedAtMs),
-      expiresAt: new Date(d.message.expiresAtMs),
-      contentType: d.message.contentType,
-      payload: d.message.payload,
+      deliveryCount: lease.deliveryCount,
+      publishedAt: new Date(message.publishedAtMs),
+      expiresAt: new Date(message.expiresAtMs),
+      contentType: message.contentType,
+      payload: message.payload,
     };
   }
 }

@@ -7,9 +7,11 @@ import { mac } from "./secret-keys.js";
 import type { GroupAddress } from "./namespace.js";
 
 export interface Lease {
+  /** "group": a delivery through the group's cursor; "id": a lease taken by receive by ID. */
+  readonly kind: "group" | "id";
   /** Sequence of the message in the topic log. */
   readonly streamSeq: number;
-  /** The group's delivery sequence of this delivery. */
+  /** The group's delivery sequence of this delivery (for "id": the lease's random ID). */
   readonly deliverySeq: number;
   /** How many times the group has been handed the message, this delivery included. */
   readonly deliveryCount: number;
@@ -19,6 +21,7 @@ export interface Lease {
 
 const VERSION = 1;
 const KIND_GROUP = 0;
+const KIND_ID = 1;
 const BODY = 2 + 6 + 6 + 4 + 6;
 const TOTAL = BODY + 16;
 const ENCODED_LENGTH = Math.ceil((TOTAL * 4) / 3);
@@ -30,7 +33,7 @@ function scope(group: GroupAddress): string[] {
 export function encodeReceiptHandle(key: Buffer, group: GroupAddress, lease: Lease): string {
   const buf = Buffer.allocUnsafe(TOTAL);
   buf[0] = VERSION;
-  buf[1] = KIND_GROUP;
+  buf[1] = lease.kind === "id" ? KIND_ID : KIND_GROUP;
   buf.writeUIntBE(lease.streamSeq, 2, 6);
   buf.writeUIntBE(lease.deliverySeq, 8, 6);
   buf.writeUInt32BE(lease.deliveryCount, 14);
@@ -47,10 +50,12 @@ export function decodeReceiptHandle(
 ): Lease | null {
   if (handle.length !== ENCODED_LENGTH || !/^[A-Za-z0-9_-]+$/.test(handle)) return null;
   const buf = Buffer.from(handle, "base64url");
-  if (buf.length !== TOTAL || buf[0] !== VERSION || buf[1] !== KIND_GROUP) return null;
+  if (buf.length !== TOTAL || buf[0] !== VERSION) return null;
+  if (buf[1] !== KIND_GROUP && buf[1] !== KIND_ID) return null;
   const expected = mac(key, [buf.subarray(0, BODY), ...scope(group)]);
   if (!timingSafeEqual(expected, buf.subarray(BODY))) return null;
   const lease: Lease = {
+    kind: buf[1] === KIND_ID ? "id" : "group",
     streamSeq: buf.readUIntBE(2, 6),
     deliverySeq: buf.readUIntBE(8, 6),
     deliveryCount: buf.readUInt32BE(14),

@@ -1,0 +1,138 @@
+// The gateway's own lease state, for what a JetStream consumer cannot say: which delivery of a
+// message is current (so stale receipt handles are refused), and leases taken by message ID
+// (a durable consumer cannot deliver one chosen sequence). One KV bucket per region; keys are
+// "<stream>.<consumer>.<seq>.<kind>", all hex and digits, so no user text reaches a key.
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { StorageType } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { IdLease } from "../queue/broker.js";
+import type { GroupNames } from "./naming.js";
+
+export const LEASES_BUCKET = "VQS_LEASES";
+
+export interface LeaseRecordsOptions {
+  readonly replicas: number;
+  /** Records outlive any message they describe (longest TTL plus the longest lease). */
+  readonly ttlMs: number;
+  readonly timeoutMs: number;
+}
+
+/** How long a gateway trusts its cached "this group never used receive by ID". */
+export const ID_FLAG_CACHE_MS = 1000;
+
+export class LeaseRecords {
+  readonly #js: JetStreamClient;
+  readonly #opts: LeaseRecordsOptions;
+  #kv: Promise<KV> | null = null;
+  readonly #flags = new Map<string, { on: boolean; untilMs: number }>();
+
+  constructor(js: JetStreamClient, opts: LeaseRecordsOptions) {
+    this.#js = js;
+    this.#opts = opts;
+  }
+
+  #bucket(): Promise<KV> {
+    this.#kv ??= new Kvm(this.#js)
+      .create(LEASES_BUCKET, {
+        history: 1,
+        replicas: this.#opts.replicas,
+        ttl: this.#opts.ttlMs,
+        storage: StorageType.File,
+        timeout: this.#opts.timeoutMs,
+      })
+      .catch((err: unknown) => {
+        this.#kv = null;
+        throw err;
+      });
+    return this.#kv;
+  }
+
+  // --- current delivery (stale handle detection) ---
+
+  /** Records that delivery number `count` of `seq` is the current one (written on redelivery). */
+  async recordDelivery(g: GroupNames, seq: number, count: number): Promise<void> {
+    await (await this.#bucket()).put(key(g, seq, "d"), String(count));
+  }
+
+  /** The current delivery number of `seq` when it was ever redelivered, else null. */
+  async currentDelivery(g: GroupNames, seq: number): Promise<number | null> {
+    const e = await (await this.#bucket()).get(key(g, seq, "d"));
+    return e && e.operation === "PUT" ? Number(e.string()) : null;
+  }
+
+  // --- leases taken by message ID ---
+
+  async getIdLease(g: GroupNames, seq: number): Promise<IdLease | null> {
+    const e = await (await this.#bucket()).get(key(g, seq, "i"));
+    if (!e || e.operation !== "PUT") return null;
+    return { ...(JSON.parse(e.string()) as Omit<IdLease, "revision">), revision: e.revision };
+  }
+
+  /** Compare-and-set: the new revision, or null when someone else changed the lease first. */
+  async putIdLease(
+    g: GroupNames,
+    seq: number,
+    lease: Omit<IdLease, "revision">,
+    expectedRevision: number | null,
+  ): Promise<number | null> {
+    const kv = await this.#bucket();
+    const value = JSON.stringify({
+      state: lease.state,
+      deadlineMs: lease.deadlineMs,
+      count: lease.count,
+      leaseId: lease.leaseId,
+    });
+    try {
+      return expectedRevision === null
+        ? await kv.create(key(g, seq, "i"), value)
+        : await kv.update(key(g, seq, "i"), value, expectedRevision);
+    } catch (err) {
+      if (isWrongLastSequence(err)) return null;
+      throw err;
+    }
+  }
+
+  /** Whether the group ever used receive by ID (cached for ID_FLAG_CACHE_MS). */
+  async usesIdLeases(g: GroupNames): Promise<boolean> {
+    const k = `${g.stream}.${g.consumer}`;
+    const cached = this.#flags.get(k);
+    if (cached && (cached.on || cached.untilMs > Date.now())) return cached.on;
+    const e = await (await this.#bucket()).get(`${k}.byid`);
+    const on = e !== null && e.operation === "PUT";
+    this.#flags.set(k, { on, untilMs: Date.now() + ID_FLAG_CACHE_MS });
+    return on;
+  }
+
+  /**
+   * Marks the group as using receive by ID. When this call (re)creates the mark, other gateways
+   * may still hold a cached "no" for up to ID_FLAG_CACHE_MS, so it waits that out (once per
+   * group). The mark is refreshed daily so the bucket's TTL never drops it while in use.
+   */
+  async markIdLeases(g: GroupNames): Promise<void> {
+    const k = `${g.stream}.${g.consumer}`;
+    const kv = await this.#bucket();
+    const e = await kv.get(`${k}.byid`);
+    this.#flags.set(k, { on: true, untilMs: Number.MAX_SAFE_INTEGER });
+    if (e && e.operation === "PUT") {
+      if (Date.now() - e.created.getTime() > FLAG_REFRESH_MS) await kv.put(`${k}.byid`, "1");
+      return;
+    }
+    await kv.put(`${k}.byid`, "1");
+    await new Promise((r) => setTimeout(r, ID_FLAG_CACHE_MS + 500));
+  }
+}
+
+const FLAG_REFRESH_MS = 24 * 3600 * 1000;
+
+function key(g: GroupNames, seq: number, kind: "d" | "i"): string {
+  return `${g.stream}.${g.consumer}.${seq}.${kind}`;
+}
+
+function isWrongLastSequence(err: unknown): boolean {
+  const e = err as { code?: number; message?: string; cause?: unknown } | null;
+  return (
+    e?.code === 10071 ||
+    /wrong last sequence|key exists/i.test(e?.message ?? "") ||
+    (e?.cause !== undefined && isWrongLastSequence(e.cause))
+  );
+}

@@ -1,0 +1,38 @@
+// A real gateway for tests: the production composition (createGateway) listening on a random
+// loopback port, configured through the same environment variables as in production.
+import { loadConfig } from "../../src/config.js";
+import { createGateway, type Gateway } from "../../src/gateway.js";
+import { createLogger } from "../../src/logger.js";
+import { AUDIENCE, ISSUER, type TestIssuer } from "./issuer.js";
+
+export const RECEIPT_SECRET = "test-receipt-secret-0123456789abcdef";
+
+export interface TestGateway {
+  readonly url: string;
+  readonly gateway: Gateway;
+  close(): Promise<void>;
+}
+
+export async function startGateway(
+  natsUrl: string,
+  issuer: TestIssuer,
+  env: Record<string, string> = {},
+): Promise<TestGateway> {
+  const config = loadConfig({
+    NATS_URL: natsUrl,
+    VQS_REGION: "iad1",
+    VQS_OIDC_JWKS_URL: issuer.jwksUrl,
+    VQS_OIDC_ISSUER: ISSUER,
+    VQS_OIDC_AUDIENCE: AUDIENCE,
+    VQS_RECEIPT_SECRET: RECEIPT_SECRET,
+    LOG_LEVEL: process.env.VQS_TEST_LOG_LEVEL ?? "silent",
+    ...env,
+  });
+  const gateway = await createGateway({
+    config,
+    logger: createLogger(config.logLevel),
+    natsServers: config.natsServers ?? [natsUrl],
+  });
+  const address = await gateway.app.listen({ port: 0, host: "127.0.0.1" });
+  return { url: address, gateway, close: () => gateway.close() };
+}

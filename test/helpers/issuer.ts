@@ -1,0 +1,73 @@
+// A test OIDC issuer: an RS256 key served as a JWKS over real HTTP (so the gateway's remote key
+// set, its caching and its outage handling are exercised), and tokens signed with it.
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
+import { createServer, type Server } from "node:http";
+
+export const ISSUER = "https://oidc.test.local/team_a";
+export const AUDIENCE = "https://test.local/team_a";
+
+export interface Claims {
+  owner_id?: string;
+  project_id?: string;
+  environment?: string;
+  [k: string]: unknown;
+}
+
+export interface TestIssuer {
+  readonly jwksUrl: string;
+  token(
+    claims?: Claims,
+    opts?: { expiresIn?: string; issuer?: string; audience?: string },
+  ): Promise<string>;
+  /** Signs with a key the JWKS does not publish. */
+  foreignToken(claims?: Claims): Promise<string>;
+  /** Makes the JWKS endpoint answer 500 (true) or work again (false). */
+  setDown(down: boolean): void;
+  close(): Promise<void>;
+}
+
+export const TEAM_A: Claims = {
+  owner_id: "team_a",
+  project_id: "prj_1",
+  environment: "production",
+};
+
+export async function startIssuer(): Promise<TestIssuer> {
+  const { publicKey, privateKey } = await generateKeyPair("RS256");
+  const foreign = await generateKeyPair("RS256");
+  const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+  let down = false;
+  const server: Server = createServer((_req, res) => {
+    if (down) {
+      res.writeHead(500).end("down");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const addr = server.address();
+  const port = typeof addr === "object" && addr ? addr.port : 0;
+
+  const sign = (
+    key: CryptoKey,
+    claims: Claims,
+    o: { expiresIn?: string; issuer?: string; audience?: string } = {},
+  ) =>
+    new SignJWT({ ...TEAM_A, ...claims })
+      .setProtectedHeader({ alg: "RS256", kid: "k1" })
+      .setIssuer(o.issuer ?? ISSUER)
+      .setAudience(o.audience ?? AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime(o.expiresIn ?? "1h")
+      .sign(key);
+
+  return {
+    jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks`,
+    token: (claims = {}, o = {}) => sign(privateKey, claims, o),
+    foreignToken: (claims = {}) => sign(foreign.privateKey, claims),
+    setDown: (d) => {
+      down = d;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
