@@ -1,9 +1,10 @@
 // Type-aware lint for src/, test/, scripts/ and bench/.
 import js from "@eslint/js";
+import globals from "globals";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", ".data/**", "helm/**", "deploy/**"] },
+  { ignores: ["dist/**", "node_modules/**", ".data/**", ".scratch/**", "helm/**", "deploy/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -20,5 +21,9 @@ export default tseslint.config(
   {
     files: ["**/*.js", "**/*.mjs"],
     ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: globals.node,
+    },
   },
 );

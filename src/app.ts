@@ -7,12 +7,14 @@ import type { Config } from "./config.js";
 import { installErrorHandling } from "./http/error-handler.js";
 import { installAuth } from "./http/plugins/auth.js";
 import { installHealth } from "./http/plugins/health.js";
+import { installMetrics } from "./http/plugins/metrics.js";
 import { acknowledgeRoute } from "./http/routes/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/change-visibility.js";
 import { publishBatchRoute } from "./http/routes/publish-batch.js";
 import { publishRoute } from "./http/routes/publish.js";
 import { receiveByIdRoute } from "./http/routes/receive-by-id.js";
 import { receiveRoute } from "./http/routes/receive.js";
+import type { Metrics } from "./metrics.js";
 import type { QueueService } from "./queue/queue-service.js";
 
 export interface AppDeps {
@@ -21,6 +23,7 @@ export interface AppDeps {
   readonly verifier: TokenVerifier;
   readonly isReady: () => Promise<boolean>;
   readonly logger: FastifyBaseLogger;
+  readonly metrics: Metrics;
   /** Largest message body accepted (413 above). */
   readonly maxMessageBytes: number;
 }
@@ -28,14 +31,14 @@ export interface AppDeps {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger,
-    maxParamLength: 2048,
+    routerOptions: { maxParamLength: 2048 },
     bodyLimit: deps.maxMessageBytes,
     requestIdHeader: "x-request-id",
     genReqId: () => randomUUID(),
-    disableRequestLogging: true,
     return503OnClosing: true,
   });
   installErrorHandling(app);
+  installMetrics(app, deps.metrics);
   installHealth(app, { isReady: deps.isReady });
 
   await app.register((api, _opts, done) => {

@@ -11,6 +11,9 @@ import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
 import { deriveSecretKeys } from "./queue/secret-keys.js";
 import type { JWTVerifyGetKey } from "jose";
+import { Registry, type Gauge } from "prom-client";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { createMetrics } from "./metrics.js";
 
 export interface GatewayOptions {
   readonly config: Config;
@@ -67,13 +70,21 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       "VQS_MAX_MESSAGE_BYTES is above what the NATS server's max_payload allows; using the smaller",
     );
   }
-  const queue = new QueueService({ broker: store.broker, keys: deriveSecretKeys(secret), now });
+  const metrics = createMetrics(new Registry());
+  trackConnection(nc, metrics.natsConnected);
+  const queue = new QueueService({
+    broker: store.broker,
+    keys: deriveSecretKeys(secret),
+    now,
+    observer: metrics.observer,
+  });
   const app = await buildApp({
     config,
     queue,
     verifier,
     isReady: () => store.broker.isReady(),
     logger,
+    metrics,
     maxMessageBytes,
   });
   store.scheduler.start();
@@ -87,6 +98,17 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       await nc.drain();
     },
   };
+}
+
+function trackConnection(nc: NatsConnection, gauge: Gauge): void {
+  gauge.set(1);
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") gauge.set(0);
+      if (s.type === "reconnect") gauge.set(1);
+    }
+    gauge.set(0);
+  })();
 }
 
 function makeVerifier(o: GatewayOptions, now: () => number): TokenVerifier {

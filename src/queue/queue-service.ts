@@ -6,6 +6,7 @@ import type { Broker, Delivery, IdLease, StoredMessage } from "./broker.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
+import { NO_OBSERVER, type QueueObserver } from "./observer.js";
 import type { SecretKeys } from "./secret-keys.js";
 
 export interface PublishInput {
@@ -41,6 +42,7 @@ export interface QueueServiceDeps {
   readonly broker: Broker;
   readonly keys: SecretKeys;
   readonly now: () => number;
+  readonly observer?: QueueObserver;
 }
 
 /** How many pulls one receive may make to skip expired messages before answering. */
@@ -53,11 +55,13 @@ export class QueueService {
   readonly #broker: Broker;
   readonly #keys: SecretKeys;
   readonly #now: () => number;
+  readonly #observer: QueueObserver;
 
   constructor(deps: QueueServiceDeps) {
     this.#broker = deps.broker;
     this.#keys = deps.keys;
     this.#now = deps.now;
+    this.#observer = deps.observer ?? NO_OBSERVER;
   }
 
   async publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
@@ -70,6 +74,7 @@ export class QueueService {
       idempotencyKey: input.idempotencyKey,
       nonce,
     });
+    this.#observer.published(outcome.kind === "duplicate");
     if (outcome.kind === "duplicate") {
       return {
         messageId: duplicateMessageId(this.#keys.duplicateId, topic, outcome.originalSeq),
@@ -114,6 +119,7 @@ export class QueueService {
       }),
     );
     const deadlineMs = this.#now() + leaseMs;
+    for (const d of live) this.#observer.delivered(d.deliveryCount);
     return live.map((d) =>
       this.#received(group, d.message, {
         kind: "group",
@@ -159,10 +165,11 @@ export class QueueService {
     const lease = this.#decodeHandle(group, receiptHandle);
     if (lease.kind === "id") {
       await this.#updateIdLease(group, lease, (l) => ({ ...l, state: "acked" }));
-      return;
+    } else {
+      await this.#assertCurrent(group, lease);
+      await this.#broker.ack(group, lease);
     }
-    await this.#assertCurrent(group, lease);
-    await this.#broker.ack(group, lease);
+    this.#observer.acknowledged();
   }
 
   /** Sets the lease to end `seconds` from now; returns the new deadline (now, for 0). */
@@ -287,6 +294,7 @@ export class QueueService {
       await this.#broker.putIdLease(group, streamSeq, { ...lease, state: "released" }, revision);
       throw err;
     }
+    this.#observer.delivered(lease.count);
     return this.#received(group, message, {
       kind: "id",
       streamSeq,

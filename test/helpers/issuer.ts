@@ -6,12 +6,8 @@ import { createServer, type Server } from "node:http";
 export const ISSUER = "https://oidc.test.local/team_a";
 export const AUDIENCE = "https://test.local/team_a";
 
-export interface Claims {
-  owner_id?: string;
-  project_id?: string;
-  environment?: string;
-  [k: string]: unknown;
-}
+/** Claims of a test token; values may be of any type, to test malformed tokens. */
+export type Claims = Record<string, unknown>;
 
 export interface TestIssuer {
   readonly jwksUrl: string;

@@ -368,9 +368,23 @@ describe("batch publish", () => {
   });
 });
 
-describe("health", () => {
+describe("health and metrics", () => {
   it("answers liveness and readiness", async () => {
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
+  });
+
+  it("exports Prometheus metrics labelled by route template, never by topic", async () => {
+    const topic = uniqueName("metric-topic");
+    await publishOk(topic, "x");
+    await receiveParts(topic, "g");
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+    expect(value("vqs_messages_published_total")).toBeGreaterThan(0);
+    expect(value("vqs_nats_connected")).toBe(1);
+    expect(text).toMatch(/vqs_messages_delivered_total\{redelivery="false"\} [1-9]/);
+    expect(text).toContain('route="/api/v3/topic/:topic",status_code="201"');
+    expect(text).not.toContain(topic);
+    expect(text).toContain("process_cpu_seconds_total");
   });
 });

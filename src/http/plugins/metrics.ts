@@ -1,0 +1,21 @@
+// Times every request by route template (never the raw URL, which holds topic names and
+// handles) and serves GET /metrics in the Prometheus text format.
+import type { FastifyInstance } from "fastify";
+import type { Metrics } from "../../metrics.js";
+
+export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
+  app.addHook("onResponse", async (request, reply) => {
+    metrics.httpDuration.observe(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? "unmatched",
+        status_code: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
+  });
+  app.get("/metrics", async (_request, reply) => {
+    const body = await metrics.registry.metrics();
+    return reply.type(metrics.registry.contentType).send(body);
+  });
+}

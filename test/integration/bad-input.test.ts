@@ -1,0 +1,250 @@
+// Bad input of every kind answers 4xx with its stable code, never 5xx, and changes nothing stored.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, type TestGateway } from "../helpers/gateway.js";
+import { api, errorCode, parts, uniqueName, type Body } from "../helpers/http.js";
+import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
+import { startTestNats, type TestNats } from "../helpers/nats.js";
+
+let nats: TestNats;
+let issuer: TestIssuer;
+let gw: TestGateway;
+let q: ReturnType<typeof api>;
+const topic = uniqueName("victim");
+let handle: string;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  issuer = await startIssuer();
+  gw = await startGateway(nats.url, issuer);
+  q = api(gw.url, await issuer.token());
+  // A stored message and a live lease that no bad request may disturb.
+  expect((await q.publish(topic, "keep me")).status).toBe(201);
+  const [p] = await parts(
+    await q.receive(topic, "g", { "vqs-visibility-timeout-seconds": "3600" }),
+  );
+  handle = p!.headers.get("vqs-receipt-handle")!;
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await issuer?.close();
+  await nats?.dispose();
+});
+
+interface Case {
+  name: string;
+  method: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: Body;
+  status: number;
+  code: string;
+}
+
+// (fetch resolves %2E%2E as "..", and trims header values: those cases are unit tests.)
+const badNames = [
+  "a.b",
+  "a%20b",
+  "a*",
+  "a>",
+  "caf%C3%A9",
+  "a%2Fb",
+  "x".repeat(256),
+  "a%00b",
+  "a%0Ab",
+];
+
+const cases = (): Case[] => [
+  ...badNames.map((n) => ({
+    name: `publish to topic ${n.slice(0, 20)}`,
+    method: "POST",
+    path: n,
+    body: "x",
+    status: 400,
+    code: "invalid_topic_name",
+  })),
+  ...badNames.map((n) => ({
+    name: `receive for group ${n.slice(0, 20)}`,
+    method: "POST",
+    path: `${topic}/consumer/${n}`,
+    headers: { accept: "multipart/mixed" },
+    status: 400,
+    code: "invalid_consumer_group_name",
+  })),
+  ...["59", "604801", "1.5", "1e3", "6 0", "0x10", "", "-60", "+60", "60, 60"].map((v) => ({
+    name: `retention "${v}"`,
+    method: "POST",
+    path: topic,
+    headers: { "vqs-retention-seconds": v },
+    body: "x",
+    status: 400,
+    code: "invalid_retention_seconds",
+  })),
+  ...["-1", "604801", "2.0", "abc", ""].map((v) => ({
+    name: `delay "${v}"`,
+    method: "POST",
+    path: topic,
+    headers: { "vqs-delay-seconds": v },
+    body: "x",
+    status: 400,
+    code: "invalid_delay_seconds",
+  })),
+  {
+    name: "idempotency key over 256 characters",
+    method: "POST",
+    path: topic,
+    headers: { "vqs-idempotency-key": "k".repeat(257) },
+    body: "x",
+    status: 400,
+    code: "invalid_idempotency_key",
+  },
+  {
+    name: "empty idempotency key",
+    method: "POST",
+    path: topic,
+    headers: { "vqs-idempotency-key": "" },
+    body: "x",
+    status: 400,
+    code: "invalid_idempotency_key",
+  },
+  {
+    name: "content type over 255 characters",
+    method: "POST",
+    path: topic,
+    headers: { "content-type": `text/${"x".repeat(300)}` },
+    body: "x",
+    status: 400,
+    code: "invalid_content_type",
+  },
+  {
+    name: "deployment id over 256 characters",
+    method: "POST",
+    path: topic,
+    headers: { "vqs-deployment-id": "d".repeat(257) },
+    body: "x",
+    status: 400,
+    code: "invalid_deployment_id",
+  },
+  ...[undefined, "text/html", "*/*", "application/json", "multipart/mixed;q=0"].map(
+    (accept): Case => ({
+      name: `receive with Accept ${String(accept)}`,
+      method: "POST",
+      path: `${topic}/consumer/g`,
+      headers: accept === undefined ? {} : { accept },
+      status: 400,
+      code: "unsupported_accept",
+    }),
+  ),
+  ...["0", "11", "1.0", "ten", ""].map((v) => ({
+    name: `max messages "${v}"`,
+    method: "POST",
+    path: `${topic}/consumer/g`,
+    headers: { accept: "multipart/mixed", "vqs-max-messages": v },
+    status: 400,
+    code: "invalid_max_messages",
+  })),
+  ...["-1", "3601", "60.5", "1e2"].map((v) => ({
+    name: `visibility "${v}" on receive`,
+    method: "POST",
+    path: `${topic}/consumer/g`,
+    headers: { accept: "multipart/mixed", "vqs-visibility-timeout-seconds": v },
+    status: 400,
+    code: "invalid_visibility_timeout",
+  })),
+  ...["0", "-1", "x"].map((v) => ({
+    name: `max concurrency "${v}"`,
+    method: "POST",
+    path: `${topic}/consumer/g`,
+    headers: { accept: "multipart/mixed", "vqs-max-concurrency": v },
+    status: 400,
+    code: "invalid_max_concurrency",
+  })),
+  {
+    name: "visibility 3601 on receive by ID",
+    method: "POST",
+    path: `${topic}/consumer/g/id/m1_AAAAAAAAAAAAAAAA`,
+    headers: { accept: "multipart/mixed", "vqs-visibility-timeout-seconds": "3601" },
+    status: 400,
+    code: "invalid_visibility_timeout",
+  },
+  {
+    name: "receive by ID without Accept",
+    method: "POST",
+    path: `${topic}/consumer/g/id/m1_AAAAAAAAAAAAAAAA`,
+    status: 400,
+    code: "unsupported_accept",
+  },
+  ...[
+    "garbage",
+    "AQAAAAAAAAEAAAAAAAEAAAABAaH_YODA3kp-4i1tHG8dPRLYJXrSBQ",
+    "a".repeat(54),
+    "%00",
+  ].map((h) => ({
+    name: `ack with handle ${h.slice(0, 12)}`,
+    method: "DELETE",
+    path: `${topic}/consumer/g/lease/${h}`,
+    status: 400,
+    code: "invalid_receipt_handle",
+  })),
+  ...[
+    ["not json", "invalid_request_body"],
+    ["{}", "invalid_request_body"],
+    ["[]", "invalid_request_body"],
+    ['{"visibilityTimeoutSeconds":"60"}', "invalid_visibility_timeout"],
+    ['{"visibilityTimeoutSeconds":1.5}', "invalid_visibility_timeout"],
+    ['{"visibilityTimeoutSeconds":-1}', "invalid_visibility_timeout"],
+    ['{"visibilityTimeoutSeconds":3601}', "invalid_visibility_timeout"],
+    ['{"visibilityTimeoutSeconds":null}', "invalid_visibility_timeout"],
+  ].map(([body, code]) => ({
+    name: `extend with body ${body}`,
+    method: "PATCH",
+    path: `${topic}/consumer/g/lease/HANDLE`,
+    headers: { "content-type": "application/json" },
+    body: body!,
+    status: 400,
+    code: code!,
+  })),
+  {
+    name: "unknown route",
+    method: "GET",
+    path: `${topic}/nothing/here`,
+    status: 404,
+    code: "route_not_found",
+  },
+];
+
+describe("bad input", () => {
+  it("answers each bad request with its 4xx code and never a 5xx", async () => {
+    const failures: string[] = [];
+    for (const c of cases()) {
+      const res = await q.call(c.method, c.path.replace("HANDLE", handle), {
+        headers: c.headers ?? {},
+        ...(c.body !== undefined ? { body: c.body } : {}),
+      });
+      const code = res.headers.get("content-type")?.includes("json") ? await errorCode(res) : "";
+      if (res.status !== c.status || code !== c.code) {
+        failures.push(`${c.name}: got ${res.status} ${code}, want ${c.status} ${c.code}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it("rejects a handle issued for another group, topic or tenant with 400 and changes nothing", async () => {
+    const other = api(gw.url, await issuer.token({ owner_id: "team_other" }));
+    expect((await q.ack(topic, "other-group", handle)).status).toBe(400);
+    expect((await q.ack(uniqueName(), "g", handle)).status).toBe(400);
+    expect((await other.ack(topic, "g", handle)).status).toBe(400);
+    expect((await q.extend(topic, "other-group", handle, 0)).status).toBe(400);
+    const dep = api(gw.url, await issuer.token(), { "vqs-deployment-id": "dpl_x" });
+    expect((await dep.ack(topic, "g", handle)).status).toBe(400);
+  });
+
+  it("left the stored message and its lease untouched", async () => {
+    // Still leased (not released by any bad request)...
+    expect((await q.receive(topic, "g")).status).toBe(204);
+    // ...and still there for another group, exactly once.
+    const got = await parts(await q.receive(topic, "fresh", { "vqs-max-messages": "10" }));
+    expect(got.map((p) => p.body.toString())).toEqual(["keep me"]);
+    expect((await q.ack(topic, "g", handle)).status).toBe(204);
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.js";
+
+const oidc = {
+  VQS_OIDC_JWKS_URL: "https://oidc.example/jwks",
+  VQS_OIDC_ISSUER: "https://oidc.example/team",
+  VQS_OIDC_AUDIENCE: "https://example/team",
+};
+
+describe("configuration", () => {
+  it("has development defaults: embedded NATS and development auth", () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 8080,
+      host: "0.0.0.0",
+      natsServers: null,
+      oidc: null,
+      region: "dev1",
+    });
+    expect(c.tenantClaims).toEqual({
+      team: "owner_id",
+      project: "project_id",
+      environment: "environment",
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it("reads every setting", () => {
+    const c = loadConfig({
+      ...oidc,
+      PORT: "9000",
+      HOST: "127.0.0.1",
+      NATS_URL: "nats://a:4222, nats://b:4222",
+      VQS_REGION: "iad1",
+      VQS_RECEIPT_SECRET: "s".repeat(32),
+      VQS_TENANT_CLAIMS: "team,proj,env",
+      VQS_ALLOWED_TEAMS: "t1,t2",
+      VQS_MAX_MESSAGE_BYTES: "2048",
+      VQS_STREAM_REPLICAS: "3",
+    });
+    expect(c.natsServers).toEqual(["nats://a:4222", "nats://b:4222"]);
+    expect(c.oidc).toMatchObject({
+      jwksUrl: oidc.VQS_OIDC_JWKS_URL,
+      issuers: [oidc.VQS_OIDC_ISSUER],
+    });
+    expect(c.tenantClaims).toEqual({ team: "team", project: "proj", environment: "env" });
+    expect([...(c.allowedTeams ?? [])]).toEqual(["t1", "t2"]);
+    expect(c).toMatchObject({
+      port: 9000,
+      region: "iad1",
+      maxMessageBytes: 2048,
+      streamReplicas: 3,
+    });
+  });
+
+  it("refuses production without OIDC, receipt secret and NATS_URL, naming each", () => {
+    let message = "";
+    try {
+      loadConfig({ NODE_ENV: "production" });
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      message = (err as Error).message;
+    }
+    expect(message).toContain("VQS_OIDC_JWKS_URL");
+    expect(message).toContain("VQS_RECEIPT_SECRET");
+    expect(message).toContain("NATS_URL");
+  });
+
+  it("refuses malformed values with a clear message", () => {
+    for (const env of [
+      { PORT: "http" },
+      { PORT: "70000" },
+      { VQS_REGION: "US East" },
+      { VQS_RECEIPT_SECRET: "short" },
+      { VQS_OIDC_JWKS_URL: "https://x/jwks" },
+      { ...oidc, VQS_OIDC_JWKS_URL: "ftp://x" },
+      { VQS_TENANT_CLAIMS: "a,b" },
+      { VQS_STREAM_REPLICAS: "0" },
+    ]) {
+      expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
+    }
+  });
+});

@@ -1,0 +1,119 @@
+import { parseMultipartStream } from "mixpart";
+import { randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { AppError } from "../../src/errors.js";
+import { negotiateFormat } from "../../src/http/encoding/accept.js";
+import { intHeader } from "../../src/http/encoding/headers.js";
+import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-parts.js";
+import type { ReceivedMessage } from "../../src/queue/queue-service.js";
+
+const bounds = { min: 0, max: 3600 };
+
+describe("integer headers", () => {
+  it("accept plain base-10 digits within bounds, and the default when absent", () => {
+    expect(intHeader("60", bounds, 1, "invalid_visibility_timeout")).toBe(60);
+    expect(intHeader("0", bounds, 1, "invalid_visibility_timeout")).toBe(0);
+    expect(intHeader(undefined, bounds, 7, "invalid_visibility_timeout")).toBe(7);
+    expect(intHeader(undefined, bounds, null, "invalid_visibility_timeout")).toBeNull();
+  });
+
+  it("refuse everything else with the given code", () => {
+    for (const v of [
+      "1.5",
+      "1e3",
+      " 60",
+      "60 ",
+      "0x10",
+      "",
+      "-1",
+      "+1",
+      "3601",
+      "٣",
+      "99999999999999999",
+      ["1", "2"],
+    ]) {
+      expect(() => intHeader(v, bounds, 1, "invalid_visibility_timeout")).toThrow(
+        expect.objectContaining({ code: "invalid_visibility_timeout" }) as AppError,
+      );
+    }
+  });
+});
+
+describe("Accept negotiation", () => {
+  it("prefers multipart/mixed, accepts NDJSON, refuses the rest", () => {
+    expect(negotiateFormat("multipart/mixed")).toBe("multipart");
+    expect(negotiateFormat("application/x-ndjson")).toBe("ndjson");
+    expect(negotiateFormat("application/x-ndjson, multipart/mixed")).toBe("multipart");
+    expect(negotiateFormat("Application/X-NDJSON;q=0.9")).toBe("ndjson");
+    expect(negotiateFormat("multipart/*")).toBe("multipart");
+    expect(negotiateFormat("multipart/mixed;q=0, application/x-ndjson")).toBe("ndjson");
+    for (const bad of [undefined, "", "*/*", "text/plain", "multipart/form-data"]) {
+      expect(() => negotiateFormat(bad)).toThrow(AppError);
+    }
+  });
+});
+
+function message(payload: Buffer, i: number): ReceivedMessage {
+  return {
+    messageId: `m${i}_AAAAAAAAAAAAAAAA`,
+    receiptHandle: `handle-${i}`,
+    deliveryCount: i + 1,
+    publishedAt: new Date(1_700_000_000_000),
+    expiresAt: new Date(1_700_086_400_000),
+    contentType: i === 0 ? null : "text/plain",
+    payload,
+  };
+}
+
+async function collect(body: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks);
+}
+
+describe("multipart rendering", () => {
+  it("round-trips any payload through a real multipart parser, ending with the closing boundary", async () => {
+    const payloads = [randomBytes(10_000), Buffer.from("\r\n--vqs-\r\n--\r\n"), Buffer.alloc(0)];
+    const rendered = renderMultipart(payloads.map(message));
+    const raw = await collect(rendered.body);
+    const boundary = rendered.contentType.split("boundary=")[1]!;
+    expect(raw.subarray(raw.length - boundary.length - 6).toString()).toBe(`--${boundary}--\r\n`);
+    const res = new Response(raw, { headers: { "content-type": rendered.contentType } });
+    const got: Array<{ headers: Headers; body: Buffer }> = [];
+    for await (const p of parseMultipartStream(res)) {
+      got.push({
+        headers: p.headers,
+        body: Buffer.from(await new Response(p.payload).arrayBuffer()),
+      });
+    }
+    expect(got.map((g) => g.body.equals(payloads[got.indexOf(g)]!))).toEqual([true, true, true]);
+    expect(got[0]!.headers.get("content-type")).toBe("application/octet-stream");
+    expect(got[1]!.headers.get("vqs-delivery-count")).toBe("2");
+    expect(got[1]!.headers.get("vqs-timestamp")).toBe("2023-11-14T22:13:20.000Z");
+  });
+
+  it("picks a boundary that no payload contains", () => {
+    // A payload that contains every boundary the renderer might pick is impossible; check that
+    // the chosen one is absent from a payload full of boundary-like text.
+    const payload = Buffer.from(
+      Array.from({ length: 100 }, () => `--vqs-${"0".repeat(36)}`).join("\r\n"),
+    );
+    const rendered = renderMultipart([message(payload, 1)]);
+    const boundary = rendered.contentType.split("boundary=")[1]!;
+    expect(payload.includes(boundary)).toBe(false);
+  });
+
+  it("renders NDJSON one message per line with a base64 body", async () => {
+    const raw = (await collect(renderNdjson([message(Buffer.from([0, 1, 2]), 0)]).body)).toString();
+    expect(raw.endsWith("\n")).toBe(true);
+    expect(JSON.parse(raw)).toEqual({
+      messageId: "m0_AAAAAAAAAAAAAAAA",
+      receiptHandle: "handle-0",
+      deliveryCount: 1,
+      timestamp: "2023-11-14T22:13:20.000Z",
+      expiresAt: "2023-11-15T22:13:20.000Z",
+      contentType: "application/octet-stream",
+      body: "AAEC",
+    });
+  });
+});

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { makeNamespace } from "../../src/queue/namespace.js";
+import {
+  decodeReceiptHandle,
+  encodeReceiptHandle,
+  type Lease,
+} from "../../src/queue/receipt-handle.js";
+import { deriveSecretKeys } from "../../src/queue/secret-keys.js";
+
+const keys = deriveSecretKeys("unit-test-secret-unit-test-secret-!!");
+const ns = makeNamespace("team", "prj", "production", null);
+const group = { namespace: ns, topic: "orders", group: "billing" };
+const lease: Lease = {
+  kind: "group",
+  streamSeq: 123456789,
+  deliverySeq: 42,
+  deliveryCount: 3,
+  deadlineMs: 1_800_000_000_000,
+};
+
+describe("receipt handles", () => {
+  it("round-trip as URL-safe text", () => {
+    const h = encodeReceiptHandle(keys.receiptHandle, group, lease);
+    expect(h).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(encodeURIComponent(h)).toBe(h);
+    expect(decodeReceiptHandle(keys.receiptHandle, group, h)).toEqual(lease);
+    const byId = { ...lease, kind: "id" as const };
+    expect(
+      decodeReceiptHandle(
+        keys.receiptHandle,
+        group,
+        encodeReceiptHandle(keys.receiptHandle, group, byId),
+      ),
+    ).toEqual(byId);
+  });
+
+  it("are refused in another topic, group, tenant or deployment", () => {
+    const h = encodeReceiptHandle(keys.receiptHandle, group, lease);
+    const elsewhere = [
+      { ...group, topic: "orders2" },
+      { ...group, group: "billing2" },
+      { ...group, namespace: makeNamespace("team2", "prj", "production", null) },
+      { ...group, namespace: makeNamespace("team", "prj", "production", "dpl_1") },
+      { ...group, namespace: makeNamespace("team", "prj", "preview", null) },
+    ];
+    for (const g of elsewhere) expect(decodeReceiptHandle(keys.receiptHandle, g, h)).toBeNull();
+  });
+
+  it("are refused when any byte is changed, or when signed with another secret", () => {
+    const h = encodeReceiptHandle(keys.receiptHandle, group, lease);
+    const raw = Buffer.from(h, "base64url");
+    for (let i = 0; i < raw.length; i++) {
+      const forged = Buffer.from(raw);
+      forged[i] = forged[i]! ^ 1;
+      expect(
+        decodeReceiptHandle(keys.receiptHandle, group, forged.toString("base64url")),
+      ).toBeNull();
+    }
+    const other = deriveSecretKeys("another-secret-another-secret-another");
+    expect(decodeReceiptHandle(other.receiptHandle, group, h)).toBeNull();
+    for (const junk of ["", "x", h + "A", h.slice(1), "%%%", "A".repeat(h.length)]) {
+      expect(decodeReceiptHandle(keys.receiptHandle, group, junk)).toBeNull();
+    }
+  });
+
+  it("keep namespaces apart even when the parts would concatenate alike", () => {
+    const a = makeNamespace("ab", "c", "e", null);
+    const b = makeNamespace("a", "bc", "e", null);
+    expect(a.key).not.toBe(b.key);
+  });
+});
