@@ -95,7 +95,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     async close() {
       await app.close();
       await store.close();
-      await nc.drain();
+      // Draining needs a connection; while NATS is away there is nothing to drain.
+      await nc.drain().catch(() => nc.close());
     },
   };
 }

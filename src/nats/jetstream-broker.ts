@@ -3,7 +3,13 @@
 // `Nats-Msg-Id`. See docs/architecture.md for the data flow of each call.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
-import type { Msg, NatsConnection } from "@nats-io/transport-node";
+import {
+  NoRespondersError,
+  RequestError,
+  type Msg,
+  type NatsConnection,
+} from "@nats-io/transport-node";
+import { AppError } from "../errors.js";
 import type {
   Broker,
   Delivery,
@@ -280,9 +286,25 @@ export class JetStreamBroker implements Broker {
   #ackRequest(group: GroupAddress, lease: LeaseRef, body: string): Promise<void> {
     const names = groupNames(this.#d.region, group);
     return storage(async () => {
-      await this.#d.nc.request(ackSubject(names.stream, names.consumer, lease), body, {
-        timeout: this.#d.requestTimeoutMs,
-      });
+      try {
+        await this.#d.nc.request(ackSubject(names.stream, names.consumer, lease), body, {
+          timeout: this.#d.requestTimeoutMs,
+        });
+      } catch (err) {
+        // Nobody serves the ack subject: either the store is away (503) or the group was removed
+        // (idle clean-up), and with it every lease it held: then the handle is stale (409).
+        if (!isNoResponders(err) || (await this.progress(group)) !== null) throw err;
+        this.#d.topology.forgetConsumer(names);
+        throw new AppError("receipt_handle_stale", { cause: err });
+      }
     });
   }
+}
+
+function isNoResponders(err: unknown): boolean {
+  return (
+    err instanceof NoRespondersError ||
+    (err instanceof RequestError && err.isNoResponders()) ||
+    (err instanceof Error && err.cause !== undefined && isNoResponders(err.cause))
+  );
 }

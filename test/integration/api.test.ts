@@ -6,6 +6,11 @@ import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, errorCode, parts, sleep, uniqueName, type Body } from "../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/nats.js";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { groupNames } from "../../src/nats/naming.js";
+import { makeNamespace } from "../../src/queue/namespace.js";
+import { TEAM_A } from "../helpers/issuer.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -200,6 +205,27 @@ describe("leases", () => {
     expect(res.status).toBe(200);
     const [again] = await receiveParts(topic, "g");
     expect(again!.headers.get("vqs-delivery-count")).toBe("2");
+  });
+
+  it("answers 409 for a handle whose consumer group was removed (idle clean-up)", async () => {
+    const topic = uniqueName();
+    await publishOk(topic, "x");
+    const [p] = await receiveParts(topic, "g");
+    const ns = makeNamespace(
+      TEAM_A.owner_id as string,
+      TEAM_A.project_id as string,
+      TEAM_A.environment as string,
+      null,
+    );
+    const names = groupNames("iad1", { namespace: ns, topic, group: "g" });
+    const nc = await connect({ servers: nats.url });
+    await (await jetstreamManager(nc)).consumers.delete(names.stream, names.consumer);
+    await nc.close();
+    const res = await q.ack(topic, "g", p!.headers.get("vqs-receipt-handle")!);
+    expect(res.status).toBe(409);
+    expect(await errorCode(res)).toBe("receipt_handle_stale");
+    // The group starts afresh: the message is delivered again.
+    expect(await receiveParts(topic, "g")).toHaveLength(1);
   });
 
   it("honours Vqs-Max-Concurrency with 429 and Retry-After", async () => {

@@ -6,11 +6,13 @@ import { ERRORS } from "../../src/errors.js";
 describe("error catalogue", () => {
   it("is listed row for row in the README's error table", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const rows = [...readme.matchAll(/^\|\s*`([a-z_]+)`\s*\|\s*(\d{3})\s*\|\s*(.+?)\s*\|$/gm)].map((m) => ({
-      code: m[1],
-      status: Number(m[2]),
-      message: m[3]!.replace(/\\\|/g, "|"),
-    }));
+    const rows = [...readme.matchAll(/^\|\s*`([a-z_]+)`\s*\|\s*(\d{3})\s*\|\s*(.+?)\s*\|$/gm)].map(
+      (m) => ({
+        code: m[1],
+        status: Number(m[2]),
+        message: m[3]!.replace(/\\\|/g, "|"),
+      }),
+    );
     const catalogue = Object.entries(ERRORS).map(([code, e]) => ({
       code,
       status: e.status,

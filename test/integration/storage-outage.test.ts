@@ -1,0 +1,58 @@
+// When JetStream cannot be reached, nothing is acknowledged that is not stored: publish answers
+// 503 (retryable) within the request bound, readiness turns false, and the gateway recovers by
+// itself when the server is back, with every message answered 201 still there.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer } from "../../src/dev/nats-server-process.js";
+import { startGateway, type TestGateway } from "../helpers/gateway.js";
+import { api, errorCode, parts, sleep, uniqueName } from "../helpers/http.js";
+import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
+import { startTestNats, type TestNats } from "../helpers/nats.js";
+
+let nats: TestNats;
+let issuer: TestIssuer;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  issuer = await startIssuer();
+  gw = await startGateway(nats.url, issuer, { VQS_NATS_REQUEST_TIMEOUT_MS: "1000" });
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await issuer?.close();
+  await nats?.dispose();
+});
+
+describe("storage outage", () => {
+  it("answers 503 while NATS is down and recovers when it is back", async () => {
+    const q = api(gw.url, await issuer.token());
+    const topic = uniqueName();
+    expect((await q.publish(topic, "before")).status).toBe(201);
+
+    await nats.stop();
+    const started = Date.now();
+    const res = await q.publish(topic, "during");
+    expect(res.status).toBe(503);
+    expect(await errorCode(res)).toBe("storage_unavailable");
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect((await q.receive(topic, "g")).status).toBe(503);
+    expect((await fetch(`${gw.url}/readyz`)).status).toBe(503);
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+
+    const restarted = await startNatsServer(nats.options);
+    try {
+      let ready = false;
+      for (let i = 0; i < 50 && !ready; i++) {
+        ready = (await fetch(`${gw.url}/readyz`)).status === 200;
+        if (!ready) await sleep(200);
+      }
+      expect(ready).toBe(true);
+      expect((await q.publish(topic, "after")).status).toBe(201);
+      const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));
+      expect(got.map((p) => p.body.toString())).toEqual(["before", "after"]);
+    } finally {
+      await restarted.stop();
+    }
+  });
+});
