@@ -17,6 +17,7 @@ export async function startGateway(
   natsUrl: string,
   issuer: TestIssuer,
   env: Record<string, string> = {},
+  now?: () => number,
 ): Promise<TestGateway> {
   const config = loadConfig({
     NATS_URL: natsUrl,
@@ -32,6 +33,7 @@ export async function startGateway(
     config,
     logger: createLogger(config.logLevel),
     natsServers: config.natsServers ?? [natsUrl],
+    ...(now ? { now } : {}),
   });
   const address = await gateway.app.listen({ port: 0, host: "127.0.0.1" });
   return { url: address, gateway, close: () => gateway.close() };

@@ -318,6 +318,17 @@ describe("receive by ID", () => {
     expect((await q.receiveById(topic, "g2", id)).status).toBe(200);
   });
 
+  it("answers 429 when the group is at Vqs-Max-Concurrency", async () => {
+    const topic = uniqueName();
+    await publishOk(topic, "held");
+    const id = await publishOk(topic, "wanted");
+    await receiveParts(topic, "g");
+    const res = await q.receiveById(topic, "g", id, { "vqs-max-concurrency": "1" });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect((await q.receiveById(topic, "g", id, { "vqs-max-concurrency": "2" })).status).toBe(200);
+  });
+
   it("answers NDJSON too", async () => {
     const topic = uniqueName();
     const id = await publishOk(topic, "x");
