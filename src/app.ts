@@ -4,7 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { randomUUID } from "node:crypto";
 import type { TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
-import { installErrorHandling } from "./http/error-handler.js";
+import { frameworkError, installErrorHandling } from "./http/error-handler.js";
 import { installAuth } from "./http/plugins/auth.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
@@ -26,6 +26,8 @@ export interface AppDeps {
   readonly metrics: Metrics;
   /** Largest message body accepted (413 above). */
   readonly maxMessageBytes: number;
+  /** Largest batch publish body. */
+  readonly maxBatchBytes: number;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -36,6 +38,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: "x-request-id",
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    // A client that trickles its body must not hold a connection for ever.
+    requestTimeout: 60_000,
+    frameworkErrors: frameworkError,
   });
   installErrorHandling(app);
   installMetrics(app, deps.metrics);
@@ -47,7 +52,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     api.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, next) => next(null, body));
     installAuth(api, { verifier: deps.verifier, config: deps.config });
     publishRoute(api, deps.queue);
-    publishBatchRoute(api, deps.queue, deps.maxMessageBytes);
+    publishBatchRoute(api, deps.queue, deps.maxMessageBytes, deps.maxBatchBytes);
     receiveRoute(api, deps.queue);
     receiveByIdRoute(api, deps.queue);
     acknowledgeRoute(api, deps.queue);

@@ -34,6 +34,7 @@ export interface Config {
   /** null in development: a secret kept in the data directory is used. */
   readonly receiptSecret: string | null;
   readonly maxMessageBytes: number;
+  readonly maxBatchBytes: number;
   readonly streamReplicas: number;
   readonly requestTimeoutMs: number;
   readonly consumerInactiveSeconds: number;
@@ -144,9 +145,17 @@ export function loadConfig(env: Env): Config {
     allowedEnvironments: set("VQS_ALLOWED_ENVIRONMENTS"),
     receiptSecret,
     maxMessageBytes: int("VQS_MAX_MESSAGE_BYTES", 1_048_576, 1, 64 * 1_048_576),
+    maxBatchBytes: int("VQS_MAX_BATCH_BYTES", 16 * 1_048_576, 1024, 256 * 1_048_576),
     streamReplicas: int("VQS_STREAM_REPLICAS", 1, 1, 5),
     requestTimeoutMs: int("VQS_NATS_REQUEST_TIMEOUT_MS", 5000, 100, 60_000),
-    consumerInactiveSeconds: int("VQS_CONSUMER_INACTIVE_SECONDS", 14 * 86_400, 60, 365 * 86_400),
+    // At least the longest TTL plus an hour: a removed group that comes back replays only
+    // messages it never received.
+    consumerInactiveSeconds: int(
+      "VQS_CONSUMER_INACTIVE_SECONDS",
+      14 * 86_400,
+      608_400,
+      365 * 86_400,
+    ),
     dataDir: str("VQS_DATA_DIR") ?? ".data",
     logLevel: str("LOG_LEVEL") ?? "info",
     shutdownGraceSeconds: int("VQS_SHUTDOWN_GRACE_SECONDS", 25, 0, 3600),

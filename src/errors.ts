@@ -50,6 +50,10 @@ export const ERRORS = {
     status: 400,
     message: 'The body must be JSON of the form {"visibilityTimeoutSeconds": <integer>}.',
   },
+  invalid_url: {
+    status: 400,
+    message: "The URL is malformed (bad percent-encoding).",
+  },
   invalid_batch: {
     status: 400,
     message: "A batch must be a multipart/mixed body of 1 to 100 parts.",

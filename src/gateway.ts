@@ -74,7 +74,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   trackConnection(nc, metrics.natsConnected);
   const queue = new QueueService({
     broker: store.broker,
-    keys: deriveSecretKeys(secret),
+    keys: deriveSecretKeys(secret, config.region),
     now,
     observer: metrics.observer,
   });
@@ -86,6 +86,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     logger,
     metrics,
     maxMessageBytes,
+    maxBatchBytes: config.maxBatchBytes,
   });
   store.scheduler.start();
   return {

@@ -73,6 +73,7 @@ export function createTokenVerifier(opts: VerifierOptions): TokenVerifier {
           audience: [...opts.audiences],
           algorithms: ALGORITHMS,
           clockTolerance: opts.clockToleranceSeconds,
+          requiredClaims: ["exp"],
           currentDate: new Date(now),
         }));
       } catch (err) {

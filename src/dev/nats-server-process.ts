@@ -28,6 +28,9 @@ export interface NatsServerProcess {
   stop(graceMs?: number): Promise<void>;
   /** SIGKILL: a crash. */
   kill(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a stalled server that still holds its connections. */
+  pause(): void;
+  resume(): void;
 }
 
 export const INSTALL_HINT =
@@ -112,6 +115,8 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     options: { ...options, port },
     stop: (graceMs = 5000) => signal("SIGTERM", graceMs),
     kill: () => signal("SIGKILL", 0),
+    pause: () => void child.kill("SIGSTOP"),
+    resume: () => void child.kill("SIGCONT"),
   };
 }
 

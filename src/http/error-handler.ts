@@ -18,12 +18,20 @@ function fromFastify(err: FastifyError): AppError | null {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return new AppError("payload_too_large", { cause: err });
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new AppError("invalid_content_type", { cause: err });
+    case "FST_ERR_BAD_URL":
+      return new AppError("invalid_url", { cause: err });
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return new AppError("invalid_request_body", { cause: err });
     default:
       return null;
   }
+}
+
+/** For Fastify's `frameworkErrors`: failures before routing (a URL that cannot be decoded). */
+export function frameworkError(err: FastifyError, _request: unknown, reply: FastifyReply): void {
+  void send(reply, fromFastify(err) ?? new AppError("invalid_url", { cause: err }));
 }
 
 export function installErrorHandling(app: FastifyInstance): void {

@@ -12,25 +12,26 @@ import {
   type JetStreamClient,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import { headers, nanos, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { JetStreamApiCodes } from "@nats-io/jetstream";
+import { nanos, type Msg } from "@nats-io/transport-node";
 import type { Logger } from "../logger.js";
-import { decodeMessage, H, rfc3339ToMs } from "./message-codec.js";
+import { decodeMessage, movedHeaders, rfc3339ToMs } from "./message-codec.js";
 import { SCHEDULE_CONSUMER, SCHEDULE_STREAM, SCHEDULE_SUBJECT, type TopicNames } from "./naming.js";
 import type { PullClient } from "./pull-client.js";
-import type { Topology } from "./topology.js";
+import { isNoResponders } from "./errors.js";
+import { isApiError, type Topology } from "./topology.js";
 
 interface Timer {
-  /** Topic stream, sequence of the parked message and its delay in seconds. */
+  /** Topic stream and the sequence of the parked message. */
   readonly s: string;
   readonly q: number;
-  readonly d: number;
-  /** Subjects of the topic: ready, and the forward pointer prefix. */
+  /** Subjects of the topic: parked (delayed), ready, and the forward pointer prefix. */
+  readonly p: string;
   readonly r: string;
   readonly f: string;
 }
 
 export interface DelaySchedulerDeps {
-  readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly topology: Topology;
@@ -87,20 +88,37 @@ export class DelayScheduler {
     }
   }
 
-  /** Adds the timer of a parked message. Idempotent per message. */
-  async schedule(names: TopicNames, seq: number, delaySeconds: number): Promise<void> {
+  /**
+   * Adds the timer of a parked message. Extra timers for one message are harmless: the move is
+   * idempotent. `rearm` (a keyed retry found the message parked) adds at most one more timer per
+   * minute, in case the first timer was never stored.
+   */
+  async schedule(names: TopicNames, seq: number, rearm = false): Promise<void> {
     await this.#ensure();
     const timer: Timer = {
       s: names.stream,
       q: seq,
-      d: delaySeconds,
+      p: names.delayed,
       r: names.ready,
       f: names.forwardPrefix,
     };
-    await this.#d.js.publish(SCHEDULE_SUBJECT, JSON.stringify(timer), {
-      msgID: `${names.stream}.${seq}`,
-      timeout: this.#d.requestTimeoutMs,
-    });
+    const send = () =>
+      this.#d.js.publish(SCHEDULE_SUBJECT, JSON.stringify(timer), {
+        msgID: rearm
+          ? `${names.stream}.${seq}.${Math.floor(Date.now() / 60_000)}`
+          : `${names.stream}.${seq}`,
+        timeout: this.#d.requestTimeoutMs,
+      });
+    try {
+      await send();
+    } catch (err) {
+      // The schedule stream was removed under us: create it again and retry once.
+      if (!isNoResponders(err)) throw err;
+      this.#ensured = null;
+      this.#d.topology.forgetStream(SCHEDULE_STREAM);
+      await this.#ensure();
+      await send();
+    }
   }
 
   start(): void {
@@ -139,14 +157,12 @@ export class DelayScheduler {
   async #handle(msg: Msg): Promise<void> {
     try {
       const timer = JSON.parse(new TextDecoder().decode(msg.data)) as Timer;
-      const parked = await this.#d.jsm.direct
-        .getMessage(timer.s, { seq: timer.q })
-        .catch(() => null);
+      const parked = await this.#parked(timer);
       const message = parked
         ? decodeMessage(parked.seq, rfc3339ToMs(parked.timestamp), parked.header, parked.data)
         : null;
       if (!parked || !message || message.expiresAtMs <= this.#d.now()) {
-        msg.respond("+ACK"); // gone or expired before it was due: nothing to deliver
+        msg.respond("+ACK"); // gone, not a parked message, or expired before it was due
         return;
       }
       const wait = message.visibleAtMs - this.#d.now();
@@ -154,15 +170,8 @@ export class DelayScheduler {
         msg.respond(`-NAK ${JSON.stringify({ delay: wait * 1_000_000 })}`);
         return;
       }
-      const h = headers();
-      for (const key of [H.nonce, H.contentType, H.retention]) {
-        const v = parked.header.get(key);
-        if (v) h.set(key, v);
-      }
-      h.set(H.idSeq, String(timer.q));
-      h.set(H.sentMs, String(message.publishedAtMs));
       const ack = await this.#d.js.publish(timer.r, parked.data, {
-        headers: h,
+        headers: movedHeaders(parked.header, timer.q, message.publishedAtMs),
         msgID: `mv.${timer.q}`,
         timeout: this.#d.requestTimeoutMs,
       });
@@ -172,7 +181,25 @@ export class DelayScheduler {
       });
       msg.respond("+ACK");
     } catch (err) {
+      // Left unacknowledged: JetStream redelivers the timer after its ack wait (30 s).
       this.#d.log.warn({ err }, "delay scheduler: timer left for redelivery");
+    }
+  }
+
+  /** The parked message of a timer; null only when it is certainly gone or not parked. */
+  async #parked(timer: Timer) {
+    try {
+      const m = await this.#d.jsm.direct.getMessage(timer.s, { seq: timer.q });
+      return m && m.subject === timer.p ? m : null;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return null;
+      // Direct Get of a removed stream times out rather than failing: ask the API.
+      const exists = await this.#d.jsm.streams.info(timer.s).then(
+        () => true,
+        (e: unknown) => !isApiError(e, JetStreamApiCodes.StreamNotFound),
+      );
+      if (!exists) return null;
+      throw err;
     }
   }
 }

@@ -1,10 +1,24 @@
 // Translates NATS and JetStream failures into the error catalogue, keeping the cause. Anything
 // the store could not do is "storage unavailable" (503, retryable), never a 500 with internals.
+import { NoRespondersError, RequestError } from "@nats-io/transport-node";
 import { AppError, isAppError } from "../errors.js";
 
 export function toStorageError(err: unknown): AppError {
   if (isAppError(err)) return err;
   return new AppError("storage_unavailable", { cause: err });
+}
+
+/**
+ * Nobody serves the subject: on a JetStream subject that means the stream or consumer is gone
+ * (or JetStream is down, which the retry then shows). nats.js reports it several ways, and wraps
+ * it (jetstream's JetStreamNotEnabled) keeping it as the cause.
+ */
+export function isNoResponders(err: unknown): boolean {
+  return (
+    err instanceof NoRespondersError ||
+    (err instanceof RequestError && err.isNoResponders()) ||
+    (err instanceof Error && err.cause !== undefined && isNoResponders(err.cause))
+  );
 }
 
 /** Runs a store operation, translating its failures. */

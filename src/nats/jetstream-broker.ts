@@ -3,12 +3,7 @@
 // `Nats-Msg-Id`. See docs/architecture.md for the data flow of each call.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
-import {
-  NoRespondersError,
-  RequestError,
-  type Msg,
-  type NatsConnection,
-} from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { AppError } from "../errors.js";
 import type {
   Broker,
@@ -23,7 +18,7 @@ import type {
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 import { ackSubject, parseAckSubject } from "./ack-subject.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
-import { storage } from "./errors.js";
+import { isNoResponders, storage } from "./errors.js";
 import type { LeaseRecords } from "./lease-records.js";
 import {
   decodeMessage,
@@ -78,7 +73,9 @@ export class JetStreamBroker implements Broker {
         headers: encodeHeaders(message),
         timeout: this.#d.requestTimeoutMs,
         expect: { streamName: names.stream },
-        ...(message.idempotencyKey !== null ? { msgID: dedupId(message.idempotencyKey) } : {}),
+        ...(message.idempotencyKey !== null
+          ? { msgID: dedupId(message.idempotencyKey, message.dedupAfterSeq) }
+          : {}),
       });
     return storage(async () => {
       await this.#d.topology.ensureStream(names);
@@ -86,17 +83,25 @@ export class JetStreamBroker implements Broker {
       try {
         ack = await send();
       } catch (err) {
-        // The stream was removed under us (idle clean-up or an operator): recreate it once.
+        // Nobody serves the subject: the stream was removed under us (idle clean-up or an
+        // operator). Recreate it and try once more. Any other failure (a timeout above all)
+        // may have stored the message, so it is not retried here: the client gets a 503.
+        if (!isNoResponders(err)) throw err;
         this.#d.topology.forgetStream(names.stream);
         await this.#d.topology.ensureStream(names);
-        if (!(await this.#streamExists(names.stream))) throw err;
         ack = await send();
       }
       if (ack.duplicate) return { kind: "duplicate", originalSeq: ack.seq };
       this.#notePublish(names.stream);
-      if (delayed) await this.#d.scheduler.schedule(names, ack.seq, message.delaySeconds);
+      if (delayed) await this.#d.scheduler.schedule(names, ack.seq);
       return { kind: "stored", seq: ack.seq };
     });
+  }
+
+  ensureScheduled(topic: TopicAddress, idSeq: number): Promise<void> {
+    return storage(() =>
+      this.#d.scheduler.schedule(topicNames(this.#d.region, topic), idSeq, true),
+    );
   }
 
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
@@ -111,6 +116,11 @@ export class JetStreamBroker implements Broker {
         if (r.end === "no_consumer" && r.messages.length === 0) {
           this.#d.topology.forgetConsumer(names);
           continue;
+        }
+        if (r.end === "timeout" && r.messages.length === 0) {
+          throw new AppError("storage_unavailable", {
+            message: "JetStream did not answer a pull.",
+          });
         }
         if (r.messages.length === 0 && this.#publishedRecently(names.stream) && attempt === 0) {
           continue;
@@ -233,16 +243,6 @@ export class JetStreamBroker implements Broker {
     }
   }
 
-  async #streamExists(stream: string): Promise<boolean> {
-    try {
-      await this.#d.jsm.streams.info(stream);
-      return true;
-    } catch (err) {
-      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
-      throw err;
-    }
-  }
-
   #notePublish(stream: string): void {
     const now = Date.now();
     if (this.#lastPublish.size > 10_000) {
@@ -299,12 +299,4 @@ export class JetStreamBroker implements Broker {
       }
     });
   }
-}
-
-function isNoResponders(err: unknown): boolean {
-  return (
-    err instanceof NoRespondersError ||
-    (err instanceof RequestError && err.isNoResponders()) ||
-    (err instanceof Error && err.cause !== undefined && isNoResponders(err.cause))
-  );
 }

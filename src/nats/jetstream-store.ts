@@ -47,7 +47,6 @@ export async function openJetStreamStore(
   });
   const pulls = new PullClient(nc);
   const scheduler = new DelayScheduler({
-    nc,
     js,
     jsm,
     topology,

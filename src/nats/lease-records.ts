@@ -19,6 +19,7 @@ export interface LeaseRecordsOptions {
 
 /** How long a gateway trusts its cached "this group never used receive by ID". */
 export const ID_FLAG_CACHE_MS = 1000;
+const MAX_FLAGS = 100_000;
 
 export class LeaseRecords {
   readonly #js: JetStreamClient;
@@ -65,7 +66,15 @@ export class LeaseRecords {
   async getIdLease(g: GroupNames, seq: number): Promise<IdLease | null> {
     const e = await (await this.#bucket()).get(key(g, seq, "i"));
     if (!e || e.operation !== "PUT") return null;
-    return { ...(JSON.parse(e.string()) as Omit<IdLease, "revision">), revision: e.revision };
+    const v = JSON.parse(e.string()) as Partial<IdLease>;
+    return {
+      state: v.state ?? "released",
+      deadlineMs: v.deadlineMs ?? 0,
+      count: v.count ?? 0,
+      bounces: v.bounces ?? 0,
+      leaseId: v.leaseId ?? 0,
+      revision: e.revision,
+    };
   }
 
   /** Compare-and-set: the new revision, or null when someone else changed the lease first. */
@@ -80,6 +89,7 @@ export class LeaseRecords {
       state: lease.state,
       deadlineMs: lease.deadlineMs,
       count: lease.count,
+      bounces: lease.bounces,
       leaseId: lease.leaseId,
     });
     try {
@@ -99,6 +109,7 @@ export class LeaseRecords {
     if (cached && (cached.on || cached.untilMs > Date.now())) return cached.on;
     const e = await (await this.#bucket()).get(`${k}.byid`);
     const on = e !== null && e.operation === "PUT";
+    if (this.#flags.size >= MAX_FLAGS) this.#flags.clear(); // bounded: one entry per group seen
     this.#flags.set(k, { on, untilMs: Date.now() + ID_FLAG_CACHE_MS });
     return on;
   }

@@ -15,9 +15,13 @@ export const H = {
   sentMs: "Vqs-Sent-Ms",
 } as const;
 
-/** Nats-Msg-Id of a keyed message: a hash, so any key is a safe header value. */
-export function dedupId(idempotencyKey: string): string {
-  return `k.${createHash("sha256").update(idempotencyKey).digest("base64url")}`;
+/**
+ * Nats-Msg-Id of a keyed message: a hash, so any key is a safe header value. A key whose earlier
+ * message expired is reused as that message's successor (`.<seq base 36>` appended).
+ */
+export function dedupId(idempotencyKey: string, afterSeq: number | null): string {
+  const base = `k.${createHash("sha256").update(idempotencyKey).digest("base64url")}`;
+  return afterSeq === null ? base : `${base}.${afterSeq.toString(36)}`;
 }
 
 export function encodeHeaders(message: NewMessage): MsgHdrs {
@@ -26,6 +30,18 @@ export function encodeHeaders(message: NewMessage): MsgHdrs {
   if (message.contentType !== null) h.set(H.contentType, message.contentType);
   h.set(H.retention, String(message.retentionSeconds));
   if (message.delaySeconds > 0) h.set(H.delay, String(message.delaySeconds));
+  return h;
+}
+
+/** The headers a delayed message keeps when it is copied to the ready subject. */
+export function movedHeaders(parked: MsgHdrs, idSeq: number, publishedAtMs: number): MsgHdrs {
+  const h = headers();
+  for (const key of [H.nonce, H.contentType, H.retention]) {
+    const v = parked.get(key);
+    if (v) h.set(key, v);
+  }
+  h.set(H.idSeq, String(idSeq));
+  h.set(H.sentMs, String(publishedAtMs));
   return h;
 }
 

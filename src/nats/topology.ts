@@ -31,6 +31,7 @@ export interface TopologyOptions {
  * topic created through another gateway becomes receivable here at most this much later.
  */
 const MISSING_TTL_MS = 500;
+const MAX_MISSING = 10_000;
 
 export class Topology {
   readonly #jsm: JetStreamManager;
@@ -58,6 +59,7 @@ export class Topology {
     const exists = await this.#once(this.#consumers, key, () => this.#createConsumer(names));
     if (!exists) {
       this.#consumers.delete(key);
+      if (this.#missing.size >= MAX_MISSING) this.#missing.clear(); // bounded: names are user input
       this.#missing.set(names.stream, Date.now() + MISSING_TTL_MS);
     } else {
       this.#missing.delete(names.stream);

@@ -9,6 +9,11 @@ export interface NewMessage {
   /** Already capped at the retention. */
   readonly delaySeconds: number;
   readonly idempotencyKey: string | null;
+  /**
+   * With a key whose earlier message has expired: that message's sequence. The key then
+   * deduplicates as its successor, so concurrent retries still find each other.
+   */
+  readonly dedupAfterSeq: number | null;
   readonly nonce: string;
 }
 
@@ -55,6 +60,8 @@ export interface IdLease {
   readonly deadlineMs: number;
   /** Deliveries made by ID so far. */
   readonly count: number;
+  /** Times the group's cursor handed the message out while an ID lease held it (not deliveries). */
+  readonly bounces: number;
   /** Random, names this lease in its receipt handle. */
   readonly leaseId: number;
   /** Store revision, for compare-and-set. */
@@ -74,6 +81,8 @@ export interface Broker {
   /** The lease length a delivery gets without `setLease`. */
   readonly defaultLeaseMs: number;
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome>;
+  /** Makes sure a parked delayed message has its timer (idempotent). */
+  ensureScheduled(topic: TopicAddress, idSeq: number): Promise<void>;
   /** Up to `max` deliveries at once; null when the topic does not exist. */
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
   /** Makes the lease end `ms` from now (0 releases the message at once). */

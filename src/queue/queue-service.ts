@@ -48,6 +48,9 @@ export interface QueueServiceDeps {
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
 
+/** Successive expired messages of one idempotency key a publish walks before it stops deduplicating. */
+const MAX_DEDUP_HOPS = 16;
+
 /** Handles this close to their deadline are checked for staleness (clock skew, slow networks). */
 const STALE_CHECK_MARGIN_MS = 1000;
 
@@ -64,24 +67,48 @@ export class QueueService {
     this.#observer = deps.observer ?? NO_OBSERVER;
   }
 
+  /**
+   * Stores a message. With an idempotency key, a publish while an earlier message with the key
+   * lives is dropped (201 with the duplicate's own ID). When that earlier message has expired,
+   * the key is free again: the message is stored as its successor (see NewMessage.dedupAfterSeq).
+   */
   async publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
     const nonce = newNonce();
-    const outcome = await this.#broker.publish(topic, {
+    const message = {
       payload: input.payload,
       contentType: input.contentType,
       retentionSeconds: input.retentionSeconds,
       delaySeconds: Math.min(input.delaySeconds, input.retentionSeconds),
       idempotencyKey: input.idempotencyKey,
       nonce,
-    });
-    this.#observer.published(outcome.kind === "duplicate");
-    if (outcome.kind === "duplicate") {
-      return {
-        messageId: duplicateMessageId(this.#keys.duplicateId, topic, outcome.originalSeq),
-        duplicate: true,
-      };
+    };
+    let dedupAfterSeq: number | null = null;
+    for (let hop = 0; ; hop++) {
+      // Past the bound, store without deduplication rather than refuse (see architecture.md).
+      const giveUp = hop === MAX_DEDUP_HOPS;
+      const outcome = await this.#broker.publish(topic, {
+        ...message,
+        idempotencyKey: giveUp ? null : message.idempotencyKey,
+        dedupAfterSeq,
+      });
+      if (outcome.kind === "stored") {
+        this.#observer.published(false);
+        return { messageId: storedMessageId(outcome.seq, nonce), duplicate: false };
+      }
+      const original = await this.#broker.lookup(topic, outcome.originalSeq);
+      if (original.kind !== "missing" && !this.#isExpired(original.message)) {
+        // A retry after a failed timer write finds the original parked: make sure it has one.
+        if (original.kind === "delayed") {
+          await this.#broker.ensureScheduled(topic, outcome.originalSeq);
+        }
+        this.#observer.published(true);
+        return {
+          messageId: duplicateMessageId(this.#keys.duplicateId, topic, outcome.originalSeq),
+          duplicate: true,
+        };
+      }
+      dedupAfterSeq = outcome.originalSeq;
     }
-    return { messageId: storedMessageId(outcome.seq, nonce), duplicate: false };
   }
 
   async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
@@ -95,30 +122,42 @@ export class QueueService {
       want = Math.min(want, options.maxConcurrency - inFlight);
     }
     const leaseMs = options.visibilityTimeoutSeconds * 1000;
-    const usesIdLeases = await this.#broker.usesIdLeases(group);
-    const live: Delivery[] = [];
-    for (let pulls = 0; pulls < MAX_PULLS_PER_RECEIVE && live.length < want; pulls++) {
-      const asked = want - live.length;
-      const batch = await this.#broker.pull(group, asked);
-      if (batch === null || batch.length === 0) break;
-      const now = this.#now();
-      const expired = batch.filter((d) => d.message.expiresAtMs <= now);
-      // Expired messages are never delivered: the group acknowledges them silently.
-      await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
-      const fresh = batch.filter((d) => d.message.expiresAtMs > now);
-      live.push(...(usesIdLeases ? await this.#honourIdLeases(group, fresh) : fresh));
-      if (batch.length < asked) break; // the group has nothing more right now
-    }
-    await Promise.all(
-      live.map(async (d) => {
-        if (leaseMs !== this.#broker.defaultLeaseMs) await this.#broker.setLease(group, d, leaseMs);
-        // A redelivery makes older handles stale: record which delivery is current.
-        if (d.deliveryCount > 1) {
-          await this.#broker.recordDelivery(group, d.streamSeq, d.deliveryCount);
-        }
-      }),
-    );
+    // Taken before the pull: the server's lease starts later, so a handle never claims more time
+    // than the server gives (the stale-handle check relies on it).
     const deadlineMs = this.#now() + leaseMs;
+    const pulled: Delivery[] = [];
+    const live: Delivery[] = [];
+    try {
+      for (let pulls = 0; pulls < MAX_PULLS_PER_RECEIVE && live.length < want; pulls++) {
+        const asked = want - live.length;
+        const batch = await this.#broker.pull(group, asked);
+        if (batch === null || batch.length === 0) break;
+        pulled.push(...batch);
+        const now = this.#now();
+        const expired = batch.filter((d) => d.message.expiresAtMs <= now);
+        // Expired messages are never delivered: the group acknowledges them silently.
+        await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
+        const fresh = batch.filter((d) => d.message.expiresAtMs > now);
+        const usesIdLeases = await this.#broker.usesIdLeases(group);
+        live.push(...(usesIdLeases ? await this.#honourIdLeases(group, fresh) : fresh));
+        if (batch.length < asked) break; // the group has nothing more right now
+      }
+      await Promise.all(
+        live.map(async (d) => {
+          if (leaseMs !== this.#broker.defaultLeaseMs) {
+            await this.#broker.setLease(group, d, leaseMs);
+          }
+          // A redelivery makes older handles stale: record which delivery is current.
+          if (d.deliveryCount > 1) {
+            await this.#broker.recordDelivery(group, d.streamSeq, d.deliveryCount);
+          }
+        }),
+      );
+    } catch (err) {
+      // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
+      await Promise.allSettled(pulled.map((d) => this.#broker.setLease(group, d, 0)));
+      throw err;
+    }
     for (const d of live) this.#observer.delivered(d.deliveryCount);
     return live.map((d) =>
       this.#received(group, d.message, {
@@ -133,32 +172,45 @@ export class QueueService {
 
   /** Skips messages leased or acknowledged by ID; counts deliveries made by ID. */
   async #honourIdLeases(group: GroupAddress, deliveries: Delivery[]): Promise<Delivery[]> {
-    const now = this.#now();
-    const kept = await Promise.all(
-      deliveries.map(async (d): Promise<Delivery | null> => {
-        const idLease = await this.#broker.getIdLease(group, d.streamSeq);
-        if (idLease === null) return d;
-        if (idLease.state === "acked") {
-          await this.#broker.ack(group, d);
-          return null;
-        }
-        if (idLease.state === "leased" && idLease.deadlineMs > now) {
-          await this.#broker.setLease(group, d, idLease.deadlineMs - now);
-          return null;
-        }
-        if (idLease.state === "leased") {
-          // The ID lease ran out and the group delivers the message now: its handle is stale.
-          await this.#broker.putIdLease(
-            group,
-            d.streamSeq,
-            { ...idLease, state: "released" },
-            idLease.revision,
-          );
-        }
-        return { ...d, deliveryCount: d.deliveryCount + idLease.count };
-      }),
-    );
+    const kept = await Promise.all(deliveries.map((d) => this.#honourIdLease(group, d)));
     return kept.filter((d): d is Delivery => d !== null);
+  }
+
+  async #honourIdLease(group: GroupAddress, d: Delivery): Promise<Delivery | null> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const idLease = await this.#broker.getIdLease(group, d.streamSeq);
+      if (idLease === null) return d;
+      if (idLease.state === "acked") {
+        await this.#broker.ack(group, d);
+        return null;
+      }
+      const now = this.#now();
+      if (idLease.state === "leased" && idLease.deadlineMs > now) {
+        // Held by ID: hand it back until that lease ends. The server counted this as a delivery;
+        // record the bounce so the delivery count given to consumers stays exact.
+        const bumped = { ...idLease, bounces: idLease.bounces + 1 };
+        if (
+          (await this.#broker.putIdLease(group, d.streamSeq, bumped, idLease.revision)) === null
+        ) {
+          continue;
+        }
+        await this.#broker.setLease(group, d, idLease.deadlineMs - now);
+        return null;
+      }
+      if (idLease.state === "leased") {
+        // The ID lease ran out and the group delivers the message now: its handle is stale.
+        const released = { ...idLease, state: "released" as const };
+        if (
+          (await this.#broker.putIdLease(group, d.streamSeq, released, idLease.revision)) === null
+        ) {
+          continue;
+        }
+      }
+      return { ...d, deliveryCount: d.deliveryCount - idLease.bounces + idLease.count };
+    }
+    // Contended by receives by ID right now: try again a moment later.
+    await this.#broker.setLease(group, d, 1000);
+    return null;
   }
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
@@ -278,6 +330,7 @@ export class QueueService {
       state: "leased" as const,
       deadlineMs: this.#now() + options.visibilityTimeoutSeconds * 1000,
       count: (existing?.count ?? 0) + 1,
+      bounces: existing?.bounces ?? 0,
       leaseId: randomInt(1, 2 ** 47),
     };
     const revision = await this.#broker.putIdLease(

@@ -1,5 +1,6 @@
-// Sub-keys derived from VQS_RECEIPT_SECRET, one per purpose, so a MAC made for one kind of token
-// can never be replayed as another.
+// Sub-keys derived from VQS_RECEIPT_SECRET, one per purpose and region, so a MAC made for one kind
+// of token can never be replayed as another, nor in another region (whose sequences differ), even
+// when operators share one secret across regions.
 import { createHmac } from "node:crypto";
 
 export interface SecretKeys {
@@ -7,8 +8,9 @@ export interface SecretKeys {
   readonly duplicateId: Buffer;
 }
 
-export function deriveSecretKeys(secret: string): SecretKeys {
-  const derive = (purpose: string) => createHmac("sha256", secret).update(purpose).digest();
+export function deriveSecretKeys(secret: string, region: string): SecretKeys {
+  const derive = (purpose: string) =>
+    createHmac("sha256", secret).update(`${purpose}\n${region}`).digest();
   return Object.freeze({
     receiptHandle: derive("vqs/receipt-handle/v1"),
     duplicateId: derive("vqs/duplicate-id/v1"),

@@ -15,6 +15,8 @@ export interface TestIssuer {
     claims?: Claims,
     opts?: { expiresIn?: string; issuer?: string; audience?: string },
   ): Promise<string>;
+  /** A correctly signed token with no `exp`: it must not be valid for ever. */
+  tokenWithoutExpiry(): Promise<string>;
   /** Signs with a key the JWKS does not publish. */
   foreignToken(claims?: Claims): Promise<string>;
   /** Makes the JWKS endpoint answer 500 (true) or work again (false). */
@@ -61,6 +63,13 @@ export async function startIssuer(): Promise<TestIssuer> {
     jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks`,
     token: (claims = {}, o = {}) => sign(privateKey, claims, o),
     foreignToken: (claims = {}) => sign(foreign.privateKey, claims),
+    tokenWithoutExpiry: () =>
+      new SignJWT({ ...TEAM_A })
+        .setProtectedHeader({ alg: "RS256", kid: "k1" })
+        .setIssuer(ISSUER)
+        .setAudience(AUDIENCE)
+        .setIssuedAt()
+        .sign(privateKey),
     setDown: (d) => {
       down = d;
     },

@@ -259,6 +259,25 @@ describe("delay and TTL", () => {
     expect(p!.headers.get("vqs-delivery-count")).toBe("1");
   });
 
+  it("re-arms a parked message whose timer was lost when a retry with its key comes in", async () => {
+    const topic = uniqueName();
+    const key = { "vqs-idempotency-key": "delayed-1", "vqs-delay-seconds": "1" };
+    const id = await publishOk(topic, "once", key);
+    // Lose the timer (as if the gateway died between parking the message and adding the timer).
+    const nc = await connect({ servers: nats.url });
+    await (await jetstreamManager(nc)).streams.purge("VQS_SCHEDULE");
+    await nc.close();
+    await sleep(1500);
+    expect((await q.receive(topic, "g")).status).toBe(204);
+    const retry = await publishOk(topic, "once", key);
+    expect(retry).toMatch(/^x/);
+    await sleep(1500);
+    const got = await receiveParts(topic, "g", { "vqs-max-messages": "10" });
+    expect(got.map((p) => [p.body.toString(), p.headers.get("vqs-message-id")])).toEqual([
+      ["once", id],
+    ]);
+  });
+
   it("sets expiresAt from the retention header", async () => {
     const topic = uniqueName();
     await publishOk(topic, "x", { "vqs-retention-seconds": "60" });
@@ -316,6 +335,18 @@ describe("receive by ID", () => {
     expect((await q.receive(topic, "g")).status).toBe(204);
     // Another group still sees it.
     expect((await q.receiveById(topic, "g2", id)).status).toBe(200);
+  });
+
+  it("counts deliveries exactly across a by-ID lease that ran out", async () => {
+    const topic = uniqueName();
+    const id = await publishOk(topic, "x");
+    const res = await q.receiveById(topic, "g", id, { "vqs-visibility-timeout-seconds": "1" });
+    expect((await parts(res))[0]!.headers.get("vqs-delivery-count")).toBe("1");
+    // The group's cursor meets it while the ID lease holds it: not delivered, not counted.
+    expect((await q.receive(topic, "g")).status).toBe(204);
+    await sleep(1300);
+    const [again] = await receiveParts(topic, "g");
+    expect(again!.headers.get("vqs-delivery-count")).toBe("2");
   });
 
   it("answers 429 when the group is at Vqs-Max-Concurrency", async () => {

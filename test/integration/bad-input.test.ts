@@ -205,6 +205,14 @@ const cases = (): Case[] => [
     code: code!,
   })),
   {
+    name: "malformed percent-encoding",
+    method: "POST",
+    path: "%E0%A4%A",
+    body: "x",
+    status: 400,
+    code: "invalid_url",
+  },
+  {
     name: "unknown route",
     method: "GET",
     path: `${topic}/nothing/here`,

@@ -25,6 +25,29 @@ afterAll(async () => {
 });
 
 describe("storage outage", () => {
+  it("answers 503 when a pull gets no answer, and releases what arrives late", async () => {
+    const q = api(gw.url, await issuer.token());
+    const topic = uniqueName();
+    expect((await q.publish(topic, "m1")).status).toBe(201);
+    expect((await q.receive(topic, "warm")).status).toBe(200);
+    nats.pause();
+    let status = 0;
+    try {
+      status = (await q.receive(topic, "g")).status;
+    } finally {
+      nats.resume();
+    }
+    expect(status).toBe(503);
+    // The stalled pull's message is released on arrival, not left leased to nobody for 60 s.
+    let got: string[] = [];
+    for (let i = 0; i < 30 && got.length === 0; i++) {
+      const res = await q.receive(topic, "g");
+      if (res.status === 200) got = (await parts(res)).map((p) => p.body.toString());
+      else await sleep(100);
+    }
+    expect(got).toEqual(["m1"]);
+  });
+
   it("answers 503 while NATS is down and recovers when it is back", async () => {
     const q = api(gw.url, await issuer.token());
     const topic = uniqueName();

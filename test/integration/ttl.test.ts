@@ -24,6 +24,27 @@ afterAll(async () => {
 });
 
 describe("TTL", () => {
+  it("frees an idempotency key when its message expires, and deduplicates against the new one", async () => {
+    offsetMs = 0;
+    const q = api(gw.url, await issuer.token());
+    const topic = uniqueName();
+    const key = { "vqs-idempotency-key": "order-1" };
+    const first = await q.publish(topic, "first", { ...key, "vqs-retention-seconds": "60" });
+    expect(first.status).toBe(201);
+    offsetMs = 61_000;
+    // The gateway clock is 61 s ahead of the server's, so the next message gets a long TTL.
+    const second = await q.publish(topic, "second", { ...key, "vqs-retention-seconds": "3600" });
+    const { messageId } = (await second.json()) as { messageId: string };
+    expect(messageId).toMatch(/^m/);
+    const third = await q.publish(topic, "third", { ...key, "vqs-retention-seconds": "3600" });
+    const dup = (await third.json()) as { messageId: string };
+    expect(dup.messageId).toMatch(/^x/);
+    const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));
+    expect(got.map((p) => p.body.toString())).toEqual(["second"]);
+    const res = await q.receiveById(topic, "g2", dup.messageId);
+    expect(((await res.json()) as { originalMessageId: string }).originalMessageId).toBe(messageId);
+  });
+
   it("never delivers a message after expiresAt, by receive or by ID", async () => {
     offsetMs = 0;
     const q = api(gw.url, await issuer.token());

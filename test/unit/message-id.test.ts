@@ -8,7 +8,7 @@ import {
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { deriveSecretKeys } from "../../src/queue/secret-keys.js";
 
-const keys = deriveSecretKeys("unit-test-secret-unit-test-secret-!!");
+const keys = deriveSecretKeys("unit-test-secret-unit-test-secret-!!", "iad1");
 const topic = { namespace: makeNamespace("t", "p", "e", null), topic: "orders" };
 
 describe("message IDs", () => {

@@ -7,7 +7,7 @@ import {
 } from "../../src/queue/receipt-handle.js";
 import { deriveSecretKeys } from "../../src/queue/secret-keys.js";
 
-const keys = deriveSecretKeys("unit-test-secret-unit-test-secret-!!");
+const keys = deriveSecretKeys("unit-test-secret-unit-test-secret-!!", "iad1");
 const ns = makeNamespace("team", "prj", "production", null);
 const group = { namespace: ns, topic: "orders", group: "billing" };
 const lease: Lease = {
@@ -56,8 +56,10 @@ describe("receipt handles", () => {
         decodeReceiptHandle(keys.receiptHandle, group, forged.toString("base64url")),
       ).toBeNull();
     }
-    const other = deriveSecretKeys("another-secret-another-secret-another");
+    const other = deriveSecretKeys("another-secret-another-secret-another", "iad1");
     expect(decodeReceiptHandle(other.receiptHandle, group, h)).toBeNull();
+    const otherRegion = deriveSecretKeys("unit-test-secret-unit-test-secret-!!", "sfo1");
+    expect(decodeReceiptHandle(otherRegion.receiptHandle, group, h)).toBeNull();
     for (const junk of ["", "x", h + "A", h.slice(1), "%%%", "A".repeat(h.length)]) {
       expect(decodeReceiptHandle(keys.receiptHandle, group, junk)).toBeNull();
     }

@@ -41,35 +41,32 @@ export function publishBatchRoute(
   app: FastifyInstance,
   queue: QueueService,
   maxMessageBytes: number,
+  maxBatchBytes: number,
 ): void {
-  app.post(
-    "/api/v3/topic/:topic/batch",
-    { bodyLimit: LIMITS.batchMaxMessages * (maxMessageBytes + 4096) },
-    async (request) => {
-      const topic = topicOf(request);
-      const parts = await readParts(request.headers["content-type"], request.body as Buffer);
-      const results = await Promise.all(
-        parts.map(async (part): Promise<BatchResult> => {
-          try {
-            if (part.payload.length > maxMessageBytes) throw new AppError("payload_too_large");
-            const { messageId } = await queue.publish(
-              topic,
-              publishInput(part.headers, part.payload),
-            );
-            return { status: "sent", messageId };
-          } catch (err) {
-            const e = isAppError(err) ? err : new AppError("internal_error", { cause: err });
-            if (e.status >= 500) request.log.warn({ err }, "batch part failed");
-            return {
-              status: "failed",
-              statusCode: e.status,
-              error: e.message,
-              retryable: e.status >= 429,
-            };
-          }
-        }),
-      );
-      return { results };
-    },
-  );
+  app.post("/api/v3/topic/:topic/batch", { bodyLimit: maxBatchBytes }, async (request) => {
+    const topic = topicOf(request);
+    const parts = await readParts(request.headers["content-type"], request.body as Buffer);
+    const results = await Promise.all(
+      parts.map(async (part): Promise<BatchResult> => {
+        try {
+          if (part.payload.length > maxMessageBytes) throw new AppError("payload_too_large");
+          const { messageId } = await queue.publish(
+            topic,
+            publishInput(part.headers, part.payload),
+          );
+          return { status: "sent", messageId };
+        } catch (err) {
+          const e = isAppError(err) ? err : new AppError("internal_error", { cause: err });
+          if (e.status >= 500) request.log.warn({ err }, "batch part failed");
+          return {
+            status: "failed",
+            statusCode: e.status,
+            error: e.message,
+            retryable: e.status >= 429,
+          };
+        }
+      }),
+    );
+    return { results };
+  });
 }
