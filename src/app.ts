@@ -22,6 +22,8 @@ export interface AppDeps {
   readonly queue: QueueService;
   readonly verifier: TokenVerifier;
   readonly isReady: () => Promise<boolean>;
+  /** True once shutdown began: responses then close their connection. */
+  readonly isDraining: () => boolean;
   readonly logger: FastifyBaseLogger;
   readonly metrics: Metrics;
   /** Largest message body accepted (413 above). */
@@ -43,6 +45,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkError,
   });
   installErrorHandling(app);
+  app.addHook("onSend", async (request, reply) => {
+    // Every response names its request, for correlation with the logs.
+    reply.header("x-request-id", request.id);
+    // While draining, keep-alive connections are closed after each answer, so none is left
+    // idle for the listener's close to cut under a request in flight.
+    if (deps.isDraining()) reply.header("connection", "close");
+  });
   installMetrics(app, deps.metrics);
   installHealth(app, { isReady: deps.isReady });
 

@@ -41,6 +41,9 @@ export interface Config {
   readonly dataDir: string;
   readonly logLevel: string;
   readonly shutdownGraceSeconds: number;
+  readonly shutdownDelaySeconds: number;
+  readonly metricsMaxGroups: number;
+  readonly metricsRefreshSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -159,6 +162,9 @@ export function loadConfig(env: Env): Config {
     dataDir: str("VQS_DATA_DIR") ?? ".data",
     logLevel: str("LOG_LEVEL") ?? "info",
     shutdownGraceSeconds: int("VQS_SHUTDOWN_GRACE_SECONDS", 25, 0, 3600),
+    shutdownDelaySeconds: int("VQS_SHUTDOWN_DELAY_SECONDS", 2, 0, 600),
+    metricsMaxGroups: int("VQS_METRICS_MAX_GROUPS", 1000, 0, 1_000_000),
+    metricsRefreshSeconds: int("VQS_METRICS_REFRESH_SECONDS", 15, 1, 3600),
   };
   if (problems.length) {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);

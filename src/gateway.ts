@@ -32,6 +32,9 @@ export interface Gateway {
   readonly app: FastifyInstance;
   readonly store: JetStreamStore;
   readonly maxMessageBytes: number;
+  /** Readiness answers 503 from now on (the first step of a graceful shutdown). */
+  stopBeingReady(): void;
+  /** Stops accepting requests, lets in-flight ones finish, stops the scheduler, drains NATS. */
   close(): Promise<void>;
 }
 
@@ -53,6 +56,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     },
     logger,
   );
+  const metrics = createMetrics(new Registry(), {
+    groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
+  });
+  trackConnection(nc, metrics.natsConnected);
   const store = await openJetStreamStore(nc, {
     region: config.region,
     replicas: config.streamReplicas,
@@ -62,7 +69,9 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     consumerInactiveSeconds: config.consumerInactiveSeconds,
     log: logger,
     now,
+    observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
   });
+  metrics.useGroupStats(() => store.groupStats(config.metricsMaxGroups));
   const maxMessageBytes = Math.min(config.maxMessageBytes, store.maxPayloadBytes);
   if (maxMessageBytes < config.maxMessageBytes) {
     logger.warn(
@@ -70,19 +79,19 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       "VQS_MAX_MESSAGE_BYTES is above what the NATS server's max_payload allows; using the smaller",
     );
   }
-  const metrics = createMetrics(new Registry());
-  trackConnection(nc, metrics.natsConnected);
   const queue = new QueueService({
     broker: store.broker,
     keys: deriveSecretKeys(secret, config.region),
     now,
     observer: metrics.observer,
   });
+  let ready = true;
   const app = await buildApp({
     config,
     queue,
     verifier,
-    isReady: () => store.broker.isReady(),
+    isReady: async () => ready && (await store.broker.isReady()),
+    isDraining: () => !ready,
     logger,
     metrics,
     maxMessageBytes,
@@ -93,7 +102,11 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     app,
     store,
     maxMessageBytes,
+    stopBeingReady() {
+      ready = false;
+    },
     async close() {
+      ready = false;
       await app.close();
       await store.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.

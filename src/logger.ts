@@ -1,7 +1,7 @@
 // The process logger: structured JSON (pino). Secrets never reach it in full: Authorization
 // headers are redacted, and receipt handles in logged URLs are cut to a short prefix.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { pino, stdSerializers, type Logger } from "pino";
+import { pino, stdSerializers, type DestinationStream, type Logger } from "pino";
 
 export type { Logger };
 
@@ -10,8 +10,8 @@ export function redactUrl(url: string | undefined): string | undefined {
   return url?.replace(/(\/lease\/)([^/?]{8})[^/?]*/, "$1$2…");
 }
 
-export function createLogger(level: string): Logger {
-  return pino({
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  const options = {
     level,
     base: { service: "vqs" },
     serializers: {
@@ -27,5 +27,6 @@ export function createLogger(level: string): Logger {
       paths: ["req.headers.authorization", "headers.authorization", "authorization"],
       censor: "[redacted]",
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -5,6 +5,7 @@ import { DEV_AUDIENCE, DEV_ISSUER, devIssuer } from "./dev/dev-issuer.js";
 import { startNatsServer, type NatsServerProcess } from "./dev/nats-server-process.js";
 import { createGateway, type GatewayOptions } from "./gateway.js";
 import { createLogger } from "./logger.js";
+import { shutDown } from "./shutdown.js";
 
 async function main(): Promise<void> {
   let config;
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
     }, config.shutdownGraceSeconds * 1000);
     timer.unref();
     try {
-      await gateway.close();
+      await shutDown(gateway, { delayMs: config.shutdownDelaySeconds * 1000, log: logger });
       await embedded?.stop();
     } finally {
       clearTimeout(timer);

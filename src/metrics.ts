@@ -3,15 +3,44 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
 import type { QueueObserver } from "./queue/observer.js";
 
+/** One consumer group's figures, as the per-group gauges export them. */
+export interface GroupStat {
+  readonly namespace: string;
+  readonly topic: string;
+  readonly group: string;
+  readonly backlog: number;
+  readonly inFlight: number;
+  readonly oldestAgeSeconds: number;
+}
+
+export type GroupStatsProvider = () => Promise<{ stats: GroupStat[]; truncated: boolean }>;
+
+export interface MetricsOptions {
+  /** The per-group gauges are read from the store at most this often. */
+  readonly groupStatsRefreshMs: number;
+}
+
 export interface Metrics {
   readonly registry: Registry;
   readonly httpDuration: Histogram<"method" | "route" | "status_code">;
   readonly natsConnected: Gauge;
   readonly observer: QueueObserver;
+  /** Records the duration of one JetStream operation. */
+  observeJetStream(operation: string, seconds: number): void;
+  /** Where the per-group gauges come from (set once the store is open). */
+  useGroupStats(provider: GroupStatsProvider): void;
 }
 
-export function createMetrics(registry: Registry): Metrics {
+export function createMetrics(registry: Registry, options: MetricsOptions): Metrics {
   collectDefaultMetrics({ register: registry });
+  const jetstreamDuration = new Histogram({
+    name: "vqs_jetstream_request_duration_seconds",
+    help: "Duration of JetStream operations by operation (publish, pull, ack, nak, ...).",
+    labelNames: ["operation"],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    registers: [registry],
+  });
+  const groupGauges = perGroupGauges(registry, options.groupStatsRefreshMs);
   const httpDuration = new Histogram({
     name: "vqs_http_request_duration_seconds",
     help: "HTTP request duration by method, route template and status code.",
@@ -49,11 +78,77 @@ export function createMetrics(registry: Registry): Metrics {
     registry,
     httpDuration,
     natsConnected,
+    observeJetStream: (operation, seconds) => jetstreamDuration.observe({ operation }, seconds),
+    useGroupStats: (provider) => groupGauges.use(provider),
     observer: {
       published: (duplicate) => (duplicate ? deduplicated : published).inc(),
       delivered: (deliveryCount) =>
         delivered.inc({ redelivery: deliveryCount > 1 ? "true" : "false" }),
       acknowledged: () => acknowledged.inc(),
+    },
+  };
+}
+
+const GROUP_LABELS = ["namespace", "topic", "consumer_group"] as const;
+
+/**
+ * The per topic and consumer group gauges. They carry topic names, so they are kept off the hot
+ * path: filled on scrape from a snapshot read at most every `refreshMs`, with a cap on series
+ * (the provider's) and a gauge that says when the cap cut the list.
+ */
+function perGroupGauges(registry: Registry, refreshMs: number) {
+  let provider: GroupStatsProvider | null = null;
+  let snapshot: { at: number; stats: GroupStat[]; truncated: boolean } | null = null;
+  let reading: Promise<void> | null = null;
+  const refresh = async () => {
+    if (!provider || (snapshot && Date.now() - snapshot.at < refreshMs)) return;
+    reading ??= provider()
+      .then((r) => void (snapshot = { at: Date.now(), ...r }))
+      .catch(() => undefined) // the store is away: keep the last snapshot
+      .finally(() => (reading = null));
+    await reading;
+  };
+  const gauge = (name: string, help: string, value: (s: GroupStat) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: GROUP_LABELS,
+      registers: [registry],
+      async collect() {
+        await refresh();
+        this.reset();
+        for (const s of snapshot?.stats ?? []) {
+          this.set({ namespace: s.namespace, topic: s.topic, consumer_group: s.group }, value(s));
+        }
+      },
+    });
+  gauge(
+    "vqs_consumer_backlog_messages",
+    "Messages the group has not been handed yet.",
+    (s) => s.backlog,
+  );
+  gauge(
+    "vqs_consumer_in_flight_messages",
+    "Messages handed to the group and not yet acknowledged.",
+    (s) => s.inFlight,
+  );
+  gauge(
+    "vqs_consumer_oldest_message_age_seconds",
+    "Age of the oldest message the group has not acknowledged (0 when none).",
+    (s) => s.oldestAgeSeconds,
+  );
+  new Gauge({
+    name: "vqs_consumer_metrics_truncated",
+    help: "1 when VQS_METRICS_MAX_GROUPS cut the per-group series, else 0.",
+    registers: [registry],
+    async collect() {
+      await refresh();
+      this.set(snapshot?.truncated ? 1 : 0);
+    },
+  });
+  return {
+    use(p: GroupStatsProvider) {
+      provider = p;
     },
   };
 }

@@ -20,12 +20,3 @@ export function isNoResponders(err: unknown): boolean {
     (err instanceof Error && err.cause !== undefined && isNoResponders(err.cause))
   );
 }
-
-/** Runs a store operation, translating its failures. */
-export async function storage<T>(op: () => Promise<T>): Promise<T> {
-  try {
-    return await op();
-  } catch (err) {
-    throw toStorageError(err);
-  }
-}

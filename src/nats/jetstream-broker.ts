@@ -18,7 +18,7 @@ import type {
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 import { ackSubject, parseAckSubject } from "./ack-subject.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
-import { isNoResponders, storage } from "./errors.js";
+import { isNoResponders, toStorageError } from "./errors.js";
 import type { LeaseRecords } from "./lease-records.js";
 import {
   decodeMessage,
@@ -42,6 +42,8 @@ export interface JetStreamBrokerDeps {
   readonly region: string;
   readonly requestTimeoutMs: number;
   readonly defaultLeaseMs: number;
+  /** Receives the duration of every store operation. */
+  readonly observe: (operation: string, seconds: number) => void;
 }
 
 /** Client-side bound of an immediate pull (the server normally answers at once). */
@@ -77,7 +79,7 @@ export class JetStreamBroker implements Broker {
           ? { msgID: dedupId(message.idempotencyKey, message.dedupAfterSeq) }
           : {}),
       });
-    return storage(async () => {
+    return this.#op("publish", async () => {
       await this.#d.topology.ensureStream(names);
       let ack;
       try {
@@ -99,14 +101,14 @@ export class JetStreamBroker implements Broker {
   }
 
   ensureScheduled(topic: TopicAddress, idSeq: number): Promise<void> {
-    return storage(() =>
+    return this.#op("schedule", () =>
       this.#d.scheduler.schedule(topicNames(this.#d.region, topic), idSeq, true),
     );
   }
 
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
     const names = groupNames(this.#d.region, group);
-    return storage(async () => {
+    return this.#op("pull", async () => {
       for (let attempt = 0; attempt < 2; attempt++) {
         if (!(await this.#d.topology.ensureConsumer(names))) return null;
         const r = await this.#d.pulls.pull(names.stream, names.consumer, max, {
@@ -142,7 +144,7 @@ export class JetStreamBroker implements Broker {
 
   progress(group: GroupAddress): Promise<GroupProgress | null> {
     const names = groupNames(this.#d.region, group);
-    return storage(async () => {
+    return this.#op("consumer_info", async () => {
       try {
         const info = await this.#d.jsm.consumers.info(names.stream, names.consumer);
         return {
@@ -164,7 +166,7 @@ export class JetStreamBroker implements Broker {
 
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup> {
     const names = topicNames(this.#d.region, topic);
-    return storage(async () => {
+    return this.#op("lookup", async () => {
       if (!(await this.#d.topology.streamExists(names))) return { kind: "missing" };
       const stored = await this.#directGet(names.stream, { seq: idSeq });
       if (!stored) return { kind: "missing" };
@@ -195,23 +197,27 @@ export class JetStreamBroker implements Broker {
   }
 
   recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    return storage(() => this.#d.records.recordDelivery(this.#g(group), streamSeq, count));
+    return this.#op("record_delivery", () =>
+      this.#d.records.recordDelivery(this.#g(group), streamSeq, count),
+    );
   }
 
   currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return storage(() => this.#d.records.currentDelivery(this.#g(group), streamSeq));
+    return this.#op("current_delivery", () =>
+      this.#d.records.currentDelivery(this.#g(group), streamSeq),
+    );
   }
 
   usesIdLeases(group: GroupAddress): Promise<boolean> {
-    return storage(() => this.#d.records.usesIdLeases(this.#g(group)));
+    return this.#op("id_lease_mark_get", () => this.#d.records.usesIdLeases(this.#g(group)));
   }
 
   markIdLeases(group: GroupAddress): Promise<void> {
-    return storage(() => this.#d.records.markIdLeases(this.#g(group)));
+    return this.#op("id_lease_mark_put", () => this.#d.records.markIdLeases(this.#g(group)));
   }
 
   getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null> {
-    return storage(() => this.#d.records.getIdLease(this.#g(group), streamSeq));
+    return this.#op("id_lease_get", () => this.#d.records.getIdLease(this.#g(group), streamSeq));
   }
 
   putIdLease(
@@ -220,7 +226,7 @@ export class JetStreamBroker implements Broker {
     lease: Omit<IdLease, "revision">,
     expectedRevision: number | null,
   ): Promise<number | null> {
-    return storage(() =>
+    return this.#op("id_lease_put", () =>
       this.#d.records.putIdLease(this.#g(group), streamSeq, lease, expectedRevision),
     );
   }
@@ -240,6 +246,19 @@ export class JetStreamBroker implements Broker {
     } catch (err) {
       if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return null;
       throw err;
+    }
+  }
+
+  /** Runs one store operation: timed for vqs_jetstream_request_duration_seconds, and its
+   * failures translated into the error catalogue. */
+  async #op<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await fn();
+    } catch (err) {
+      throw toStorageError(err);
+    } finally {
+      this.#d.observe(operation, (performance.now() - started) / 1000);
     }
   }
 
@@ -285,7 +304,7 @@ export class JetStreamBroker implements Broker {
 
   #ackRequest(group: GroupAddress, lease: LeaseRef, body: string): Promise<void> {
     const names = groupNames(this.#d.region, group);
-    return storage(async () => {
+    return this.#op(body === "+ACK" ? "ack" : "nak", async () => {
       try {
         await this.#d.nc.request(ackSubject(names.stream, names.consumer, lease), body, {
           timeout: this.#d.requestTimeoutMs,

@@ -4,6 +4,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../logger.js";
 import { DelayScheduler } from "./delay-scheduler.js";
+import { readGroupStats } from "./group-stats.js";
 import { JetStreamBroker } from "./jetstream-broker.js";
 import { LeaseRecords } from "./lease-records.js";
 import { PullClient } from "./pull-client.js";
@@ -18,6 +19,7 @@ export interface StoreOptions {
   readonly consumerInactiveSeconds: number;
   readonly log: Logger;
   readonly now: () => number;
+  readonly observe: (operation: string, seconds: number) => void;
 }
 
 export interface JetStreamStore {
@@ -25,6 +27,8 @@ export interface JetStreamStore {
   readonly scheduler: DelayScheduler;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
+  /** Per-group figures of this region, at most `max` groups. */
+  groupStats(max: number): ReturnType<typeof readGroupStats>;
   close(): Promise<void>;
 }
 
@@ -72,11 +76,13 @@ export async function openJetStreamStore(
     region: o.region,
     requestTimeoutMs: o.requestTimeoutMs,
     defaultLeaseMs: o.defaultLeaseMs,
+    observe: o.observe,
   });
   return {
     broker,
     scheduler,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
+    groupStats: (max) => readGroupStats(jsm, o.region, max, o.now),
     async close() {
       const stopping = scheduler.stop();
       pulls.close();

@@ -2,7 +2,7 @@
 // loopback port, configured through the same environment variables as in production.
 import { loadConfig } from "../../src/config.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger, type Logger } from "../../src/logger.js";
 import { AUDIENCE, ISSUER, type TestIssuer } from "./issuer.js";
 
 export const RECEIPT_SECRET = "test-receipt-secret-0123456789abcdef";
@@ -13,11 +13,18 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
+export interface TestGatewayOptions {
+  /** Extra or overriding environment settings. */
+  readonly env?: Record<string, string>;
+  /** The gateway's clock. */
+  readonly now?: () => number;
+  readonly logger?: Logger;
+}
+
 export async function startGateway(
   natsUrl: string,
   issuer: TestIssuer,
-  env: Record<string, string> = {},
-  now?: () => number,
+  { env = {}, now, logger }: TestGatewayOptions = {},
 ): Promise<TestGateway> {
   const config = loadConfig({
     NATS_URL: natsUrl,
@@ -31,7 +38,7 @@ export async function startGateway(
   });
   const gateway = await createGateway({
     config,
-    logger: createLogger(config.logLevel),
+    logger: logger ?? createLogger(config.logLevel),
     natsServers: config.natsServers ?? [natsUrl],
     ...(now ? { now } : {}),
   });

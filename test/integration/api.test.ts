@@ -442,17 +442,53 @@ describe("health and metrics", () => {
     expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
   });
 
-  it("exports Prometheus metrics labelled by route template, never by topic", async () => {
+  it("exports Prometheus metrics: hot-path series by route template, per-group gauges by topic", async () => {
     const topic = uniqueName("metric-topic");
-    await publishOk(topic, "x");
+    await publishOk(topic, "one");
+    await publishOk(topic, "two");
     await receiveParts(topic, "g");
     const text = await (await fetch(`${gw.url}/metrics`)).text();
-    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+    const value = (series: string) => {
+      const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+      return line === undefined ? NaN : Number(line.slice(series.length + 1));
+    };
     expect(value("vqs_messages_published_total")).toBeGreaterThan(0);
     expect(value("vqs_nats_connected")).toBe(1);
     expect(text).toMatch(/vqs_messages_delivered_total\{redelivery="false"\} [1-9]/);
     expect(text).toContain('route="/api/v3/topic/:topic",status_code="201"');
-    expect(text).not.toContain(topic);
+    expect(
+      value('vqs_jetstream_request_duration_seconds_count{operation="publish"}'),
+    ).toBeGreaterThan(0);
+    expect(value('vqs_jetstream_request_duration_seconds_count{operation="pull"}')).toBeGreaterThan(
+      0,
+    );
+    // Topic names label only the per-group gauges, never a histogram or counter.
+    const withTopic = text.split("\n").filter((l) => l.includes(topic));
+    expect(withTopic.every((l) => l.startsWith("vqs_consumer_"))).toBe(true);
+    const labels = `{namespace="team_a/prj_1/production",topic="${topic}",consumer_group="g"}`;
+    expect(value(`vqs_consumer_backlog_messages${labels}`)).toBe(1);
+    expect(value(`vqs_consumer_in_flight_messages${labels}`)).toBe(1);
+    const age = value(`vqs_consumer_oldest_message_age_seconds${labels}`);
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(60);
+    expect(value("vqs_consumer_metrics_truncated")).toBe(0);
     expect(text).toContain("process_cpu_seconds_total");
+  });
+
+  it("caps the per-group series and says so", async () => {
+    const capped = await startGateway(nats.url, issuer, { env: { VQS_METRICS_MAX_GROUPS: "1" } });
+    try {
+      const topic = uniqueName();
+      await publishOk(topic, "x");
+      await receiveParts(topic, "a");
+      await receiveParts(topic, "b");
+      const text = await (await fetch(`${capped.url}/metrics`)).text();
+      expect(
+        text.split("\n").filter((l) => l.startsWith("vqs_consumer_backlog_messages{")),
+      ).toHaveLength(1);
+      expect(text).toMatch(/^vqs_consumer_metrics_truncated 1$/m);
+    } finally {
+      await capped.close();
+    }
   });
 });

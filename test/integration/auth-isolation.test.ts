@@ -70,8 +70,10 @@ describe("authentication", () => {
 
   it("answers 403 for a valid token of a tenant this deployment does not serve", async () => {
     const limited = await startGateway(nats.url, issuer, {
-      VQS_ALLOWED_TEAMS: "team_a",
-      VQS_ALLOWED_ENVIRONMENTS: "production,preview",
+      env: {
+        VQS_ALLOWED_TEAMS: "team_a",
+        VQS_ALLOWED_ENVIRONMENTS: "production,preview",
+      },
     });
     try {
       const ok = await api(limited.url, await issuer.token()).publish(uniqueName(), "x");

@@ -14,7 +14,7 @@ let offsetMs = 0;
 beforeAll(async () => {
   nats = await startTestNats();
   issuer = await startIssuer();
-  gw = await startGateway(nats.url, issuer, {}, () => Date.now() + offsetMs);
+  gw = await startGateway(nats.url, issuer, { now: () => Date.now() + offsetMs });
 });
 
 afterAll(async () => {
