@@ -89,7 +89,8 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
   };
 }
 
-const GROUP_LABELS = ["namespace", "topic", "consumer_group"] as const;
+// "queue_namespace", not "namespace": Prometheus's Kubernetes discovery adds its own `namespace`.
+const GROUP_LABELS = ["queue_namespace", "topic", "consumer_group"] as const;
 
 /**
  * The per topic and consumer group gauges. They carry topic names, so they are kept off the hot
@@ -118,7 +119,7 @@ function perGroupGauges(registry: Registry, refreshMs: number) {
         await refresh();
         this.reset();
         for (const s of snapshot?.stats ?? []) {
-          this.set({ namespace: s.namespace, topic: s.topic, consumer_group: s.group }, value(s));
+          this.set({ queue_namespace: s.namespace, topic: s.topic, consumer_group: s.group }, value(s));
         }
       },
     });

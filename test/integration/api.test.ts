@@ -465,7 +465,7 @@ describe("health and metrics", () => {
     // Topic names label only the per-group gauges, never a histogram or counter.
     const withTopic = text.split("\n").filter((l) => l.includes(topic));
     expect(withTopic.every((l) => l.startsWith("vqs_consumer_"))).toBe(true);
-    const labels = `{namespace="team_a/prj_1/production",topic="${topic}",consumer_group="g"}`;
+    const labels = `{queue_namespace="team_a/prj_1/production",topic="${topic}",consumer_group="g"}`;
     expect(value(`vqs_consumer_backlog_messages${labels}`)).toBe(1);
     expect(value(`vqs_consumer_in_flight_messages${labels}`)).toBe(1);
     const age = value(`vqs_consumer_oldest_message_age_seconds${labels}`);
