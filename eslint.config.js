@@ -4,7 +4,17 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", ".data/**", ".scratch/**", ".build-test-*/**", "helm/**", "deploy/**"] },
+  {
+    ignores: [
+      "dist/**",
+      "node_modules/**",
+      ".data/**",
+      ".scratch/**",
+      ".build-test-*/**",
+      "helm/**",
+      "deploy/**",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

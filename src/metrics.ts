@@ -119,7 +119,10 @@ function perGroupGauges(registry: Registry, refreshMs: number) {
         await refresh();
         this.reset();
         for (const s of snapshot?.stats ?? []) {
-          this.set({ queue_namespace: s.namespace, topic: s.topic, consumer_group: s.group }, value(s));
+          this.set(
+            { queue_namespace: s.namespace, topic: s.topic, consumer_group: s.group },
+            value(s),
+          );
         }
       },
     });
