@@ -38,6 +38,7 @@ export interface Config {
   readonly streamReplicas: number;
   readonly requestTimeoutMs: number;
   readonly consumerInactiveSeconds: number;
+  readonly consumerAckWaitSeconds: number;
   readonly dataDir: string;
   readonly logLevel: string;
   readonly shutdownGraceSeconds: number;
@@ -153,6 +154,9 @@ export function loadConfig(env: Env): Config {
     requestTimeoutMs: int("VQS_NATS_REQUEST_TIMEOUT_MS", 5000, 100, 60_000),
     // At least the longest TTL plus an hour: a removed group that comes back replays only
     // messages it never received.
+    // The lease a receive gets without an extra -NAK round trip, and what every lease falls back
+    // to after a consumer-leader failover (NAK delays do not survive it on nats-server 2.9).
+    consumerAckWaitSeconds: int("VQS_CONSUMER_ACK_WAIT_SECONDS", 60, 1, 3600),
     consumerInactiveSeconds: int(
       "VQS_CONSUMER_INACTIVE_SECONDS",
       14 * 86_400,

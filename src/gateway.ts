@@ -64,7 +64,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     region: config.region,
     replicas: config.streamReplicas,
     requestTimeoutMs: config.requestTimeoutMs,
-    defaultLeaseMs: LIMITS.visibilityTimeoutSeconds.default * 1000,
+    defaultLeaseMs: config.consumerAckWaitSeconds * 1000,
     maxAgeMs: LIMITS.retentionSeconds.max * 1000,
     consumerInactiveSeconds: config.consumerInactiveSeconds,
     log: logger,

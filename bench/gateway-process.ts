@@ -1,0 +1,43 @@
+// One gateway in its own process, for the benchmark: the production composition (createGateway)
+// configured from the environment by loadConfig, listening on $HOST:$PORT. Started by
+// bench/lib/gateways.ts as `node --import tsx bench/gateway-process.ts`, so the load generator's
+// CPU and the gateway's are measured apart. Talks to its parent over the IPC channel:
+//   -> {type: "listening", url}          once listening
+//   <- {type: "stats"}  -> {type: "stats", memory, cpu}
+//   <- {type: "stop"} or SIGTERM: closes the gateway and exits (a --cpu-prof profile is written)
+// Exits by itself when the parent goes away.
+import { loadConfig } from "../src/config.js";
+import { createGateway } from "../src/gateway.js";
+import { createLogger } from "../src/logger.js";
+
+const config = loadConfig(process.env);
+if (!config.natsServers) throw new Error("gateway-process needs NATS_URL");
+const logger = createLogger(config.logLevel);
+const gateway = await createGateway({ config, logger, natsServers: config.natsServers });
+const url = await gateway.app.listen({ port: config.port, host: config.host });
+
+let stopping = false;
+async function stop(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  // Bounded: a gateway that cannot close in 15 s is left behind by exiting anyway.
+  setTimeout(() => process.exit(code === 0 ? 3 : code), 15_000).unref();
+  try {
+    await gateway.close();
+  } catch (err) {
+    logger.error({ err }, "bench gateway: close failed");
+  }
+  process.exit(code);
+}
+
+process.on("SIGTERM", () => void stop(0));
+process.on("SIGINT", () => void stop(0));
+process.on("disconnect", () => void stop(0));
+process.on("message", (m: unknown) => {
+  const type = (m as { type?: string } | null)?.type;
+  if (type === "stop") void stop(0);
+  if (type === "stats") {
+    process.send?.({ type: "stats", memory: process.memoryUsage(), cpu: process.cpuUsage() });
+  }
+});
+process.send?.({ type: "listening", url });

@@ -1,0 +1,110 @@
+// The same workloads over the gateway's HTTP API (the Vercel Queue v3 calls the official client
+// makes): publish = POST /api/v3/topic/{topic}; receive = POST .../consumer/{group} with
+// Vqs-Max-Messages: 10 and Accept: multipart/mixed, then DELETE .../lease/{handle} for each message.
+import { parseMultipart, type HttpClient } from "./http-client.js";
+import { errorKind, sentAt, type ReceiveRecorders } from "./raw.js";
+import type { Recorder } from "./stats.js";
+import type { Window } from "./runner.js";
+
+export class GatewayApi {
+  readonly #client: HttpClient;
+  readonly #auth: string;
+
+  constructor(client: HttpClient, token: string) {
+    this.#client = client;
+    this.#auth = `Bearer ${token}`;
+  }
+
+  publish(topic: string, payload: Buffer) {
+    return this.#client.request(
+      "POST",
+      `/api/v3/topic/${topic}`,
+      { authorization: this.#auth, "content-type": "application/octet-stream" },
+      payload,
+    );
+  }
+
+  receive(topic: string, group: string, max = 10) {
+    return this.#client.request("POST", `/api/v3/topic/${topic}/consumer/${group}`, {
+      authorization: this.#auth,
+      accept: "multipart/mixed",
+      "vqs-max-messages": String(max),
+    });
+  }
+
+  ack(topic: string, group: string, handle: string) {
+    return this.#client.request(
+      "DELETE",
+      `/api/v3/topic/${topic}/consumer/${group}/lease/${encodeURIComponent(handle)}`,
+      { authorization: this.#auth },
+    );
+  }
+
+  get(path: string) {
+    return this.#client.request("GET", path, {});
+  }
+}
+
+export function gwPublishOp(api: GatewayApi, topic: string, payload: Buffer, rec: Recorder) {
+  return async (_w: number, window: Window) => {
+    const t = performance.now();
+    try {
+      const res = await api.publish(topic, payload);
+      const done = performance.now();
+      if (!window.counts(done)) return;
+      if (res.status === 201) rec.record(done - t);
+      else rec.error(`HTTP ${res.status}`);
+    } catch (err) {
+      if (window.counts(performance.now())) rec.error(errorKind(err));
+    }
+  };
+}
+
+/** Receive 10, then acknowledge each (one after the other), like rawReceiveOp. */
+export function gwReceiveOp(
+  api: GatewayApi,
+  topic: string,
+  group: string,
+  r: ReceiveRecorders,
+  onEmpty: "stop" | number,
+) {
+  return async (_w: number, window: Window) => {
+    const t = performance.now();
+    let handles: string[];
+    try {
+      const res = await api.receive(topic, group);
+      const got = performance.now();
+      if (res.status === 204) {
+        if (onEmpty === "stop") window.stop("backlog ran out");
+        else await new Promise((r) => setTimeout(r, onEmpty));
+        return;
+      }
+      if (res.status !== 200) {
+        if (window.counts(got)) r.receive.error(`receive HTTP ${res.status}`);
+        await new Promise((r) => setTimeout(r, 10));
+        return;
+      }
+      const parts = parseMultipart(res.contentType, res.body);
+      handles = parts.map((p) => p.headers.get("vqs-receipt-handle") ?? "");
+      if (window.counts(got)) {
+        r.receive.record(got - t, parts.length);
+        if (r.delivery) for (const p of parts) r.delivery.record(got - sentAt(p.payload), 1);
+      }
+    } catch (err) {
+      if (window.counts(performance.now())) r.receive.error(errorKind(err));
+      return;
+    }
+    for (const handle of handles) {
+      const a = performance.now();
+      try {
+        const res = await api.ack(topic, group, handle);
+        const done = performance.now();
+        if (!window.counts(done)) continue;
+        if (res.status === 204) r.ack.record(done - a);
+        else r.ack.error(`ack HTTP ${res.status}`);
+      } catch (err) {
+        if (window.counts(performance.now())) r.ack.error(errorKind(err));
+      }
+    }
+  };
+}

@@ -1,0 +1,184 @@
+// Turns recorded runs into the results file's shape and into the printed (Markdown) table.
+import { availableParallelism } from "node:os";
+import type { ResourceUse, Window } from "./runner.js";
+import { percentiles, round, type Recorder } from "./stats.js";
+
+export interface RunResult {
+  /** Messages per second: published (publish), acknowledged (receive), delivered (e2e). */
+  readonly msgsPerSec: number;
+  /** Latency of the scenario's measured call (publish, receive, or publish-to-delivery), ms. */
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  /** Acknowledgement latency (receive scenarios), ms. */
+  readonly ackP50Ms?: number;
+  readonly ackP99Ms?: number;
+  readonly messages: number;
+  readonly operations: number;
+  readonly errors: number;
+  readonly errorKinds?: Record<string, number>;
+  readonly seconds: number;
+  /** Why the run ended before its window did (e.g. the backlog ran out). */
+  readonly stoppedEarly?: string;
+  readonly cpu: ResourceUse;
+  /** What most likely limited this figure. */
+  readonly limit: string;
+}
+
+export function summarize(
+  window: Window,
+  resources: ResourceUse,
+  latency: Recorder,
+  throughput: Recorder,
+  extra: { ack?: Recorder; gateways: number; side: "raw" | "gateway"; concurrency: number },
+): RunResult {
+  const p = percentiles(latency.samples);
+  const a = extra.ack ? percentiles(extra.ack.samples) : null;
+  const errors = latency.errors + (extra.ack && extra.ack !== latency ? extra.ack.errors : 0);
+  const kinds = new Map(latency.errorKinds);
+  if (extra.ack && extra.ack !== latency) {
+    for (const [k, v] of extra.ack.errorKinds) kinds.set(k, (kinds.get(k) ?? 0) + v);
+  }
+  const seconds = window.seconds;
+  return {
+    msgsPerSec: round(seconds > 0 ? throughput.messages / seconds : 0, 0),
+    p50Ms: round(p.p50, 3),
+    p99Ms: round(p.p99, 3),
+    maxMs: round(p.max, 3),
+    ...(a ? { ackP50Ms: round(a.p50, 3), ackP99Ms: round(a.p99, 3) } : {}),
+    messages: throughput.messages,
+    operations: latency.operations,
+    errors,
+    ...(kinds.size ? { errorKinds: Object.fromEntries(kinds) } : {}),
+    seconds: round(seconds, 2),
+    ...(window.stopReason ? { stoppedEarly: window.stopReason } : {}),
+    cpu: {
+      gatewayCpu: round(resources.gatewayCpu, 0),
+      natsCpu: round(resources.natsCpu, 0),
+      clientCpu: round(resources.clientCpu, 0),
+      otherCpu: round(resources.otherCpu, 0),
+      stealCpu: round(resources.stealCpu, 0),
+      natsWriteMBps: round(resources.natsWriteMBps, 1),
+    },
+    limit: limitOf(resources, extra.side, extra.gateways, extra.concurrency),
+  };
+}
+
+/**
+ * A reading of the CPU figures: a single-threaded Node process near one full core is the limit;
+ * otherwise a machine near all of its cores is; otherwise the in-flight requests' round trips.
+ */
+export function limitOf(
+  r: ResourceUse,
+  side: "raw" | "gateway",
+  gateways: number,
+  concurrency: number,
+): string {
+  const cores = availableParallelism();
+  const total =
+    r.gatewayCpu + (r.natsCpu || 0) + (r.clientCpu || 0) + r.otherCpu + (r.stealCpu || 0);
+  if (side === "gateway" && r.gatewayCpu >= 85 * gateways) return "gateway CPU";
+  if (r.clientCpu >= 85) return "client CPU";
+  if (total >= 85 * cores) return "machine CPU";
+  if (r.natsCpu >= 85 * cores * 0.5) return "NATS CPU";
+  return concurrency <= 16 ? "round trips" : "round trips / fsync";
+}
+
+export interface ScenarioRow {
+  readonly id: string;
+  readonly kind: "publish" | "receive" | "e2e";
+  readonly sizeBytes: number;
+  readonly concurrency: number;
+  readonly raw: RunResult;
+  readonly gateway: RunResult;
+  readonly ratio: { readonly throughput: number; readonly p50: number; readonly p99: number };
+}
+
+export function row(
+  kind: ScenarioRow["kind"],
+  sizeBytes: number,
+  concurrency: number,
+  raw: RunResult,
+  gateway: RunResult,
+): ScenarioRow {
+  return {
+    id: `${kind}-${sizeLabel(sizeBytes)}-${concurrency}`,
+    kind,
+    sizeBytes,
+    concurrency,
+    raw,
+    gateway,
+    ratio: {
+      throughput: round(gateway.msgsPerSec / raw.msgsPerSec, 2),
+      p50: round(gateway.p50Ms / raw.p50Ms, 2),
+      p99: round(gateway.p99Ms / raw.p99Ms, 2),
+    },
+  };
+}
+
+export function sizeLabel(bytes: number): string {
+  return bytes >= 1024 ? `${bytes / 1024} KiB` : `${bytes} B`;
+}
+
+const KIND_LABEL: Record<ScenarioRow["kind"], string> = {
+  publish: "publish",
+  receive: "receive 10 + ack",
+  e2e: "publish→delivery",
+};
+
+function fmt(n: number, digits = 1): string {
+  if (!Number.isFinite(n)) return "n/a";
+  return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(digits);
+}
+
+export function markdownTable(rows: readonly ScenarioRow[]): string {
+  const head = [
+    "scenario",
+    "size",
+    "in flight",
+    "raw msg/s",
+    "gateway msg/s",
+    "gw/raw",
+    "raw p50 / p99 ms",
+    "gateway p50 / p99 ms",
+    "p99 gw/raw",
+    "gateway run CPU % gw / nats / client / other / steal",
+    "gateway run limit",
+  ];
+  const lines = [
+    `| ${head.join(" | ")} |`,
+    `| ${head.map((_h, i) => (i < 2 ? "---" : i === head.length - 1 ? "---" : "---:")).join(" | ")} |`,
+  ];
+  for (const r of rows) {
+    const g = r.gateway;
+    const note = [r.raw.stoppedEarly, g.stoppedEarly].some(Boolean) ? " *" : "";
+    const errs = r.raw.errors + g.errors > 0 ? ` (errors: raw ${r.raw.errors}, gw ${g.errors})` : "";
+    lines.push(
+      `| ${KIND_LABEL[r.kind]}${note} | ${sizeLabel(r.sizeBytes)} | ${r.concurrency} | ` +
+        `${fmt(r.raw.msgsPerSec)} | ${fmt(g.msgsPerSec)} | ${r.ratio.throughput.toFixed(2)} | ` +
+        `${fmt(r.raw.p50Ms, 2)} / ${fmt(r.raw.p99Ms, 2)} | ${fmt(g.p50Ms, 2)} / ${fmt(g.p99Ms, 2)} | ` +
+        `${r.ratio.p99.toFixed(2)} | ` +
+        `${fmt(g.cpu.gatewayCpu, 0)} / ${fmt(g.cpu.natsCpu, 0)} / ${fmt(g.cpu.clientCpu, 0)} / ${fmt(g.cpu.otherCpu, 0)} / ${fmt(g.cpu.stealCpu, 0)} | ` +
+        `${g.limit}${errs} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+export interface Target {
+  readonly name: string;
+  readonly target: string;
+  readonly value: number | null;
+  readonly pass: boolean | null;
+  readonly note?: string;
+}
+
+export function targetsTable(targets: readonly Target[]): string {
+  const lines = ["| target | wanted | measured | result |", "| --- | --- | ---: | --- |"];
+  for (const t of targets) {
+    const result = t.pass === null ? "not run" : t.pass ? "PASS" : "FAIL";
+    const value = t.value === null || !Number.isFinite(t.value) ? "n/a" : t.value.toFixed(2);
+    lines.push(`| ${t.name} | ${t.target} | ${value} | ${result}${t.note ? ` (${t.note})` : ""} |`);
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,928 @@
+// `npm run bench [-- --quick] [options]`: the gateway against raw JetStream, in one run, on one
+// local nats-server (file storage), with the same payloads and concurrency. See bench/README.md.
+// Never part of `npm test`. All traffic stays on 127.0.0.1; every loop is bounded in count and time.
+import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { availableParallelism, cpus, release, tmpdir, totalmem } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import { GatewayApi, gwPublishOp, gwReceiveOp } from "./lib/gw.js";
+import { createHttpClient, parseMultipart, type HttpClient } from "./lib/http-client.js";
+import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
+import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import { loadAverage, sampleProc } from "./lib/proc.js";
+import {
+  createRawConsumer,
+  createRawStream,
+  errorKind,
+  fillStream,
+  headersLike,
+  RAW_TIMEOUT_MS,
+  rawPublishOp,
+  rawReceiveOp,
+  stampPayload,
+  type RawStream,
+  type ReceiveRecorders,
+} from "./lib/raw.js";
+import {
+  markdownTable,
+  row,
+  sizeLabel,
+  summarize,
+  targetsTable,
+  type RunResult,
+  type ScenarioRow,
+  type Target,
+} from "./lib/report.js";
+import { drive, type Processes, type Window } from "./lib/runner.js";
+import { Recorder, round, sleep } from "./lib/stats.js";
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const REPO_DIR = dirname(BENCH_DIR);
+const PROFILE_DIR = join(BENCH_DIR, "results", "profiles");
+
+const HELP = `npm run bench -- [options]
+  --quick              short run (~2-3 min): 1.5 s per scenario; no backlog or scale scenarios
+  --gateways <n>       gateway processes behind the load generator's round-robin (default 1)
+  --duration <s>       measuring window per scenario (default 5, quick 1.5)
+  --warmup <s>         warm-up before each window (default 1, quick 0.5)
+  --sizes <list>       payload sizes in bytes (default 1024,65536)
+  --concurrency <list> requests in flight (default 1,16,64,256)
+  --http <node|fetch>  HTTP client of the load generator (default node)
+  --backlog <n>        messages in the deep-backlog scenario (default 1000000)
+  --topics <n>         topics of the scale scenario (default 10000)
+  --groups <n>         consumer groups of the scale scenario (default 1000)
+  --skip-backlog, --skip-scale   leave those scenarios out of a full run
+  --e2e-load <f>       publish rate of the publish-to-delivery runs, as a fraction of the
+                       gateway's publish/receive capacity at 16 in flight (default 0.3)
+  --cpu-prof           write a V8 CPU profile of each gateway process to bench/results/profiles/
+  --out <file>         results file (default bench/results/latest.json)`;
+
+interface Options {
+  readonly quick: boolean;
+  readonly gateways: number;
+  readonly warmupMs: number;
+  readonly durationMs: number;
+  readonly sizes: readonly number[];
+  readonly concurrency: readonly number[];
+  readonly http: "node" | "fetch";
+  readonly backlog: number;
+  readonly topics: number;
+  readonly groups: number;
+  readonly skipBacklog: boolean;
+  readonly skipScale: boolean;
+  readonly e2eLoad: number;
+  readonly cpuProf: boolean;
+  readonly out: string;
+}
+
+function parseOptions(): Options {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: "boolean", default: false },
+      gateways: { type: "string", default: "1" },
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      sizes: { type: "string", default: "1024,65536" },
+      concurrency: { type: "string", default: "1,16,64,256" },
+      http: { type: "string", default: "node" },
+      backlog: { type: "string", default: "1000000" },
+      topics: { type: "string", default: "10000" },
+      groups: { type: "string", default: "1000" },
+      "skip-backlog": { type: "boolean", default: false },
+      "skip-scale": { type: "boolean", default: false },
+      "e2e-load": { type: "string", default: "0.3" },
+      "cpu-prof": { type: "boolean", default: false },
+      out: { type: "string", default: join(BENCH_DIR, "results", "latest.json") },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    process.exit(0);
+  }
+  const num = (name: string, raw: string, min: number, max: number): number => {
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < min || n > max) {
+      throw new Error(`--${name} must be a number from ${min} to ${max} (got "${raw}")`);
+    }
+    return n;
+  };
+  const list = (name: string, raw: string, min: number, max: number) =>
+    raw.split(",").map((s) => Math.round(num(name, s.trim(), min, max)));
+  const quick = values.quick;
+  if (values.http !== "node" && values.http !== "fetch") throw new Error("--http is node or fetch");
+  return {
+    quick,
+    gateways: Math.round(num("gateways", values.gateways, 1, 8)),
+    warmupMs: num("warmup", values.warmup ?? (quick ? "0.5" : "1"), 0, 60) * 1000,
+    durationMs: num("duration", values.duration ?? (quick ? "1.5" : "5"), 0.2, 120) * 1000,
+    sizes: list("sizes", values.sizes, 16, 1024 * 1024),
+    concurrency: list("concurrency", values.concurrency, 1, 1024),
+    http: values.http,
+    backlog: Math.round(num("backlog", values.backlog, 1000, 10_000_000)),
+    topics: Math.round(num("topics", values.topics, 1, 100_000)),
+    groups: Math.round(num("groups", values.groups, 1, 100_000)),
+    skipBacklog: values["skip-backlog"],
+    skipScale: values["skip-scale"],
+    e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
+    cpuProf: values["cpu-prof"],
+    out: values.out,
+  };
+}
+
+const started = performance.now();
+function log(line: string): void {
+  const s = ((performance.now() - started) / 1000).toFixed(0).padStart(4);
+  process.stderr.write(`[${s}s] ${line}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The environment: one nats-server, the gateway process(es), the load generator's connections.
+
+interface Env {
+  readonly nats: BenchNats;
+  readonly gateways: readonly GatewayProcess[];
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly client: HttpClient;
+  readonly api: GatewayApi;
+  readonly procs: Processes;
+}
+
+async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Promise<Env> {
+  const nats = await startBenchNats(storeDir);
+  const gateways: GatewayProcess[] = [];
+  try {
+    for (let i = 0; i < o.gateways; i++) {
+      gateways.push(
+        await startGatewayProcess({
+          env: {
+            PORT: "0",
+            HOST: "127.0.0.1",
+            NATS_URL: nats.url,
+            VQS_REGION: "bench1",
+            VQS_OIDC_JWKS_URL: issuer.jwksUrl,
+            VQS_OIDC_ISSUER: BENCH_ISSUER,
+            VQS_OIDC_AUDIENCE: BENCH_AUDIENCE,
+            VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
+            LOG_LEVEL: "warn",
+          },
+          nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : [],
+        }),
+      );
+    }
+  } catch (err) {
+    await Promise.all(gateways.map((g) => g.stop()));
+    await nats.stop();
+    throw err;
+  }
+  const nc = await connect({ servers: nats.url, name: "vqs-bench-raw", maxReconnectAttempts: 3 });
+  const client = createHttpClient(
+    o.http,
+    gateways.map((g) => g.url),
+  );
+  return {
+    nats,
+    gateways,
+    nc,
+    js: jetstream(nc),
+    jsm: await jetstreamManager(nc),
+    client,
+    api: new GatewayApi(client, issuer.token),
+    procs: { gatewayPids: gateways.map((g) => g.pid), natsPid: nats.pid },
+  };
+}
+
+async function stopEnv(env: Env): Promise<void> {
+  env.client.close();
+  await env.nc.close().catch(() => undefined);
+  await Promise.all(env.gateways.map((g) => g.stop()));
+  await env.nats.stop();
+}
+
+/** A gateway topic's stream, found by its description after one publish through the gateway. */
+interface TopicStream extends RawStream {
+  readonly topic: string;
+  readonly config: StreamConfig;
+  /** Headers of a message the gateway stored, with a fresh nonce each call. */
+  readonly makeHeaders: () => MsgHdrs;
+}
+
+async function gatewayTopic(env: Env, topic: string, payload: Buffer): Promise<TopicStream> {
+  const res = await env.api.publish(topic, stampPayload(payload));
+  if (res.status !== 201) {
+    throw new Error(`probe publish to ${topic}: HTTP ${res.status} ${res.body.toString()}`);
+  }
+  let pages = 0;
+  for await (const info of env.jsm.streams.list()) {
+    if (++pages > 100_000) break;
+    let described: { topic?: string } = {};
+    try {
+      described = JSON.parse(info.config.description ?? "{}") as { topic?: string };
+    } catch {
+      continue;
+    }
+    if (described.topic !== topic) continue;
+    const last = await env.jsm.streams.getMessage(info.config.name, { seq: info.state.last_seq });
+    if (!last) throw new Error(`stream ${info.config.name}: the probe message is missing`);
+    return {
+      topic,
+      stream: info.config.name,
+      subject: last.subject,
+      config: info.config,
+      makeHeaders: headersLike(last.header),
+    };
+  }
+  throw new Error(`no stream describes topic ${topic} (has the naming scheme changed?)`);
+}
+
+async function streamMessages(env: Env, stream: string): Promise<number> {
+  return (await env.jsm.streams.info(stream)).state.messages;
+}
+
+/** Tops a stream up to `want` messages (a fresh consumer starts at its first message). */
+async function ensureBacklog(
+  env: Env,
+  s: RawStream,
+  payload: Buffer,
+  want: number,
+  makeHeaders: () => MsgHdrs,
+  maxSeconds: number,
+): Promise<number> {
+  const have = await streamMessages(env, s.stream);
+  if (have >= want) return have;
+  const f = await fillStream(env.js, s, payload, want - have, maxSeconds, makeHeaders);
+  log(
+    `  backlog ${s.stream}: +${f.stored.toLocaleString("en-US")} in ${f.seconds.toFixed(1)} s` +
+      (f.errors ? ` (${f.errors} publish errors)` : ""),
+  );
+  return have + f.stored;
+}
+
+async function deleteConsumers(env: Env, stream: string): Promise<void> {
+  const names: string[] = [];
+  for await (const c of env.jsm.consumers.list(stream)) {
+    names.push(c.name);
+    if (names.length > 10_000) break;
+  }
+  for (const n of names) await env.jsm.consumers.delete(stream, n).catch(() => undefined);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs.
+
+type Side = "raw" | "gateway";
+
+async function publishRun(
+  o: Options,
+  env: Env,
+  side: Side,
+  target: TopicStream | RawStream,
+  payload: Buffer,
+  n: number,
+): Promise<RunResult> {
+  const rec = new Recorder();
+  const op =
+    side === "raw"
+      ? rawPublishOp(env.js, target, payload, rec)
+      : gwPublishOp(env.api, (target as TopicStream).topic, payload, rec);
+  const { window, resources } = await drive(env.procs, n, o.warmupMs, o.durationMs, op);
+  return summarize(window, resources, rec, rec, {
+    gateways: env.gateways.length,
+    side,
+    concurrency: n,
+  });
+}
+
+function receiveRecorders(delivery = false): ReceiveRecorders {
+  return {
+    receive: new Recorder(),
+    ack: new Recorder(),
+    ...(delivery ? { delivery: new Recorder() } : {}),
+  };
+}
+
+let consumerCounter = 0;
+
+async function receiveRun(
+  o: Options,
+  env: Env,
+  side: Side,
+  s: RawStream,
+  topic: string | null,
+  n: number,
+): Promise<RunResult> {
+  const r = receiveRecorders();
+  const name = `bench_${side}_${++consumerCounter}`;
+  let op: (w: number, window: Window) => Promise<void>;
+  if (side === "raw") {
+    await createRawConsumer(env.jsm, s, name);
+    op = rawReceiveOp(env.nc, s.stream, name, r, "stop");
+  } else {
+    if (!topic) throw new Error("a gateway receive needs a topic");
+    op = gwReceiveOp(env.api, topic, name, r, "stop");
+  }
+  const { window, resources } = await drive(env.procs, n, o.warmupMs, o.durationMs, op);
+  await deleteConsumers(env, s.stream);
+  return summarize(window, resources, r.receive, r.ack, {
+    ack: r.ack,
+    gateways: env.gateways.length,
+    side,
+    concurrency: n,
+  });
+}
+
+/**
+ * Publish-to-delivery: n publishers at a fixed total rate (open loop) and n receivers (receive 10,
+ * ack each, 2 ms pause when empty) on a fresh topic; the latency is from the send time written in
+ * the payload to the receive response that carries it.
+ */
+async function e2eRun(
+  o: Options,
+  env: Env,
+  side: Side,
+  payload: Buffer,
+  n: number,
+  rate: number,
+  like: StreamConfig,
+): Promise<RunResult & { publishP50Ms: number; publishP99Ms: number; offeredRate: number }> {
+  const label = `${Math.round(payload.length / 1024)}K`;
+  const r = receiveRecorders(true);
+  const pub = new Recorder();
+  let s: RawStream;
+  let consume: (w: number, window: Window) => Promise<void>;
+  let send: (b: Buffer) => Promise<boolean>;
+  if (side === "raw") {
+    s = await createRawStream(env.jsm, like, `BENCH_E2E_${label}`);
+    await createRawConsumer(env.jsm, s, "e2e");
+    consume = rawReceiveOp(env.nc, s.stream, "e2e", r, 2);
+    const makeHeaders = headersLike(undefined);
+    send = async (b) => {
+      await env.js.publish(s.subject, b, {
+        headers: makeHeaders(),
+        expect: { streamName: s.stream },
+        timeout: RAW_TIMEOUT_MS,
+      });
+      return true;
+    };
+  } else {
+    const topic = `bench-e2e-${label.toLowerCase()}`;
+    s = await gatewayTopic(env, topic, payload);
+    consume = gwReceiveOp(env.api, topic, "e2e", r, 2);
+    send = async (b) => (await env.api.publish(topic, b)).status === 201;
+  }
+  const interval = 1000 / rate;
+  let k = 0;
+  const t0 = performance.now();
+  const produce = async (_w: number, window: Window) => {
+    const due = t0 + k++ * interval;
+    const wait = Math.min(due, window.end) - performance.now();
+    if (wait > 0) await sleep(wait);
+    if (!window.running()) return;
+    const t = performance.now();
+    try {
+      const ok = await send(stampPayload(payload));
+      const done = performance.now();
+      if (window.counts(done)) {
+        if (ok) pub.record(done - t);
+        else pub.error("publish failed");
+      }
+    } catch (err) {
+      if (window.counts(performance.now())) pub.error(errorKind(err));
+    }
+  };
+  const { window, resources } = await drive(env.procs, 2 * n, o.warmupMs, o.durationMs, (w, win) =>
+    w < n ? produce(w, win) : consume(w, win),
+  );
+  await env.jsm.streams.delete(s.stream).catch(() => undefined);
+  const delivery = r.delivery!;
+  const result = summarize(window, resources, delivery, delivery, {
+    ack: r.ack,
+    gateways: env.gateways.length,
+    side,
+    concurrency: n,
+  });
+  const pp = pub.samples.length ? pub.samples.slice().sort((a, b) => a - b) : [NaN];
+  return {
+    ...result,
+    errors: result.errors + r.receive.errors + pub.errors,
+    publishP50Ms: round(pp[Math.floor(pp.length * 0.5)] ?? NaN, 3),
+    publishP99Ms: round(pp[Math.min(pp.length - 1, Math.floor(pp.length * 0.99))] ?? NaN, 3),
+    offeredRate: round(rate, 0),
+  };
+}
+
+function logRun(what: string, side: Side, r: RunResult): void {
+  log(
+    `  ${what} ${side.padEnd(7)} ${String(r.msgsPerSec).padStart(7)} msg/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms` +
+      `  cpu gw ${r.cpu.gatewayCpu}% nats ${r.cpu.natsCpu}% client ${r.cpu.clientCpu}% other ${r.cpu.otherCpu}% steal ${r.cpu.stealCpu}%` +
+      (r.errors ? `  errors ${r.errors}` : "") +
+      (r.stoppedEarly ? `  (${r.stoppedEarly} after ${r.seconds} s)` : ""),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario groups.
+
+async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
+  const rows: ScenarioRow[] = [];
+  const windowSeconds = (o.warmupMs + o.durationMs) / 1000;
+  for (const size of o.sizes) {
+    const payload = randomBytes(size);
+    const label = `${Math.round(size / 1024)}k`;
+    const topic = await gatewayTopic(env, `bench-${label}`, payload);
+    const raw = await createRawStream(env.jsm, topic.config, `BENCH_RAW_${label.toUpperCase()}`);
+    const sz = sizeLabel(size);
+
+    for (const n of o.concurrency) {
+      const a = await publishRun(o, env, "raw", raw, payload, n);
+      logRun(`publish ${sz} x${n}`, "raw", a);
+      const b = await publishRun(o, env, "gateway", topic, payload, n);
+      logRun(`publish ${sz} x${n}`, "gateway", b);
+      rows.push(row("publish", size, n, a, b));
+    }
+
+    // Each receive run is a fresh consumer group from the stream's first message: the stream
+    // must hold what the run can consume (the publish runs wrote most of it).
+    const floor = Math.ceil((o.quick ? 20 : 60) * (1024 / Math.max(1024, size)) * 1000);
+    let lastRate = 0;
+    for (const n of o.concurrency) {
+      const want = (rate: number) => Math.max(floor, Math.ceil(rate * windowSeconds * 1.6));
+      await ensureBacklog(env, raw, payload, want(lastRate * 1.5), headersLike(undefined), 120);
+      const a = await receiveRun(o, env, "raw", raw, null, n);
+      logRun(`receive ${sz} x${n}`, "raw", a);
+      lastRate = Math.max(lastRate, a.msgsPerSec);
+      await ensureBacklog(env, topic, payload, want(lastRate), topic.makeHeaders, 120);
+      const b = await receiveRun(o, env, "gateway", topic, topic.topic, n);
+      logRun(`receive ${sz} x${n}`, "gateway", b);
+      rows.push(row("receive", size, n, a, b));
+    }
+
+    // Publish-to-delivery at 16 in flight (or the nearest level run), at a fixed offered rate.
+    const n = o.concurrency.includes(16) ? 16 : o.concurrency[0]!;
+    const gwPub = rows.find((r) => r.kind === "publish" && r.sizeBytes === size && r.concurrency === n);
+    const gwRecv = rows.find((r) => r.kind === "receive" && r.sizeBytes === size && r.concurrency === n);
+    const capacity = Math.min(gwPub?.gateway.msgsPerSec ?? 500, gwRecv?.gateway.msgsPerSec ?? 500);
+    const rate = Math.max(10, capacity * o.e2eLoad);
+    const a = await e2eRun(o, env, "raw", payload, n, rate, topic.config);
+    logRun(`deliver ${sz} x${n} @${Math.round(rate)}/s`, "raw", a);
+    const b = await e2eRun(o, env, "gateway", payload, n, rate, topic.config);
+    logRun(`deliver ${sz} x${n} @${Math.round(rate)}/s`, "gateway", b);
+    rows.push(row("e2e", size, n, a, b));
+
+    await env.jsm.streams.delete(raw.stream).catch(() => undefined);
+    await env.jsm.streams.delete(topic.stream).catch(() => undefined);
+  }
+  return rows;
+}
+
+interface BacklogResult {
+  readonly wantedBacklog: number;
+  readonly deepBacklog: number;
+  readonly shallowBacklog: number;
+  readonly fillSeconds: number;
+  readonly note?: string;
+  readonly concurrency: number;
+  readonly gateway: { readonly shallow: RunResult; readonly deep: RunResult };
+  readonly raw: { readonly shallow: RunResult; readonly deep: RunResult };
+  readonly ratio: {
+    readonly gatewayP50: number;
+    readonly gatewayP99: number;
+    readonly gatewayThroughput: number;
+    readonly rawP50: number;
+    readonly rawP99: number;
+  };
+}
+
+/**
+ * Receive latency with a deep backlog against a near-empty topic (one holding only what the run
+ * consumes): receive 10 + ack, 16 in flight, 1 KiB, fresh consumer groups, gateway and raw.
+ */
+async function backlogScenario(o: Options, env: Env, rows: ScenarioRow[]): Promise<BacklogResult> {
+  const n = 16;
+  const payload = randomBytes(1024);
+  const shallow = await gatewayTopic(env, "bench-shallow", payload);
+  const deep = await gatewayTopic(env, "bench-deep", payload);
+  const fillBudget = 420;
+  log(`backlog: filling ${o.backlog.toLocaleString("en-US")} messages of 1 KiB (at most ${fillBudget} s)`);
+  const filled = await fillStream(env.js, deep, payload, o.backlog - 1, fillBudget, deep.makeHeaders);
+  const deepBacklog = await streamMessages(env, deep.stream);
+  log(`  deep backlog: ${deepBacklog.toLocaleString("en-US")} in ${filled.seconds.toFixed(0)} s`);
+  const recv1k = rows.find((r) => r.kind === "receive" && r.sizeBytes === 1024 && r.concurrency === n);
+  const fastest = Math.max(recv1k?.raw.msgsPerSec ?? 20_000, recv1k?.gateway.msgsPerSec ?? 0);
+  const need = Math.ceil(fastest * ((o.warmupMs + o.durationMs) / 1000) * 1.6);
+  const shallowBacklog = await ensureBacklog(env, shallow, payload, need, shallow.makeHeaders, 120);
+  const runs = {
+    gateway: {
+      shallow: await receiveRun(o, env, "gateway", shallow, shallow.topic, n),
+      deep: await receiveRun(o, env, "gateway", deep, deep.topic, n),
+    },
+    raw: {
+      shallow: await receiveRun(o, env, "raw", shallow, null, n),
+      deep: await receiveRun(o, env, "raw", deep, null, n),
+    },
+  };
+  for (const side of ["gateway", "raw"] as const) {
+    logRun(`receive near-empty x${n}`, side, runs[side].shallow);
+    logRun(`receive ${deepBacklog} backlog x${n}`, side, runs[side].deep);
+  }
+  await env.jsm.streams.delete(deep.stream).catch(() => undefined);
+  await env.jsm.streams.delete(shallow.stream).catch(() => undefined);
+  return {
+    wantedBacklog: o.backlog,
+    deepBacklog,
+    shallowBacklog,
+    fillSeconds: round(filled.seconds, 1),
+    ...(deepBacklog < o.backlog
+      ? {
+          note: `backlog of ${deepBacklog.toLocaleString("en-US")} instead of ${o.backlog.toLocaleString("en-US")}: filling stopped at the ${fillBudget} s budget`,
+        }
+      : {}),
+    concurrency: n,
+    ...runs,
+    ratio: {
+      gatewayP50: round(runs.gateway.deep.p50Ms / runs.gateway.shallow.p50Ms, 2),
+      gatewayP99: round(runs.gateway.deep.p99Ms / runs.gateway.shallow.p99Ms, 2),
+      gatewayThroughput: round(runs.gateway.deep.msgsPerSec / runs.gateway.shallow.msgsPerSec, 2),
+      rawP50: round(runs.raw.deep.p50Ms / runs.raw.shallow.p50Ms, 2),
+      rawP99: round(runs.raw.deep.p99Ms / runs.raw.shallow.p99Ms, 2),
+    },
+  };
+}
+
+interface MemoryReading {
+  readonly natsRssMB: number;
+  readonly gatewayRssMB: number;
+  readonly gatewayHeapUsedMB: number;
+}
+
+async function memory(env: Env): Promise<MemoryReading> {
+  const mb = (b: number) => round(b / 1024 / 1024, 1);
+  const mems = await Promise.all(env.gateways.map((g) => g.memory()));
+  return {
+    natsRssMB: mb(sampleProc(env.nats.pid)?.rssBytes ?? NaN),
+    gatewayRssMB: mb(mems.reduce((s, m) => s + (m?.rss ?? NaN), 0)),
+    gatewayHeapUsedMB: mb(mems.reduce((s, m) => s + (m?.heapUsed ?? NaN), 0)),
+  };
+}
+
+interface ScaleResult {
+  readonly topics: {
+    readonly wanted: number;
+    readonly created: number;
+    readonly errors: number;
+    readonly errorKinds: Record<string, number>;
+    readonly seconds: number;
+    readonly publishP50Ms: number;
+    readonly publishP99Ms: number;
+    readonly streamsInNats: number | null;
+    readonly memoryBefore: MemoryReading;
+    readonly memoryAfter: MemoryReading;
+  };
+  readonly groups: {
+    readonly wanted: number;
+    readonly served: number;
+    readonly errors: number;
+    readonly errorKinds: Record<string, number>;
+    readonly seconds: number;
+    readonly consumersInNats: number | null;
+    readonly memoryBefore: MemoryReading;
+    readonly memoryAfter: MemoryReading;
+  };
+  readonly metricsScrape: { readonly status: number; readonly ms: number; readonly bytes: number };
+}
+
+/** Runs `count` jobs with `concurrency` workers, within `maxSeconds`. */
+async function forEachBounded(
+  count: number,
+  concurrency: number,
+  maxSeconds: number,
+  job: (i: number) => Promise<void>,
+): Promise<number> {
+  const deadline = performance.now() + maxSeconds * 1000;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count && performance.now() < deadline) await job(next++);
+    }),
+  );
+  return next;
+}
+
+/**
+ * Many topics and many consumer groups, on a fresh nats-server and gateway(s): one message to each
+ * of `topics` topics; then `groups` groups each receive and acknowledge the 10 messages of one
+ * topic. Every call must succeed; the memory it takes is read before and after.
+ */
+async function scaleScenario(o: Options, env: Env): Promise<ScaleResult> {
+  const payload = randomBytes(1024);
+  const kinds = new Map<string, number>();
+  const fail = (k: string) => kinds.set(k, (kinds.get(k) ?? 0) + 1);
+  const memTopics0 = await memory(env);
+  const lat = new Recorder();
+  let created = 0;
+  const t0 = performance.now();
+  let lastLog = t0;
+  await forEachBounded(o.topics, 64, 900, async (i) => {
+    const t = performance.now();
+    try {
+      const res = await env.api.publish(`scale-topic-${i}`, payload);
+      if (res.status === 201) {
+        created++;
+        lat.record(performance.now() - t);
+      } else fail(`publish HTTP ${res.status}`);
+    } catch (err) {
+      fail(errorKind(err));
+    }
+    if (performance.now() - lastLog > 15_000) {
+      lastLog = performance.now();
+      log(`  topics: ${created.toLocaleString("en-US")} created`);
+    }
+  });
+  const topicSeconds = (performance.now() - t0) / 1000;
+  await sleep(1000);
+  const memTopics1 = await memory(env);
+  const jsz1 = await env.nats.jsz();
+  const topicErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
+  const topicKinds = Object.fromEntries(kinds);
+  log(
+    `scale: ${created} topics in ${topicSeconds.toFixed(0)} s, errors ${topicErrors}; ` +
+      `NATS ${memTopics0.natsRssMB} -> ${memTopics1.natsRssMB} MB, gateway ${memTopics0.gatewayRssMB} -> ${memTopics1.gatewayRssMB} MB`,
+  );
+
+  kinds.clear();
+  const topic = "scale-groups";
+  for (let i = 0; i < 10; i++) {
+    const res = await env.api.publish(topic, payload);
+    if (res.status !== 201) fail(`publish HTTP ${res.status}`);
+  }
+  const memGroups0 = await memory(env);
+  let served = 0;
+  const g0 = performance.now();
+  await forEachBounded(o.groups, 64, 600, async (i) => {
+    const group = `scale-group-${i}`;
+    try {
+      const res = await env.api.receive(topic, group, 10);
+      if (res.status !== 200) return void fail(`receive HTTP ${res.status}`);
+      const parts = parseMultipart(res.contentType, res.body);
+      if (parts.length !== 10) fail(`receive got ${parts.length} of 10`);
+      let ok = true;
+      for (const p of parts) {
+        const a = await env.api.ack(topic, group, p.headers.get("vqs-receipt-handle") ?? "");
+        if (a.status !== 204) {
+          ok = false;
+          fail(`ack HTTP ${a.status}`);
+        }
+      }
+      if (ok && parts.length === 10) served++;
+    } catch (err) {
+      fail(errorKind(err));
+    }
+  });
+  const groupSeconds = (performance.now() - g0) / 1000;
+  await sleep(1000);
+  const memGroups1 = await memory(env);
+  const jsz2 = await env.nats.jsz();
+  const m0 = performance.now();
+  const metrics = await env.api.get("/metrics").catch(() => null);
+  const metricsMs = performance.now() - m0;
+  const groupErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
+  log(
+    `scale: ${served} groups served in ${groupSeconds.toFixed(0)} s, errors ${groupErrors}; ` +
+      `NATS ${memGroups0.natsRssMB} -> ${memGroups1.natsRssMB} MB, gateway ${memGroups0.gatewayRssMB} -> ${memGroups1.gatewayRssMB} MB; ` +
+      `/metrics ${metrics?.status ?? "failed"} in ${metricsMs.toFixed(0)} ms`,
+  );
+  const p = lat.samples.slice().sort((a, b) => a - b);
+  return {
+    topics: {
+      wanted: o.topics,
+      created,
+      errors: topicErrors,
+      errorKinds: topicKinds,
+      seconds: round(topicSeconds, 1),
+      publishP50Ms: round(p[Math.floor(p.length * 0.5)] ?? NaN, 2),
+      publishP99Ms: round(p[Math.min(p.length - 1, Math.floor(p.length * 0.99))] ?? NaN, 2),
+      streamsInNats: typeof jsz1?.streams === "number" ? jsz1.streams : null,
+      memoryBefore: memTopics0,
+      memoryAfter: memTopics1,
+    },
+    groups: {
+      wanted: o.groups,
+      served,
+      errors: groupErrors,
+      errorKinds: Object.fromEntries(kinds),
+      seconds: round(groupSeconds, 1),
+      consumersInNats: typeof jsz2?.consumers === "number" ? jsz2.consumers : null,
+      memoryBefore: memGroups0,
+      memoryAfter: memGroups1,
+    },
+    metricsScrape: {
+      status: metrics?.status ?? 0,
+      ms: round(metricsMs, 0),
+      bytes: metrics?.body.length ?? 0,
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets (the issue's, as ratios within this run).
+
+function targets(rows: readonly ScenarioRow[], backlog: BacklogResult | null, scale: ScaleResult | null, o: Options): Target[] {
+  const out: Target[] = [];
+  for (const size of o.sizes) {
+    const at = (kind: ScenarioRow["kind"]) =>
+      rows.find((r) => r.kind === kind && r.sizeBytes === size && r.concurrency === 64);
+    const pub = at("publish");
+    const recv = at("receive");
+    const sz = sizeLabel(size);
+    out.push({
+      name: `publish throughput, ${sz}, 64 in flight`,
+      target: ">= 0.5x raw",
+      value: pub?.ratio.throughput ?? null,
+      pass: pub ? pub.ratio.throughput >= 0.5 : null,
+    });
+    out.push({
+      name: `receive+ack throughput, ${sz}, 64 in flight`,
+      target: ">= 0.5x raw",
+      value: recv?.ratio.throughput ?? null,
+      pass: recv ? recv.ratio.throughput >= 0.5 : null,
+    });
+    out.push({
+      name: `publish p99 latency, ${sz}, 64 in flight`,
+      target: "<= 3x raw",
+      value: pub?.ratio.p99 ?? null,
+      pass: pub ? pub.ratio.p99 <= 3 : null,
+    });
+  }
+  out.push({
+    name: "receive p50 latency, deep backlog vs near-empty topic",
+    target: "<= 1.2x",
+    value: backlog?.ratio.gatewayP50 ?? null,
+    pass: backlog ? backlog.ratio.gatewayP50 <= 1.2 : null,
+    ...(backlog?.note ? { note: backlog.note } : !backlog ? { note: o.quick ? "not in --quick" : "skipped" } : {}),
+  });
+  out.push({
+    name: "receive p99 latency, deep backlog vs near-empty topic",
+    target: "<= 1.2x",
+    value: backlog?.ratio.gatewayP99 ?? null,
+    pass: backlog ? backlog.ratio.gatewayP99 <= 1.2 : null,
+  });
+  out.push({
+    name: `${o.topics.toLocaleString("en-US")} topics, ${o.groups.toLocaleString("en-US")} groups on one topic`,
+    target: "no errors",
+    value: scale ? scale.topics.errors + scale.groups.errors : null,
+    pass: scale
+      ? scale.topics.errors + scale.groups.errors === 0 &&
+        scale.topics.created === o.topics &&
+        scale.groups.served === o.groups
+      : null,
+    ...(!scale ? { note: o.quick ? "not in --quick" : "skipped" } : {}),
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const o = parseOptions();
+  // The whole run is bounded: a hung scenario cannot keep the machine busy.
+  const hardLimitMs = (o.quick ? 8 : 45) * 60_000;
+  const root = await mkdtemp(join(tmpdir(), "vqs-bench-"));
+  const issuer = await startBenchIssuer();
+  const envs: Env[] = [];
+  const cleanup = async () => {
+    for (const e of envs.splice(0)) await stopEnv(e).catch(() => undefined);
+    await issuer.close().catch(() => undefined);
+    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+  };
+  const watchdog = setTimeout(() => {
+    log(`time limit of ${hardLimitMs / 60_000} min reached: stopping`);
+    void cleanup().finally(() => process.exit(2));
+  }, hardLimitMs);
+  watchdog.unref();
+  process.once("SIGINT", () => void cleanup().finally(() => process.exit(130)));
+
+  const startedAt = new Date();
+  if (o.cpuProf) {
+    // Profiles of earlier runs would be mistaken for this one's.
+    await rm(PROFILE_DIR, { recursive: true, force: true });
+    await mkdir(PROFILE_DIR, { recursive: true });
+  }
+  try {
+    log(`vqs bench (${o.quick ? "quick" : "full"}): ${o.gateways} gateway process(es), HTTP client ${o.http}`);
+    const env = await startEnv(o, issuer, join(root, "main"));
+    envs.push(env);
+    const varz = await env.nats.varz();
+    const machine = {
+      cores: availableParallelism(),
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      memoryGB: round(totalmem() / 1024 ** 3, 1),
+      kernel: release(),
+      node: process.version,
+      nats: (typeof varz?.version === "string" ? varz.version : null) ?? env.nats.version,
+      natsGo: typeof varz?.go === "string" ? varz.go : null,
+      storage: `file store under ${tmpdir()}`,
+      loadAverageAtStart: loadAverage(),
+    };
+    log(`machine: ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; load average ${machine.loadAverageAtStart}`);
+
+    const rows = await mainScenarios(o, env);
+    let backlog: BacklogResult | null = null;
+    if (!o.quick && !o.skipBacklog) backlog = await backlogScenario(o, env, rows);
+    await stopEnv(env);
+    envs.splice(envs.indexOf(env), 1);
+
+    let scale: ScaleResult | null = null;
+    if (!o.quick && !o.skipScale) {
+      log(`scale: fresh nats-server and gateway(s); ${o.topics} topics, then ${o.groups} groups`);
+      const scaleEnv = await startEnv(o, issuer, join(root, "scale"));
+      envs.push(scaleEnv);
+      scale = await scaleScenario(o, scaleEnv);
+      await stopEnv(scaleEnv);
+      envs.splice(envs.indexOf(scaleEnv), 1);
+    }
+
+    const t = targets(rows, backlog, scale, o);
+    const results = {
+      tool: "vqs bench (bench/run.ts)",
+      mode: o.quick ? "quick" : "full",
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      options: {
+        gateways: o.gateways,
+        warmupSeconds: o.warmupMs / 1000,
+        durationSeconds: o.durationMs / 1000,
+        sizes: o.sizes,
+        concurrency: o.concurrency,
+        http: o.http,
+        e2eLoad: o.e2eLoad,
+      },
+      machine: { ...machine, loadAverageAtEnd: loadAverage() },
+      scenarios: rows,
+      backlog: backlog ?? { skipped: o.quick ? "--quick" : "--skip-backlog" },
+      scale: scale ?? { skipped: o.quick ? "--quick" : "--skip-scale" },
+      targets: t,
+    };
+    await mkdir(dirname(o.out), { recursive: true });
+    await writeFile(o.out, JSON.stringify(results, null, 2) + "\n");
+
+    const out: string[] = [
+      "",
+      `vqs bench, ${results.mode} run, ${startedAt.toISOString()}: ${machine.cores} cores (${machine.cpuModel}), ` +
+        `Node ${machine.node}, nats-server ${machine.nats}, ${o.gateways} gateway process(es), ` +
+        `${o.durationMs / 1000} s per scenario after ${o.warmupMs / 1000} s warm-up`,
+      "",
+      markdownTable(rows),
+      "",
+      "* the run stopped early (its backlog ran out); the rate is over the time it ran.",
+      "",
+    ];
+    if (backlog) {
+      out.push(
+        `Deep backlog (${backlog.deepBacklog.toLocaleString("en-US")} messages of 1 KiB) vs near-empty topic ` +
+          `(${backlog.shallowBacklog.toLocaleString("en-US")}), receive 10 + ack, ${backlog.concurrency} in flight:`,
+        `  gateway receive p50 ${backlog.gateway.shallow.p50Ms} -> ${backlog.gateway.deep.p50Ms} ms (x${backlog.ratio.gatewayP50}), ` +
+          `p99 ${backlog.gateway.shallow.p99Ms} -> ${backlog.gateway.deep.p99Ms} ms (x${backlog.ratio.gatewayP99}), ` +
+          `throughput ${backlog.gateway.shallow.msgsPerSec} -> ${backlog.gateway.deep.msgsPerSec} msg/s`,
+        `  raw pull p50 ${backlog.raw.shallow.p50Ms} -> ${backlog.raw.deep.p50Ms} ms (x${backlog.ratio.rawP50}), ` +
+          `p99 ${backlog.raw.shallow.p99Ms} -> ${backlog.raw.deep.p99Ms} ms (x${backlog.ratio.rawP99})`,
+        ...(backlog.note ? [`  NOTE: ${backlog.note}`] : []),
+        "",
+      );
+    }
+    if (scale) {
+      const s = scale;
+      out.push(
+        `Scale: ${s.topics.created.toLocaleString("en-US")} of ${s.topics.wanted.toLocaleString("en-US")} topics in ${s.topics.seconds} s ` +
+          `(${s.topics.errors} errors; first publish p50 ${s.topics.publishP50Ms} ms, p99 ${s.topics.publishP99Ms} ms); ` +
+          `NATS RSS ${s.topics.memoryBefore.natsRssMB} -> ${s.topics.memoryAfter.natsRssMB} MB, ` +
+          `gateway RSS ${s.topics.memoryBefore.gatewayRssMB} -> ${s.topics.memoryAfter.gatewayRssMB} MB ` +
+          `(heap ${s.topics.memoryBefore.gatewayHeapUsedMB} -> ${s.topics.memoryAfter.gatewayHeapUsedMB} MB)`,
+        `  ${s.groups.served.toLocaleString("en-US")} of ${s.groups.wanted.toLocaleString("en-US")} groups on one topic in ${s.groups.seconds} s ` +
+          `(${s.groups.errors} errors); NATS RSS ${s.groups.memoryBefore.natsRssMB} -> ${s.groups.memoryAfter.natsRssMB} MB, ` +
+          `gateway RSS ${s.groups.memoryBefore.gatewayRssMB} -> ${s.groups.memoryAfter.gatewayRssMB} MB ` +
+          `(heap ${s.groups.memoryBefore.gatewayHeapUsedMB} -> ${s.groups.memoryAfter.gatewayHeapUsedMB} MB); ` +
+          `GET /metrics ${s.metricsScrape.status} in ${s.metricsScrape.ms} ms`,
+        "",
+      );
+    }
+    out.push("Targets (ratios within this run):", "", targetsTable(t), "");
+    out.push(`Results: ${relative(REPO_DIR, o.out)}`, "");
+    process.stdout.write(out.join("\n"));
+  } finally {
+    clearTimeout(watchdog);
+    await cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
