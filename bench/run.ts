@@ -5,7 +5,7 @@ import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/j
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, cpus, release, tmpdir, totalmem } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,6 +45,8 @@ import { Recorder, round, sleep } from "./lib/stats.js";
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_DIR = dirname(BENCH_DIR);
 const PROFILE_DIR = join(BENCH_DIR, "results", "profiles");
+/** Where gateway process i writes its log (warnings and errors only; *.log is git-ignored). */
+const gatewayLog = (i: number) => join(BENCH_DIR, "results", `gateway-${i + 1}.log`);
 
 const HELP = `npm run bench -- [options]
   --quick              short run (~2-3 min): 1.5 s per scenario; no backlog or scale scenarios
@@ -175,6 +177,7 @@ async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Prom
             LOG_LEVEL: "warn",
           },
           nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : [],
+          logFile: gatewayLog(i),
         }),
       );
     }
@@ -241,6 +244,20 @@ async function gatewayTopic(env: Env, topic: string, payload: Buffer): Promise<T
     };
   }
   throw new Error(`no stream describes topic ${topic} (has the naming scheme changed?)`);
+}
+
+/** nats-server's count of clients it disconnected as slow consumers. */
+async function slowConsumers(env: Env): Promise<number> {
+  const v = await env.nats.varz();
+  return typeof v?.slow_consumers === "number" ? v.slow_consumers : NaN;
+}
+
+/** Runs `fn` and adds the slow consumers nats-server cut meanwhile to its result. */
+async function counted<T extends RunResult>(env: Env, fn: () => Promise<T>): Promise<T> {
+  const before = await slowConsumers(env);
+  const result = await fn();
+  const after = await slowConsumers(env);
+  return { ...result, natsSlowConsumers: after - before };
 }
 
 async function streamMessages(env: Env, stream: string): Promise<number> {
@@ -390,12 +407,10 @@ async function e2eRun(
     try {
       const ok = await send(stampPayload(payload));
       const done = performance.now();
-      if (window.counts(done)) {
-        if (ok) pub.record(done - t);
-        else pub.error("publish failed");
-      }
+      if (!ok) pub.error("publish failed");
+      else if (window.counts(done)) pub.record(done - t);
     } catch (err) {
-      if (window.counts(performance.now())) pub.error(errorKind(err));
+      pub.error(errorKind(err));
     }
   };
   const { window, resources } = await drive(env.procs, 2 * n, o.warmupMs, o.durationMs, (w, win) =>
@@ -423,7 +438,8 @@ function logRun(what: string, side: Side, r: RunResult): void {
   log(
     `  ${what} ${side.padEnd(7)} ${String(r.msgsPerSec).padStart(7)} msg/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms` +
       `  cpu gw ${r.cpu.gatewayCpu}% nats ${r.cpu.natsCpu}% client ${r.cpu.clientCpu}% other ${r.cpu.otherCpu}% steal ${r.cpu.stealCpu}%` +
-      (r.errors ? `  errors ${r.errors}` : "") +
+      (r.errors ? `  errors ${r.errors} ${JSON.stringify(r.errorKinds ?? {})}` : "") +
+      (r.natsSlowConsumers ? `  NATS slow consumers ${r.natsSlowConsumers}` : "") +
       (r.stoppedEarly ? `  (${r.stoppedEarly} after ${r.seconds} s)` : ""),
   );
 }
@@ -442,9 +458,9 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
     const sz = sizeLabel(size);
 
     for (const n of o.concurrency) {
-      const a = await publishRun(o, env, "raw", raw, payload, n);
+      const a = await counted(env, () => publishRun(o, env, "raw", raw, payload, n));
       logRun(`publish ${sz} x${n}`, "raw", a);
-      const b = await publishRun(o, env, "gateway", topic, payload, n);
+      const b = await counted(env, () => publishRun(o, env, "gateway", topic, payload, n));
       logRun(`publish ${sz} x${n}`, "gateway", b);
       rows.push(row("publish", size, n, a, b));
     }
@@ -456,11 +472,11 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
     for (const n of o.concurrency) {
       const want = (rate: number) => Math.max(floor, Math.ceil(rate * windowSeconds * 1.6));
       await ensureBacklog(env, raw, payload, want(lastRate * 1.5), headersLike(undefined), 120);
-      const a = await receiveRun(o, env, "raw", raw, null, n);
+      const a = await counted(env, () => receiveRun(o, env, "raw", raw, null, n));
       logRun(`receive ${sz} x${n}`, "raw", a);
       lastRate = Math.max(lastRate, a.msgsPerSec);
       await ensureBacklog(env, topic, payload, want(lastRate), topic.makeHeaders, 120);
-      const b = await receiveRun(o, env, "gateway", topic, topic.topic, n);
+      const b = await counted(env, () => receiveRun(o, env, "gateway", topic, topic.topic, n));
       logRun(`receive ${sz} x${n}`, "gateway", b);
       rows.push(row("receive", size, n, a, b));
     }
@@ -471,9 +487,9 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
     const gwRecv = rows.find((r) => r.kind === "receive" && r.sizeBytes === size && r.concurrency === n);
     const capacity = Math.min(gwPub?.gateway.msgsPerSec ?? 500, gwRecv?.gateway.msgsPerSec ?? 500);
     const rate = Math.max(10, capacity * o.e2eLoad);
-    const a = await e2eRun(o, env, "raw", payload, n, rate, topic.config);
+    const a = await counted(env, () => e2eRun(o, env, "raw", payload, n, rate, topic.config));
     logRun(`deliver ${sz} x${n} @${Math.round(rate)}/s`, "raw", a);
-    const b = await e2eRun(o, env, "gateway", payload, n, rate, topic.config);
+    const b = await counted(env, () => e2eRun(o, env, "gateway", payload, n, rate, topic.config));
     logRun(`deliver ${sz} x${n} @${Math.round(rate)}/s`, "gateway", b);
     rows.push(row("e2e", size, n, a, b));
 
@@ -521,12 +537,12 @@ async function backlogScenario(o: Options, env: Env, rows: ScenarioRow[]): Promi
   const shallowBacklog = await ensureBacklog(env, shallow, payload, need, shallow.makeHeaders, 120);
   const runs = {
     gateway: {
-      shallow: await receiveRun(o, env, "gateway", shallow, shallow.topic, n),
-      deep: await receiveRun(o, env, "gateway", deep, deep.topic, n),
+      shallow: await counted(env, () => receiveRun(o, env, "gateway", shallow, shallow.topic, n)),
+      deep: await counted(env, () => receiveRun(o, env, "gateway", deep, deep.topic, n)),
     },
     raw: {
-      shallow: await receiveRun(o, env, "raw", shallow, null, n),
-      deep: await receiveRun(o, env, "raw", deep, null, n),
+      shallow: await counted(env, () => receiveRun(o, env, "raw", shallow, null, n)),
+      deep: await counted(env, () => receiveRun(o, env, "raw", deep, null, n)),
     },
   };
   for (const side of ["gateway", "raw"] as const) {
@@ -810,6 +826,8 @@ async function main(): Promise<void> {
   process.once("SIGINT", () => void cleanup().finally(() => process.exit(130)));
 
   const startedAt = new Date();
+  await mkdir(join(BENCH_DIR, "results"), { recursive: true });
+  for (let i = 0; i < o.gateways; i++) await writeFile(gatewayLog(i), "");
   if (o.cpuProf) {
     // Profiles of earlier runs would be mistaken for this one's.
     await rm(PROFILE_DIR, { recursive: true, force: true });
@@ -914,7 +932,19 @@ async function main(): Promise<void> {
       );
     }
     out.push("Targets (ratios within this run):", "", targetsTable(t), "");
-    out.push(`Results: ${relative(REPO_DIR, o.out)}`, "");
+    const logLines = await Promise.all(
+      Array.from({ length: o.gateways }, (_, i) =>
+        readFile(gatewayLog(i), "utf8").then(
+          (t) => t.split("\n").filter(Boolean).length,
+          () => 0,
+        ),
+      ),
+    );
+    out.push(
+      `Results: ${relative(REPO_DIR, o.out)}; gateway log lines (warnings and errors): ` +
+        logLines.map((n, i) => `${n} in ${relative(REPO_DIR, gatewayLog(i))}`).join(", "),
+      "",
+    );
     process.stdout.write(out.join("\n"));
   } finally {
     clearTimeout(watchdog);

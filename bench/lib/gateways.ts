@@ -1,6 +1,7 @@
 // Starts gateway processes (bench/gateway-process.ts) and talks to them: their URLs for the
 // load generator's round-robin, their process IDs for CPU readings, and their heap statistics.
 import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 
@@ -19,18 +20,22 @@ export interface GatewayProcessOptions {
   readonly env: Record<string, string>;
   /** Extra Node.js flags (e.g. --cpu-prof). */
   readonly nodeFlags?: readonly string[];
+  /** The gateway's log (stdout and stderr) is appended here. */
+  readonly logFile: string;
 }
 
 export async function startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess> {
+  const log = openSync(o.logFile, "a");
   const child: ChildProcess = spawn(
     process.execPath,
     [...(o.nodeFlags ?? []), "--import", "tsx", join(BENCH_DIR, "gateway-process.ts")],
     {
       cwd: REPO_DIR,
       env: { ...process.env, ...o.env, NODE_ENV: "" },
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      stdio: ["ignore", log, log, "ipc"],
     },
   );
+  closeSync(log); // the child has its own copy
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -3,7 +3,7 @@
 // Vqs-Max-Messages: 10 and Accept: multipart/mixed, then DELETE .../lease/{handle} for each message.
 import { parseMultipart, type HttpClient } from "./http-client.js";
 import { errorKind, sentAt, type ReceiveRecorders } from "./raw.js";
-import type { Recorder } from "./stats.js";
+import { sleep, type Recorder } from "./stats.js";
 import type { Window } from "./runner.js";
 
 export class GatewayApi {
@@ -51,11 +51,12 @@ export function gwPublishOp(api: GatewayApi, topic: string, payload: Buffer, rec
     try {
       const res = await api.publish(topic, payload);
       const done = performance.now();
-      if (!window.counts(done)) return;
-      if (res.status === 201) rec.record(done - t);
-      else rec.error(`HTTP ${res.status}`);
+      // Errors count wherever they happen (warm-up included); successes only inside the window.
+      if (res.status !== 201) rec.error(`HTTP ${res.status}`);
+      else if (window.counts(done)) rec.record(done - t);
     } catch (err) {
-      if (window.counts(performance.now())) rec.error(errorKind(err));
+      rec.error(errorKind(err));
+      await sleep(10);
     }
   };
 }
@@ -76,12 +77,12 @@ export function gwReceiveOp(
       const got = performance.now();
       if (res.status === 204) {
         if (onEmpty === "stop") window.stop("backlog ran out");
-        else await new Promise((r) => setTimeout(r, onEmpty));
+        else await sleep(onEmpty);
         return;
       }
       if (res.status !== 200) {
-        if (window.counts(got)) r.receive.error(`receive HTTP ${res.status}`);
-        await new Promise((r) => setTimeout(r, 10));
+        r.receive.error(`receive HTTP ${res.status}`);
+        await sleep(10);
         return;
       }
       const parts = parseMultipart(res.contentType, res.body);
@@ -91,7 +92,8 @@ export function gwReceiveOp(
         if (r.delivery) for (const p of parts) r.delivery.record(got - sentAt(p.payload), 1);
       }
     } catch (err) {
-      if (window.counts(performance.now())) r.receive.error(errorKind(err));
+      r.receive.error(errorKind(err));
+      await sleep(10);
       return;
     }
     for (const handle of handles) {
@@ -99,11 +101,10 @@ export function gwReceiveOp(
       try {
         const res = await api.ack(topic, group, handle);
         const done = performance.now();
-        if (!window.counts(done)) continue;
-        if (res.status === 204) r.ack.record(done - a);
-        else r.ack.error(`ack HTTP ${res.status}`);
+        if (res.status !== 204) r.ack.error(`ack HTTP ${res.status}`);
+        else if (window.counts(done)) r.ack.record(done - a);
       } catch (err) {
-        if (window.counts(performance.now())) r.ack.error(errorKind(err));
+        r.ack.error(errorKind(err));
       }
     }
   };

@@ -11,7 +11,7 @@ import {
 } from "@nats-io/jetstream";
 import { createInbox, headers, nanos, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
-import type { Recorder } from "./stats.js";
+import { sleep, type Recorder } from "./stats.js";
 import type { Window } from "./runner.js";
 
 /** Bound on every NATS request of the baseline (the gateway's default is 5 s). */
@@ -100,28 +100,34 @@ export function rawPublishOp(
       const done = performance.now();
       if (window.counts(done)) rec.record(done - t);
     } catch (err) {
-      if (window.counts(performance.now())) rec.error(errorKind(err));
+      rec.error(errorKind(err));
+      await sleep(10);
     }
   };
 }
 
-/** One no_wait pull of up to `batch` messages, on its own inbox (like the gateway's). */
+
+/**
+ * One no_wait pull of up to `batch` messages, on its own inbox (like the gateway's). Rejects when
+ * the server does not answer within RAW_TIMEOUT_MS and nothing arrived (the gateway's 503).
+ */
 export function pullNoWait(
   nc: NatsConnection,
   stream: string,
   consumer: string,
   batch: number,
 ): Promise<Msg[]> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const msgs: Msg[] = [];
     let done = false;
     const inbox = createInbox();
-    const finish = () => {
+    const finish = (timedOut = false) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       sub.unsubscribe();
-      resolve(msgs);
+      if (timedOut && msgs.length === 0) reject(new Error("pull: no answer"));
+      else resolve(msgs);
     };
     const sub = nc.subscribe(inbox, {
       callback: (_err, m) => {
@@ -138,7 +144,7 @@ export function pullNoWait(
         finish(); // 404 no messages, 408, 409: the pull is over
       },
     });
-    const timer = setTimeout(finish, RAW_TIMEOUT_MS);
+    const timer = setTimeout(() => finish(true), RAW_TIMEOUT_MS);
     nc.publish(
       `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
       JSON.stringify({ batch, no_wait: true }),
@@ -173,13 +179,14 @@ export function rawReceiveOp(
     try {
       msgs = await pullNoWait(nc, stream, consumer, 10);
     } catch (err) {
-      if (window.counts(performance.now())) r.receive.error(errorKind(err));
+      r.receive.error(errorKind(err));
+      await sleep(10);
       return;
     }
     const got = performance.now();
     if (msgs.length === 0) {
       if (onEmpty === "stop") window.stop("backlog ran out");
-      else await new Promise((res) => setTimeout(res, onEmpty));
+      else await sleep(onEmpty);
       return;
     }
     if (window.counts(got)) {
@@ -193,7 +200,7 @@ export function rawReceiveOp(
         const done = performance.now();
         if (window.counts(done)) r.ack.record(done - a);
       } catch (err) {
-        if (window.counts(performance.now())) r.ack.error(errorKind(err));
+        r.ack.error(errorKind(err));
       }
     }
   };

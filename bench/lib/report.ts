@@ -21,6 +21,8 @@ export interface RunResult {
   /** Why the run ended before its window did (e.g. the backlog ran out). */
   readonly stoppedEarly?: string;
   readonly cpu: ResourceUse;
+  /** Clients nats-server disconnected as slow consumers during the run (its /varz counter). */
+  readonly natsSlowConsumers?: number;
   /** What most likely limited this figure. */
   readonly limit: string;
 }
@@ -152,7 +154,12 @@ export function markdownTable(rows: readonly ScenarioRow[]): string {
   for (const r of rows) {
     const g = r.gateway;
     const note = [r.raw.stoppedEarly, g.stoppedEarly].some(Boolean) ? " *" : "";
-    const errs = r.raw.errors + g.errors > 0 ? ` (errors: raw ${r.raw.errors}, gw ${g.errors})` : "";
+    const slow = (r.raw.natsSlowConsumers ?? 0) + (g.natsSlowConsumers ?? 0);
+    const errs =
+      (r.raw.errors + g.errors > 0 ? `; errors: raw ${r.raw.errors}, gw ${g.errors}` : "") +
+      (slow > 0
+        ? `; NATS cut slow consumers: raw ${r.raw.natsSlowConsumers ?? 0}, gw ${g.natsSlowConsumers ?? 0}`
+        : "");
     lines.push(
       `| ${KIND_LABEL[r.kind]}${note} | ${sizeLabel(r.sizeBytes)} | ${r.concurrency} | ` +
         `${fmt(r.raw.msgsPerSec)} | ${fmt(g.msgsPerSec)} | ${r.ratio.throughput.toFixed(2)} | ` +

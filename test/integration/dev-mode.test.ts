@@ -36,7 +36,8 @@ const SETTINGS = [
 
 describe("npm start (development)", () => {
   it("runs on an embedded nats-server with development auth, and stops on SIGTERM", async () => {
-    const child = spawn(tsx, ["src/main.ts"], {
+    // One process (`node --import tsx`), so the signals reach the service itself.
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
       env: {
         ...envWithout(SETTINGS),
         PORT: "0",
@@ -93,7 +94,7 @@ describe("npm start (development)", () => {
 
 describe("production settings", () => {
   it("refuses to start without OIDC settings, naming what is missing", () => {
-    const r = spawnSync(tsx, ["src/main.ts"], {
+    const r = spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {
       env: { ...envWithout(SETTINGS), NODE_ENV: "production" },
       encoding: "utf8",
     });

@@ -1,0 +1,140 @@
+// Gateway faults, with real gateway processes (src/main.ts) killed by SIGKILL:
+// - killed mid-publish: clients that retry through another gateway with the same idempotency
+//   key get exactly one delivery per key;
+// - killed while its consumers hold leases: the leases run out and the messages are redelivered
+//   through the other gateway.
+import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RECEIPT_SECRET } from "../helpers/gateway.js";
+import { api, parts, sleep, uniqueName } from "../helpers/http.js";
+import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../helpers/issuer.js";
+import { startTestNats, type TestNats } from "../helpers/nats.js";
+
+let nats: TestNats;
+let issuer: TestIssuer;
+const children: ChildProcess[] = [];
+
+interface GatewayProcess {
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+/** Starts `src/main.ts` as its own process, configured like production, on a random port. */
+async function spawnGateway(): Promise<GatewayProcess> {
+  // One process (`node --import tsx`), not the tsx CLI, which runs the program in a child: a
+  // SIGKILL must hit the gateway itself.
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: {
+      ...process.env,
+      NODE_ENV: "production",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      NATS_URL: nats.url,
+      VQS_REGION: "iad1",
+      VQS_OIDC_JWKS_URL: issuer.jwksUrl,
+      VQS_OIDC_ISSUER: ISSUER,
+      VQS_OIDC_AUDIENCE: AUDIENCE,
+      VQS_RECEIPT_SECRET: RECEIPT_SECRET,
+      LOG_LEVEL: "info",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.stderr!.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.once("exit", () => reject(new Error(`gateway exited:\n${out}`)));
+  });
+  return { url, child };
+}
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  issuer = await startIssuer();
+});
+
+afterAll(async () => {
+  for (const c of children) c.kill("SIGKILL");
+  await issuer?.close();
+  await nats?.dispose();
+});
+
+describe("gateway faults", () => {
+  it("gives exactly one delivery per idempotency key when a gateway dies mid-publish", async () => {
+    const [a, b] = [await spawnGateway(), await spawnGateway()];
+    const token = await issuer.token();
+    const topic = uniqueName("keyed");
+    const keys = Array.from({ length: 2000 }, (_, i) => `order-${i}`);
+    const publish = (url: string, key: string) =>
+      api(url, token).publish(topic, key, { "vqs-idempotency-key": key });
+
+    // 20 clients publish through A, one key after another; A is killed while they are busy, and
+    // they go on (their requests now fail) until every key was tried once.
+    const statuses: number[] = keys.map(() => -1);
+    let next = 0;
+    const worker = async () => {
+      while (next < keys.length) {
+        const i = next++;
+        statuses[i] = await publish(a.url, keys[i]!).then((r) => r.status, () => 0);
+      }
+    };
+    const workers = Array.from({ length: 20 }, worker);
+    for (let i = 0; i < 100 && statuses.filter((s) => s === 201).length < 200; i++) await sleep(20);
+    a.child.kill("SIGKILL");
+    await Promise.all(workers);
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(200);
+    expect(statuses.filter((s) => s === 0).length).toBeGreaterThan(100); // the kill cut them
+    // Clients retry what they did not see acknowledged, with the same key, through B.
+    await Promise.all(
+      keys.map(async (k, i) => {
+        if (statuses[i] === 201) return;
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const res = await publish(b.url, k);
+          if (res.status === 201) return;
+          await sleep(200);
+        }
+        throw new Error(`publish of ${k} kept failing`);
+      }),
+    );
+    const seen: string[] = [];
+    for (;;) {
+      const res = await api(b.url, token).receive(topic, "g", { "vqs-max-messages": "10" });
+      if (res.status === 204) break;
+      for (const p of await parts(res)) seen.push(p.body.toString());
+    }
+    expect(seen.sort()).toEqual([...keys].sort());
+    b.child.kill("SIGKILL");
+  }, 60_000);
+
+  it("redelivers through another gateway the leases a killed gateway's consumers held", async () => {
+    const [a, b] = [await spawnGateway(), await spawnGateway()];
+    const token = await issuer.token();
+    const topic = uniqueName("leased");
+    for (let i = 0; i < 5; i++) await api(b.url, token).publish(topic, `m${i}`);
+    const held = await parts(
+      await api(a.url, token).receive(topic, "workers", {
+        "vqs-max-messages": "10",
+        "vqs-visibility-timeout-seconds": "2",
+      }),
+    );
+    expect(held).toHaveLength(5);
+    a.child.kill("SIGKILL");
+    expect((await api(b.url, token).receive(topic, "workers")).status).toBe(204);
+    await sleep(2500);
+    const again = await parts(
+      await api(b.url, token).receive(topic, "workers", { "vqs-max-messages": "10" }),
+    );
+    expect(again.map((p) => p.body.toString()).sort()).toEqual(["m0", "m1", "m2", "m3", "m4"]);
+    expect(again.every((p) => p.headers.get("vqs-delivery-count") === "2")).toBe(true);
+    b.child.kill("SIGKILL");
+  }, 60_000);
+});
