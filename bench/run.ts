@@ -5,7 +5,7 @@ import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/j
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, cpus, release, tmpdir, totalmem } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -47,6 +47,7 @@ const REPO_DIR = dirname(BENCH_DIR);
 const PROFILE_DIR = join(BENCH_DIR, "results", "profiles");
 /** Where gateway process i writes its log (warnings and errors only; *.log is git-ignored). */
 const gatewayLog = (i: number) => join(BENCH_DIR, "results", `gateway-${i + 1}.log`);
+const NATS_LOG = join(BENCH_DIR, "results", "nats-server.log");
 
 const HELP = `npm run bench -- [options]
   --quick              short run (~2-3 min): 1.5 s per scenario; no backlog or scale scenarios
@@ -159,7 +160,7 @@ interface Env {
 }
 
 async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Promise<Env> {
-  const nats = await startBenchNats(storeDir);
+  const nats = await startBenchNats(storeDir, NATS_LOG);
   const gateways: GatewayProcess[] = [];
   try {
     for (let i = 0; i < o.gateways; i++) {
@@ -483,8 +484,12 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
 
     // Publish-to-delivery at 16 in flight (or the nearest level run), at a fixed offered rate.
     const n = o.concurrency.includes(16) ? 16 : o.concurrency[0]!;
-    const gwPub = rows.find((r) => r.kind === "publish" && r.sizeBytes === size && r.concurrency === n);
-    const gwRecv = rows.find((r) => r.kind === "receive" && r.sizeBytes === size && r.concurrency === n);
+    const gwPub = rows.find(
+      (r) => r.kind === "publish" && r.sizeBytes === size && r.concurrency === n,
+    );
+    const gwRecv = rows.find(
+      (r) => r.kind === "receive" && r.sizeBytes === size && r.concurrency === n,
+    );
     const capacity = Math.min(gwPub?.gateway.msgsPerSec ?? 500, gwRecv?.gateway.msgsPerSec ?? 500);
     const rate = Math.max(10, capacity * o.e2eLoad);
     const a = await counted(env, () => e2eRun(o, env, "raw", payload, n, rate, topic.config));
@@ -527,24 +532,37 @@ async function backlogScenario(o: Options, env: Env, rows: ScenarioRow[]): Promi
   const shallow = await gatewayTopic(env, "bench-shallow", payload);
   const deep = await gatewayTopic(env, "bench-deep", payload);
   const fillBudget = 420;
-  log(`backlog: filling ${o.backlog.toLocaleString("en-US")} messages of 1 KiB (at most ${fillBudget} s)`);
-  const filled = await fillStream(env.js, deep, payload, o.backlog - 1, fillBudget, deep.makeHeaders);
+  log(
+    `backlog: filling ${o.backlog.toLocaleString("en-US")} messages of 1 KiB (at most ${fillBudget} s)`,
+  );
+  const filled = await fillStream(
+    env.js,
+    deep,
+    payload,
+    o.backlog - 1,
+    fillBudget,
+    deep.makeHeaders,
+  );
   const deepBacklog = await streamMessages(env, deep.stream);
   log(`  deep backlog: ${deepBacklog.toLocaleString("en-US")} in ${filled.seconds.toFixed(0)} s`);
-  const recv1k = rows.find((r) => r.kind === "receive" && r.sizeBytes === 1024 && r.concurrency === n);
+  const recv1k = rows.find(
+    (r) => r.kind === "receive" && r.sizeBytes === 1024 && r.concurrency === n,
+  );
   const fastest = Math.max(recv1k?.raw.msgsPerSec ?? 20_000, recv1k?.gateway.msgsPerSec ?? 0);
   const need = Math.ceil(fastest * ((o.warmupMs + o.durationMs) / 1000) * 1.6);
   const shallowBacklog = await ensureBacklog(env, shallow, payload, need, shallow.makeHeaders, 120);
-  const runs = {
-    gateway: {
-      shallow: await counted(env, () => receiveRun(o, env, "gateway", shallow, shallow.topic, n)),
-      deep: await counted(env, () => receiveRun(o, env, "gateway", deep, deep.topic, n)),
-    },
-    raw: {
-      shallow: await counted(env, () => receiveRun(o, env, "raw", shallow, null, n)),
-      deep: await counted(env, () => receiveRun(o, env, "raw", deep, null, n)),
-    },
+  // ABBA order per side (near-empty, deep, deep, near-empty), so a drift in the machine's load
+  // weighs on both alike; each figure is the mean of its two runs.
+  const abba = async (side: Side) => {
+    const run = (t: TopicStream) =>
+      counted(env, () => receiveRun(o, env, side, t, side === "gateway" ? t.topic : null, n));
+    const s1 = await run(shallow);
+    const d1 = await run(deep);
+    const d2 = await run(deep);
+    const s2 = await run(shallow);
+    return { shallow: meanRun(s1, s2), deep: meanRun(d1, d2) };
   };
+  const runs = { gateway: await abba("gateway"), raw: await abba("raw") };
   for (const side of ["gateway", "raw"] as const) {
     logRun(`receive near-empty x${n}`, side, runs[side].shallow);
     logRun(`receive ${deepBacklog} backlog x${n}`, side, runs[side].deep);
@@ -573,7 +591,36 @@ async function backlogScenario(o: Options, env: Env, rows: ScenarioRow[]): Promi
   };
 }
 
+/** The mean of two runs of one scenario (rates and latency percentiles averaged). */
+function meanRun(a: RunResult, b: RunResult): RunResult {
+  const m = (x: number, y: number, d = 3) => round((x + y) / 2, d);
+  return {
+    ...a,
+    msgsPerSec: m(a.msgsPerSec, b.msgsPerSec, 0),
+    p50Ms: m(a.p50Ms, b.p50Ms),
+    p99Ms: m(a.p99Ms, b.p99Ms),
+    maxMs: Math.max(a.maxMs, b.maxMs),
+    ackP50Ms: m(a.ackP50Ms ?? NaN, b.ackP50Ms ?? NaN),
+    ackP99Ms: m(a.ackP99Ms ?? NaN, b.ackP99Ms ?? NaN),
+    messages: a.messages + b.messages,
+    operations: a.operations + b.operations,
+    errors: a.errors + b.errors,
+    seconds: a.seconds + b.seconds,
+    cpu: {
+      gatewayCpu: m(a.cpu.gatewayCpu, b.cpu.gatewayCpu, 0),
+      natsCpu: m(a.cpu.natsCpu, b.cpu.natsCpu, 0),
+      clientCpu: m(a.cpu.clientCpu, b.cpu.clientCpu, 0),
+      otherCpu: m(a.cpu.otherCpu, b.cpu.otherCpu, 0),
+      stealCpu: m(a.cpu.stealCpu, b.cpu.stealCpu, 0),
+      natsWriteMBps: m(a.cpu.natsWriteMBps, b.cpu.natsWriteMBps, 1),
+    },
+    natsSlowConsumers: (a.natsSlowConsumers ?? 0) + (b.natsSlowConsumers ?? 0),
+    runs: [a, b],
+  };
+}
+
 interface MemoryReading {
+  readonly natsOpenFiles: number | null;
   readonly natsRssMB: number;
   readonly gatewayRssMB: number;
   readonly gatewayHeapUsedMB: number;
@@ -583,6 +630,10 @@ async function memory(env: Env): Promise<MemoryReading> {
   const mb = (b: number) => round(b / 1024 / 1024, 1);
   const mems = await Promise.all(env.gateways.map((g) => g.memory()));
   return {
+    natsOpenFiles: await readdir(`/proc/${env.nats.pid}/fd`).then(
+      (f) => f.length,
+      () => null,
+    ),
     natsRssMB: mb(sampleProc(env.nats.pid)?.rssBytes ?? NaN),
     gatewayRssMB: mb(mems.reduce((s, m) => s + (m?.rss ?? NaN), 0)),
     gatewayHeapUsedMB: mb(mems.reduce((s, m) => s + (m?.heapUsed ?? NaN), 0)),
@@ -601,6 +652,13 @@ interface ScaleResult {
     readonly streamsInNats: number | null;
     readonly memoryBefore: MemoryReading;
     readonly memoryAfter: MemoryReading;
+    readonly perTopicKB: {
+      readonly nats: number;
+      readonly gatewayRss: number;
+      readonly gatewayHeap: number;
+    };
+    /** Why topics failed, when the servers' logs say. */
+    readonly note?: string;
   };
   readonly groups: {
     readonly wanted: number;
@@ -611,8 +669,14 @@ interface ScaleResult {
     readonly consumersInNats: number | null;
     readonly memoryBefore: MemoryReading;
     readonly memoryAfter: MemoryReading;
+    readonly perGroupKB: {
+      readonly nats: number;
+      readonly gatewayRss: number;
+      readonly gatewayHeap: number;
+    };
   };
   readonly metricsScrape: { readonly status: number; readonly ms: number; readonly bytes: number };
+  readonly natsMaxOpenFiles: number | null;
 }
 
 /** Runs `count` jobs with `concurrency` workers, within `maxSeconds`. */
@@ -641,39 +705,8 @@ async function scaleScenario(o: Options, env: Env): Promise<ScaleResult> {
   const payload = randomBytes(1024);
   const kinds = new Map<string, number>();
   const fail = (k: string) => kinds.set(k, (kinds.get(k) ?? 0) + 1);
-  const memTopics0 = await memory(env);
-  const lat = new Recorder();
-  let created = 0;
-  const t0 = performance.now();
-  let lastLog = t0;
-  await forEachBounded(o.topics, 64, 900, async (i) => {
-    const t = performance.now();
-    try {
-      const res = await env.api.publish(`scale-topic-${i}`, payload);
-      if (res.status === 201) {
-        created++;
-        lat.record(performance.now() - t);
-      } else fail(`publish HTTP ${res.status}`);
-    } catch (err) {
-      fail(errorKind(err));
-    }
-    if (performance.now() - lastLog > 15_000) {
-      lastLog = performance.now();
-      log(`  topics: ${created.toLocaleString("en-US")} created`);
-    }
-  });
-  const topicSeconds = (performance.now() - t0) / 1000;
-  await sleep(1000);
-  const memTopics1 = await memory(env);
-  const jsz1 = await env.nats.jsz();
-  const topicErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
-  const topicKinds = Object.fromEntries(kinds);
-  log(
-    `scale: ${created} topics in ${topicSeconds.toFixed(0)} s, errors ${topicErrors}; ` +
-      `NATS ${memTopics0.natsRssMB} -> ${memTopics1.natsRssMB} MB, gateway ${memTopics0.gatewayRssMB} -> ${memTopics1.gatewayRssMB} MB`,
-  );
 
-  kinds.clear();
+  // Consumer groups first (on a server with one stream), then topics: each figure on its own.
   const topic = "scale-groups";
   for (let i = 0; i < 10; i++) {
     const res = await env.api.publish(topic, payload);
@@ -706,16 +739,68 @@ async function scaleScenario(o: Options, env: Env): Promise<ScaleResult> {
   await sleep(1000);
   const memGroups1 = await memory(env);
   const jsz2 = await env.nats.jsz();
+  const groupErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
+  const groupKinds = Object.fromEntries(kinds);
+  log(
+    `scale: ${served} groups served in ${groupSeconds.toFixed(0)} s, errors ${groupErrors}; ` +
+      `NATS ${memGroups0.natsRssMB} -> ${memGroups1.natsRssMB} MB, gateway ${memGroups0.gatewayRssMB} -> ${memGroups1.gatewayRssMB} MB`,
+  );
+
+  kinds.clear();
+  const memTopics0 = await memory(env);
+  const lat = new Recorder();
+  let created = 0;
+  const t0 = performance.now();
+  let lastLog = t0;
+  await forEachBounded(o.topics, 64, 900, async (i) => {
+    const t = performance.now();
+    try {
+      const res = await env.api.publish(`scale-topic-${i}`, payload);
+      if (res.status === 201) {
+        created++;
+        lat.record(performance.now() - t);
+      } else fail(`publish HTTP ${res.status}`);
+    } catch (err) {
+      fail(errorKind(err));
+    }
+    if (performance.now() - lastLog > 15_000) {
+      lastLog = performance.now();
+      log(`  topics: ${created.toLocaleString("en-US")} created`);
+    }
+  });
+  const topicSeconds = (performance.now() - t0) / 1000;
+  await sleep(1000);
+  const memTopics1 = await memory(env);
+  const jsz1 = await env.nats.jsz();
+  const topicErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
+  const topicKinds = Object.fromEntries(kinds);
   const m0 = performance.now();
   const metrics = await env.api.get("/metrics").catch(() => null);
   const metricsMs = performance.now() - m0;
-  const groupErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
+  let note: string | undefined;
+  if (topicErrors > 0) {
+    const natsLog = await readFile(env.nats.logFile, "utf8").catch(() => "");
+    if (/too many open files/i.test(natsLog)) {
+      note =
+        `nats-server ran out of open files (limit ${env.nats.maxOpenFiles ?? "unknown"}, ` +
+        `${memTopics1.natsOpenFiles} open): a file-store stream holds open files; raise its nofile limit`;
+    }
+  }
   log(
-    `scale: ${served} groups served in ${groupSeconds.toFixed(0)} s, errors ${groupErrors}; ` +
-      `NATS ${memGroups0.natsRssMB} -> ${memGroups1.natsRssMB} MB, gateway ${memGroups0.gatewayRssMB} -> ${memGroups1.gatewayRssMB} MB; ` +
-      `/metrics ${metrics?.status ?? "failed"} in ${metricsMs.toFixed(0)} ms`,
+    `scale: ${created} topics in ${topicSeconds.toFixed(0)} s, errors ${topicErrors}; ` +
+      `NATS ${memTopics0.natsRssMB} -> ${memTopics1.natsRssMB} MB, gateway ${memTopics0.gatewayRssMB} -> ${memTopics1.gatewayRssMB} MB; ` +
+      `/metrics ${metrics?.status ?? "failed"} in ${metricsMs.toFixed(0)} ms` +
+      (note ? `; ${note}` : ""),
   );
   const p = lat.samples.slice().sort((a, b) => a - b);
+  const per = (a: MemoryReading, b: MemoryReading, count: number) => ({
+    nats: round(((b.natsRssMB - a.natsRssMB) * 1024) / Math.max(1, count), 1),
+    gatewayRss: round(((b.gatewayRssMB - a.gatewayRssMB) * 1024) / Math.max(1, count), 1),
+    gatewayHeap: round(
+      ((b.gatewayHeapUsedMB - a.gatewayHeapUsedMB) * 1024) / Math.max(1, count),
+      1,
+    ),
+  });
   return {
     topics: {
       wanted: o.topics,
@@ -728,17 +813,21 @@ async function scaleScenario(o: Options, env: Env): Promise<ScaleResult> {
       streamsInNats: typeof jsz1?.streams === "number" ? jsz1.streams : null,
       memoryBefore: memTopics0,
       memoryAfter: memTopics1,
+      perTopicKB: per(memTopics0, memTopics1, created),
+      ...(note ? { note } : {}),
     },
     groups: {
       wanted: o.groups,
       served,
       errors: groupErrors,
-      errorKinds: Object.fromEntries(kinds),
+      errorKinds: groupKinds,
       seconds: round(groupSeconds, 1),
       consumersInNats: typeof jsz2?.consumers === "number" ? jsz2.consumers : null,
       memoryBefore: memGroups0,
       memoryAfter: memGroups1,
+      perGroupKB: per(memGroups0, memGroups1, served),
     },
+    natsMaxOpenFiles: env.nats.maxOpenFiles,
     metricsScrape: {
       status: metrics?.status ?? 0,
       ms: round(metricsMs, 0),
@@ -750,7 +839,12 @@ async function scaleScenario(o: Options, env: Env): Promise<ScaleResult> {
 // ---------------------------------------------------------------------------------------------
 // Targets (the issue's, as ratios within this run).
 
-function targets(rows: readonly ScenarioRow[], backlog: BacklogResult | null, scale: ScaleResult | null, o: Options): Target[] {
+function targets(
+  rows: readonly ScenarioRow[],
+  backlog: BacklogResult | null,
+  scale: ScaleResult | null,
+  o: Options,
+): Target[] {
   const out: Target[] = [];
   for (const size of o.sizes) {
     const at = (kind: ScenarioRow["kind"]) =>
@@ -782,7 +876,11 @@ function targets(rows: readonly ScenarioRow[], backlog: BacklogResult | null, sc
     target: "<= 1.2x",
     value: backlog?.ratio.gatewayP50 ?? null,
     pass: backlog ? backlog.ratio.gatewayP50 <= 1.2 : null,
-    ...(backlog?.note ? { note: backlog.note } : !backlog ? { note: o.quick ? "not in --quick" : "skipped" } : {}),
+    ...(backlog?.note
+      ? { note: backlog.note }
+      : !backlog
+        ? { note: o.quick ? "not in --quick" : "skipped" }
+        : {}),
   });
   out.push({
     name: "receive p99 latency, deep backlog vs near-empty topic",
@@ -828,13 +926,16 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
   for (let i = 0; i < o.gateways; i++) await writeFile(gatewayLog(i), "");
+  await writeFile(NATS_LOG, "");
   if (o.cpuProf) {
     // Profiles of earlier runs would be mistaken for this one's.
     await rm(PROFILE_DIR, { recursive: true, force: true });
     await mkdir(PROFILE_DIR, { recursive: true });
   }
   try {
-    log(`vqs bench (${o.quick ? "quick" : "full"}): ${o.gateways} gateway process(es), HTTP client ${o.http}`);
+    log(
+      `vqs bench (${o.quick ? "quick" : "full"}): ${o.gateways} gateway process(es), HTTP client ${o.http}`,
+    );
     const env = await startEnv(o, issuer, join(root, "main"));
     envs.push(env);
     const varz = await env.nats.varz();
@@ -847,9 +948,12 @@ async function main(): Promise<void> {
       nats: (typeof varz?.version === "string" ? varz.version : null) ?? env.nats.version,
       natsGo: typeof varz?.go === "string" ? varz.go : null,
       storage: `file store under ${tmpdir()}`,
+      natsMaxOpenFiles: env.nats.maxOpenFiles,
       loadAverageAtStart: loadAverage(),
     };
-    log(`machine: ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; load average ${machine.loadAverageAtStart}`);
+    log(
+      `machine: ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; load average ${machine.loadAverageAtStart}`,
+    );
 
     const rows = await mainScenarios(o, env);
     let backlog: BacklogResult | null = null;
@@ -922,11 +1026,15 @@ async function main(): Promise<void> {
           `(${s.topics.errors} errors; first publish p50 ${s.topics.publishP50Ms} ms, p99 ${s.topics.publishP99Ms} ms); ` +
           `NATS RSS ${s.topics.memoryBefore.natsRssMB} -> ${s.topics.memoryAfter.natsRssMB} MB, ` +
           `gateway RSS ${s.topics.memoryBefore.gatewayRssMB} -> ${s.topics.memoryAfter.gatewayRssMB} MB ` +
-          `(heap ${s.topics.memoryBefore.gatewayHeapUsedMB} -> ${s.topics.memoryAfter.gatewayHeapUsedMB} MB)`,
+          `(heap ${s.topics.memoryBefore.gatewayHeapUsedMB} -> ${s.topics.memoryAfter.gatewayHeapUsedMB} MB); ` +
+          `per topic: NATS ${s.topics.perTopicKB.nats} KB, gateway ${s.topics.perTopicKB.gatewayRss} KB RSS; ` +
+          `NATS open files ${s.topics.memoryAfter.natsOpenFiles ?? "n/a"} (limit ${s.natsMaxOpenFiles ?? "unknown"})` +
+          (s.topics.note ? `\n  NOTE: ${s.topics.note}` : ""),
         `  ${s.groups.served.toLocaleString("en-US")} of ${s.groups.wanted.toLocaleString("en-US")} groups on one topic in ${s.groups.seconds} s ` +
           `(${s.groups.errors} errors); NATS RSS ${s.groups.memoryBefore.natsRssMB} -> ${s.groups.memoryAfter.natsRssMB} MB, ` +
           `gateway RSS ${s.groups.memoryBefore.gatewayRssMB} -> ${s.groups.memoryAfter.gatewayRssMB} MB ` +
           `(heap ${s.groups.memoryBefore.gatewayHeapUsedMB} -> ${s.groups.memoryAfter.gatewayHeapUsedMB} MB); ` +
+          `per group: NATS ${s.groups.perGroupKB.nats} KB, gateway ${s.groups.perGroupKB.gatewayRss} KB RSS; ` +
           `GET /metrics ${s.metricsScrape.status} in ${s.metricsScrape.ms} ms`,
         "",
       );
@@ -953,6 +1061,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -14,6 +14,12 @@ export interface TenantClaims {
   readonly environment: string;
 }
 
+/** A neighbour region that stores this region's publishes while its JetStream cannot. */
+export interface FailoverRegion {
+  readonly region: string;
+  readonly servers: readonly string[];
+}
+
 export interface Config {
   readonly production: boolean;
   readonly port: number;
@@ -25,6 +31,7 @@ export interface Config {
   readonly natsPassword: string | null;
   readonly natsToken: string | null;
   readonly region: string;
+  readonly failoverRegions: readonly FailoverRegion[];
   /** null: development auth (a local signing key, see src/dev/dev-issuer.ts). */
   readonly oidc: OidcConfig | null;
   readonly tenantClaims: TenantClaims;
@@ -127,6 +134,24 @@ export function loadConfig(env: Env): Config {
     problems.push("NODE_ENV=production needs VQS_RECEIPT_SECRET (at least 32 characters)");
   }
 
+  const failoverRegions: FailoverRegion[] = [];
+  for (const entry of (str("VQS_FAILOVER_REGIONS") ?? "").split(";").filter((e) => e.trim())) {
+    const m = /^\s*([a-z0-9][a-z0-9-]{0,30})\s*=\s*(.+)$/.exec(entry);
+    const servers = (m?.[2] ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (!m || servers.length === 0 || !servers.every((s) => /^(nats|tls):\/\/\S+$/.test(s))) {
+      problems.push(
+        `VQS_FAILOVER_REGIONS entry "${entry}" must look like sfo1=nats://host:4222[,nats://...]`,
+      );
+    } else if (m[1] === region) {
+      problems.push(`VQS_FAILOVER_REGIONS must not name this gateway's own region ${region}`);
+    } else {
+      failoverRegions.push({ region: m[1]!, servers });
+    }
+  }
+
   const natsUrl = list("NATS_URL");
   if (natsUrl.length === 0 && production) {
     problems.push("NODE_ENV=production needs NATS_URL (the region's NATS servers)");
@@ -142,6 +167,7 @@ export function loadConfig(env: Env): Config {
     natsPassword: str("NATS_PASSWORD"),
     natsToken: str("NATS_TOKEN"),
     region,
+    failoverRegions,
     oidc,
     tenantClaims,
     allowedTeams: set("VQS_ALLOWED_TEAMS"),

@@ -70,7 +70,20 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     log: logger,
     now,
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
+    failover: {
+      neighbours: config.failoverRegions,
+      credentials: {
+        credsFile: config.natsCredsFile,
+        user: config.natsUser,
+        password: config.natsPassword,
+        token: config.natsToken,
+      },
+    },
   });
+  if (store.failover) {
+    const failover = store.failover;
+    metrics.useDeferredCount(() => failover.waiting());
+  }
   metrics.useGroupStats(() => store.groupStats(config.metricsMaxGroups));
   const maxMessageBytes = Math.min(config.maxMessageBytes, store.maxPayloadBytes);
   if (maxMessageBytes < config.maxMessageBytes) {
@@ -84,6 +97,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     keys: deriveSecretKeys(secret, config.region),
     now,
     observer: metrics.observer,
+    ...(store.failover ? { deferrer: store.failover } : {}),
   });
   let ready = true;
   const app = await buildApp({

@@ -29,6 +29,8 @@ export interface Metrics {
   observeJetStream(operation: string, seconds: number): void;
   /** Where the per-group gauges come from (set once the store is open). */
   useGroupStats(provider: GroupStatsProvider): void;
+  /** Where vqs_deferred_messages comes from (with regional failover configured). */
+  useDeferredCount(provider: () => Promise<number>): void;
 }
 
 export function createMetrics(registry: Registry, options: MetricsOptions): Metrics {
@@ -41,6 +43,15 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     registers: [registry],
   });
   const groupGauges = perGroupGauges(registry, options.groupStatsRefreshMs);
+  let deferredCount: (() => Promise<number>) | null = null;
+  new Gauge({
+    name: "vqs_deferred_messages",
+    help: "Messages of this region stored in failover regions, waiting to be relocated home.",
+    registers: [registry],
+    async collect() {
+      if (deferredCount) this.set(await deferredCount().catch(() => 0));
+    },
+  });
   const httpDuration = new Histogram({
     name: "vqs_http_request_duration_seconds",
     help: "HTTP request duration by method, route template and status code.",
@@ -64,6 +75,11 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     labelNames: ["redelivery"],
     registers: [registry],
   });
+  const deferred = new Counter({
+    name: "vqs_messages_deferred_total",
+    help: "Publishes stored in a neighbour region during a regional outage (answered 202).",
+    registers: [registry],
+  });
   const acknowledged = new Counter({
     name: "vqs_messages_acknowledged_total",
     help: "Messages acknowledged by consumers.",
@@ -80,8 +96,12 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     natsConnected,
     observeJetStream: (operation, seconds) => jetstreamDuration.observe({ operation }, seconds),
     useGroupStats: (provider) => groupGauges.use(provider),
+    useDeferredCount: (provider) => {
+      deferredCount = provider;
+    },
     observer: {
       published: (duplicate) => (duplicate ? deduplicated : published).inc(),
+      deferred: () => deferred.inc(),
       delivered: (deliveryCount) =>
         delivered.inc({ redelivery: deliveryCount > 1 ? "true" : "false" }),
       acknowledged: () => acknowledged.inc(),

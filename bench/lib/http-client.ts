@@ -129,7 +129,8 @@ export function parseMultipart(contentType: string, body: Buffer): Part[] {
     const headers = new Map<string, string>();
     for (const line of body.toString("latin1", headerStart, headerEnd).split("\r\n")) {
       const colon = line.indexOf(":");
-      if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+      if (colon > 0)
+        headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
     }
     const start = headerEnd + HEADER_END.length;
     const length = Number(headers.get("content-length") ?? NaN);

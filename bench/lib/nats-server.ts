@@ -2,6 +2,7 @@
 // src/dev/nats-server-process.ts), plus a loopback monitoring port so the run can read the
 // server's version and memory (/varz), and the process ID for its CPU and disk writes.
 import { spawn } from "node:child_process";
+import { createWriteStream, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
@@ -11,11 +12,17 @@ import {
   natsServerVersion,
 } from "../../src/dev/nats-server-process.js";
 
+/** Open files the benchmark's nats-server may hold (if the system allows). */
+const NOFILE = 1_048_576;
+
 export interface BenchNats {
   readonly url: string;
   readonly pid: number;
   readonly version: string;
   readonly storeDir: string;
+  readonly logFile: string;
+  /** The server's open-files limit (its /proc limits), or null when unknown. */
+  readonly maxOpenFiles: number | null;
   /** The server's /varz (memory, CPU, connections), or null when it does not answer. */
   varz(): Promise<Record<string, unknown> | null>;
   /** The server's /jsz (streams, consumers, stored bytes), or null. */
@@ -23,7 +30,8 @@ export interface BenchNats {
   stop(): Promise<void>;
 }
 
-export async function startBenchNats(storeDir: string): Promise<BenchNats> {
+/** Starts the server; its log goes to `logFile` (appended). */
+export async function startBenchNats(storeDir: string, logFile: string): Promise<BenchNats> {
   const bin = natsServerBinary();
   if (!bin) throw new Error(INSTALL_HINT);
   const port = await freePort();
@@ -43,7 +51,19 @@ export async function startBenchNats(storeDir: string): Promise<BenchNats> {
       "}",
     ].join("\n") + "\n",
   );
-  const child = spawn(bin, ["-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
+  // A file store holds open files per stream: the scale scenario's 10,000 streams need more than a
+  // default shell's limit. Raise it as a production deployment would (containers get 1048576);
+  // where that is not allowed, keep the hard limit. The limit used is reported.
+  const child = spawn(
+    "/bin/sh",
+    [
+      "-c",
+      `ulimit -n ${NOFILE} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" -c "$1"`,
+      bin,
+      conf,
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   await new Promise<void>((resolve, reject) => {
     let log = "";
@@ -56,7 +76,9 @@ export async function startBenchNats(storeDir: string): Promise<BenchNats> {
       if (log.includes("Server is ready")) {
         clearTimeout(timer);
         child.stderr?.off("data", onData);
-        child.stderr?.resume();
+        const out = createWriteStream(logFile, { flags: "a" });
+        out.write(log);
+        child.stderr?.pipe(out);
         resolve();
       }
     };
@@ -81,6 +103,8 @@ export async function startBenchNats(storeDir: string): Promise<BenchNats> {
     pid: child.pid ?? 0,
     version: natsServerVersion(bin),
     storeDir,
+    logFile,
+    maxOpenFiles: openFilesLimit(child.pid ?? 0),
     varz: () => get("/varz"),
     jsz: () => get("/jsz"),
     async stop() {
@@ -91,4 +115,13 @@ export async function startBenchNats(storeDir: string): Promise<BenchNats> {
       clearTimeout(timer);
     },
   };
+}
+
+function openFilesLimit(pid: number): number | null {
+  try {
+    const m = /Max open files\s+(\d+)/.exec(readFileSync(`/proc/${pid}/limits`, "utf8"));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
 }

@@ -9,7 +9,14 @@ import {
   type JetStreamManager,
   type StreamConfig,
 } from "@nats-io/jetstream";
-import { createInbox, headers, nanos, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import {
+  createInbox,
+  headers,
+  nanos,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+} from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
 import { sleep, type Recorder } from "./stats.js";
 import type { Window } from "./runner.js";
@@ -37,7 +44,12 @@ export function headersLike(template: MsgHdrs | undefined): () => MsgHdrs {
   return () => {
     const h = headers();
     for (const [k, v] of entries) {
-      h.set(k, /nonce/i.test(k) ? randomBytes(Math.max(1, Math.floor((v.length * 3) / 4))).toString("base64url") : v);
+      h.set(
+        k,
+        /nonce/i.test(k)
+          ? randomBytes(Math.max(1, Math.floor((v.length * 3) / 4))).toString("base64url")
+          : v,
+      );
     }
     return h;
   };
@@ -105,7 +117,6 @@ export function rawPublishOp(
     }
   };
 }
-
 
 /**
  * One no_wait pull of up to `batch` messages, on its own inbox (like the gateway's). Rejects when

@@ -25,6 +25,8 @@ export interface RunResult {
   readonly natsSlowConsumers?: number;
   /** What most likely limited this figure. */
   readonly limit: string;
+  /** When this is the mean of several runs: each of them. */
+  readonly runs?: readonly RunResult[];
 }
 
 export function summarize(

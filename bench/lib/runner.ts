@@ -55,7 +55,9 @@ function resourceUse(a: Snapshot, b: Snapshot): ResourceUse {
   const natsCpu = cpuPercent(a.nats, b.nats, seconds);
   const clientCpu = cpuPercent(a.self, b.self, seconds);
   const machine =
-    a.machine && b.machine ? ((b.machine.busySeconds - a.machine.busySeconds) / seconds) * 100 : NaN;
+    a.machine && b.machine
+      ? ((b.machine.busySeconds - a.machine.busySeconds) / seconds) * 100
+      : NaN;
   const steal =
     a.machine && b.machine
       ? ((b.machine.stealSeconds - a.machine.stealSeconds) / seconds) * 100

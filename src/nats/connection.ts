@@ -13,6 +13,25 @@ export interface NatsConnectOptions {
   readonly token: string | null;
 }
 
+/** Tracks whether the connection is up right now (for fast failover and the gauge). */
+export function watchConnection(
+  nc: NatsConnection,
+  onChange?: (up: boolean) => void,
+): () => boolean {
+  let up = !nc.isClosed();
+  onChange?.(up);
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") up = false;
+      if (s.type === "reconnect") up = true;
+      onChange?.(up);
+    }
+    up = false;
+    onChange?.(up);
+  })();
+  return () => up && !nc.isClosed();
+}
+
 export async function connectNats(opts: NatsConnectOptions, log: Logger): Promise<NatsConnection> {
   const nc = await connect({
     servers: [...opts.servers],

@@ -44,6 +44,8 @@ export interface JetStreamBrokerDeps {
   readonly defaultLeaseMs: number;
   /** Receives the duration of every store operation. */
   readonly observe: (operation: string, seconds: number) => void;
+  /** False while the connection to NATS is down: publishes then fail at once (and fail over). */
+  readonly isConnected: () => boolean;
 }
 
 /** Client-side bound of an immediate pull (the server normally answers at once). */
@@ -80,6 +82,9 @@ export class JetStreamBroker implements Broker {
           : {}),
       });
     return this.#op("publish", async () => {
+      if (!this.#d.isConnected()) {
+        throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
+      }
       await this.#d.topology.ensureStream(names);
       let ack;
       try {

@@ -3,7 +3,9 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../logger.js";
+import { watchConnection } from "./connection.js";
 import { DelayScheduler } from "./delay-scheduler.js";
+import { Failover, type FailoverOptions } from "./failover.js";
 import { readGroupStats } from "./group-stats.js";
 import { JetStreamBroker } from "./jetstream-broker.js";
 import { LeaseRecords } from "./lease-records.js";
@@ -11,6 +13,11 @@ import { PullClient } from "./pull-client.js";
 import { Topology } from "./topology.js";
 
 export interface StoreOptions {
+  /** Neighbour regions for failover, and how to connect to them. */
+  readonly failover: Omit<
+    FailoverOptions,
+    "home" | "replicas" | "requestTimeoutMs" | "maxAgeMs" | "log" | "now"
+  > | null;
   readonly region: string;
   readonly replicas: number;
   readonly requestTimeoutMs: number;
@@ -24,6 +31,8 @@ export interface StoreOptions {
 
 export interface JetStreamStore {
   readonly broker: JetStreamBroker;
+  /** Regional failover (202 deferred), when neighbour regions are configured. */
+  readonly failover: Failover | null;
   readonly scheduler: DelayScheduler;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
@@ -50,6 +59,7 @@ export async function openJetStreamStore(
     inactiveThresholdMs: o.consumerInactiveSeconds * 1000,
   });
   const pulls = new PullClient(nc);
+  const isConnected = watchConnection(nc);
   const scheduler = new DelayScheduler({
     js,
     jsm,
@@ -77,16 +87,31 @@ export async function openJetStreamStore(
     requestTimeoutMs: o.requestTimeoutMs,
     defaultLeaseMs: o.defaultLeaseMs,
     observe: o.observe,
+    isConnected,
   });
+  const failover =
+    o.failover && o.failover.neighbours.length > 0
+      ? new Failover({
+          ...o.failover,
+          home: o.region,
+          replicas: o.replicas,
+          requestTimeoutMs: o.requestTimeoutMs,
+          maxAgeMs: o.maxAgeMs,
+          log: o.log,
+          now: o.now,
+        })
+      : null;
+  failover?.startRelocating({ js, topology, scheduler, isConnected });
   return {
     broker,
+    failover,
     scheduler,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     groupStats: (max) => readGroupStats(jsm, o.region, max, o.now),
     async close() {
       const stopping = scheduler.stop();
       pulls.close();
-      await stopping;
+      await Promise.all([stopping, failover?.close()]);
     },
   };
 }

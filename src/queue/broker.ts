@@ -68,6 +68,14 @@ export interface IdLease {
   readonly revision: number;
 }
 
+/**
+ * Regional failover: stores a message in a neighbour region while this region's store cannot,
+ * never consumable there, to be relocated home when it recovers. Throws when no neighbour can.
+ */
+export interface Deferrer {
+  defer(topic: TopicAddress, message: NewMessage): Promise<void>;
+}
+
 export interface GroupProgress {
   /** Every message at or below this sequence has been acknowledged by the group. */
   readonly ackFloorSeq: number;

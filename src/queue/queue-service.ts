@@ -1,8 +1,8 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
-import { AppError } from "../errors.js";
+import { AppError, isAppError } from "../errors.js";
 import { randomInt } from "node:crypto";
-import type { Broker, Delivery, IdLease, StoredMessage } from "./broker.js";
+import type { Broker, Deferrer, Delivery, IdLease, StoredMessage } from "./broker.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
@@ -17,10 +17,10 @@ export interface PublishInput {
   readonly idempotencyKey: string | null;
 }
 
-export interface PublishResult {
-  readonly messageId: string;
-  readonly duplicate: boolean;
-}
+export type PublishResult =
+  | { readonly deferred: false; readonly messageId: string; readonly duplicate: boolean }
+  /** Stored in a neighbour region during a regional outage: delivered once home recovers. */
+  | { readonly deferred: true };
 
 export interface ReceiveOptions {
   readonly maxMessages: number;
@@ -43,6 +43,8 @@ export interface QueueServiceDeps {
   readonly keys: SecretKeys;
   readonly now: () => number;
   readonly observer?: QueueObserver;
+  /** Regional failover; without it a publish the store cannot take answers 503. */
+  readonly deferrer?: Deferrer;
 }
 
 /** How many pulls one receive may make to skip expired messages before answering. */
@@ -59,8 +61,10 @@ export class QueueService {
   readonly #keys: SecretKeys;
   readonly #now: () => number;
   readonly #observer: QueueObserver;
+  readonly #deferrer: Deferrer | null;
 
   constructor(deps: QueueServiceDeps) {
+    this.#deferrer = deps.deferrer ?? null;
     this.#broker = deps.broker;
     this.#keys = deps.keys;
     this.#now = deps.now;
@@ -86,14 +90,30 @@ export class QueueService {
     for (let hop = 0; ; hop++) {
       // Past the bound, store without deduplication rather than refuse (see architecture.md).
       const giveUp = hop === MAX_DEDUP_HOPS;
-      const outcome = await this.#broker.publish(topic, {
+      const attempt = {
         ...message,
         idempotencyKey: giveUp ? null : message.idempotencyKey,
         dedupAfterSeq,
-      });
+      };
+      let outcome;
+      try {
+        outcome = await this.#broker.publish(topic, attempt);
+      } catch (err) {
+        // The home store cannot take it: a neighbour region keeps it until home recovers.
+        if (hop > 0 || !this.#deferrer || !isAppError(err) || err.code !== "storage_unavailable") {
+          throw err;
+        }
+        await this.#deferrer.defer(topic, attempt);
+        this.#observer.deferred();
+        return { deferred: true };
+      }
       if (outcome.kind === "stored") {
         this.#observer.published(false);
-        return { messageId: storedMessageId(outcome.seq, nonce), duplicate: false };
+        return {
+          deferred: false,
+          messageId: storedMessageId(outcome.seq, nonce),
+          duplicate: false,
+        };
       }
       const original = await this.#broker.lookup(topic, outcome.originalSeq);
       if (original.kind !== "missing" && !this.#isExpired(original.message)) {
@@ -103,6 +123,7 @@ export class QueueService {
         }
         this.#observer.published(true);
         return {
+          deferred: false,
           messageId: duplicateMessageId(this.#keys.duplicateId, topic, outcome.originalSeq),
           duplicate: true,
         };

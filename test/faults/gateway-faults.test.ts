@@ -43,7 +43,7 @@ async function spawnGateway(): Promise<GatewayProcess> {
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
-    child.stdout!.on("data", (chunk: Buffer) => {
+    child.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();
       const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
       if (m) {
@@ -51,7 +51,7 @@ async function spawnGateway(): Promise<GatewayProcess> {
         resolve(m[1]!);
       }
     });
-    child.stderr!.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
     child.once("exit", () => reject(new Error(`gateway exited:\n${out}`)));
   });
   return { url, child };
@@ -84,7 +84,10 @@ describe("gateway faults", () => {
     const worker = async () => {
       while (next < keys.length) {
         const i = next++;
-        statuses[i] = await publish(a.url, keys[i]!).then((r) => r.status, () => 0);
+        statuses[i] = await publish(a.url, keys[i]!).then(
+          (r) => r.status,
+          () => 0,
+        );
       }
     };
     const workers = Array.from({ length: 20 }, worker);

@@ -122,9 +122,24 @@ Included from deployment.yaml.
 {{- fail "config.tenantClaims must name exactly three claims: team,project,environment" }}
 {{- end }}
 {{- end }}
+{{- /*
+Shutdown timeline: preStop sleep, then SIGTERM; the app turns readiness 503,
+waits config.shutdownDelaySeconds, closes the listener and drains, all within
+config.shutdownGraceSeconds counted from SIGTERM (the delay is part of the
+grace). So the delay must be shorter than the grace (else the grace timer ends
+the process before it drains), and the pod's terminationGracePeriodSeconds must
+exceed preStop + grace.
+*/}}
 {{- $grace := int .Values.config.shutdownGraceSeconds }}
+{{- $delay := 2 }}
+{{- if not (or (kindIs "invalid" .Values.config.shutdownDelaySeconds) (eq (toString .Values.config.shutdownDelaySeconds) "")) }}
+{{- $delay = int .Values.config.shutdownDelaySeconds }}
+{{- end }}
 {{- $preStop := int .Values.preStopSleepSeconds }}
+{{- if and (gt $grace 0) (ge $delay $grace) }}
+{{- fail (printf "config.shutdownDelaySeconds (%d, app default 2 when unset) must be less than config.shutdownGraceSeconds (%d): the delay is part of the grace period" $delay $grace) }}
+{{- end }}
 {{- if le (int .Values.terminationGracePeriodSeconds) (add $grace $preStop) }}
-{{- fail (printf "terminationGracePeriodSeconds (%d) must be greater than config.shutdownGraceSeconds + preStopSleepSeconds (%d)" (int .Values.terminationGracePeriodSeconds) (add $grace $preStop)) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be greater than preStopSleepSeconds + config.shutdownGraceSeconds (%d; the grace includes config.shutdownDelaySeconds)" (int .Values.terminationGracePeriodSeconds) (add $grace $preStop)) }}
 {{- end }}
 {{- end }}

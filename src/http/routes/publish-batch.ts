@@ -11,6 +11,7 @@ import { publishInput } from "./publish-input.js";
 
 type BatchResult =
   | { status: "sent"; messageId: string }
+  | { status: "deferred"; messageId: null }
   | { status: "failed"; statusCode: number; error: string; retryable: boolean };
 
 interface Part {
@@ -50,11 +51,10 @@ export function publishBatchRoute(
       parts.map(async (part): Promise<BatchResult> => {
         try {
           if (part.payload.length > maxMessageBytes) throw new AppError("payload_too_large");
-          const { messageId } = await queue.publish(
-            topic,
-            publishInput(part.headers, part.payload),
-          );
-          return { status: "sent", messageId };
+          const result = await queue.publish(topic, publishInput(part.headers, part.payload));
+          return result.deferred
+            ? { status: "deferred", messageId: null }
+            : { status: "sent", messageId: result.messageId };
         } catch (err) {
           const e = isAppError(err) ? err : new AppError("internal_error", { cause: err });
           if (e.status >= 500) request.log.warn({ err }, "batch part failed");

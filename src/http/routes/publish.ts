@@ -11,7 +11,11 @@ export function publishRoute(app: FastifyInstance, queue: QueueService): void {
       request.headers,
       (request.body as Buffer | undefined) ?? Buffer.alloc(0),
     );
-    const { messageId } = await queue.publish(topic, input);
-    return reply.code(201).header("vqs-message-id", messageId).send({ messageId });
+    const result = await queue.publish(topic, input);
+    if (result.deferred) return reply.code(202).send({ deferred: true });
+    return reply
+      .code(201)
+      .header("vqs-message-id", result.messageId)
+      .send({ messageId: result.messageId });
   });
 }
