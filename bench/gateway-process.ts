@@ -3,7 +3,7 @@
 // bench/lib/gateways.ts as `node --import tsx bench/gateway-process.ts`, so the load generator's
 // CPU and the gateway's are measured apart. Talks to its parent over the IPC channel:
 //   -> {type: "listening", url}          once listening
-//   <- {type: "stats"}  -> {type: "stats", memory, cpu}
+//   <- {type: "stats"}  -> {type: "stats", memory, cpu}   (after a full GC with --expose-gc)
 //   <- {type: "stop"} or SIGTERM: closes the gateway and exits (a --cpu-prof profile is written)
 // Exits by itself when the parent goes away.
 import { loadConfig } from "../src/config.js";
@@ -37,6 +37,10 @@ process.on("message", (m: unknown) => {
   const type = (m as { type?: string } | null)?.type;
   if (type === "stop") void stop(0);
   if (type === "stats") {
+    // With --expose-gc (as the benchmark starts it), memory is read after a full collection, so
+    // it shows what is retained rather than garbage not yet collected.
+    const gc = (globalThis as { gc?: () => void }).gc;
+    gc?.();
     process.send?.({ type: "stats", memory: process.memoryUsage(), cpu: process.cpuUsage() });
   }
 });

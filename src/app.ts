@@ -40,6 +40,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: "x-request-id",
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    // Idle connections are closed by the gateway's close(), a moment after the listener: a
+    // connection accepted just before must get to send its request (and be answered).
+    forceCloseConnections: false,
     // A client that trickles its body must not hold a connection for ever.
     requestTimeout: 60_000,
     frameworkErrors: frameworkError,

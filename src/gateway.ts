@@ -15,6 +15,9 @@ import { Registry, type Gauge } from "prom-client";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { createMetrics } from "./metrics.js";
 
+/** How long after the listener closes the idle keep-alive connections are closed. */
+const IDLE_CLOSE_DELAY_MS = 1000;
+
 export interface GatewayOptions {
   readonly config: Config;
   readonly logger: Logger;
@@ -121,7 +124,11 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     },
     async close() {
       ready = false;
+      // Stop listening; answer what arrives on open connections (503 while closing); then
+      // close the connections still idle. In-flight requests finish either way.
+      const idle = setTimeout(() => app.server.closeIdleConnections(), IDLE_CLOSE_DELAY_MS);
       await app.close();
+      clearTimeout(idle);
       await store.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.
       await nc.drain().catch(() => nc.close());

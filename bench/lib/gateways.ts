@@ -28,7 +28,13 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
   const log = openSync(o.logFile, "a");
   const child: ChildProcess = spawn(
     process.execPath,
-    [...(o.nodeFlags ?? []), "--import", "tsx", join(BENCH_DIR, "gateway-process.ts")],
+    [
+      "--expose-gc",
+      ...(o.nodeFlags ?? []),
+      "--import",
+      "tsx",
+      join(BENCH_DIR, "gateway-process.ts"),
+    ],
     {
       cwd: REPO_DIR,
       env: { ...process.env, ...o.env, NODE_ENV: "" },
