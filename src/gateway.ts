@@ -43,10 +43,11 @@ export interface Gateway {
 
 export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const { config, logger } = o;
-  const now = o.now ?? Date.now;
+  const localNow = o.now ?? Date.now;
   const secret = o.receiptSecret ?? config.receiptSecret;
   if (!secret) throw new Error("no receipt secret configured (VQS_RECEIPT_SECRET)");
-  const verifier = makeVerifier(o, now);
+  // Token expiry is the issuer's business: checked against this host's clock.
+  const verifier = makeVerifier(o, localNow);
 
   const nc = await connectNats(
     {
@@ -71,7 +72,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxAgeMs: LIMITS.retentionSeconds.max * 1000,
     consumerInactiveSeconds: config.consumerInactiveSeconds,
     log: logger,
-    now,
+    now: o.now ?? null,
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
     failover: {
       neighbours: config.failoverRegions,
@@ -98,7 +99,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const queue = new QueueService({
     broker: store.broker,
     keys: deriveSecretKeys(secret, config.region),
-    now,
+    now: store.now,
     observer: metrics.observer,
     ...(store.failover ? { deferrer: store.failover } : {}),
   });

@@ -3,7 +3,9 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../logger.js";
+import { randomBytes } from "node:crypto";
 import { watchConnection } from "./connection.js";
+import { ServerClock } from "./server-clock.js";
 import { DelayScheduler } from "./delay-scheduler.js";
 import { Failover, type FailoverOptions } from "./failover.js";
 import { readGroupStats } from "./group-stats.js";
@@ -25,11 +27,14 @@ export interface StoreOptions {
   readonly maxAgeMs: number;
   readonly consumerInactiveSeconds: number;
   readonly log: Logger;
-  readonly now: () => number;
+  /** A fixed clock (tests); without one the gateway follows the NATS server's clock. */
+  readonly now: (() => number) | null;
   readonly observe: (operation: string, seconds: number) => void;
 }
 
 export interface JetStreamStore {
+  /** The clock every time comparison uses: estimated NATS server time (or the fixed one). */
+  readonly now: () => number;
   readonly broker: JetStreamBroker;
   /** Regional failover (202 deferred), when neighbour regions are configured. */
   readonly failover: Failover | null;
@@ -58,6 +63,8 @@ export async function openJetStreamStore(
     ackWaitMs: o.defaultLeaseMs,
     inactiveThresholdMs: o.consumerInactiveSeconds * 1000,
   });
+  const clock = new ServerClock();
+  const now = o.now ?? clock.now;
   const pulls = new PullClient(nc);
   const isConnected = watchConnection(nc);
   const scheduler = new DelayScheduler({
@@ -66,7 +73,7 @@ export async function openJetStreamStore(
     topology,
     pulls,
     log: o.log,
-    now: o.now,
+    now,
     requestTimeoutMs: o.requestTimeoutMs,
     maxAgeMs: o.maxAgeMs,
   });
@@ -98,17 +105,29 @@ export async function openJetStreamStore(
           requestTimeoutMs: o.requestTimeoutMs,
           maxAgeMs: o.maxAgeMs,
           log: o.log,
-          now: o.now,
+          now,
         })
       : null;
   failover?.startRelocating({ js, topology, scheduler, isConnected });
+  if (!o.now) {
+    const key = `clock.${randomBytes(8).toString("hex")}`;
+    await clock.sync(await records.bucket(), key).catch((err: unknown) => {
+      o.log.warn({ err }, "could not read the NATS server clock yet; using the local clock");
+    });
+    if (Math.abs(clock.offsetMs) > 1000) {
+      o.log.warn({ offsetMs: clock.offsetMs }, "this host's clock differs from the NATS server's");
+    }
+    clock.start(() => records.bucket(), key);
+  }
   return {
+    now,
     broker,
     failover,
     scheduler,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
-    groupStats: (max) => readGroupStats(jsm, o.region, max, o.now),
+    groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     async close() {
+      clock.stop();
       const stopping = scheduler.stop();
       pulls.close();
       await Promise.all([stopping, failover?.close()]);

@@ -32,6 +32,11 @@ export class LeaseRecords {
     this.#opts = opts;
   }
 
+  /** The bucket (created on first use); also where the server clock is sampled. */
+  bucket(): Promise<KV> {
+    return this.#bucket();
+  }
+
   #bucket(): Promise<KV> {
     this.#kv ??= new Kvm(this.#js)
       .create(LEASES_BUCKET, {

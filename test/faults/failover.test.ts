@@ -83,6 +83,11 @@ describe("regional failover", () => {
         all = all.concat(await drain(q, topic, "workers"));
         if (all.length < 12) await sleep(250);
       }
+      console.log("regional failover", {
+        answered202: deferred.length + 4,
+        deliveredAtHome: all.length,
+        secondsUntilAllRelocated: (Date.now() - outageStarted) / 1000,
+      });
       expect(all.map((m) => m.body).sort()).toEqual(["before", ...deferred, "keyed"].sort());
       const during = all.filter((m) => m.body.startsWith("during-"));
       expect(during.every((m) => m.type === "text/x-during")).toBe(true);

@@ -114,6 +114,12 @@ describe("gateway faults", () => {
       if (res.status === 204) break;
       for (const p of await parts(res)) seen.push(p.body.toString());
     }
+    console.log("gateway killed mid-publish", {
+      keys: keys.length,
+      answered201BeforeKill: statuses.filter((s) => s === 201).length,
+      cutOrRefused: statuses.filter((s) => s === 0).length,
+      delivered: seen.length,
+    });
     expect(seen.sort()).toEqual([...keys].sort());
     b.child.kill("SIGKILL");
   }, 60_000);

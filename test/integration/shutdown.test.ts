@@ -158,6 +158,11 @@ describe("graceful shutdown", () => {
     stopPolling = true;
     await Promise.all([...load.slice(3), polling]);
 
+    console.log("gateway shut down under load", {
+      answered201: acked.size,
+      delivered: received.size,
+      statuses: Object.fromEntries(statuses),
+    });
     expect(before).toBeGreaterThan(20);
     expect(acked.size).toBeGreaterThan(before);
     expect(violations).toEqual([]);
