@@ -108,7 +108,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     config,
     queue,
     verifier,
-    isReady: async () => ready && (await store.broker.isReady()),
+    // With failover, a gateway whose home store is down still takes publishes (202): it stays
+    // ready while a neighbour can store them.
+    isReady: async () =>
+      ready && ((await store.broker.isReady()) || (store.failover?.canDefer() ?? false)),
     isDraining: () => !ready,
     logger,
     metrics,

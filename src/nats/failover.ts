@@ -150,6 +150,11 @@ export class Failover implements Deferrer {
     for (const n of this.#neighbours) this.#loops.push(this.#relocate(n, home));
   }
 
+  /** True while some neighbour is connected: publishes can be deferred (readiness). */
+  canDefer(): boolean {
+    return this.#neighbours.some((n) => n.js !== null && n.nc !== null && !n.nc.isClosed());
+  }
+
   /** Deferred messages waiting in the neighbours (for vqs_deferred_messages). */
   async waiting(): Promise<number> {
     let total = 0;

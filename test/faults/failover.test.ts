@@ -73,6 +73,8 @@ describe("regional failover", () => {
       expect((await q.publish(topic, "keyed", { "vqs-idempotency-key": "k-1" })).status).toBe(202);
     }
     expect((await q.publish(topic, "delayed", { "vqs-delay-seconds": "3" })).status).toBe(202);
+    // Still ready: publishes are taken (202) while the neighbour can store them.
+    expect((await fetch(`${gwHome.url}/readyz`)).status).toBe(200);
     // Nothing is readable in the neighbour region, under the same names.
     expect((await api(gwNeighbour.url, token).receive(topic, "workers")).status).toBe(204);
 
