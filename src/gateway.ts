@@ -5,14 +5,13 @@ import { buildApp } from "./app.js";
 import { createTokenVerifier, remoteKeySet, type TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
-import { connectNats } from "./nats/connection.js";
+import { connectNats, watchConnection } from "./nats/connection.js";
 import { openJetStreamStore, type JetStreamStore } from "./nats/jetstream-store.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
 import { deriveSecretKeys } from "./queue/secret-keys.js";
 import type { JWTVerifyGetKey } from "jose";
-import { Registry, type Gauge } from "prom-client";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { Registry } from "prom-client";
 import { createMetrics } from "./metrics.js";
 
 /** How long after the listener closes the idle keep-alive connections are closed. */
@@ -63,7 +62,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const metrics = createMetrics(new Registry(), {
     groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
   });
-  trackConnection(nc, metrics.natsConnected);
+  watchConnection(nc, (up) => metrics.natsConnected.set(up ? 1 : 0));
   const store = await openJetStreamStore(nc, {
     region: config.region,
     replicas: config.streamReplicas,
@@ -138,17 +137,6 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       await nc.drain().catch(() => nc.close());
     },
   };
-}
-
-function trackConnection(nc: NatsConnection, gauge: Gauge): void {
-  gauge.set(1);
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === "disconnect") gauge.set(0);
-      if (s.type === "reconnect") gauge.set(1);
-    }
-    gauge.set(0);
-  })();
 }
 
 function makeVerifier(o: GatewayOptions, now: () => number): TokenVerifier {
