@@ -1,8 +1,8 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
 import { AppError, isAppError } from "../errors.js";
-import { randomInt } from "node:crypto";
-import type { Broker, Deferrer, Delivery, IdLease, StoredMessage } from "./broker.js";
+import type { Broker, Deferrer, Delivery, StoredMessage } from "./broker.js";
+import { IdLeases } from "./id-leases.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
@@ -62,6 +62,7 @@ export class QueueService {
   readonly #now: () => number;
   readonly #observer: QueueObserver;
   readonly #deferrer: Deferrer | null;
+  readonly #idLeases: IdLeases;
 
   constructor(deps: QueueServiceDeps) {
     this.#deferrer = deps.deferrer ?? null;
@@ -69,6 +70,7 @@ export class QueueService {
     this.#keys = deps.keys;
     this.#now = deps.now;
     this.#observer = deps.observer ?? NO_OBSERVER;
+    this.#idLeases = new IdLeases(deps.broker, deps.now);
   }
 
   /**
@@ -160,7 +162,7 @@ export class QueueService {
         await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
         const fresh = batch.filter((d) => d.message.expiresAtMs > now);
         const usesIdLeases = await this.#broker.usesIdLeases(group);
-        live.push(...(usesIdLeases ? await this.#honourIdLeases(group, fresh) : fresh));
+        live.push(...(usesIdLeases ? await this.#idLeases.honour(group, fresh) : fresh));
         if (batch.length < asked) break; // the group has nothing more right now
       }
       await Promise.all(
@@ -191,53 +193,10 @@ export class QueueService {
     );
   }
 
-  /** Skips messages leased or acknowledged by ID; counts deliveries made by ID. */
-  async #honourIdLeases(group: GroupAddress, deliveries: Delivery[]): Promise<Delivery[]> {
-    const kept = await Promise.all(deliveries.map((d) => this.#honourIdLease(group, d)));
-    return kept.filter((d): d is Delivery => d !== null);
-  }
-
-  async #honourIdLease(group: GroupAddress, d: Delivery): Promise<Delivery | null> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const idLease = await this.#broker.getIdLease(group, d.streamSeq);
-      if (idLease === null) return d;
-      if (idLease.state === "acked") {
-        await this.#broker.ack(group, d);
-        return null;
-      }
-      const now = this.#now();
-      if (idLease.state === "leased" && idLease.deadlineMs > now) {
-        // Held by ID: hand it back until that lease ends. The server counted this as a delivery;
-        // record the bounce so the delivery count given to consumers stays exact.
-        const bumped = { ...idLease, bounces: idLease.bounces + 1 };
-        if (
-          (await this.#broker.putIdLease(group, d.streamSeq, bumped, idLease.revision)) === null
-        ) {
-          continue;
-        }
-        await this.#broker.setLease(group, d, idLease.deadlineMs - now);
-        return null;
-      }
-      if (idLease.state === "leased") {
-        // The ID lease ran out and the group delivers the message now: its handle is stale.
-        const released = { ...idLease, state: "released" as const };
-        if (
-          (await this.#broker.putIdLease(group, d.streamSeq, released, idLease.revision)) === null
-        ) {
-          continue;
-        }
-      }
-      return { ...d, deliveryCount: d.deliveryCount - idLease.bounces + idLease.count };
-    }
-    // Contended by receives by ID right now: try again a moment later.
-    await this.#broker.setLease(group, d, 1000);
-    return null;
-  }
-
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
     const lease = this.#decodeHandle(group, receiptHandle);
     if (lease.kind === "id") {
-      await this.#updateIdLease(group, lease, (l) => ({ ...l, state: "acked" }));
+      await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
     } else {
       await this.#assertCurrent(group, lease);
       await this.#broker.ack(group, lease);
@@ -254,7 +213,7 @@ export class QueueService {
     const lease = this.#decodeHandle(group, receiptHandle);
     const deadlineMs = this.#now() + seconds * 1000;
     if (lease.kind === "id") {
-      await this.#updateIdLease(group, lease, (l) => {
+      await this.#idLeases.update(group, lease, (l) => {
         if (l.state === "acked") throw new AppError("message_already_acknowledged");
         return { ...l, state: seconds === 0 ? "released" : "leased", deadlineMs };
       });
@@ -274,29 +233,6 @@ export class QueueService {
     const current = await this.#broker.currentDelivery(group, lease.streamSeq);
     if (current !== null && current !== lease.deliveryCount) {
       throw new AppError("receipt_handle_stale");
-    }
-  }
-
-  async #updateIdLease(
-    group: GroupAddress,
-    lease: Lease,
-    change: (l: IdLease) => Omit<IdLease, "revision">,
-  ): Promise<void> {
-    for (;;) {
-      const current = await this.#broker.getIdLease(group, lease.streamSeq);
-      if (current === null || current.leaseId !== lease.deliverySeq) {
-        throw new AppError("receipt_handle_stale");
-      }
-      if (current.state === "released") throw new AppError("receipt_handle_stale");
-      const next = change(current);
-      if (current.state === "acked" && next.state === "acked") return; // acking twice is fine
-      const revision = await this.#broker.putIdLease(
-        group,
-        lease.streamSeq,
-        next,
-        current.revision,
-      );
-      if (revision !== null) return;
     }
   }
 
@@ -326,70 +262,14 @@ export class QueueService {
     if (found.kind === "delayed") {
       throw new AppError("message_not_available", { message: "The message is not visible yet." });
     }
-    return this.#leaseById(group, found.message, found.streamSeq, options);
-  }
-
-  /**
-   * Leases one message by ID for the group. The lease lives in the gateway's records; the
-   * group's cursor honours it (see #honourIdLeases). A message the group's cursor has already
-   * handed out cannot be leased by ID (409), or is acknowledged (410).
-   */
-  async #leaseById(
-    group: GroupAddress,
-    message: StoredMessage,
-    streamSeq: number,
-    options: Omit<ReceiveOptions, "maxMessages">,
-  ): Promise<ReceivedMessage> {
-    await this.#broker.markIdLeases(group);
-    const existing = await this.#broker.getIdLease(group, streamSeq);
-    if (existing?.state === "acked") throw new AppError("message_already_acknowledged");
-    if (existing?.state === "leased" && existing.deadlineMs > this.#now()) {
-      throw new AppError("message_not_available");
-    }
-    await this.#assertCursorBehind(group, streamSeq, options.maxConcurrency);
-    const lease = {
-      state: "leased" as const,
-      deadlineMs: this.#now() + options.visibilityTimeoutSeconds * 1000,
-      count: (existing?.count ?? 0) + 1,
-      bounces: existing?.bounces ?? 0,
-      leaseId: randomInt(1, 2 ** 47),
-    };
-    const revision = await this.#broker.putIdLease(
+    const lease = await this.#idLeases.take(
       group,
-      streamSeq,
-      lease,
-      existing?.revision ?? null,
+      found.streamSeq,
+      options.visibilityTimeoutSeconds,
+      options.maxConcurrency,
     );
-    if (revision === null) throw new AppError("message_not_available");
-    try {
-      // A receive on another gateway may have pulled it meanwhile: then that delivery wins.
-      await this.#assertCursorBehind(group, streamSeq, null);
-    } catch (err) {
-      await this.#broker.putIdLease(group, streamSeq, { ...lease, state: "released" }, revision);
-      throw err;
-    }
-    this.#observer.delivered(lease.count);
-    return this.#received(group, message, {
-      kind: "id",
-      streamSeq,
-      deliverySeq: lease.leaseId,
-      deliveryCount: lease.count,
-      deadlineMs: lease.deadlineMs,
-    });
-  }
-
-  async #assertCursorBehind(
-    group: GroupAddress,
-    streamSeq: number,
-    maxConcurrency: number | null,
-  ): Promise<void> {
-    const progress = await this.#broker.progress(group);
-    if (progress === null) return;
-    if (streamSeq <= progress.ackFloorSeq) throw new AppError("message_already_acknowledged");
-    if (streamSeq <= progress.deliveredSeq) throw new AppError("message_not_available");
-    if (maxConcurrency !== null && progress.inFlight >= maxConcurrency) {
-      throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
-    }
+    this.#observer.delivered(lease.deliveryCount);
+    return this.#received(group, found.message, lease);
   }
 
   #decodeHandle(group: GroupAddress, receiptHandle: string): Lease {

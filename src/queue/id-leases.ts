@@ -1,0 +1,147 @@
+// Leases taken by message ID. JetStream cannot make a durable consumer deliver one chosen
+// sequence, so these leases are the gateway's own (in the store's lease records), and the group's
+// ordinary receive honours them: see docs/architecture.md, "Receive by ID".
+import { randomInt } from "node:crypto";
+import { AppError } from "../errors.js";
+import type { Broker, Delivery, IdLease } from "./broker.js";
+import type { GroupAddress } from "./namespace.js";
+import type { Lease } from "./receipt-handle.js";
+
+export class IdLeases {
+  readonly #broker: Broker;
+  readonly #now: () => number;
+
+  constructor(broker: Broker, now: () => number) {
+    this.#broker = broker;
+    this.#now = now;
+  }
+
+  /** Skips messages leased or acknowledged by ID; counts deliveries made by ID. */
+  async honour(group: GroupAddress, deliveries: Delivery[]): Promise<Delivery[]> {
+    const kept = await Promise.all(deliveries.map((d) => this.#honourOne(group, d)));
+    return kept.filter((d): d is Delivery => d !== null);
+  }
+
+  async #honourOne(group: GroupAddress, d: Delivery): Promise<Delivery | null> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const idLease = await this.#broker.getIdLease(group, d.streamSeq);
+      if (idLease === null) return d;
+      if (idLease.state === "acked") {
+        await this.#broker.ack(group, d);
+        return null;
+      }
+      const now = this.#now();
+      if (idLease.state === "leased" && idLease.deadlineMs > now) {
+        // Held by ID: hand it back until that lease ends. The server counted this as a delivery;
+        // record the bounce so the delivery count given to consumers stays exact.
+        const bumped = { ...idLease, bounces: idLease.bounces + 1 };
+        if (
+          (await this.#broker.putIdLease(group, d.streamSeq, bumped, idLease.revision)) === null
+        ) {
+          continue;
+        }
+        await this.#broker.setLease(group, d, idLease.deadlineMs - now);
+        return null;
+      }
+      if (idLease.state === "leased") {
+        // The ID lease ran out and the group delivers the message now: its handle is stale.
+        const released = { ...idLease, state: "released" as const };
+        if (
+          (await this.#broker.putIdLease(group, d.streamSeq, released, idLease.revision)) === null
+        ) {
+          continue;
+        }
+      }
+      return { ...d, deliveryCount: d.deliveryCount - idLease.bounces + idLease.count };
+    }
+    // Contended by receives by ID right now: try again a moment later.
+    await this.#broker.setLease(group, d, 1000);
+    return null;
+  }
+
+  /** Changes the ID lease a handle names; 409 when the handle is no longer its lease's. */
+  async update(
+    group: GroupAddress,
+    lease: Lease,
+    change: (l: IdLease) => Omit<IdLease, "revision">,
+  ): Promise<void> {
+    for (;;) {
+      const current = await this.#broker.getIdLease(group, lease.streamSeq);
+      if (current === null || current.leaseId !== lease.deliverySeq) {
+        throw new AppError("receipt_handle_stale");
+      }
+      if (current.state === "released") throw new AppError("receipt_handle_stale");
+      const next = change(current);
+      if (current.state === "acked" && next.state === "acked") return; // acking twice is fine
+      const revision = await this.#broker.putIdLease(
+        group,
+        lease.streamSeq,
+        next,
+        current.revision,
+      );
+      if (revision !== null) return;
+    }
+  }
+
+  /**
+   * Leases one message by ID for the group. The lease lives in the gateway's records; the
+   * group's cursor honours it (see honour). A message the group's cursor has already handed out
+   * cannot be leased by ID (409), or is acknowledged (410).
+   */
+  async take(
+    group: GroupAddress,
+    streamSeq: number,
+    visibilityTimeoutSeconds: number,
+    maxConcurrency: number | null,
+  ): Promise<Lease> {
+    await this.#broker.markIdLeases(group);
+    const existing = await this.#broker.getIdLease(group, streamSeq);
+    if (existing?.state === "acked") throw new AppError("message_already_acknowledged");
+    if (existing?.state === "leased" && existing.deadlineMs > this.#now()) {
+      throw new AppError("message_not_available");
+    }
+    await this.#assertCursorBehind(group, streamSeq, maxConcurrency);
+    const lease = {
+      state: "leased" as const,
+      deadlineMs: this.#now() + visibilityTimeoutSeconds * 1000,
+      count: (existing?.count ?? 0) + 1,
+      bounces: existing?.bounces ?? 0,
+      leaseId: randomInt(1, 2 ** 47),
+    };
+    const revision = await this.#broker.putIdLease(
+      group,
+      streamSeq,
+      lease,
+      existing?.revision ?? null,
+    );
+    if (revision === null) throw new AppError("message_not_available");
+    try {
+      // A receive on another gateway may have pulled it meanwhile: then that delivery wins.
+      await this.#assertCursorBehind(group, streamSeq, null);
+    } catch (err) {
+      await this.#broker.putIdLease(group, streamSeq, { ...lease, state: "released" }, revision);
+      throw err;
+    }
+    return {
+      kind: "id",
+      streamSeq,
+      deliverySeq: lease.leaseId,
+      deliveryCount: lease.count,
+      deadlineMs: lease.deadlineMs,
+    };
+  }
+
+  async #assertCursorBehind(
+    group: GroupAddress,
+    streamSeq: number,
+    maxConcurrency: number | null,
+  ): Promise<void> {
+    const progress = await this.#broker.progress(group);
+    if (progress === null) return;
+    if (streamSeq <= progress.ackFloorSeq) throw new AppError("message_already_acknowledged");
+    if (streamSeq <= progress.deliveredSeq) throw new AppError("message_not_available");
+    if (maxConcurrency !== null && progress.inFlight >= maxConcurrency) {
+      throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
+    }
+  }
+}
