@@ -63,6 +63,8 @@ const HELP = `npm run bench -- [options]
   --skip-backlog, --skip-scale   leave those scenarios out of a full run
   --e2e-load <f>       publish rate of the publish-to-delivery runs, as a fraction of the
                        gateway's publish/receive capacity at 16 in flight (default 0.3)
+  --no-async-traces    the baseline's NATS connection with noAsyncTraces (no Error objects per
+                       request); default: the client's defaults, as src/nats/connection.ts has them
   --cpu-prof           write a V8 CPU profile of each gateway process to bench/results/profiles/
   --out <file>         results file (default bench/results/latest.json)`;
 
@@ -81,6 +83,7 @@ interface Options {
   readonly skipScale: boolean;
   readonly e2eLoad: number;
   readonly cpuProf: boolean;
+  readonly noAsyncTraces: boolean;
   readonly out: string;
 }
 
@@ -101,6 +104,7 @@ function parseOptions(): Options {
       "skip-scale": { type: "boolean", default: false },
       "e2e-load": { type: "string", default: "0.3" },
       "cpu-prof": { type: "boolean", default: false },
+      "no-async-traces": { type: "boolean", default: false },
       out: { type: "string", default: join(BENCH_DIR, "results", "latest.json") },
       help: { type: "boolean", default: false },
     },
@@ -135,6 +139,7 @@ function parseOptions(): Options {
     skipScale: values["skip-scale"],
     e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
     cpuProf: values["cpu-prof"],
+    noAsyncTraces: values["no-async-traces"],
     out: values.out,
   };
 }
@@ -187,7 +192,12 @@ async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Prom
     await nats.stop();
     throw err;
   }
-  const nc = await connect({ servers: nats.url, name: "vqs-bench-raw", maxReconnectAttempts: 3 });
+  const nc = await connect({
+    servers: nats.url,
+    name: "vqs-bench-raw",
+    maxReconnectAttempts: 3,
+    ...(o.noAsyncTraces ? { noAsyncTraces: true } : {}),
+  });
   const client = createHttpClient(
     o.http,
     gateways.map((g) => g.url),
@@ -258,7 +268,12 @@ async function counted<T extends RunResult>(env: Env, fn: () => Promise<T>): Pro
   const before = await slowConsumers(env);
   const result = await fn();
   const after = await slowConsumers(env);
-  return { ...result, natsSlowConsumers: after - before };
+  const slow = after - before;
+  return {
+    ...result,
+    natsSlowConsumers: slow,
+    ...(slow > 0 ? { limit: "NATS cut a connection (slow consumer)" } : {}),
+  };
 }
 
 async function streamMessages(env: Env, stream: string): Promise<number> {
@@ -448,6 +463,34 @@ function logRun(what: string, side: Side, r: RunResult): void {
 // ---------------------------------------------------------------------------------------------
 // Scenario groups.
 
+/**
+ * Warms both sides up before anything is measured: V8 optimises the gateway's and the load
+ * generator's hot paths only after thousands of calls (a gateway fresh from start was measured
+ * at half its warm throughput, its compiler threads busy), and every scenario should meet code
+ * in the same state. Publishes, receives and acks of both kinds, on throwaway streams.
+ */
+async function warmUp(o: Options, env: Env): Promise<void> {
+  const seconds = o.quick ? 8 : 15;
+  log(`warm-up: ${seconds} s of raw and gateway traffic`);
+  const payload = randomBytes(1024);
+  const topic = await gatewayTopic(env, "bench-warmup", payload);
+  const raw = await createRawStream(env.jsm, topic.config, "BENCH_WARMUP");
+  await createRawConsumer(env.jsm, raw, "warmup");
+  const sink = () => receiveRecorders();
+  const pubRec = new Recorder();
+  const ops = [
+    rawPublishOp(env.js, raw, payload, pubRec),
+    rawReceiveOp(env.nc, raw.stream, "warmup", sink(), 1),
+    gwPublishOp(env.api, topic.topic, payload, pubRec),
+    gwReceiveOp(env.api, topic.topic, "warmup", sink(), 1),
+  ];
+  // Raw traffic for the first third, then the gateway's (each side with both kinds of calls).
+  await drive(env.procs, 16, 0, (seconds * 1000) / 3, (w, win) => ops[w % 2]!(w, win));
+  await drive(env.procs, 16, 0, (seconds * 2000) / 3, (w, win) => ops[2 + (w % 2)]!(w, win));
+  await env.jsm.streams.delete(raw.stream).catch(() => undefined);
+  await env.jsm.streams.delete(topic.stream).catch(() => undefined);
+}
+
 async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
   const rows: ScenarioRow[] = [];
   const windowSeconds = (o.warmupMs + o.durationMs) / 1000;
@@ -469,7 +512,11 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
     // Each receive run is a fresh consumer group from the stream's first message: the stream
     // must hold what the run can consume (the publish runs wrote most of it).
     const floor = Math.ceil((o.quick ? 20 : 60) * (1024 / Math.max(1024, size)) * 1000);
-    let lastRate = 0;
+    // Until a receive run has been measured, the raw publish rate stands for what one consumes.
+    let lastRate = Math.max(
+      0,
+      ...rows.filter((r) => r.sizeBytes === size).map((r) => r.raw.msgsPerSec),
+    );
     for (const n of o.concurrency) {
       const want = (rate: number) => Math.max(floor, Math.ceil(rate * windowSeconds * 1.6));
       await ensureBacklog(env, raw, payload, want(lastRate * 1.5), headersLike(undefined), 120);
@@ -921,7 +968,12 @@ async function main(): Promise<void> {
     void cleanup().finally(() => process.exit(2));
   }, hardLimitMs);
   watchdog.unref();
-  process.once("SIGINT", () => void cleanup().finally(() => process.exit(130)));
+  for (const [signal, code] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+  ] as const) {
+    process.once(signal, () => void cleanup().finally(() => process.exit(code)));
+  }
 
   const startedAt = new Date();
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
@@ -955,6 +1007,7 @@ async function main(): Promise<void> {
       `machine: ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; load average ${machine.loadAverageAtStart}`,
     );
 
+    await warmUp(o, env);
     const rows = await mainScenarios(o, env);
     let backlog: BacklogResult | null = null;
     if (!o.quick && !o.skipBacklog) backlog = await backlogScenario(o, env, rows);
@@ -985,6 +1038,7 @@ async function main(): Promise<void> {
         concurrency: o.concurrency,
         http: o.http,
         e2eLoad: o.e2eLoad,
+        rawNoAsyncTraces: o.noAsyncTraces,
       },
       machine: { ...machine, loadAverageAtEnd: loadAverage() },
       scenarios: rows,
@@ -1003,8 +1057,9 @@ async function main(): Promise<void> {
       "",
       markdownTable(rows),
       "",
-      "* the run stopped early (its backlog ran out); the rate is over the time it ran.",
-      "",
+      ...(rows.some((r) => r.raw.stoppedEarly || r.gateway.stoppedEarly)
+        ? ["* the run stopped early (its backlog ran out); the rate is over the time it ran.", ""]
+        : []),
     ];
     if (backlog) {
       out.push(

@@ -79,13 +79,21 @@ export function limitOf(
   concurrency: number,
 ): string {
   const cores = availableParallelism();
+  const ours: [string, number][] = [
+    ["gateway", side === "gateway" ? r.gatewayCpu : 0],
+    ["client", r.clientCpu || 0],
+    ["NATS", r.natsCpu || 0],
+  ];
+  const [busiest, busiestCpu] = ours.sort((a, b) => b[1] - a[1])[0]!;
   const total =
     r.gatewayCpu + (r.natsCpu || 0) + (r.clientCpu || 0) + r.otherCpu + (r.stealCpu || 0);
   if (side === "gateway" && r.gatewayCpu >= 85 * gateways) return "gateway CPU";
   if (r.clientCpu >= 85) return "client CPU";
-  if (total >= 85 * cores) return "machine CPU";
+  if (total >= 85 * cores) {
+    return `machine CPU (busiest: ${busiest} ${Math.round(busiestCpu)}%)`;
+  }
   if (r.natsCpu >= 85 * cores * 0.5) return "NATS CPU";
-  return concurrency <= 16 ? "round trips" : "round trips / fsync";
+  return concurrency <= 1 ? "round trip latency" : "round trips (none saturated)";
 }
 
 export interface ScenarioRow {

@@ -26,7 +26,30 @@ export interface TopicNames {
   readonly description: string;
 }
 
+/**
+ * Names are asked for on every request; the hashes are remembered (bounded, since names are user
+ * input).
+ */
+const cache = new Map<string, TopicNames | GroupNames>();
+const CACHE_MAX = 50_000;
+
+function remembered<T extends TopicNames>(key: string, make: () => T): T {
+  let hit = cache.get(key) as T | undefined;
+  if (!hit) {
+    if (cache.size >= CACHE_MAX) cache.clear();
+    hit = make();
+    cache.set(key, hit);
+  }
+  return hit;
+}
+
 export function topicNames(region: string, topic: TopicAddress): TopicNames {
+  return remembered(JSON.stringify([region, topic.namespace.key, topic.topic]), () =>
+    makeTopicNames(region, topic),
+  );
+}
+
+function makeTopicNames(region: string, topic: TopicAddress): TopicNames {
   const id = hex128(region, topic.namespace.key, topic.topic);
   return {
     stream: `VQS_${id}`,
@@ -49,6 +72,12 @@ export interface GroupNames extends TopicNames {
 }
 
 export function groupNames(region: string, group: GroupAddress): GroupNames {
+  return remembered(JSON.stringify([region, group.namespace.key, group.topic, group.group]), () =>
+    makeGroupNames(region, group),
+  );
+}
+
+function makeGroupNames(region: string, group: GroupAddress): GroupNames {
   return {
     ...topicNames(region, group),
     consumer: `G_${hex128(group.group)}`,
