@@ -5,7 +5,7 @@ import { buildApp } from "./app.js";
 import { createTokenVerifier, remoteKeySet, type TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
-import { connectNats, watchConnection } from "./nats/connection.js";
+import { connectNats } from "./nats/connection.js";
 import { openJetStreamStore, type JetStreamStore } from "./nats/jetstream-store.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
@@ -62,7 +62,6 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const metrics = createMetrics(new Registry(), {
     groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
   });
-  watchConnection(nc, (up) => metrics.natsConnected.set(up ? 1 : 0));
   const store = await openJetStreamStore(nc, {
     region: config.region,
     replicas: config.streamReplicas,
@@ -73,6 +72,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     log: logger,
     now: o.now ?? null,
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
+    onConnectionChange: (up) => metrics.natsConnected.set(up ? 1 : 0),
     failover: {
       neighbours: config.failoverRegions,
       credentials: {

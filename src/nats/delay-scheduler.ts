@@ -19,6 +19,7 @@ import { decodeMessage, movedHeaders, rfc3339ToMs } from "./message-codec.js";
 import { SCHEDULE_CONSUMER, SCHEDULE_STREAM, SCHEDULE_SUBJECT, type TopicNames } from "./naming.js";
 import type { PullClient } from "./pull-client.js";
 import { isNoResponders } from "./errors.js";
+import { Once } from "./once.js";
 import { isApiError, type Topology } from "./topology.js";
 
 interface Timer {
@@ -50,7 +51,7 @@ export class DelayScheduler {
   readonly #d: DelaySchedulerDeps;
   #running = false;
   #loop: Promise<void> | null = null;
-  #ensured: Promise<void> | null = null;
+  readonly #ensured = new Once<void>();
 
   constructor(deps: DelaySchedulerDeps) {
     this.#d = deps;
@@ -58,11 +59,7 @@ export class DelayScheduler {
 
   /** Creates the schedule stream and its consumer once per gateway (again after a failure). */
   #ensure(): Promise<void> {
-    this.#ensured ??= this.#create().catch((err: unknown) => {
-      this.#ensured = null;
-      throw err;
-    });
-    return this.#ensured;
+    return this.#ensured.get(() => this.#create());
   }
 
   async #create(): Promise<void> {
@@ -114,7 +111,7 @@ export class DelayScheduler {
     } catch (err) {
       // The schedule stream was removed under us: create it again and retry once.
       if (!isNoResponders(err)) throw err;
-      this.#ensured = null;
+      this.#ensured.reset();
       this.#d.topology.forgetStream(SCHEDULE_STREAM);
       await this.#ensure();
       await send();
@@ -144,7 +141,7 @@ export class DelayScheduler {
         });
         await Promise.all(handling);
         if (r.end === "no_consumer") {
-          this.#ensured = null;
+          this.#ensured.reset();
           await sleep(1000);
         }
       } catch (err) {

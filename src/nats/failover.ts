@@ -31,6 +31,7 @@ import { connectNats } from "./connection.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { dedupId, encodeHeaders, H, nanosTokenToMs } from "./message-codec.js";
 import { topicNames } from "./naming.js";
+import { Once } from "./once.js";
 import { PullClient } from "./pull-client.js";
 import type { Topology } from "./topology.js";
 
@@ -54,7 +55,7 @@ interface Neighbour {
   nc: NatsConnection | null;
   js: JetStreamClient | null;
   jsm: JetStreamManager | null;
-  ensured: Promise<void> | null;
+  readonly ensured: Once<void>;
 }
 
 export interface FailoverOptions {
@@ -92,7 +93,7 @@ export class Failover implements Deferrer {
         nc: null,
         js: null,
         jsm: null,
-        ensured: null,
+        ensured: new Once<void>(),
       };
       void connectNats(
         { servers: n.servers, name: `vqs-failover-${o.home}-to-${n.region}`, ...o.credentials },
@@ -178,7 +179,7 @@ export class Failover implements Deferrer {
   }
 
   #ensure(n: Neighbour): Promise<void> {
-    n.ensured ??= (async () => {
+    return n.ensured.get(async () => {
       const jsm = n.jsm!;
       await jsm.streams.info(this.#stream).catch(() =>
         jsm.streams.add({
@@ -200,11 +201,7 @@ export class Failover implements Deferrer {
           max_deliver: -1,
         }),
       );
-    })().catch((err: unknown) => {
-      n.ensured = null;
-      throw err;
     });
-    return n.ensured;
   }
 
   async #relocate(n: Neighbour, home: HomeStore): Promise<void> {
@@ -224,11 +221,11 @@ export class Failover implements Deferrer {
           onMessage: (m) => handling.push(this.#moveHome(n.region, m, home)),
         });
         await Promise.all(handling);
-        if (r.end === "no_consumer") n.ensured = null;
+        if (r.end === "no_consumer") n.ensured.reset();
         if (r.end !== "done") await sleep(500);
       } catch (err) {
         this.#o.log.warn({ err, region: n.region }, "relocation: retrying after an error");
-        n.ensured = null;
+        n.ensured.reset();
         await sleep(1000);
       }
     }

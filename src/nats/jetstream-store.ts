@@ -30,6 +30,8 @@ export interface StoreOptions {
   /** A fixed clock (tests); without one the gateway follows the NATS server's clock. */
   readonly now: (() => number) | null;
   readonly observe: (operation: string, seconds: number) => void;
+  /** Told when the connection to NATS goes down or comes back. */
+  readonly onConnectionChange?: (up: boolean) => void;
 }
 
 export interface JetStreamStore {
@@ -66,7 +68,7 @@ export async function openJetStreamStore(
   const clock = new ServerClock();
   const now = o.now ?? clock.now;
   const pulls = new PullClient(nc);
-  const isConnected = watchConnection(nc);
+  const isConnected = watchConnection(nc, o.onConnectionChange);
   const scheduler = new DelayScheduler({
     js,
     jsm,

@@ -7,6 +7,7 @@ import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { IdLease } from "../queue/broker.js";
 import type { GroupNames } from "./naming.js";
+import { Once } from "./once.js";
 
 export const LEASES_BUCKET = "VQS_LEASES";
 
@@ -24,7 +25,7 @@ const MAX_FLAGS = 100_000;
 export class LeaseRecords {
   readonly #js: JetStreamClient;
   readonly #opts: LeaseRecordsOptions;
-  #kv: Promise<KV> | null = null;
+  readonly #kv = new Once<KV>();
   readonly #flags = new Map<string, { on: boolean; untilMs: number }>();
 
   constructor(js: JetStreamClient, opts: LeaseRecordsOptions) {
@@ -34,42 +35,34 @@ export class LeaseRecords {
 
   /** The bucket (created on first use); also where the server clock is sampled. */
   bucket(): Promise<KV> {
-    return this.#bucket();
-  }
-
-  #bucket(): Promise<KV> {
-    this.#kv ??= new Kvm(this.#js)
-      .create(LEASES_BUCKET, {
+    return this.#kv.get(() =>
+      new Kvm(this.#js).create(LEASES_BUCKET, {
         history: 1,
         replicas: this.#opts.replicas,
         ttl: this.#opts.ttlMs,
         storage: StorageType.File,
         timeout: this.#opts.timeoutMs,
-      })
-      .catch((err: unknown) => {
-        this.#kv = null;
-        throw err;
-      });
-    return this.#kv;
+      }),
+    );
   }
 
   // --- current delivery (stale handle detection) ---
 
   /** Records that delivery number `count` of `seq` is the current one (written on redelivery). */
   async recordDelivery(g: GroupNames, seq: number, count: number): Promise<void> {
-    await (await this.#bucket()).put(key(g, seq, "d"), String(count));
+    await (await this.bucket()).put(key(g, seq, "d"), String(count));
   }
 
   /** The current delivery number of `seq` when it was ever redelivered, else null. */
   async currentDelivery(g: GroupNames, seq: number): Promise<number | null> {
-    const e = await (await this.#bucket()).get(key(g, seq, "d"));
+    const e = await (await this.bucket()).get(key(g, seq, "d"));
     return e && e.operation === "PUT" ? Number(e.string()) : null;
   }
 
   // --- leases taken by message ID ---
 
   async getIdLease(g: GroupNames, seq: number): Promise<IdLease | null> {
-    const e = await (await this.#bucket()).get(key(g, seq, "i"));
+    const e = await (await this.bucket()).get(key(g, seq, "i"));
     if (!e || e.operation !== "PUT") return null;
     const v = JSON.parse(e.string()) as Partial<IdLease>;
     return {
@@ -89,7 +82,7 @@ export class LeaseRecords {
     lease: Omit<IdLease, "revision">,
     expectedRevision: number | null,
   ): Promise<number | null> {
-    const kv = await this.#bucket();
+    const kv = await this.bucket();
     const value = JSON.stringify({
       state: lease.state,
       deadlineMs: lease.deadlineMs,
@@ -112,7 +105,7 @@ export class LeaseRecords {
     const k = `${g.stream}.${g.consumer}`;
     const cached = this.#flags.get(k);
     if (cached && (cached.on || cached.untilMs > Date.now())) return cached.on;
-    const e = await (await this.#bucket()).get(`${k}.byid`);
+    const e = await (await this.bucket()).get(`${k}.byid`);
     const on = e !== null && e.operation === "PUT";
     if (this.#flags.size >= MAX_FLAGS) this.#flags.clear(); // bounded: one entry per group seen
     this.#flags.set(k, { on, untilMs: Date.now() + ID_FLAG_CACHE_MS });
@@ -126,7 +119,7 @@ export class LeaseRecords {
    */
   async markIdLeases(g: GroupNames): Promise<void> {
     const k = `${g.stream}.${g.consumer}`;
-    const kv = await this.#bucket();
+    const kv = await this.bucket();
     const e = await kv.get(`${k}.byid`);
     this.#flags.set(k, { on: true, untilMs: Number.MAX_SAFE_INTEGER });
     if (e && e.operation === "PUT") {
