@@ -46,6 +46,7 @@ export interface Config {
   readonly requestTimeoutMs: number;
   readonly consumerInactiveSeconds: number;
   readonly consumerAckWaitSeconds: number;
+  readonly dedupWindowSeconds: number;
   readonly dataDir: string;
   readonly logLevel: string;
   readonly shutdownGraceSeconds: number;
@@ -182,6 +183,9 @@ export function loadConfig(env: Env): Config {
     // messages it never received.
     // The lease a receive gets without an extra -NAK round trip, and what every lease falls back
     // to after a consumer-leader failover (NAK delays do not survive it on nats-server 2.9).
+    // Racing publishes of one idempotency key within this window share one stored copy; a
+    // publish retried after a gateway crash is deduplicated within it (see architecture.md).
+    dedupWindowSeconds: int("VQS_DEDUP_WINDOW_SECONDS", 120, 1, 86_400),
     consumerAckWaitSeconds: int("VQS_CONSUMER_ACK_WAIT_SECONDS", 60, 1, 3600),
     consumerInactiveSeconds: int(
       "VQS_CONSUMER_INACTIVE_SECONDS",

@@ -68,6 +68,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     requestTimeoutMs: config.requestTimeoutMs,
     defaultLeaseMs: config.consumerAckWaitSeconds * 1000,
     maxAgeMs: LIMITS.retentionSeconds.max * 1000,
+    dedupWindowMs: config.dedupWindowSeconds * 1000,
     consumerInactiveSeconds: config.consumerInactiveSeconds,
     log: logger,
     now: o.now ?? null,

@@ -3,7 +3,8 @@
 // timers from one shared durable consumer: a timer that is not due is `-NAK`ed with exactly the
 // time left, so JetStream itself holds it until then (no gateway keeps timers in memory, and any
 // gateway can die). When due, the message is copied to the ready subject (idempotently, with
-// Nats-Msg-Id) and a forward pointer records where the copy is, for receive by ID.
+// Nats-Msg-Id) and a forward pointer records where the copy is, for receive by ID. The same
+// timers delete an idempotency key's record when its message expires (see idempotency-keys.ts).
 import {
   AckPolicy,
   DeliverPolicy,
@@ -22,7 +23,8 @@ import { isNoResponders } from "./errors.js";
 import { Once } from "./once.js";
 import { isApiError, type Topology } from "./topology.js";
 
-interface Timer {
+/** Moves a parked message to the ready subject when it is due. */
+interface MoveTimer {
   /** Topic stream and the sequence of the parked message. */
   readonly s: string;
   readonly q: number;
@@ -31,6 +33,15 @@ interface Timer {
   readonly r: string;
   readonly f: string;
 }
+
+/** Deletes an idempotency key's record (stream `s`, sequence `q`) at `x` (server time, ms). */
+interface ForgetTimer {
+  readonly s: string;
+  readonly q: number;
+  readonly x: number;
+}
+
+type Timer = MoveTimer | ForgetTimer;
 
 export interface DelaySchedulerDeps {
   readonly js: JetStreamClient;
@@ -92,18 +103,32 @@ export class DelayScheduler {
    */
   async schedule(names: TopicNames, seq: number, rearm = false): Promise<void> {
     await this.#ensure();
-    const timer: Timer = {
+    const timer: MoveTimer = {
       s: names.stream,
       q: seq,
       p: names.delayed,
       r: names.ready,
       f: names.forwardPrefix,
     };
+    await this.#add(
+      timer,
+      rearm
+        ? `${names.stream}.${seq}.${Math.floor(Date.now() / 60_000)}`
+        : `${names.stream}.${seq}`,
+    );
+  }
+
+  /** Adds a timer that deletes message `seq` of `stream` (a key record) at `atMs`. */
+  async forget(stream: string, seq: number, atMs: number): Promise<void> {
+    await this.#ensure();
+    const timer: ForgetTimer = { s: stream, q: seq, x: atMs };
+    await this.#add(timer, `x.${stream}.${seq}`);
+  }
+
+  async #add(timer: Timer, msgID: string): Promise<void> {
     const send = () =>
       this.#d.js.publish(SCHEDULE_SUBJECT, JSON.stringify(timer), {
-        msgID: rearm
-          ? `${names.stream}.${seq}.${Math.floor(Date.now() / 60_000)}`
-          : `${names.stream}.${seq}`,
+        msgID,
         timeout: this.#d.requestTimeoutMs,
       });
     try {
@@ -154,37 +179,77 @@ export class DelayScheduler {
   async #handle(msg: Msg): Promise<void> {
     try {
       const timer = JSON.parse(new TextDecoder().decode(msg.data)) as Timer;
-      const parked = await this.#parked(timer);
-      const message = parked
-        ? decodeMessage(parked.seq, rfc3339ToMs(parked.timestamp), parked.header, parked.data)
-        : null;
-      if (!parked || !message || message.expiresAtMs <= this.#d.now()) {
-        msg.respond("+ACK"); // gone, not a parked message, or expired before it was due
-        return;
-      }
-      const wait = message.visibleAtMs - this.#d.now();
-      if (wait > EARLY_TOLERANCE_MS) {
-        msg.respond(`-NAK ${JSON.stringify({ delay: wait * 1_000_000 })}`);
-        return;
-      }
-      const ack = await this.#d.js.publish(timer.r, parked.data, {
-        headers: movedHeaders(parked.header, timer.q, message.publishedAtMs),
-        msgID: `mv.${timer.q}`,
-        timeout: this.#d.requestTimeoutMs,
-      });
-      await this.#d.js.publish(`${timer.f}.${timer.q.toString(36)}`, String(ack.seq), {
-        msgID: `fw.${timer.q}`,
-        timeout: this.#d.requestTimeoutMs,
-      });
-      msg.respond("+ACK");
+      if ("x" in timer) await this.#forget(msg, timer);
+      else await this.#move(msg, timer);
     } catch (err) {
       // Left unacknowledged: JetStream redelivers the timer after its ack wait (30 s).
       this.#d.log.warn({ err }, "delay scheduler: timer left for redelivery");
     }
   }
 
+  async #forget(msg: Msg, timer: ForgetTimer): Promise<void> {
+    const wait = timer.x - this.#d.now();
+    if (wait > EARLY_TOLERANCE_MS) {
+      msg.respond(`-NAK ${JSON.stringify({ delay: wait * 1_000_000 })}`);
+      return;
+    }
+    try {
+      await this.#d.jsm.streams.deleteMessage(timer.s, timer.q, false);
+    } catch (err) {
+      const gone =
+        isApiError(err, JetStreamApiCodes.NoMessageFound) ||
+        isApiError(err, JetStreamApiCodes.StreamNotFound);
+      if (!gone) throw err;
+    }
+    msg.respond("+ACK");
+  }
+
+  async #move(msg: Msg, timer: MoveTimer): Promise<void> {
+    const parked = await this.#parked(timer);
+    const message = parked
+      ? decodeMessage(parked.seq, rfc3339ToMs(parked.timestamp), parked.header, parked.data)
+      : null;
+    if (!parked || !message || message.expiresAtMs <= this.#d.now()) {
+      msg.respond("+ACK"); // gone, not a parked message, or expired before it was due
+      return;
+    }
+    const wait = message.visibleAtMs - this.#d.now();
+    if (wait > EARLY_TOLERANCE_MS) {
+      msg.respond(`-NAK ${JSON.stringify({ delay: wait * 1_000_000 })}`);
+      return;
+    }
+    // Moved already (a repeated timer, or a retry after the pointer was written): the copy's
+    // Nats-Msg-Id only deduplicates within the stream's short duplicate window.
+    if (await this.#moved(timer)) {
+      msg.respond("+ACK");
+      return;
+    }
+    const ack = await this.#d.js.publish(timer.r, parked.data, {
+      headers: movedHeaders(parked.header, timer.q, message.publishedAtMs),
+      msgID: `mv.${timer.q}`,
+      timeout: this.#d.requestTimeoutMs,
+    });
+    await this.#d.js.publish(`${timer.f}.${timer.q.toString(36)}`, String(ack.seq), {
+      msgID: `fw.${timer.q}`,
+      timeout: this.#d.requestTimeoutMs,
+    });
+    msg.respond("+ACK");
+  }
+
+  async #moved(timer: MoveTimer): Promise<boolean> {
+    try {
+      const pointer = await this.#d.jsm.direct.getMessage(timer.s, {
+        last_by_subj: `${timer.f}.${timer.q.toString(36)}`,
+      });
+      return pointer !== null;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return false;
+      throw err;
+    }
+  }
+
   /** The parked message of a timer; null only when it is certainly gone or not parked. */
-  async #parked(timer: Timer) {
+  async #parked(timer: MoveTimer) {
     try {
       const m = await this.#d.jsm.direct.getMessage(timer.s, { seq: timer.q });
       return m && m.subject === timer.p ? m : null;

@@ -29,7 +29,8 @@ import { makeNamespace, type TopicAddress } from "../queue/namespace.js";
 import { parseAckSubject } from "./ack-subject.js";
 import { connectNats } from "./connection.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
-import { dedupId, encodeHeaders, H, nanosTokenToMs } from "./message-codec.js";
+import { encodeHeaders, H, keyToken, nanosTokenToMs } from "./message-codec.js";
+import type { IdempotencyKeys } from "./idempotency-keys.js";
 import { topicNames } from "./naming.js";
 import { Once } from "./once.js";
 import { PullClient } from "./pull-client.js";
@@ -39,12 +40,15 @@ const NS = "Vqs-Namespace";
 const TOPIC = "Vqs-Topic";
 const DEDUP = "Vqs-Dedup";
 const RELOCATOR = "relocator";
+/** The only shape a key token has (it becomes a subject token at home). */
+const KEY_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
 /** What relocation needs of the home region's store. */
 export interface HomeStore {
   readonly js: JetStreamClient;
   readonly topology: Topology;
   readonly scheduler: DelayScheduler;
+  readonly keys: IdempotencyKeys;
   /** False while the home NATS is unreachable: relocation then waits. */
   readonly isConnected: () => boolean;
 }
@@ -119,7 +123,7 @@ export class Failover implements Deferrer {
     const h = encodeHeaders(message);
     h.set(NS, Buffer.from(topic.namespace.key).toString("base64url"));
     h.set(TOPIC, topic.topic);
-    const key = message.idempotencyKey !== null ? dedupId(message.idempotencyKey, null) : null;
+    const key = message.idempotencyKey !== null ? keyToken(message.idempotencyKey) : null;
     if (key !== null) h.set(DEDUP, key);
     const stream = topicNames(this.#o.home, topic).stream;
     for (const n of this.#neighbours) {
@@ -129,7 +133,7 @@ export class Failover implements Deferrer {
         await n.js.publish(this.#subject, message.payload, {
           headers: h,
           timeout: this.#o.requestTimeoutMs,
-          ...(key !== null ? { msgID: `${stream}.${key}` } : {}),
+          ...(key !== null ? { msgID: `${stream}.k.${key}` } : {}),
         });
         return;
       } catch (err) {
@@ -257,12 +261,24 @@ export class Failover implements Deferrer {
       const names = topicNames(this.#o.home, { namespace: makeNamespace(...parts), topic });
       const parked = sentMs + delay * 1000 > this.#o.now();
       await home.topology.ensureStream(names);
-      const ack = await home.js.publish(parked ? names.delayed : names.ready, msg.data, {
-        headers: relocatedHeaders(hdrs, sentMs),
-        msgID: hdrs.get(DEDUP) || `df.${from}.${info.streamSeq}`,
-        timeout: this.#o.requestTimeoutMs,
-      });
-      if (parked && !ack.duplicate) await home.scheduler.schedule(names, ack.seq);
+      const send = (msgID?: string) =>
+        home.js.publish(parked ? names.delayed : names.ready, msg.data, {
+          headers: relocatedHeaders(hdrs, sentMs),
+          msgID: msgID ?? `df.${from}.${info.streamSeq}`,
+          timeout: this.#o.requestTimeoutMs,
+        });
+      const stored = async (seq: number) => {
+        if (parked) await home.scheduler.schedule(names, seq);
+      };
+      // A keyed message takes its key at home like any publish (a duplicate of a live message
+      // with the key is dropped); others are deduplicated by their place in the deferred stream.
+      const token = hdrs.get(DEDUP);
+      if (token && KEY_TOKEN.test(token)) {
+        await home.keys.publish(names, token, send, stored);
+      } else {
+        const ack = await send();
+        if (!ack.duplicate) await stored(ack.seq);
+      }
       msg.respond("+ACK"); // if this ack is lost, the redelivered copy is deduplicated at home
     } catch (err) {
       // Home cannot take it yet: try again in a second (any home gateway may).

@@ -19,15 +19,16 @@ import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 import { ackSubject, parseAckSubject } from "./ack-subject.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { isNoResponders, toStorageError } from "./errors.js";
+import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
 import {
   decodeMessage,
-  dedupId,
   encodeHeaders,
+  keyToken,
   nanosTokenToMs,
   rfc3339ToMs,
 } from "./message-codec.js";
-import { groupNames, topicNames, type GroupNames } from "./naming.js";
+import { groupNames, topicNames, type GroupNames, type TopicNames } from "./naming.js";
 import type { PullClient } from "./pull-client.js";
 import { isApiError, type Topology } from "./topology.js";
 
@@ -39,6 +40,7 @@ export interface JetStreamBrokerDeps {
   readonly pulls: PullClient;
   readonly scheduler: DelayScheduler;
   readonly records: LeaseRecords;
+  readonly keys: IdempotencyKeys;
   readonly region: string;
   readonly requestTimeoutMs: number;
   readonly defaultLeaseMs: number;
@@ -72,43 +74,45 @@ export class JetStreamBroker implements Broker {
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome> {
     const names = topicNames(this.#d.region, topic);
     const delayed = message.delaySeconds > 0;
-    const send = () =>
+    const headers = encodeHeaders(message);
+    const send = (msgID?: string) =>
       this.#d.js.publish(delayed ? names.delayed : names.ready, message.payload, {
-        headers: encodeHeaders(message),
+        headers,
         timeout: this.#d.requestTimeoutMs,
         expect: { streamName: names.stream },
-        ...(message.idempotencyKey !== null
-          ? { msgID: dedupId(message.idempotencyKey, message.dedupAfterSeq) }
-          : {}),
+        ...(msgID !== undefined ? { msgID } : {}),
       });
+    const stored = async (seq: number) => {
+      this.#notePublish(names.stream);
+      if (delayed) await this.#d.scheduler.schedule(names, seq);
+    };
     return this.#op("publish", async () => {
       if (!this.#d.isConnected()) {
         throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
       }
       await this.#d.topology.ensureStream(names);
-      let ack;
+      const attempt = async (): Promise<PublishOutcome> => {
+        if (message.idempotencyKey !== null) {
+          const token = keyToken(message.idempotencyKey);
+          return this.#d.keys.publish(names, token, send, stored);
+        }
+        const ack = await send();
+        await stored(ack.seq);
+        return { kind: "stored", seq: ack.seq };
+      };
       try {
-        ack = await send();
+        return await attempt();
       } catch (err) {
-        // Nobody serves the subject: the stream was removed under us (idle clean-up or an
-        // operator). Recreate it and try once more. Any other failure (a timeout above all)
-        // may have stored the message, so it is not retried here: the client gets a 503.
-        if (!isNoResponders(err)) throw err;
+        // The stream was removed under us (idle clean-up or an operator): nobody serves the
+        // subject, or a keyed publish's first Direct Get timed out. Recreate it and try once
+        // more. Any other failure (a timeout above all) may have stored the message, so it is
+        // not retried here: the client gets a 503.
+        if (!isNoResponders(err) && !(await this.#streamRemoved(names, err))) throw err;
         this.#d.topology.forgetStream(names.stream);
         await this.#d.topology.ensureStream(names);
-        ack = await send();
+        return attempt();
       }
-      if (ack.duplicate) return { kind: "duplicate", originalSeq: ack.seq };
-      this.#notePublish(names.stream);
-      if (delayed) await this.#d.scheduler.schedule(names, ack.seq);
-      return { kind: "stored", seq: ack.seq };
     });
-  }
-
-  ensureScheduled(topic: TopicAddress, idSeq: number): Promise<void> {
-    return this.#op("schedule", () =>
-      this.#d.scheduler.schedule(topicNames(this.#d.region, topic), idSeq, true),
-    );
   }
 
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
@@ -242,6 +246,17 @@ export class JetStreamBroker implements Broker {
       return true;
     } catch {
       return false;
+    }
+  }
+
+  /** After a failure: whether it was because the topic's stream no longer exists. */
+  async #streamRemoved(names: TopicNames, err: unknown): Promise<boolean> {
+    if (!(err instanceof Error) || !/timeout/i.test(err.name + err.message)) return false;
+    try {
+      await this.#d.jsm.streams.info(names.stream);
+      return false;
+    } catch (e) {
+      return isApiError(e, JetStreamApiCodes.StreamNotFound);
     }
   }
 

@@ -10,6 +10,7 @@ import { DelayScheduler } from "./delay-scheduler.js";
 import { Failover, type FailoverOptions } from "./failover.js";
 import { readGroupStats } from "./group-stats.js";
 import { JetStreamBroker } from "./jetstream-broker.js";
+import { IdempotencyKeys } from "./idempotency-keys.js";
 import { LeaseRecords } from "./lease-records.js";
 import { PullClient } from "./pull-client.js";
 import { Topology } from "./topology.js";
@@ -25,6 +26,8 @@ export interface StoreOptions {
   readonly requestTimeoutMs: number;
   readonly defaultLeaseMs: number;
   readonly maxAgeMs: number;
+  /** Nats-Msg-Id window of topic streams: how long racing publishes of a key share one copy. */
+  readonly dedupWindowMs: number;
   readonly consumerInactiveSeconds: number;
   readonly log: Logger;
   /** A fixed clock (tests); without one the gateway follows the NATS server's clock. */
@@ -41,6 +44,8 @@ export interface JetStreamStore {
   /** Regional failover (202 deferred), when neighbour regions are configured. */
   readonly failover: Failover | null;
   readonly scheduler: DelayScheduler;
+  /** Idempotency key records (the broker publishes through them). */
+  readonly keys: IdempotencyKeys;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
   /** Per-group figures of this region, at most `max` groups. */
@@ -61,6 +66,7 @@ export async function openJetStreamStore(
   const topology = new Topology(jsm, {
     replicas: o.replicas,
     maxAgeMs: o.maxAgeMs,
+    dedupWindowMs: o.dedupWindowMs,
     maxMsgBytes: maxPayload,
     ackWaitMs: o.defaultLeaseMs,
     inactiveThresholdMs: o.consumerInactiveSeconds * 1000,
@@ -84,8 +90,16 @@ export async function openJetStreamStore(
     ttlMs: o.maxAgeMs + 2 * 3_600_000,
     timeoutMs: o.requestTimeoutMs,
   });
+  const keys = new IdempotencyKeys({
+    js,
+    jsm,
+    scheduler,
+    now,
+    requestTimeoutMs: o.requestTimeoutMs,
+  });
   const broker = new JetStreamBroker({
     records,
+    keys,
     nc,
     js,
     jsm,
@@ -110,7 +124,7 @@ export async function openJetStreamStore(
           now,
         })
       : null;
-  failover?.startRelocating({ js, topology, scheduler, isConnected });
+  failover?.startRelocating({ js, topology, scheduler, keys, isConnected });
   if (!o.now) {
     const key = `clock.${randomBytes(8).toString("hex")}`;
     await clock.sync(await records.bucket(), key).catch((err: unknown) => {
@@ -126,6 +140,7 @@ export async function openJetStreamStore(
     broker,
     failover,
     scheduler,
+    keys,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     async close() {

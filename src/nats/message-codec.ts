@@ -16,12 +16,11 @@ export const H = {
 } as const;
 
 /**
- * Nats-Msg-Id of a keyed message: a hash, so any key is a safe header value. A key whose earlier
- * message expired is reused as that message's successor (`.<seq base 36>` appended).
+ * An idempotency key as a subject token and header value: base64url SHA-256 (43 characters of
+ * `[A-Za-z0-9_-]`), so no user text reaches a subject.
  */
-export function dedupId(idempotencyKey: string, afterSeq: number | null): string {
-  const base = `k.${createHash("sha256").update(idempotencyKey).digest("base64url")}`;
-  return afterSeq === null ? base : `${base}.${afterSeq.toString(36)}`;
+export function keyToken(idempotencyKey: string): string {
+  return createHash("sha256").update(idempotencyKey).digest("base64url");
 }
 
 export function encodeHeaders(message: NewMessage): MsgHdrs {

@@ -22,6 +22,8 @@ export interface TopicNames {
   readonly delayed: string;
   /** Prefix of forward pointers from a delayed message to its ready copy. */
   readonly forwardPrefix: string;
+  /** Prefix of idempotency key records (`<prefix>.<key token>` -> the key's current message). */
+  readonly keyPrefix: string;
   /** Stored as the stream description; identifies the topic on the NATS side. */
   readonly description: string;
 }
@@ -57,6 +59,7 @@ function makeTopicNames(region: string, topic: TopicAddress): TopicNames {
     ready: `vqs.${id}.m`,
     delayed: `vqs.${id}.d`,
     forwardPrefix: `vqs.${id}.f`,
+    keyPrefix: `vqs.${id}.k`,
     description: JSON.stringify({
       vqs: 1,
       region,

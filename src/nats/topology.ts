@@ -18,6 +18,8 @@ export interface TopologyOptions {
   readonly replicas: number;
   /** Longest a message may live (the largest TTL). */
   readonly maxAgeMs: number;
+  /** Nats-Msg-Id window (at most maxAgeMs). */
+  readonly dedupWindowMs: number;
   /** Largest NATS message (payload and headers). */
   readonly maxMsgBytes: number;
   /** A group's lease length when a receive asks for no other. */
@@ -126,7 +128,7 @@ export class Topology {
         storage: StorageType.File,
         discard: DiscardPolicy.Old,
         max_age: maxAge,
-        duplicate_window: maxAge,
+        duplicate_window: nanos(Math.min(this.#opts.dedupWindowMs, this.#opts.maxAgeMs)),
         max_msg_size: this.#opts.maxMsgBytes,
         num_replicas: this.#opts.replicas,
         allow_direct: true,

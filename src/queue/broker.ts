@@ -8,17 +8,14 @@ export interface NewMessage {
   readonly retentionSeconds: number;
   /** Already capped at the retention. */
   readonly delaySeconds: number;
+  /** While a message published with the same key lives, this one is dropped as a duplicate. */
   readonly idempotencyKey: string | null;
-  /**
-   * With a key whose earlier message has expired: that message's sequence. The key then
-   * deduplicates as its successor, so concurrent retries still find each other.
-   */
-  readonly dedupAfterSeq: number | null;
   readonly nonce: string;
 }
 
 export type PublishOutcome =
   | { readonly kind: "stored"; readonly seq: number }
+  /** The key's message, which lives (a parked one has its timer). */
   | { readonly kind: "duplicate"; readonly originalSeq: number };
 
 export interface StoredMessage {
@@ -89,8 +86,6 @@ export interface Broker {
   /** The lease length a delivery gets without `setLease`. */
   readonly defaultLeaseMs: number;
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome>;
-  /** Makes sure a parked delayed message has its timer (idempotent). */
-  ensureScheduled(topic: TopicAddress, idSeq: number): Promise<void>;
   /** Up to `max` deliveries at once; null when the topic does not exist. */
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
   /** Makes the lease end `ms` from now (0 releases the message at once). */

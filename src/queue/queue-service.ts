@@ -50,9 +50,6 @@ export interface QueueServiceDeps {
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
 
-/** Successive expired messages of one idempotency key a publish walks before it stops deduplicating. */
-const MAX_DEDUP_HOPS = 16;
-
 /** Handles this close to their deadline are checked for staleness (clock skew, slow networks). */
 const STALE_CHECK_MARGIN_MS = 1000;
 
@@ -75,8 +72,8 @@ export class QueueService {
 
   /**
    * Stores a message. With an idempotency key, a publish while an earlier message with the key
-   * lives is dropped (201 with the duplicate's own ID). When that earlier message has expired,
-   * the key is free again: the message is stored as its successor (see NewMessage.dedupAfterSeq).
+   * lives is dropped (201 with the duplicate's own ID); once that message has expired, the key
+   * stores a new one. The store decides this atomically (see docs/architecture.md).
    */
   async publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
     const nonce = newNonce();
@@ -88,50 +85,26 @@ export class QueueService {
       idempotencyKey: input.idempotencyKey,
       nonce,
     };
-    let dedupAfterSeq: number | null = null;
-    for (let hop = 0; ; hop++) {
-      // Past the bound, store without deduplication rather than refuse (see architecture.md).
-      const giveUp = hop === MAX_DEDUP_HOPS;
-      const attempt = {
-        ...message,
-        idempotencyKey: giveUp ? null : message.idempotencyKey,
-        dedupAfterSeq,
-      };
-      let outcome;
-      try {
-        outcome = await this.#broker.publish(topic, attempt);
-      } catch (err) {
-        // The home store cannot take it: a neighbour region keeps it until home recovers.
-        if (hop > 0 || !this.#deferrer || !isAppError(err) || err.code !== "storage_unavailable") {
-          throw err;
-        }
-        await this.#deferrer.defer(topic, attempt);
-        this.#observer.deferred();
-        return { deferred: true };
-      }
-      if (outcome.kind === "stored") {
-        this.#observer.published(false);
-        return {
-          deferred: false,
-          messageId: storedMessageId(outcome.seq, nonce),
-          duplicate: false,
-        };
-      }
-      const original = await this.#broker.lookup(topic, outcome.originalSeq);
-      if (original.kind !== "missing" && !this.#isExpired(original.message)) {
-        // A retry after a failed timer write finds the original parked: make sure it has one.
-        if (original.kind === "delayed") {
-          await this.#broker.ensureScheduled(topic, outcome.originalSeq);
-        }
-        this.#observer.published(true);
-        return {
-          deferred: false,
-          messageId: duplicateMessageId(this.#keys.duplicateId, topic, outcome.originalSeq),
-          duplicate: true,
-        };
-      }
-      dedupAfterSeq = outcome.originalSeq;
+    let outcome;
+    try {
+      outcome = await this.#broker.publish(topic, message);
+    } catch (err) {
+      // The home store cannot take it: a neighbour region keeps it until home recovers.
+      if (!this.#deferrer || !isAppError(err) || err.code !== "storage_unavailable") throw err;
+      await this.#deferrer.defer(topic, message);
+      this.#observer.deferred();
+      return { deferred: true };
     }
+    if (outcome.kind === "stored") {
+      this.#observer.published(false);
+      return { deferred: false, messageId: storedMessageId(outcome.seq, nonce), duplicate: false };
+    }
+    this.#observer.published(true);
+    return {
+      deferred: false,
+      messageId: duplicateMessageId(this.#keys.duplicateId, topic, outcome.originalSeq),
+      duplicate: true,
+    };
   }
 
   async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
