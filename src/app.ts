@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import type { TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
 import { frameworkError, installErrorHandling } from "./http/error-handler.js";
+import { installRateLimit } from "./http/plugins/rate-limit.js";
 import { installAuth } from "./http/plugins/auth.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
@@ -18,7 +19,14 @@ import type { Metrics } from "./metrics.js";
 import type { QueueService } from "./queue/queue-service.js";
 
 export interface AppDeps {
-  readonly config: Pick<Config, "allowedTeams" | "allowedProjects" | "allowedEnvironments">;
+  readonly config: Pick<
+    Config,
+    | "allowedTeams"
+    | "allowedProjects"
+    | "allowedEnvironments"
+    | "rateLimitPerSecond"
+    | "rateLimitTeams"
+  >;
   readonly queue: QueueService;
   readonly verifier: TokenVerifier;
   readonly isReady: () => Promise<boolean>;
@@ -58,18 +66,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installMetrics(app, deps.metrics);
   installHealth(app, { isReady: deps.isReady });
 
-  await app.register((api, _opts, done) => {
+  await app.register(async (api) => {
     // Message bodies are opaque bytes whatever their Content-Type: no parser may touch them.
     api.removeAllContentTypeParsers();
     api.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, next) => next(null, body));
     installAuth(api, { verifier: deps.verifier, config: deps.config });
+    await installRateLimit(api, {
+      perSecond: deps.config.rateLimitPerSecond,
+      teams: deps.config.rateLimitTeams,
+    });
     publishRoute(api, deps.queue);
     publishBatchRoute(api, deps.queue, deps.maxMessageBytes, deps.maxBatchBytes);
     receiveRoute(api, deps.queue);
     receiveByIdRoute(api, deps.queue);
     acknowledgeRoute(api, deps.queue);
     changeVisibilityRoutes(api, deps.queue);
-    done();
   });
   return app;
 }

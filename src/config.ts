@@ -47,6 +47,16 @@ export interface Config {
   readonly consumerInactiveSeconds: number;
   readonly consumerAckWaitSeconds: number;
   readonly dedupWindowSeconds: number;
+  /** Requests per second per tenant on one gateway (publish and receive); 0: no limit. */
+  readonly rateLimitPerSecond: number;
+  /** Per-team overrides of rateLimitPerSecond. */
+  readonly rateLimitTeams: ReadonlyMap<string, number>;
+  /** Topics per namespace; 0: no cap. */
+  readonly maxTopicsPerNamespace: number;
+  /** Consumer groups per namespace (all its topics together); 0: no cap. */
+  readonly maxGroupsPerNamespace: number;
+  /** An empty topic not published to for this long is removed. */
+  readonly topicIdleSeconds: number;
   readonly dataDir: string;
   readonly logLevel: string;
   readonly shutdownGraceSeconds: number;
@@ -186,6 +196,11 @@ export function loadConfig(env: Env): Config {
     // Racing publishes of one idempotency key within this window share one stored copy; a
     // publish retried after a gateway crash is deduplicated within it (see architecture.md).
     dedupWindowSeconds: int("VQS_DEDUP_WINDOW_SECONDS", 120, 1, 86_400),
+    rateLimitPerSecond: int("VQS_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
+    rateLimitTeams: teamLimits(str("VQS_RATE_LIMIT_TEAMS"), problems),
+    maxTopicsPerNamespace: int("VQS_MAX_TOPICS_PER_NAMESPACE", 1000, 0, 1_000_000),
+    maxGroupsPerNamespace: int("VQS_MAX_GROUPS_PER_NAMESPACE", 5000, 0, 10_000_000),
+    topicIdleSeconds: int("VQS_TOPIC_IDLE_SECONDS", 86_400, 60, 365 * 86_400),
     consumerAckWaitSeconds: int("VQS_CONSUMER_ACK_WAIT_SECONDS", 60, 1, 3600),
     consumerInactiveSeconds: int(
       "VQS_CONSUMER_INACTIVE_SECONDS",
@@ -204,4 +219,21 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);
   }
   return Object.freeze(config);
+}
+
+/** `team=limit,team=limit` (VQS_RATE_LIMIT_TEAMS). */
+function teamLimits(value: string | null, problems: string[]): ReadonlyMap<string, number> {
+  const limits = new Map<string, number>();
+  for (const entry of (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const m = /^([^=\s]+)=(\d{1,7})$/.exec(entry);
+    if (!m) {
+      problems.push(`VQS_RATE_LIMIT_TEAMS entries look like team_id=100 (got "${entry}")`);
+      continue;
+    }
+    limits.set(m[1]!, Number(m[2]));
+  }
+  return limits;
 }

@@ -74,6 +74,16 @@ export const ERRORS = {
     status: 403,
     message: "This service does not serve the team, project or environment of the token.",
   },
+  topic_limit_reached: {
+    status: 403,
+    message:
+      "This namespace has as many topics as the service allows; remove unused topics or ask the operator for a higher limit.",
+  },
+  group_limit_reached: {
+    status: 403,
+    message:
+      "This namespace has as many consumer groups as the service allows; idle groups are removed after a while, or ask the operator for a higher limit.",
+  },
   message_not_found: {
     status: 404,
     message: "No such message in this topic, or it has expired.",
@@ -105,6 +115,10 @@ export const ERRORS = {
   concurrency_limit_exceeded: {
     status: 429,
     message: "The consumer group has reached Vqs-Max-Concurrency messages in flight.",
+  },
+  rate_limited: {
+    status: 429,
+    message: "This tenant has sent more requests per second than this gateway allows.",
   },
   internal_error: {
     status: 500,

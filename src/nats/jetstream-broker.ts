@@ -129,6 +129,12 @@ export class JetStreamBroker implements Broker {
           continue;
         }
         if (r.end === "timeout" && r.messages.length === 0) {
+          // A consumer removed by JetStream (inactive_threshold) or with its stream (idle topic
+          // clean-up) leaves pulls unanswered rather than refused: look before answering 503.
+          if (attempt === 0 && (await this.#progress(names)) === null) {
+            this.#d.topology.forgetConsumer(names);
+            continue;
+          }
           throw new AppError("storage_unavailable", {
             message: "JetStream did not answer a pull.",
           });
@@ -153,24 +159,26 @@ export class JetStreamBroker implements Broker {
 
   progress(group: GroupAddress): Promise<GroupProgress | null> {
     const names = groupNames(this.#d.region, group);
-    return this.#op("consumer_info", async () => {
-      try {
-        const info = await this.#d.jsm.consumers.info(names.stream, names.consumer);
-        return {
-          ackFloorSeq: info.ack_floor.stream_seq,
-          deliveredSeq: info.delivered.stream_seq,
-          inFlight: info.num_ack_pending,
-        };
-      } catch (err) {
-        if (
-          isApiError(err, JetStreamApiCodes.ConsumerNotFound) ||
-          isApiError(err, JetStreamApiCodes.StreamNotFound)
-        ) {
-          return null;
-        }
-        throw err;
+    return this.#op("consumer_info", () => this.#progress(names));
+  }
+
+  async #progress(names: GroupNames): Promise<GroupProgress | null> {
+    try {
+      const info = await this.#d.jsm.consumers.info(names.stream, names.consumer);
+      return {
+        ackFloorSeq: info.ack_floor.stream_seq,
+        deliveredSeq: info.delivered.stream_seq,
+        inFlight: info.num_ack_pending,
+      };
+    } catch (err) {
+      if (
+        isApiError(err, JetStreamApiCodes.ConsumerNotFound) ||
+        isApiError(err, JetStreamApiCodes.StreamNotFound)
+      ) {
+        return null;
       }
-    });
+      throw err;
+    }
   }
 
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup> {

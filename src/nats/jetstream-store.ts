@@ -13,6 +13,7 @@ import { JetStreamBroker } from "./jetstream-broker.js";
 import { IdempotencyKeys } from "./idempotency-keys.js";
 import { LeaseRecords } from "./lease-records.js";
 import { PullClient } from "./pull-client.js";
+import { TopicSweeper } from "./topic-sweeper.js";
 import { Topology } from "./topology.js";
 
 export interface StoreOptions {
@@ -29,6 +30,10 @@ export interface StoreOptions {
   /** Nats-Msg-Id window of topic streams: how long racing publishes of a key share one copy. */
   readonly dedupWindowMs: number;
   readonly consumerInactiveSeconds: number;
+  readonly maxTopicsPerNamespace: number;
+  readonly maxGroupsPerNamespace: number;
+  /** Empty topics not published to for this long are removed. */
+  readonly topicIdleMs: number;
   readonly log: Logger;
   /** A fixed clock (tests); without one the gateway follows the NATS server's clock. */
   readonly now: (() => number) | null;
@@ -44,6 +49,8 @@ export interface JetStreamStore {
   /** Regional failover (202 deferred), when neighbour regions are configured. */
   readonly failover: Failover | null;
   readonly scheduler: DelayScheduler;
+  /** Removes empty idle topics (runs on its own; `sweep()` for one pass now). */
+  readonly sweeper: TopicSweeper;
   /** Idempotency key records (the broker publishes through them). */
   readonly keys: IdempotencyKeys;
   /** Largest payload the server accepts with room left for our headers. */
@@ -70,6 +77,8 @@ export async function openJetStreamStore(
     maxMsgBytes: maxPayload,
     ackWaitMs: o.defaultLeaseMs,
     inactiveThresholdMs: o.consumerInactiveSeconds * 1000,
+    maxTopicsPerNamespace: o.maxTopicsPerNamespace,
+    maxGroupsPerNamespace: o.maxGroupsPerNamespace,
   });
   const clock = new ServerClock();
   const now = o.now ?? clock.now;
@@ -124,6 +133,8 @@ export async function openJetStreamStore(
           now,
         })
       : null;
+  const sweeper = new TopicSweeper({ jsm, log: o.log, now, idleMs: o.topicIdleMs });
+  sweeper.start();
   failover?.startRelocating({ js, topology, scheduler, keys, isConnected });
   if (!o.now) {
     const key = `clock.${randomBytes(8).toString("hex")}`;
@@ -140,12 +151,13 @@ export async function openJetStreamStore(
     broker,
     failover,
     scheduler,
+    sweeper,
     keys,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     async close() {
       clock.stop();
-      const stopping = scheduler.stop();
+      const stopping = Promise.all([scheduler.stop(), sweeper.stop()]);
       pulls.close();
       await Promise.all([stopping, failover?.close()]);
     },

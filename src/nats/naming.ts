@@ -1,19 +1,24 @@
 // The one place where queue names become JetStream names. User text never reaches a subject or a
 // stream name: a topic's stream is named by a SHA-256 of (region, namespace, topic), a group's
-// consumer by a SHA-256 of the group name; both are hex, so case-insensitive file systems and
-// NATS's name rules are safe. The full identity is kept in the stream/consumer description and
+// consumer by a SHA-256 of the group name. A topic's subjects start with a hash of (region,
+// namespace), so a namespace's topics can be listed by subject. All are hex, so
+// case-insensitive file systems and NATS's name rules are safe. The full identity is kept in the stream/consumer description and
 // checked on first use, which turns a (2^-128) hash collision into an error instead of a mix-up.
 import { createHash } from "node:crypto";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 
-function hex128(...parts: string[]): string {
+function hex(chars: number, ...parts: string[]): string {
   const h = createHash("sha256");
   for (const p of parts) h.update(p).update("\0");
-  return h.digest("hex").slice(0, 32);
+  return h.digest("hex").slice(0, chars);
 }
+
+const hex128 = (...parts: string[]) => hex(32, ...parts);
 
 export interface TopicNames {
   readonly stream: string;
+  /** Subject filter of every topic of the namespace (to count them: caps per namespace). */
+  readonly namespaceFilter: string;
   /** Subject filter of the whole topic log. */
   readonly all: string;
   /** Messages that consumer groups see. */
@@ -53,13 +58,16 @@ export function topicNames(region: string, topic: TopicAddress): TopicNames {
 
 function makeTopicNames(region: string, topic: TopicAddress): TopicNames {
   const id = hex128(region, topic.namespace.key, topic.topic);
+  const ns = hex(16, region, topic.namespace.key);
+  const base = `vqs.${ns}.${id}`;
   return {
     stream: `VQS_${id}`,
-    all: `vqs.${id}.>`,
-    ready: `vqs.${id}.m`,
-    delayed: `vqs.${id}.d`,
-    forwardPrefix: `vqs.${id}.f`,
-    keyPrefix: `vqs.${id}.k`,
+    namespaceFilter: `vqs.${ns}.>`,
+    all: `${base}.>`,
+    ready: `${base}.m`,
+    delayed: `${base}.d`,
+    forwardPrefix: `${base}.f`,
+    keyPrefix: `${base}.k`,
     description: JSON.stringify({
       vqs: 1,
       region,

@@ -12,6 +12,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
+import { AppError } from "../errors.js";
 import type { GroupNames, TopicNames } from "./naming.js";
 
 export interface TopologyOptions {
@@ -26,6 +27,9 @@ export interface TopologyOptions {
   readonly ackWaitMs: number;
   /** Idle consumer groups are removed after this long. */
   readonly inactiveThresholdMs: number;
+  /** Caps per namespace (0: none), checked when a topic's stream or a group's consumer is made. */
+  readonly maxTopicsPerNamespace: number;
+  readonly maxGroupsPerNamespace: number;
 }
 
 /**
@@ -118,6 +122,7 @@ export class Topology {
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
     }
+    await this.#checkTopicCap(names);
     const maxAge = nanos(this.#opts.maxAgeMs);
     try {
       await this.#jsm.streams.add({
@@ -150,6 +155,7 @@ export class Topology {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
     }
+    await this.#checkGroupCap(names);
     try {
       await this.#jsm.consumers.add(names.stream, {
         durable_name: names.consumer,
@@ -171,6 +177,28 @@ export class Topology {
       });
       return true;
     }
+  }
+
+  /**
+   * The namespace's topics, counted by subject. Creations racing through several gateways may
+   * each see room for one more, so the cap can be overshot by the number of racers.
+   */
+  async #checkTopicCap(names: TopicNames): Promise<void> {
+    const cap = this.#opts.maxTopicsPerNamespace;
+    if (cap === 0) return;
+    let topics = 0;
+    for await (const name of this.#jsm.streams.names(names.namespaceFilter)) if (name) topics++;
+    if (topics >= cap) throw new AppError("topic_limit_reached", { extra: { limit: cap } });
+  }
+
+  async #checkGroupCap(names: GroupNames): Promise<void> {
+    const cap = this.#opts.maxGroupsPerNamespace;
+    if (cap === 0) return;
+    let groups = 0;
+    for await (const info of this.#jsm.streams.list(names.namespaceFilter)) {
+      groups += info.state.consumer_count;
+    }
+    if (groups >= cap) throw new AppError("group_limit_reached", { extra: { limit: cap } });
   }
 
   #once<T>(cache: Map<string, Promise<T>>, key: string, create: () => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 // A real gateway for tests: the production composition (createGateway) listening on a random
 // loopback port, configured through the same environment variables as in production.
-import { loadConfig } from "../../src/config.js";
+import { loadConfig, type Config } from "../../src/config.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { AUDIENCE, ISSUER, type TestIssuer } from "./issuer.js";
@@ -19,14 +19,16 @@ export interface TestGatewayOptions {
   /** The gateway's clock. */
   readonly now?: () => number;
   readonly logger?: Logger;
+  /** Settings the environment cannot give (below their production minimum, for short tests). */
+  readonly config?: Partial<Config>;
 }
 
 export async function startGateway(
   natsUrl: string,
   issuer: TestIssuer,
-  { env = {}, now, logger }: TestGatewayOptions = {},
+  { env = {}, now, logger, config: overrides = {} }: TestGatewayOptions = {},
 ): Promise<TestGateway> {
-  const config = loadConfig({
+  const loaded = loadConfig({
     NATS_URL: natsUrl,
     VQS_REGION: "iad1",
     VQS_OIDC_JWKS_URL: issuer.jwksUrl,
@@ -36,6 +38,7 @@ export async function startGateway(
     LOG_LEVEL: process.env.VQS_TEST_LOG_LEVEL ?? "silent",
     ...env,
   });
+  const config: Config = { ...loaded, ...overrides };
   const gateway = await createGateway({
     config,
     logger: logger ?? createLogger(config.logLevel),

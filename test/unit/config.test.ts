@@ -37,6 +37,11 @@ describe("configuration", () => {
       VQS_ALLOWED_TEAMS: "t1,t2",
       VQS_MAX_MESSAGE_BYTES: "2048",
       VQS_STREAM_REPLICAS: "3",
+      VQS_RATE_LIMIT_PER_SECOND: "50",
+      VQS_RATE_LIMIT_TEAMS: "team_big=500, team_small=5",
+      VQS_MAX_TOPICS_PER_NAMESPACE: "0",
+      VQS_TOPIC_IDLE_SECONDS: "3600",
+      VQS_DEDUP_WINDOW_SECONDS: "300",
     });
     expect(c.natsServers).toEqual(["nats://a:4222", "nats://b:4222"]);
     expect(c.oidc).toMatchObject({
@@ -50,7 +55,16 @@ describe("configuration", () => {
       region: "iad1",
       maxMessageBytes: 2048,
       streamReplicas: 3,
+      rateLimitPerSecond: 50,
+      maxTopicsPerNamespace: 0,
+      maxGroupsPerNamespace: 5000,
+      topicIdleSeconds: 3600,
+      dedupWindowSeconds: 300,
     });
+    expect([...c.rateLimitTeams]).toEqual([
+      ["team_big", 500],
+      ["team_small", 5],
+    ]);
   });
 
   it("refuses production without OIDC, receipt secret and NATS_URL, naming each", () => {
@@ -76,6 +90,9 @@ describe("configuration", () => {
       { ...oidc, VQS_OIDC_JWKS_URL: "ftp://x" },
       { VQS_TENANT_CLAIMS: "a,b" },
       { VQS_STREAM_REPLICAS: "0" },
+      { VQS_RATE_LIMIT_TEAMS: "team_a:5" },
+      { VQS_RATE_LIMIT_TEAMS: "team_a=-1" },
+      { VQS_TOPIC_IDLE_SECONDS: "10" },
     ]) {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
     }

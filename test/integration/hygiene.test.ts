@@ -1,0 +1,166 @@
+// Limits and hygiene: per-tenant rate limits (429 + Retry-After), caps on topics and consumer
+// groups per namespace (403), idle consumer groups removed by JetStream (inactive_threshold),
+// and empty idle topics removed by the gateway's sweeper.
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { topicNames } from "../../src/nats/naming.js";
+import { makeNamespace } from "../../src/queue/namespace.js";
+import { startGateway, type TestGateway, type TestGatewayOptions } from "../helpers/gateway.js";
+import { api, errorCode, parts, uniqueName } from "../helpers/http.js";
+import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
+import { startTestNats, type TestNats } from "../helpers/nats.js";
+
+let nats: TestNats;
+let issuer: TestIssuer;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+const gateways: TestGateway[] = [];
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  issuer = await startIssuer();
+  nc = await connect({ servers: nats.url });
+  jsm = await jetstreamManager(nc);
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await Promise.all(gateways.map((g) => g.close()));
+  await issuer?.close();
+  await nats?.dispose();
+});
+
+async function gateway(options: TestGatewayOptions) {
+  const g = await startGateway(nats.url, issuer, options);
+  gateways.push(g);
+  return g;
+}
+
+const streamOf = (project: string, topic: string) =>
+  topicNames("iad1", { namespace: makeNamespace("team_a", project, "production", null), topic })
+    .stream;
+
+describe("per-tenant rate limit", () => {
+  it("answers 429 with Retry-After on publish and receive past the limit, per tenant, never on ack", async () => {
+    const gw = await gateway({
+      env: { VQS_RATE_LIMIT_PER_SECOND: "5", VQS_RATE_LIMIT_TEAMS: "team_big=1000" },
+    });
+    const topic = uniqueName();
+    const q = api(gw.url, await issuer.token({ project_id: "prj_rate" }));
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, () => q.publish(topic, "x").then((r) => r.status)),
+    );
+    expect(statuses.filter((s) => s === 201).length).toBeLessThanOrEqual(10); // two windows at most
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    const limited = await q.receive(topic, "g");
+    if (limited.status !== 429) {
+      // The window may just have turned: use up this one, then look.
+      await Promise.all(Array.from({ length: 6 }, () => q.receive(topic, "g")));
+    }
+    const refused = await q.receive(topic, "g");
+    expect(refused.status).toBe(429);
+    expect(await errorCode(refused)).toBe("rate_limited");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+
+    // Another tenant has its own budget, and a team can be given a larger one.
+    const other = api(gw.url, await issuer.token({ project_id: "prj_other" }));
+    expect((await other.publish(topic, "y")).status).toBe(201);
+    const big = api(gw.url, await issuer.token({ owner_id: "team_big" }));
+    const bigStatuses = await Promise.all(
+      Array.from({ length: 20 }, () => big.publish(topic, "z").then((r) => r.status)),
+    );
+    expect(bigStatuses.every((s) => s === 201)).toBe(true);
+
+    // Acknowledging is never refused, even with the budget spent.
+    await new Promise((r) => setTimeout(r, 1100));
+    const got = await parts(await q.receive(topic, "acks", { "vqs-max-messages": "5" }));
+    expect(got.length).toBeGreaterThan(0);
+    await Promise.all(Array.from({ length: 8 }, () => q.publish(topic, "spend")));
+    for (const p of got) {
+      expect((await q.ack(topic, "acks", p.headers.get("vqs-receipt-handle")!)).status).toBe(204);
+    }
+  });
+});
+
+describe("caps per namespace", () => {
+  it("refuses a topic past VQS_MAX_TOPICS_PER_NAMESPACE with 403 topic_limit_reached", async () => {
+    const gw = await gateway({ env: { VQS_MAX_TOPICS_PER_NAMESPACE: "3" } });
+    const q = api(gw.url, await issuer.token({ project_id: "prj_topics" }));
+    const topics = [uniqueName(), uniqueName(), uniqueName()];
+    for (const t of topics) expect((await q.publish(t, "x")).status).toBe(201);
+    const refused = await q.publish(uniqueName(), "x");
+    expect(refused.status).toBe(403);
+    expect(await errorCode(refused)).toBe("topic_limit_reached");
+    // Existing topics go on working; other namespaces have their own count.
+    expect((await q.publish(topics[0]!, "again")).status).toBe(201);
+    const other = api(gw.url, await issuer.token({ project_id: "prj_topics_2" }));
+    expect((await other.publish(uniqueName(), "x")).status).toBe(201);
+  });
+
+  it("refuses a consumer group past VQS_MAX_GROUPS_PER_NAMESPACE with 403 group_limit_reached", async () => {
+    const gw = await gateway({ env: { VQS_MAX_GROUPS_PER_NAMESPACE: "2" } });
+    const q = api(gw.url, await issuer.token({ project_id: "prj_groups" }));
+    const [t1, t2] = [uniqueName(), uniqueName()];
+    await q.publish(t1, "x");
+    await q.publish(t2, "x");
+    expect((await q.receive(t1, "a")).status).toBe(200);
+    expect((await q.receive(t2, "b")).status).toBe(200); // groups count across topics
+    const refused = await q.receive(t1, "c");
+    expect(refused.status).toBe(403);
+    expect(await errorCode(refused)).toBe("group_limit_reached");
+    await q.publish(t1, "y");
+    expect((await q.receive(t1, "a")).status).toBe(200);
+  });
+});
+
+describe("idle clean-up", () => {
+  it("lets JetStream remove a consumer group idle for the configured time; it comes back on use", async () => {
+    const gw = await gateway({ config: { consumerInactiveSeconds: 1 } });
+    const q = api(gw.url, await issuer.token({ project_id: "prj_idle" }));
+    const topic = uniqueName();
+    await q.publish(topic, "one");
+    expect((await q.receive(topic, "sleepy")).status).toBe(200);
+    const stream = streamOf("prj_idle", topic);
+    await expect
+      .poll(async () => (await jsm.consumers.list(stream).next()).length, {
+        timeout: 10_000,
+        interval: 250,
+      })
+      .toBe(0);
+    await q.publish(topic, "two");
+    const got = await parts(await q.receive(topic, "sleepy", { "vqs-max-messages": "10" }));
+    // A group removed after its messages were acknowledged would replay them: that is why the
+    // production minimum is the longest TTL plus an hour. Here only "one" was never acked.
+    expect(got.map((p) => p.body.toString()).sort()).toEqual(["one", "two"]);
+  });
+
+  it("removes an empty topic not published to for VQS_TOPIC_IDLE_SECONDS, and recreates it on publish", async () => {
+    let offsetMs = 0;
+    const gw = await gateway({
+      env: { VQS_TOPIC_IDLE_SECONDS: "60" },
+      now: () => Date.now() + offsetMs,
+    });
+    const q = api(gw.url, await issuer.token({ project_id: "prj_sweep" }));
+    const [empty, busy] = [uniqueName(), uniqueName()];
+    await q.publish(empty, "old");
+    await q.publish(busy, "kept");
+    expect((await q.receive(empty, "g")).status).toBe(200);
+    const stream = streamOf("prj_sweep", empty);
+    await jsm.streams.purge(stream); // stands in for every message reaching the stream's max age
+
+    await gw.gateway.store.sweeper.sweep();
+    expect((await jsm.streams.info(stream)).config.name).toBe(stream); // not idle long enough yet
+
+    offsetMs = 61_000;
+    expect(await gw.gateway.store.sweeper.sweep()).toBeGreaterThanOrEqual(1);
+    await expect(jsm.streams.info(stream)).rejects.toThrow(/stream not found/);
+    expect((await jsm.streams.info(streamOf("prj_sweep", busy))).state.messages).toBe(1);
+
+    // The topic is simply new again, through any gateway's cached view of it.
+    expect((await q.receive(empty, "g")).status).toBe(204);
+    expect((await q.publish(empty, "new")).status).toBe(201);
+    const got = await parts(await q.receive(empty, "g"));
+    expect(got.map((p) => p.body.toString())).toEqual(["new"]);
+  });
+});
