@@ -3,6 +3,7 @@
 import { AppError, isAppError } from "../errors.js";
 import type { Broker, Deferrer, Delivery, StoredMessage } from "./broker.js";
 import { IdLeases } from "./id-leases.js";
+import { KeyedLock } from "./keyed-lock.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
@@ -60,6 +61,7 @@ export class QueueService {
   readonly #observer: QueueObserver;
   readonly #deferrer: Deferrer | null;
   readonly #idLeases: IdLeases;
+  readonly #concurrencyTurns = new KeyedLock();
 
   constructor(deps: QueueServiceDeps) {
     this.#deferrer = deps.deferrer ?? null;
@@ -108,27 +110,46 @@ export class QueueService {
   }
 
   async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
-    let want = options.maxMessages;
-    if (options.maxConcurrency !== null) {
+    if (options.maxConcurrency === null) return this.#receive(group, options, options.maxMessages);
+    // The in-flight count is read, then the pull made: receives of one group with a limit take
+    // turns on this gateway, so only receives racing through different gateways can overshoot.
+    const release = await this.#concurrencyTurns.acquire(groupKey(group));
+    try {
       const progress = await this.#broker.progress(group);
       const inFlight = progress?.inFlight ?? 0;
       if (inFlight >= options.maxConcurrency) {
         throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
       }
-      want = Math.min(want, options.maxConcurrency - inFlight);
+      return await this.#receive(
+        group,
+        options,
+        Math.min(options.maxMessages, options.maxConcurrency - inFlight),
+        release,
+      );
+    } finally {
+      release();
     }
+  }
+
+  /** `pulled` is told once the pulls are done (the turn of a limited receive ends there). */
+  async #receive(
+    group: GroupAddress,
+    options: ReceiveOptions,
+    want: number,
+    pulled: () => void = () => undefined,
+  ): Promise<ReceivedMessage[]> {
     const leaseMs = options.visibilityTimeoutSeconds * 1000;
     // Taken before the pull: the server's lease starts later, so a handle never claims more time
     // than the server gives (the stale-handle check relies on it).
     const deadlineMs = this.#now() + leaseMs;
-    const pulled: Delivery[] = [];
+    const taken: Delivery[] = [];
     const live: Delivery[] = [];
     try {
       for (let pulls = 0; pulls < MAX_PULLS_PER_RECEIVE && live.length < want; pulls++) {
         const asked = want - live.length;
         const batch = await this.#broker.pull(group, asked);
         if (batch === null || batch.length === 0) break;
-        pulled.push(...batch);
+        taken.push(...batch);
         const now = this.#now();
         const expired = batch.filter((d) => d.message.expiresAtMs <= now);
         // Expired messages are never delivered: the group acknowledges them silently.
@@ -138,6 +159,7 @@ export class QueueService {
         live.push(...(usesIdLeases ? await this.#idLeases.honour(group, fresh) : fresh));
         if (batch.length < asked) break; // the group has nothing more right now
       }
+      pulled();
       await Promise.all(
         live.map(async (d) => {
           if (leaseMs !== this.#broker.defaultLeaseMs) {
@@ -151,7 +173,7 @@ export class QueueService {
       );
     } catch (err) {
       // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
-      await Promise.allSettled(pulled.map((d) => this.#broker.setLease(group, d, 0)));
+      await Promise.allSettled(taken.map((d) => this.#broker.setLease(group, d, 0)));
       throw err;
     }
     for (const d of live) this.#observer.delivered(d.deliveryCount);
@@ -270,4 +292,8 @@ export class QueueService {
 
 function idOf(message: StoredMessage): string {
   return storedMessageId(message.idSeq, message.nonce);
+}
+
+function groupKey(group: GroupAddress): string {
+  return JSON.stringify([group.namespace.key, group.topic, group.group]);
 }

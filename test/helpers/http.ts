@@ -44,6 +44,18 @@ export function api(base: string, token: string, extra: Record<string, string> =
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ visibilityTimeoutSeconds: seconds }),
       }),
+    /** Batch publish of text bodies, each part with the same extra headers. */
+    publishBatch: (topic: string, bodies: string[], headers: Record<string, string> = {}) => {
+      const head = Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join("");
+      return call("POST", `${encodeURIComponent(topic)}/batch`, {
+        headers: { "content-type": "multipart/mixed; boundary=vqs-test-batch" },
+        body:
+          bodies.map((b) => `--vqs-test-batch\r\n${head}\r\n${b}\r\n`).join("") +
+          "--vqs-test-batch--\r\n",
+      });
+    },
   };
 }
 

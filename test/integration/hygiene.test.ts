@@ -164,3 +164,44 @@ describe("idle clean-up", () => {
     expect(got.map((p) => p.body.toString())).toEqual(["new"]);
   });
 });
+
+describe("Vqs-Max-Concurrency across gateways", () => {
+  it("holds exactly on one gateway, and overshoots racing receives by at most (gateways - 1) x limit", async () => {
+    const [g1, g2] = [await gateway({}), await gateway({})];
+    const token = await issuer.token({ project_id: "prj_conc" });
+    const [q1, q2] = [api(g1.url, token), api(g2.url, token)];
+    const topic = uniqueName();
+    for (let i = 0; i < 10; i++) {
+      const bodies = Array.from({ length: 10 }, (_, j) => `m${i * 10 + j}`);
+      expect((await q1.publishBatch(topic, bodies)).status).toBe(200);
+    }
+    const limit = { "vqs-max-concurrency": "4", "vqs-max-messages": "10" };
+
+    // In turn, alternating gateways: the fifth message is never handed out.
+    const first = await parts(await q1.receive(topic, "turns", limit));
+    expect(first).toHaveLength(4);
+    for (const q of [q2, q1, q2]) {
+      const res = await q.receive(topic, "turns", limit);
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toBe("1");
+    }
+    await q2.ack(topic, "turns", first[0]!.headers.get("vqs-receipt-handle")!);
+    expect(await parts(await q2.receive(topic, "turns", limit))).toHaveLength(1);
+
+    // Racing: receives of a group take turns within a gateway, but a receive on each gateway
+    // can read the in-flight count before the other's pull.
+    const racers = 8;
+    const answers = await Promise.all(
+      Array.from({ length: racers }, (_, i) => (i % 2 ? q2 : q1).receive(topic, "race", limit)),
+    );
+    let leased = 0;
+    for (const res of answers) {
+      expect([200, 204, 429]).toContain(res.status);
+      if (res.status === 200) leased += (await parts(res)).length;
+    }
+    expect(leased).toBeGreaterThanOrEqual(4);
+    expect(leased).toBeLessThanOrEqual(4 + (2 - 1) * 4);
+    // Once the racers are answered, the limit holds again.
+    expect((await q1.receive(topic, "race", limit)).status).toBe(429);
+  });
+});
