@@ -70,6 +70,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxAgeMs: LIMITS.retentionSeconds.max * 1000,
     dedupWindowMs: config.dedupWindowSeconds * 1000,
     consumerInactiveSeconds: config.consumerInactiveSeconds,
+    maxLeaseMs: LIMITS.visibilityTimeoutSeconds.max * 1000,
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
     topicIdleMs: config.topicIdleSeconds * 1000,

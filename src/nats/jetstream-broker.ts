@@ -19,6 +19,7 @@ import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 import { ackSubject, parseAckSubject } from "./ack-subject.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { isNoResponders, toStorageError } from "./errors.js";
+import type { CutLeases } from "./cut-leases.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
 import {
@@ -41,6 +42,7 @@ export interface JetStreamBrokerDeps {
   readonly scheduler: DelayScheduler;
   readonly records: LeaseRecords;
   readonly keys: IdempotencyKeys;
+  readonly cuts: CutLeases;
   readonly region: string;
   readonly requestTimeoutMs: number;
   readonly defaultLeaseMs: number;
@@ -151,6 +153,16 @@ export class JetStreamBroker implements Broker {
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void> {
     const body = ms > 0 ? `-NAK ${JSON.stringify({ delay: ms * 1_000_000 })}` : "-NAK";
     return this.#ackRequest(group, lease, body);
+  }
+
+  markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void> {
+    return this.#op("lease_cut", () =>
+      this.#d.cuts.record(this.#g(group), lease.streamSeq, lease.deliveryCount, untilMs),
+    );
+  }
+
+  wasCut(group: GroupAddress, lease: LeaseRef): boolean {
+    return this.#d.cuts.isCut(this.#g(group), lease.streamSeq, lease.deliveryCount);
   }
 
   ack(group: GroupAddress, lease: LeaseRef): Promise<void> {

@@ -10,6 +10,7 @@ import { DelayScheduler } from "./delay-scheduler.js";
 import { Failover, type FailoverOptions } from "./failover.js";
 import { readGroupStats } from "./group-stats.js";
 import { JetStreamBroker } from "./jetstream-broker.js";
+import { CutLeases } from "./cut-leases.js";
 import { IdempotencyKeys } from "./idempotency-keys.js";
 import { LeaseRecords } from "./lease-records.js";
 import { PullClient } from "./pull-client.js";
@@ -30,6 +31,8 @@ export interface StoreOptions {
   /** Nats-Msg-Id window of topic streams: how long racing publishes of a key share one copy. */
   readonly dedupWindowMs: number;
   readonly consumerInactiveSeconds: number;
+  /** The longest lease a receipt handle can carry. */
+  readonly maxLeaseMs: number;
   readonly maxTopicsPerNamespace: number;
   readonly maxGroupsPerNamespace: number;
   /** Empty topics not published to for this long are removed. */
@@ -106,8 +109,16 @@ export async function openJetStreamStore(
     now,
     requestTimeoutMs: o.requestTimeoutMs,
   });
+  const cuts = new CutLeases(js, {
+    replicas: o.replicas,
+    maxLeaseMs: o.maxLeaseMs,
+    timeoutMs: o.requestTimeoutMs,
+    log: o.log,
+  });
+  await cuts.start();
   const broker = new JetStreamBroker({
     records,
+    cuts,
     keys,
     nc,
     js,
@@ -157,6 +168,7 @@ export async function openJetStreamStore(
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     async close() {
       clock.stop();
+      cuts.stop();
       const stopping = Promise.all([scheduler.stop(), sweeper.stop()]);
       pulls.close();
       await Promise.all([stopping, failover?.close()]);

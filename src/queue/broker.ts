@@ -90,6 +90,13 @@ export interface Broker {
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
   /** Makes the lease end `ms` from now (0 releases the message at once). */
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void>;
+  /**
+   * Records, for every gateway, that a lease was cut short through its handle before the
+   * handle's deadline `untilMs` (the message may be delivered again while it looks current).
+   */
+  markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void>;
+  /** Whether the lease was cut short through its handle (no round trip). */
+  wasCut(group: GroupAddress, lease: LeaseRef): boolean;
   /** Removes the message from the group's view. Idempotent. */
   ack(group: GroupAddress, lease: LeaseRef): Promise<void>;
   /** null when the topic or group does not exist. */

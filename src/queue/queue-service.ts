@@ -214,6 +214,11 @@ export class QueueService {
       });
     } else {
       await this.#assertCurrent(group, lease);
+      // Ending before the handle's deadline: the message may come back while the handle still
+      // looks current, so from now on the handle is checked like one past its deadline.
+      if (deadlineMs < lease.deadlineMs) {
+        await this.#broker.markCut(group, lease, lease.deadlineMs);
+      }
       await this.#broker.setLease(group, lease, seconds * 1000);
     }
     return new Date(deadlineMs);
@@ -224,7 +229,9 @@ export class QueueService {
    * redelivery can have happened, so only handles past their deadline consult the record.
    */
   async #assertCurrent(group: GroupAddress, lease: Lease): Promise<void> {
-    if (this.#now() < lease.deadlineMs - STALE_CHECK_MARGIN_MS) return;
+    // Within its lease no other delivery can exist, unless the lease was cut short.
+    const withinLease = this.#now() < lease.deadlineMs - STALE_CHECK_MARGIN_MS;
+    if (withinLease && !this.#broker.wasCut(group, lease)) return;
     const current = await this.#broker.currentDelivery(group, lease.streamSeq);
     if (current !== null && current !== lease.deliveryCount) {
       throw new AppError("receipt_handle_stale");

@@ -1,0 +1,109 @@
+// Leases cut short through their own handle: released, or set to end before the deadline the
+// handle carries. Such a message can be delivered again while its old handle still looks
+// current, so that handle must be checked for staleness like one past its deadline. Every
+// gateway learns of every cut through a KV bucket it watches and keeps in memory until the
+// handle's own deadline, so acknowledging within a lease stays free of round trips. Records
+// live in their own bucket for the longest lease, so a gateway that starts reads at most an
+// hour of them.
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { StorageType } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { Logger } from "../logger.js";
+import type { GroupNames } from "./naming.js";
+
+export const CUTS_BUCKET = "VQS_CUT_LEASES";
+
+export interface CutLeasesOptions {
+  readonly replicas: number;
+  /** The longest lease a handle can carry (records are kept this long, plus a margin). */
+  readonly maxLeaseMs: number;
+  readonly timeoutMs: number;
+  readonly log: Logger;
+}
+
+/** How long a starting gateway waits for the records before serving anyway. */
+const SYNC_TIMEOUT_MS = 5000;
+const MARGIN_MS = 60_000;
+
+export class CutLeases {
+  readonly #js: JetStreamClient;
+  readonly #o: CutLeasesOptions;
+  /** key -> until when (ms) the handle it names could still be presented as current. */
+  readonly #cut = new Map<string, number>();
+  #kv: KV | null = null;
+  #stopWatch: (() => void) | null = null;
+
+  constructor(js: JetStreamClient, o: CutLeasesOptions) {
+    this.#js = js;
+    this.#o = o;
+  }
+
+  /** Opens the bucket and starts following it; resolves once the existing records are read. */
+  async start(): Promise<void> {
+    const kv = await new Kvm(this.#js).create(CUTS_BUCKET, {
+      history: 1,
+      replicas: this.#o.replicas,
+      ttl: this.#o.maxLeaseMs + MARGIN_MS,
+      storage: StorageType.File,
+      timeout: this.#o.timeoutMs,
+    });
+    this.#kv = kv;
+    const watch = await kv.watch({ ignoreDeletes: true });
+    this.#stopWatch = () => watch.stop();
+    const initial = (await kv.status()).values;
+    let synced!: () => void;
+    const ready = new Promise<void>((resolve) => (synced = resolve));
+    if (initial === 0) synced();
+    void (async () => {
+      for await (const e of watch) {
+        const until = Number(e.string());
+        if (Number.isFinite(until)) this.#remember(e.key, until);
+        if (e.delta === 0) synced();
+      }
+    })().catch((err: unknown) => this.#o.log.warn({ err }, "stopped following cut leases"));
+    const timer = setTimeout(() => {
+      this.#o.log.warn("cut leases not read in time; serving anyway");
+      synced();
+    }, SYNC_TIMEOUT_MS);
+    await ready;
+    clearTimeout(timer);
+  }
+
+  stop(): void {
+    this.#stopWatch?.();
+  }
+
+  /** Records (for every gateway) that delivery `count` of `seq` was cut short. */
+  async record(g: GroupNames, seq: number, count: number, untilMs: number): Promise<void> {
+    const k = key(g, seq, count);
+    this.#remember(k, untilMs);
+    if (!this.#kv) throw new Error("cut leases used before start()");
+    await this.#kv.put(k, String(untilMs));
+  }
+
+  /** Whether delivery `count` of `seq` was cut short (its handle must be checked). */
+  isCut(g: GroupNames, seq: number, count: number): boolean {
+    const k = key(g, seq, count);
+    const until = this.#cut.get(k);
+    if (until === undefined) return false;
+    if (until + MARGIN_MS < Date.now()) {
+      this.#cut.delete(k);
+      return false;
+    }
+    return true;
+  }
+
+  #remember(k: string, untilMs: number): void {
+    if (untilMs + MARGIN_MS < Date.now()) return;
+    this.#cut.set(k, untilMs);
+    // Forget what can no longer matter (bounded by cuts within the longest lease).
+    if (this.#cut.size % 4096 === 0) {
+      const now = Date.now();
+      for (const [key, until] of this.#cut) if (until + MARGIN_MS < now) this.#cut.delete(key);
+    }
+  }
+}
+
+function key(g: GroupNames, seq: number, count: number): string {
+  return `${g.stream}.${g.consumer}.${seq}.${count}`;
+}
