@@ -47,6 +47,8 @@ export interface Config {
   readonly consumerInactiveSeconds: number;
   readonly consumerAckWaitSeconds: number;
   readonly dedupWindowSeconds: number;
+  /** Per-message TTL on nats-server 2.11+ ("auto") or never ("off"). */
+  readonly messageTtl: "auto" | "off";
   /** Requests per second per tenant on one gateway (publish and receive); 0: no limit. */
   readonly rateLimitPerSecond: number;
   /** Per-team overrides of rateLimitPerSecond. */
@@ -85,6 +87,15 @@ export function loadConfig(env: Env): Config {
       return def;
     }
     return Number(raw);
+  };
+  const oneOf = <T extends string>(name: string, values: readonly T[], def: T): T => {
+    const raw = str(name);
+    if (raw === null) return def;
+    if (!(values as readonly string[]).includes(raw)) {
+      problems.push(`${name} must be one of ${values.join(", ")} (got "${raw}")`);
+      return def;
+    }
+    return raw as T;
   };
   const list = (name: string): string[] =>
     (str(name) ?? "")
@@ -196,6 +207,7 @@ export function loadConfig(env: Env): Config {
     // Racing publishes of one idempotency key within this window share one stored copy; a
     // publish retried after a gateway crash is deduplicated within it (see architecture.md).
     dedupWindowSeconds: int("VQS_DEDUP_WINDOW_SECONDS", 120, 1, 86_400),
+    messageTtl: oneOf("VQS_MESSAGE_TTL", ["auto", "off"] as const, "auto"),
     rateLimitPerSecond: int("VQS_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
     rateLimitTeams: teamLimits(str("VQS_RATE_LIMIT_TEAMS"), problems),
     maxTopicsPerNamespace: int("VQS_MAX_TOPICS_PER_NAMESPACE", 1000, 0, 1_000_000),

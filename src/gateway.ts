@@ -69,6 +69,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     defaultLeaseMs: config.consumerAckWaitSeconds * 1000,
     maxAgeMs: LIMITS.retentionSeconds.max * 1000,
     dedupWindowMs: config.dedupWindowSeconds * 1000,
+    messageTtl: config.messageTtl,
     consumerInactiveSeconds: config.consumerInactiveSeconds,
     maxLeaseMs: LIMITS.visibilityTimeoutSeconds.max * 1000,
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,

@@ -18,6 +18,8 @@ export interface NatsServerOptions {
   };
   /** fsync every write before acknowledging it (JetStream `sync_interval: always`, 2.10+). */
   readonly syncAlways?: boolean;
+  /** The binary to run (default: natsServerBinary()). */
+  readonly bin?: string;
 }
 
 export interface NatsServerProcess {
@@ -91,7 +93,7 @@ function configText(o: NatsServerOptions, port: number): string {
 }
 
 export async function startNatsServer(options: NatsServerOptions): Promise<NatsServerProcess> {
-  const bin = natsServerBinary();
+  const bin = options.bin ?? natsServerBinary();
   if (!bin) throw new Error(INSTALL_HINT);
   const port = options.port ?? (await freePort());
   await mkdir(options.storeDir, { recursive: true });

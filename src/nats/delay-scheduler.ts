@@ -20,6 +20,7 @@ import { decodeMessage, movedHeaders, rfc3339ToMs } from "./message-codec.js";
 import { SCHEDULE_CONSUMER, SCHEDULE_STREAM, SCHEDULE_SUBJECT, type TopicNames } from "./naming.js";
 import type { PullClient } from "./pull-client.js";
 import { isNoResponders } from "./errors.js";
+import { remainingTtl } from "./server-features.js";
 import { Once } from "./once.js";
 import { isApiError, type Topology } from "./topology.js";
 
@@ -52,6 +53,8 @@ export interface DelaySchedulerDeps {
   readonly now: () => number;
   readonly requestTimeoutMs: number;
   readonly maxAgeMs: number;
+  /** Send Nats-TTL with the copies (the streams allow per-message TTL). */
+  readonly messageTtl: boolean;
 }
 
 const BATCH = 128;
@@ -224,14 +227,18 @@ export class DelayScheduler {
       msg.respond("+ACK");
       return;
     }
+    // With per-message TTL, the copy and its pointer expire with the message.
+    const ttl = this.#d.messageTtl ? { ttl: remainingTtl(message.expiresAtMs, this.#d.now()) } : {};
     const ack = await this.#d.js.publish(timer.r, parked.data, {
       headers: movedHeaders(parked.header, timer.q, message.publishedAtMs),
       msgID: `mv.${timer.q}`,
       timeout: this.#d.requestTimeoutMs,
+      ...ttl,
     });
     await this.#d.js.publish(`${timer.f}.${timer.q.toString(36)}`, String(ack.seq), {
       msgID: `fw.${timer.q}`,
       timeout: this.#d.requestTimeoutMs,
+      ...ttl,
     });
     msg.respond("+ACK");
   }

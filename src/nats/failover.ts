@@ -31,6 +31,7 @@ import { connectNats } from "./connection.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { encodeHeaders, H, keyToken, nanosTokenToMs } from "./message-codec.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
+import { remainingTtl } from "./server-features.js";
 import { topicNames } from "./naming.js";
 import { Once } from "./once.js";
 import { PullClient } from "./pull-client.js";
@@ -49,6 +50,8 @@ export interface HomeStore {
   readonly topology: Topology;
   readonly scheduler: DelayScheduler;
   readonly keys: IdempotencyKeys;
+  /** Send Nats-TTL with relocated messages (home streams allow per-message TTL). */
+  readonly messageTtl: boolean;
   /** False while the home NATS is unreachable: relocation then waits. */
   readonly isConnected: () => boolean;
 }
@@ -266,6 +269,9 @@ export class Failover implements Deferrer {
           headers: relocatedHeaders(hdrs, sentMs),
           msgID: msgID ?? `df.${from}.${info.streamSeq}`,
           timeout: this.#o.requestTimeoutMs,
+          ...(home.messageTtl
+            ? { ttl: remainingTtl(sentMs + retention * 1000, this.#o.now()) }
+            : {}),
         });
       const stored = async (seq: number) => {
         if (parked) await home.scheduler.schedule(names, seq);

@@ -43,6 +43,8 @@ export interface JetStreamBrokerDeps {
   readonly records: LeaseRecords;
   readonly keys: IdempotencyKeys;
   readonly cuts: CutLeases;
+  /** Send Nats-TTL with every message (the streams allow per-message TTL). */
+  readonly messageTtl: boolean;
   readonly region: string;
   readonly requestTimeoutMs: number;
   readonly defaultLeaseMs: number;
@@ -83,6 +85,7 @@ export class JetStreamBroker implements Broker {
         timeout: this.#d.requestTimeoutMs,
         expect: { streamName: names.stream },
         ...(msgID !== undefined ? { msgID } : {}),
+        ...(this.#d.messageTtl ? { ttl: String(message.retentionSeconds) } : {}),
       });
     const stored = async (seq: number) => {
       this.#notePublish(names.stream);

@@ -15,6 +15,7 @@ import { IdempotencyKeys } from "./idempotency-keys.js";
 import { LeaseRecords } from "./lease-records.js";
 import { PullClient } from "./pull-client.js";
 import { TopicSweeper } from "./topic-sweeper.js";
+import { supportsMessageTtl } from "./server-features.js";
 import { Topology } from "./topology.js";
 
 export interface StoreOptions {
@@ -28,6 +29,8 @@ export interface StoreOptions {
   readonly requestTimeoutMs: number;
   readonly defaultLeaseMs: number;
   readonly maxAgeMs: number;
+  /** Per-message TTL when the server has it ("auto"), or never. */
+  readonly messageTtl: "auto" | "off";
   /** Nats-Msg-Id window of topic streams: how long racing publishes of a key share one copy. */
   readonly dedupWindowMs: number;
   readonly consumerInactiveSeconds: number;
@@ -73,7 +76,15 @@ export async function openJetStreamStore(
   const jsm = await jetstreamManager(nc, { timeout: o.requestTimeoutMs, checkAPI: false });
   const js = jetstream(nc, { timeout: o.requestTimeoutMs });
   const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+  const messageTtl = o.messageTtl === "auto" && supportsMessageTtl(nc.info?.version);
+  o.log.info(
+    { natsVersion: nc.info?.version, messageTtl },
+    messageTtl
+      ? "per-message TTL on: storage is freed as messages expire"
+      : "per-message TTL off: storage is freed at the streams' max age",
+  );
   const topology = new Topology(jsm, {
+    allowMsgTtl: messageTtl,
     replicas: o.replicas,
     maxAgeMs: o.maxAgeMs,
     dedupWindowMs: o.dedupWindowMs,
@@ -96,6 +107,7 @@ export async function openJetStreamStore(
     now,
     requestTimeoutMs: o.requestTimeoutMs,
     maxAgeMs: o.maxAgeMs,
+    messageTtl,
   });
   const records = new LeaseRecords(js, {
     replicas: o.replicas,
@@ -120,6 +132,7 @@ export async function openJetStreamStore(
     records,
     cuts,
     keys,
+    messageTtl,
     nc,
     js,
     jsm,
@@ -146,7 +159,7 @@ export async function openJetStreamStore(
       : null;
   const sweeper = new TopicSweeper({ jsm, log: o.log, now, idleMs: o.topicIdleMs });
   sweeper.start();
-  failover?.startRelocating({ js, topology, scheduler, keys, isConnected });
+  failover?.startRelocating({ js, topology, scheduler, keys, messageTtl, isConnected });
   if (!o.now) {
     const key = `clock.${randomBytes(8).toString("hex")}`;
     await clock.sync(await records.bucket(), key).catch((err: unknown) => {

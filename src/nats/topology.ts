@@ -19,6 +19,8 @@ export interface TopologyOptions {
   readonly replicas: number;
   /** Longest a message may live (the largest TTL). */
   readonly maxAgeMs: number;
+  /** Streams allow per-message TTL (the server has it and it is wanted). */
+  readonly allowMsgTtl: boolean;
   /** Nats-Msg-Id window (at most maxAgeMs). */
   readonly dedupWindowMs: number;
   /** Largest NATS message (payload and headers). */
@@ -118,6 +120,11 @@ export class Topology {
     try {
       const info = await this.#jsm.streams.info(names.stream);
       assertIdentity(names.stream, info.config.description, names.description);
+      if (this.#opts.allowMsgTtl && !info.config.allow_msg_ttl) {
+        // Made before the server (or this setting) supported it: switch it on (it cannot be
+        // switched off again, so "off" later only stops sending Nats-TTL).
+        await this.#jsm.streams.update(names.stream, { ...info.config, allow_msg_ttl: true });
+      }
       return;
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
@@ -137,6 +144,7 @@ export class Topology {
         max_msg_size: this.#opts.maxMsgBytes,
         num_replicas: this.#opts.replicas,
         allow_direct: true,
+        ...(this.#opts.allowMsgTtl ? { allow_msg_ttl: true } : {}),
       });
     } catch (err) {
       // Another gateway created it first: fine, as long as it is the same topic.

@@ -42,6 +42,7 @@ describe("configuration", () => {
       VQS_MAX_TOPICS_PER_NAMESPACE: "0",
       VQS_TOPIC_IDLE_SECONDS: "3600",
       VQS_DEDUP_WINDOW_SECONDS: "300",
+      VQS_MESSAGE_TTL: "off",
     });
     expect(c.natsServers).toEqual(["nats://a:4222", "nats://b:4222"]);
     expect(c.oidc).toMatchObject({
@@ -60,6 +61,7 @@ describe("configuration", () => {
       maxGroupsPerNamespace: 5000,
       topicIdleSeconds: 3600,
       dedupWindowSeconds: 300,
+      messageTtl: "off",
     });
     expect([...c.rateLimitTeams]).toEqual([
       ["team_big", 500],
@@ -93,6 +95,7 @@ describe("configuration", () => {
       { VQS_RATE_LIMIT_TEAMS: "team_a:5" },
       { VQS_RATE_LIMIT_TEAMS: "team_a=-1" },
       { VQS_TOPIC_IDLE_SECONDS: "10" },
+      { VQS_MESSAGE_TTL: "yes" },
     ]) {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
     }
