@@ -74,7 +74,11 @@ async function publish(topic: string, headers: (i: number) => Record<string, str
 }
 
 const rows: Array<{ what: string; rssPerItem: number; diskPerItem: number }> = [];
-async function measure(what: string, topic: string, headers: (i: number) => Record<string, string>) {
+async function measure(
+  what: string,
+  topic: string,
+  headers: (i: number) => Record<string, string>,
+) {
   const [r0, d0] = [await rss(), await storeBytes()];
   await publish(topic, headers);
   await new Promise((r) => setTimeout(r, 5000)); // the 2 s duplicate window has passed
