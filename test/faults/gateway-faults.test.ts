@@ -2,15 +2,19 @@
 // - killed mid-publish: clients that retry through another gateway with the same idempotency
 //   key get exactly one delivery per key;
 // - killed while its consumers hold leases: the leases run out and the messages are redelivered
-//   through the other gateway.
+//   through the other gateway;
+// - killed after publishing delayed messages, with NATS restarted too: the timers live in
+//   JetStream, so another gateway delivers every message when due, once, with deliveryCount 1.
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RECEIPT_SECRET } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/nats.js";
+import { startNatsServer, type NatsServerProcess } from "../../src/dev/nats-server-process.js";
 
 let nats: TestNats;
+let restarted: NatsServerProcess | null = null;
 let issuer: TestIssuer;
 const children: ChildProcess[] = [];
 
@@ -64,6 +68,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const c of children) c.kill("SIGKILL");
+  await restarted?.stop();
   await issuer?.close();
   await nats?.dispose();
 });
@@ -144,6 +149,40 @@ describe("gateway faults", () => {
     );
     expect(again.map((p) => p.body.toString()).sort()).toEqual(["m0", "m1", "m2", "m3", "m4"]);
     expect(again.every((p) => p.headers.get("vqs-delivery-count") === "2")).toBe(true);
+    b.child.kill("SIGKILL");
+  }, 60_000);
+
+  it("delivers delayed messages when due after their gateway died and NATS restarted", async () => {
+    const a = await spawnGateway();
+    const token = await issuer.token();
+    const topic = uniqueName("delayed");
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const res = await api(a.url, token).publish(topic, `d${i}`, { "vqs-delay-seconds": "4" });
+      expect(res.status).toBe(201);
+      ids.push(((await res.json()) as { messageId: string }).messageId);
+    }
+    a.child.kill("SIGKILL");
+    await nats.stop();
+    restarted = await startNatsServer({ ...nats.options, port: nats.port });
+    const b = await spawnGateway();
+    expect((await api(b.url, token).receive(topic, "g")).status).toBe(204); // not due yet
+    await sleep(4500);
+    const seen = new Map<string, string | null>();
+    for (let i = 0; i < 100 && seen.size < ids.length; i++) {
+      const res = await api(b.url, token).receive(topic, "g", { "vqs-max-messages": "10" });
+      if (res.status === 204) {
+        await sleep(200);
+        continue;
+      }
+      for (const p of await parts(res)) {
+        const id = p.headers.get("vqs-message-id")!;
+        expect(seen.has(id)).toBe(false);
+        seen.set(id, p.headers.get("vqs-delivery-count"));
+      }
+    }
+    expect([...seen.keys()].sort()).toEqual([...ids].sort());
+    expect([...seen.values()].every((c) => c === "1")).toBe(true);
     b.child.kill("SIGKILL");
   }, 60_000);
 });

@@ -278,6 +278,32 @@ describe("delay and TTL", () => {
     ]);
   });
 
+  it("caps a delay longer than the TTL at the TTL", async () => {
+    const topic = uniqueName();
+    const id = await publishOk(topic, "never", {
+      "vqs-delay-seconds": "3600",
+      "vqs-retention-seconds": "60",
+    });
+    const names = groupNames("iad1", {
+      namespace: makeNamespace(
+        TEAM_A.owner_id as string,
+        TEAM_A.project_id as string,
+        TEAM_A.environment as string,
+        null,
+      ),
+      topic,
+      group: "g",
+    });
+    const nc = await connect({ servers: nats.url });
+    const stored = await (
+      await jetstreamManager(nc)
+    ).direct.getMessage(names.stream, { seq: parseInt(id.slice(1, id.indexOf("_")), 36) });
+    await nc.close();
+    expect(stored?.subject).toBe(names.delayed);
+    expect(stored?.header.get("Vqs-Delay")).toBe("60");
+    expect((await q.receiveById(topic, "g", id)).status).toBe(409);
+  });
+
   it("sets expiresAt from the retention header", async () => {
     const topic = uniqueName();
     await publishOk(topic, "x", { "vqs-retention-seconds": "60" });
