@@ -3,6 +3,7 @@
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { readFile } from "node:fs/promises";
 import type { Logger } from "../logger.js";
+import { coalesceWrites } from "./write-coalescing.js";
 
 export interface NatsConnectOptions {
   readonly servers: readonly string[];
@@ -11,6 +12,8 @@ export interface NatsConnectOptions {
   readonly user: string | null;
   readonly password: string | null;
   readonly token: string | null;
+  /** Merge the NATS writes of one event-loop turn (default on; see write-coalescing.ts). */
+  readonly coalesceWrites?: boolean;
 }
 
 /** Tracks whether the connection is up right now (for fast failover and the gauge). */
@@ -49,6 +52,7 @@ export async function connectNats(opts: NatsConnectOptions, log: Logger): Promis
     ...(opts.user ? { user: opts.user, pass: opts.password ?? "" } : {}),
     ...(opts.token ? { token: opts.token } : {}),
   });
+  if (opts.coalesceWrites !== false) coalesceWrites(nc);
   void (async () => {
     for await (const s of nc.status()) {
       if (s.type === "disconnect" || s.type === "reconnect" || s.type === "error") {
