@@ -180,8 +180,14 @@ export class DelayScheduler {
   }
 
   async #handle(msg: Msg): Promise<void> {
+    const timer = parseTimer(msg.data);
+    if (!timer) {
+      // Not a timer of ours (someone published to the schedule subject): never retry it.
+      msg.respond("+TERM");
+      this.#d.log.warn({ subject: msg.subject }, "delay scheduler: dropped a malformed timer");
+      return;
+    }
     try {
-      const timer = JSON.parse(new TextDecoder().decode(msg.data)) as Timer;
       if ("x" in timer) await this.#forget(msg, timer);
       else await this.#move(msg, timer);
     } catch (err) {
@@ -271,6 +277,20 @@ export class DelayScheduler {
       throw err;
     }
   }
+}
+
+function parseTimer(data: Uint8Array): Timer | null {
+  let t: Record<string, unknown>;
+  try {
+    t = JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  if (typeof t !== "object" || t === null) return null;
+  if (typeof t.s !== "string" || !Number.isSafeInteger(t.q)) return null;
+  if (typeof t.x === "number") return t as unknown as ForgetTimer;
+  const subjects = [t.p, t.r, t.f];
+  return subjects.every((v) => typeof v === "string") ? (t as unknown as MoveTimer) : null;
 }
 
 function sleep(ms: number): Promise<void> {

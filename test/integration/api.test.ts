@@ -278,6 +278,25 @@ describe("delay and TTL", () => {
     ]);
   });
 
+  it("drops a malformed timer on the schedule subject instead of retrying it for ever", async () => {
+    const nc = await connect({ servers: nats.url });
+    const topic = uniqueName();
+    await publishOk(topic, "first", { "vqs-delay-seconds": "1" }); // the schedule exists
+    for (const junk of ["not json", "{}", '{"s":"VQS_X","q":"1"}']) {
+      await nc.publish("vqs._schedule", junk);
+    }
+    await nc.flush();
+    const id = await publishOk(topic, "later", { "vqs-delay-seconds": "1" });
+    await sleep(2000);
+    const got = await receiveParts(topic, "g", { "vqs-max-messages": "10" });
+    expect(got.map((p) => p.body.toString()).sort()).toEqual(["first", "later"]);
+    expect(got.map((p) => p.headers.get("vqs-message-id"))).toContain(id);
+    const info = await (await jetstreamManager(nc)).consumers.info("VQS_SCHEDULE", "scheduler");
+    expect(info.num_ack_pending).toBe(0);
+    expect(info.num_pending).toBe(0);
+    await nc.close();
+  });
+
   it("caps a delay longer than the TTL at the TTL", async () => {
     const topic = uniqueName();
     const id = await publishOk(topic, "never", {
