@@ -2,6 +2,7 @@
 // the store could not do is "storage unavailable" (503, retryable), never a 500 with internals.
 import { NoRespondersError, RequestError } from "@nats-io/transport-node";
 import { AppError, isAppError } from "../errors.js";
+import { NoRespondersError as OurNoResponders } from "./requests.js";
 
 export function toStorageError(err: unknown): AppError {
   if (isAppError(err)) return err;
@@ -16,6 +17,7 @@ export function toStorageError(err: unknown): AppError {
 export function isNoResponders(err: unknown): boolean {
   return (
     err instanceof NoRespondersError ||
+    err instanceof OurNoResponders ||
     (err instanceof RequestError && err.isNoResponders()) ||
     (err instanceof Error && err.cause !== undefined && isNoResponders(err.cause))
   );

@@ -8,17 +8,13 @@
 // store a second copy; a racer slower than the window loses the compare-and-set and deletes its
 // copy. Each record is deleted when its message expires (a timer in the schedule stream), so
 // records are bounded by live keys. See docs/architecture.md, "Idempotency keys".
-import {
-  JetStreamApiCodes,
-  type JetStreamClient,
-  type JetStreamManager,
-  type PubAck,
-} from "@nats-io/jetstream";
+import { JetStreamApiCodes, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { AppError } from "../errors.js";
 import type { PublishOutcome } from "../queue/broker.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { decodeMessage, rfc3339ToMs } from "./message-codec.js";
 import type { TopicNames } from "./naming.js";
+import type { PubAck } from "./requests.js";
 import { isApiError } from "./topology.js";
 
 export interface IdempotencyKeysDeps {

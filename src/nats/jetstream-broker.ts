@@ -20,6 +20,7 @@ import { ackSubject, parseAckSubject } from "./ack-subject.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { isNoResponders, toStorageError } from "./errors.js";
 import type { CutLeases } from "./cut-leases.js";
+import type { Requests } from "./requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
 import {
@@ -43,6 +44,8 @@ export interface JetStreamBrokerDeps {
   readonly records: LeaseRecords;
   readonly keys: IdempotencyKeys;
   readonly cuts: CutLeases;
+  /** Request-reply for publishes and acks (one inbox, no per-request timers). */
+  readonly requests: Requests;
   /** Send Nats-TTL with every message (the streams allow per-message TTL). */
   readonly messageTtl: boolean;
   readonly region: string;
@@ -79,14 +82,17 @@ export class JetStreamBroker implements Broker {
     const names = topicNames(this.#d.region, topic);
     const delayed = message.delaySeconds > 0;
     const headers = encodeHeaders(message);
-    const send = (msgID?: string) =>
-      this.#d.js.publish(delayed ? names.delayed : names.ready, message.payload, {
+    headers.set("Nats-Expected-Stream", names.stream);
+    if (this.#d.messageTtl) headers.set("Nats-TTL", String(message.retentionSeconds));
+    const send = (msgID?: string) => {
+      if (msgID !== undefined) headers.set("Nats-Msg-Id", msgID);
+      return this.#d.requests.publish(
+        delayed ? names.delayed : names.ready,
+        message.payload,
+        this.#d.requestTimeoutMs,
         headers,
-        timeout: this.#d.requestTimeoutMs,
-        expect: { streamName: names.stream },
-        ...(msgID !== undefined ? { msgID } : {}),
-        ...(this.#d.messageTtl ? { ttl: String(message.retentionSeconds) } : {}),
-      });
+      );
+    };
     const stored = async (seq: number) => {
       this.#notePublish(names.stream);
       if (delayed) await this.#d.scheduler.schedule(names, seq);
@@ -349,9 +355,11 @@ export class JetStreamBroker implements Broker {
     const names = groupNames(this.#d.region, group);
     return this.#op(body === "+ACK" ? "ack" : "nak", async () => {
       try {
-        await this.#d.nc.request(ackSubject(names.stream, names.consumer, lease), body, {
-          timeout: this.#d.requestTimeoutMs,
-        });
+        await this.#d.requests.request(
+          ackSubject(names.stream, names.consumer, lease),
+          body,
+          this.#d.requestTimeoutMs,
+        );
       } catch (err) {
         // Nobody serves the ack subject: either the store is away (503) or the group was removed
         // (idle clean-up), and with it every lease it held: then the handle is stale (409).

@@ -14,6 +14,7 @@ import { CutLeases } from "./cut-leases.js";
 import { IdempotencyKeys } from "./idempotency-keys.js";
 import { LeaseRecords } from "./lease-records.js";
 import { PullClient } from "./pull-client.js";
+import { Requests } from "./requests.js";
 import { TopicSweeper } from "./topic-sweeper.js";
 import { supportsMessageTtl } from "./server-features.js";
 import { Topology } from "./topology.js";
@@ -121,6 +122,7 @@ export async function openJetStreamStore(
     now,
     requestTimeoutMs: o.requestTimeoutMs,
   });
+  const requests = new Requests(nc);
   const cuts = new CutLeases(js, {
     replicas: o.replicas,
     maxLeaseMs: o.maxLeaseMs,
@@ -131,6 +133,7 @@ export async function openJetStreamStore(
   const broker = new JetStreamBroker({
     records,
     cuts,
+    requests,
     keys,
     messageTtl,
     nc,
@@ -185,6 +188,7 @@ export async function openJetStreamStore(
       const stopping = Promise.all([scheduler.stop(), sweeper.stop()]);
       pulls.close();
       await Promise.all([stopping, failover?.close()]);
+      requests.close();
     },
   };
 }

@@ -13,6 +13,7 @@ import {
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { AppError } from "../errors.js";
+import { PubAckError } from "./requests.js";
 import type { GroupNames, TopicNames } from "./naming.js";
 
 export interface TopologyOptions {
@@ -221,7 +222,7 @@ export class Topology {
 }
 
 export function isApiError(err: unknown, code: number): boolean {
-  return err instanceof JetStreamApiError && err.code === code;
+  return (err instanceof JetStreamApiError || err instanceof PubAckError) && err.code === code;
 }
 
 function assertIdentity(stream: string, actual: string | undefined, expected: string): void {
