@@ -7,7 +7,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGatewayProcess } from "./lib/gateways.js";
+import { benchGatewayEnv, startGatewayProcess } from "./lib/gateways.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats } from "./lib/nats-server.js";
 import { sampleProc } from "./lib/proc.js";
@@ -18,19 +18,11 @@ const dir = await mkdtemp(join(tmpdir(), "vqs-state-"));
 const nats = await startBenchNats(join(dir, "store"), join(dir, "nats.log"));
 const issuer = await startBenchIssuer();
 const gw = await startGatewayProcess({
-  env: {
-    PORT: "0",
-    HOST: "127.0.0.1",
-    NATS_URL: nats.url,
-    VQS_REGION: "bench1",
-    VQS_OIDC_JWKS_URL: issuer.jwksUrl,
-    VQS_OIDC_ISSUER: BENCH_ISSUER,
-    VQS_OIDC_AUDIENCE: BENCH_AUDIENCE,
-    VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
-    // A short duplicate window, so what stays is what every live key costs after it.
+  // A short duplicate window, so what stays is what every live key costs after it.
+  env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, {
     VQS_DEDUP_WINDOW_SECONDS: "2",
-    LOG_LEVEL: "warn",
-  },
+  }),
+
   logFile: join(dir, "gateway.log"),
 });
 

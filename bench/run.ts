@@ -10,7 +10,7 @@ import { availableParallelism, cpus, release, tmpdir, totalmem } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
 import { GatewayApi, gwPublishOp, gwReceiveOp } from "./lib/gw.js";
 import { createHttpClient, parseMultipart, type HttpClient } from "./lib/http-client.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
@@ -171,17 +171,7 @@ async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Prom
     for (let i = 0; i < o.gateways; i++) {
       gateways.push(
         await startGatewayProcess({
-          env: {
-            PORT: "0",
-            HOST: "127.0.0.1",
-            NATS_URL: nats.url,
-            VQS_REGION: "bench1",
-            VQS_OIDC_JWKS_URL: issuer.jwksUrl,
-            VQS_OIDC_ISSUER: BENCH_ISSUER,
-            VQS_OIDC_AUDIENCE: BENCH_AUDIENCE,
-            VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
-            LOG_LEVEL: "warn",
-          },
+          env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
           nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : [],
           logFile: gatewayLog(i),
         }),

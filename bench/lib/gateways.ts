@@ -92,3 +92,25 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
     },
   };
 }
+
+/** The environment of a benchmark gateway against `natsUrl`, trusting the bench issuer. */
+export function benchGatewayEnv(
+  natsUrl: string,
+  jwksUrl: string,
+  issuer: string,
+  audience: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    PORT: "0",
+    HOST: "127.0.0.1",
+    NATS_URL: natsUrl,
+    VQS_REGION: "bench1",
+    VQS_OIDC_JWKS_URL: jwksUrl,
+    VQS_OIDC_ISSUER: issuer,
+    VQS_OIDC_AUDIENCE: audience,
+    VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
+    LOG_LEVEL: "warn",
+    ...extra,
+  };
+}

@@ -26,7 +26,7 @@ function apply(nc: NatsConnection): void {
   patched.add(socket);
   const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
   let corked = false;
-  socket.write = ((...args: unknown[]) => {
+  socket.write = (...args: unknown[]) => {
     if (!corked) {
       corked = true;
       socket.cork();
@@ -36,7 +36,7 @@ function apply(nc: NatsConnection): void {
       });
     }
     return write(...args);
-  }) as typeof socket.write;
+  };
 }
 
 function isSocket(x: unknown): x is Socket {

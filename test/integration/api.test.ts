@@ -283,7 +283,7 @@ describe("delay and TTL", () => {
     const topic = uniqueName();
     await publishOk(topic, "first", { "vqs-delay-seconds": "1" }); // the schedule exists
     for (const junk of ["not json", "{}", '{"s":"VQS_X","q":"1"}']) {
-      await nc.publish("vqs._schedule", junk);
+      nc.publish("vqs._schedule", junk);
     }
     await nc.flush();
     const id = await publishOk(topic, "later", { "vqs-delay-seconds": "1" });

@@ -1,28 +1,10 @@
 // Tens of thousands of delayed messages: they wait in JetStream (timers NAKed until due), do not
 // hold back immediate messages meanwhile, and are then all delivered once, with deliveryCount 1.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type TestGateway } from "../helpers/gateway.js";
+import { describe, expect, it } from "vitest";
+import { useGateways } from "../helpers/fixture.js";
 import { api, parts, uniqueName } from "../helpers/http.js";
-import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../helpers/nats.js";
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let a: TestGateway;
-let b: TestGateway;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  a = await startGateway(nats.url, issuer);
-  b = await startGateway(nats.url, issuer);
-});
-
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await issuer?.close();
-  await nats?.dispose();
-});
+const env = useGateways(2);
 
 const DELAYED = 20_000;
 const BATCH = 100;
@@ -44,8 +26,8 @@ async function pool<T>(n: number, width: number, fn: (i: number) => Promise<T>):
 
 describe("delayed messages at scale", () => {
   it(`keeps ${DELAYED} delayed messages out of the way of immediate ones, then delivers each once`, async () => {
-    const token = await issuer.token();
-    const [qa, qb] = [api(a.url, token), api(b.url, token)];
+    const token = await env.issuer.token();
+    const [qa, qb] = [api(env.gateways[0]!.url, token), api(env.gateways[1]!.url, token)];
     const topic = uniqueName("many");
     const started = Date.now();
     await pool(DELAYED / BATCH, 8, async (i) => {

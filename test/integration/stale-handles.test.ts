@@ -1,35 +1,17 @@
 // Stale receipt handles when a lease is cut short through its own handle: the message comes back
 // while the old handle's deadline is still ahead, and every gateway must refuse that handle.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type TestGateway } from "../helpers/gateway.js";
+import { describe, expect, it } from "vitest";
+import { useGateways } from "../helpers/fixture.js";
 import { api, errorCode, parts, uniqueName } from "../helpers/http.js";
-import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../helpers/nats.js";
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let a: TestGateway;
-let b: TestGateway;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  a = await startGateway(nats.url, issuer);
-  b = await startGateway(nats.url, issuer);
-});
-
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await issuer?.close();
-  await nats?.dispose();
-});
+const env = useGateways(2);
 
 const handleOf = (p: { headers: Headers }) => p.headers.get("vqs-receipt-handle")!;
 
 describe("handles of a lease cut short", () => {
   it("refuses the released handle on every gateway once the message is delivered again", async () => {
-    const token = await issuer.token();
-    const [qa, qb] = [api(a.url, token), api(b.url, token)];
+    const token = await env.issuer.token();
+    const [qa, qb] = [api(env.gateways[0]!.url, token), api(env.gateways[1]!.url, token)];
     const topic = uniqueName();
     await qa.publish(topic, "x");
     const [first] = await parts(await qa.receive(topic, "g"));
@@ -52,8 +34,8 @@ describe("handles of a lease cut short", () => {
   });
 
   it("keeps a shortened handle valid until the message is delivered again", async () => {
-    const token = await issuer.token();
-    const [qa, qb] = [api(a.url, token), api(b.url, token)];
+    const token = await env.issuer.token();
+    const [qa, qb] = [api(env.gateways[0]!.url, token), api(env.gateways[1]!.url, token)];
     const topic = uniqueName();
     await qa.publish(topic, "y");
     const [first] = await parts(await qa.receive(topic, "g"));
