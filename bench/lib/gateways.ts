@@ -111,6 +111,9 @@ export function benchGatewayEnv(
     VQS_OIDC_AUDIENCE: audience,
     VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
     LOG_LEVEL: "warn",
+    // The scale scenario makes 10,000 topics and 1,000 groups in one namespace: no caps here.
+    VQS_MAX_TOPICS_PER_NAMESPACE: "0",
+    VQS_MAX_GROUPS_PER_NAMESPACE: "0",
     ...extra,
   };
 }
