@@ -7,6 +7,7 @@ import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { AppError } from "../errors.js";
 import type {
   Broker,
+  CursorLease,
   Delivery,
   GroupProgress,
   IdLease,
@@ -252,6 +253,18 @@ export class JetStreamBroker implements Broker {
 
   markIdLeases(group: GroupAddress): Promise<void> {
     return this.#op("id_lease_mark_put", () => this.#d.records.markIdLeases(this.#g(group)));
+  }
+
+  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void> {
+    return this.#op("cursor_lease_put", () =>
+      this.#d.records.putCursorLease(this.#g(group), streamSeq, lease),
+    );
+  }
+
+  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
+    return this.#op("cursor_lease_get", () =>
+      this.#d.records.getCursorLease(this.#g(group), streamSeq),
+    );
   }
 
   getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null> {

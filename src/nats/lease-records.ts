@@ -5,7 +5,7 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import type { IdLease } from "../queue/broker.js";
+import type { CursorLease, IdLease } from "../queue/broker.js";
 import type { GroupNames } from "./naming.js";
 import { Once } from "./once.js";
 
@@ -57,6 +57,19 @@ export class LeaseRecords {
   async currentDelivery(g: GroupNames, seq: number): Promise<number | null> {
     const e = await (await this.bucket()).get(key(g, seq, "d"));
     return e && e.operation === "PUT" ? Number(e.string()) : null;
+  }
+
+  // --- leases the group's cursor handed out (kept only for groups that use receive by ID) ---
+
+  async putCursorLease(g: GroupNames, seq: number, lease: CursorLease): Promise<void> {
+    await (await this.bucket()).put(key(g, seq, "c"), JSON.stringify(lease));
+  }
+
+  async getCursorLease(g: GroupNames, seq: number): Promise<CursorLease | null> {
+    const e = await (await this.bucket()).get(key(g, seq, "c"));
+    if (!e || e.operation !== "PUT") return null;
+    const v = JSON.parse(e.string()) as Partial<CursorLease>;
+    return { count: v.count ?? 0, deadlineMs: v.deadlineMs ?? 0, acked: v.acked === true };
   }
 
   // --- leases taken by message ID ---
@@ -133,7 +146,7 @@ export class LeaseRecords {
 
 const FLAG_REFRESH_MS = 24 * 3600 * 1000;
 
-function key(g: GroupNames, seq: number, kind: "d" | "i"): string {
+function key(g: GroupNames, seq: number, kind: "d" | "i" | "c"): string {
   return `${g.stream}.${g.consumer}.${seq}.${kind}`;
 }
 

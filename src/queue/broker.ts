@@ -65,6 +65,15 @@ export interface IdLease {
   readonly revision: number;
 }
 
+/** What a group's cursor did with a message, as far as receive by ID needs to know. */
+export interface CursorLease {
+  /** The delivery number of the cursor's latest delivery. */
+  readonly count: number;
+  /** When that delivery's lease ends (ms). */
+  readonly deadlineMs: number;
+  readonly acked: boolean;
+}
+
 /**
  * Regional failover: stores a message in a neighbour region while this region's store cannot,
  * never consumable there, to be relocated home when it recovers. Throws when no neighbour can.
@@ -112,6 +121,9 @@ export interface Broker {
   /** Marks the group as using receive by ID; resolves once every gateway honours it. */
   markIdLeases(group: GroupAddress): Promise<void>;
   getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null>;
+  /** Records a cursor delivery, lease change or ack (only for groups that use receive by ID). */
+  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void>;
+  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null>;
   /** Compare-and-set (null: create); the new revision, or null when another request won. */
   putIdLease(
     group: GroupAddress,

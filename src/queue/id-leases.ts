@@ -3,7 +3,7 @@
 // ordinary receive honours them: see docs/architecture.md, "Receive by ID".
 import { randomInt } from "node:crypto";
 import { AppError } from "../errors.js";
-import type { Broker, Delivery, IdLease } from "./broker.js";
+import type { Broker, CursorLease, Delivery, IdLease } from "./broker.js";
 import type { GroupAddress } from "./namespace.js";
 import type { Lease } from "./receipt-handle.js";
 
@@ -16,13 +16,27 @@ export class IdLeases {
     this.#now = now;
   }
 
-  /** Skips messages leased or acknowledged by ID; counts deliveries made by ID. */
-  async honour(group: GroupAddress, deliveries: Delivery[]): Promise<Delivery[]> {
-    const kept = await Promise.all(deliveries.map((d) => this.#honourOne(group, d)));
+  /**
+   * Skips messages leased or acknowledged by ID; counts deliveries made by ID. Each delivery is
+   * first recorded as the cursor's lease (until `deadlineMs`), then the ID lease is read: a
+   * receive by ID writes its lease, then reads the cursor's record, so of two racing for one
+   * message at least one sees the other.
+   */
+  async honour(
+    group: GroupAddress,
+    deliveries: Delivery[],
+    deadlineMs: number,
+  ): Promise<Delivery[]> {
+    const kept = await Promise.all(deliveries.map((d) => this.#honourOne(group, d, deadlineMs)));
     return kept.filter((d): d is Delivery => d !== null);
   }
 
-  async #honourOne(group: GroupAddress, d: Delivery): Promise<Delivery | null> {
+  async #honourOne(group: GroupAddress, d: Delivery, deadlineMs: number): Promise<Delivery | null> {
+    await this.#broker.putCursorLease(group, d.streamSeq, {
+      count: d.deliveryCount,
+      deadlineMs,
+      acked: false,
+    });
     for (let attempt = 0; attempt < 3; attempt++) {
       const idLease = await this.#broker.getIdLease(group, d.streamSeq);
       if (idLease === null) return d;
@@ -85,8 +99,10 @@ export class IdLeases {
 
   /**
    * Leases one message by ID for the group. The lease lives in the gateway's records; the
-   * group's cursor honours it (see honour). A message the group's cursor has already handed out
-   * cannot be leased by ID (409), or is acknowledged (410).
+   * group's cursor honours it (see honour). A message the group's cursor has handed out is
+   * 410 once acknowledged, 409 while its lease runs, and can be taken once that lease ran out
+   * (known from the cursor's record; 409 when the cursor handed it out before the group first
+   * used receive by ID, so there is no record).
    */
   async take(
     group: GroupAddress,
@@ -100,7 +116,7 @@ export class IdLeases {
     if (existing?.state === "leased" && existing.deadlineMs > this.#now()) {
       throw new AppError("message_not_available");
     }
-    await this.#assertCursorBehind(group, streamSeq, maxConcurrency);
+    const cursor = await this.#assertAvailable(group, streamSeq, maxConcurrency);
     const lease = {
       state: "leased" as const,
       deadlineMs: this.#now() + visibilityTimeoutSeconds * 1000,
@@ -115,33 +131,45 @@ export class IdLeases {
       existing?.revision ?? null,
     );
     if (revision === null) throw new AppError("message_not_available");
-    try {
-      // A receive on another gateway may have pulled it meanwhile: then that delivery wins.
-      await this.#assertCursorBehind(group, streamSeq, null);
-    } catch (err) {
+    // A receive may have handed it out (or acknowledged it) meanwhile: then that one wins.
+    const now = await this.#broker.getCursorLease(group, streamSeq);
+    if (now !== null && (cursor === null || now.count !== cursor.count || now.acked)) {
       await this.#broker.putIdLease(group, streamSeq, { ...lease, state: "released" }, revision);
-      throw err;
+      throw new AppError(now.acked ? "message_already_acknowledged" : "message_not_available");
     }
+    // Deliveries by the cursor before (its count includes bounces) plus those by ID.
+    const deliveryCount = (cursor?.count ?? 0) - (existing?.bounces ?? 0) + lease.count;
+    // The cursor's handle of the earlier delivery is stale now.
+    if (cursor !== null) await this.#broker.recordDelivery(group, streamSeq, deliveryCount);
     return {
       kind: "id",
       streamSeq,
       deliverySeq: lease.leaseId,
-      deliveryCount: lease.count,
+      deliveryCount,
       deadlineMs: lease.deadlineMs,
     };
   }
 
-  async #assertCursorBehind(
+  /** The cursor's record of the message when it handed it out and that lease ran out. */
+  async #assertAvailable(
     group: GroupAddress,
     streamSeq: number,
     maxConcurrency: number | null,
-  ): Promise<void> {
+  ): Promise<CursorLease | null> {
     const progress = await this.#broker.progress(group);
-    if (progress === null) return;
+    if (progress === null) return null;
     if (streamSeq <= progress.ackFloorSeq) throw new AppError("message_already_acknowledged");
-    if (streamSeq <= progress.deliveredSeq) throw new AppError("message_not_available");
+    let cursor: CursorLease | null = null;
+    if (streamSeq <= progress.deliveredSeq) {
+      cursor = await this.#broker.getCursorLease(group, streamSeq);
+      if (cursor?.acked) throw new AppError("message_already_acknowledged");
+      if (cursor === null || cursor.deadlineMs > this.#now()) {
+        throw new AppError("message_not_available");
+      }
+    }
     if (maxConcurrency !== null && progress.inFlight >= maxConcurrency) {
       throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
     }
+    return cursor;
   }
 }

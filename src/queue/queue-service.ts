@@ -156,7 +156,9 @@ export class QueueService {
         await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
         const fresh = batch.filter((d) => d.message.expiresAtMs > now);
         const usesIdLeases = await this.#broker.usesIdLeases(group);
-        live.push(...(usesIdLeases ? await this.#idLeases.honour(group, fresh) : fresh));
+        live.push(
+          ...(usesIdLeases ? await this.#idLeases.honour(group, fresh, deadlineMs) : fresh),
+        );
         if (batch.length < asked) break; // the group has nothing more right now
       }
       pulled();
@@ -195,6 +197,14 @@ export class QueueService {
     } else {
       await this.#assertCurrent(group, lease);
       await this.#broker.ack(group, lease);
+      // Receive by ID answers 410 for it from now on (groups that use receive by ID only).
+      if (await this.#broker.usesIdLeases(group)) {
+        await this.#broker.putCursorLease(group, lease.streamSeq, {
+          count: lease.deliveryCount,
+          deadlineMs: lease.deadlineMs,
+          acked: true,
+        });
+      }
     }
     this.#observer.acknowledged();
   }
@@ -220,6 +230,13 @@ export class QueueService {
         await this.#broker.markCut(group, lease, lease.deadlineMs);
       }
       await this.#broker.setLease(group, lease, seconds * 1000);
+      if (await this.#broker.usesIdLeases(group)) {
+        await this.#broker.putCursorLease(group, lease.streamSeq, {
+          count: lease.deliveryCount,
+          deadlineMs,
+          acked: false,
+        });
+      }
     }
     return new Date(deadlineMs);
   }

@@ -430,6 +430,41 @@ describe("receive by ID", () => {
     expect((await q.receiveById(topic, "g", id)).status).toBe(409);
   });
 
+  it("leases by ID a message whose ordinary lease ran out, making that lease's handle stale", async () => {
+    const topic = uniqueName();
+    const first = await publishOk(topic, "first");
+    const id = await publishOk(topic, "second");
+    await q.receiveById(topic, "g", first); // the group uses receive by ID from now on
+    const [cursor] = await receiveParts(topic, "g", { "vqs-visibility-timeout-seconds": "1" });
+    expect(cursor!.headers.get("vqs-message-id")).toBe(id);
+    expect((await q.receiveById(topic, "g", id)).status).toBe(409); // its lease runs
+    await sleep(1300);
+    const res = await q.receiveById(topic, "g", id);
+    expect(res.status).toBe(200);
+    const [byId] = await parts(res);
+    expect(byId!.headers.get("vqs-delivery-count")).toBe("2");
+    // The ordinary receive does not hand it out meanwhile; the old handle changes nothing.
+    expect((await q.receive(topic, "g")).status).toBe(204);
+    const stale = await q.ack(topic, "g", cursor!.headers.get("vqs-receipt-handle")!);
+    expect(stale.status).toBe(409);
+    expect((await q.ack(topic, "g", byId!.headers.get("vqs-receipt-handle")!)).status).toBe(204);
+    expect((await q.receiveById(topic, "g", id)).status).toBe(410);
+    expect((await q.receive(topic, "g")).status).toBe(204);
+  });
+
+  it("answers 410 for a message acknowledged out of order through the ordinary receive", async () => {
+    const topic = uniqueName();
+    const first = await publishOk(topic, "first");
+    const id = await publishOk(topic, "second");
+    await q.receiveById(topic, "other", first); // "other" is not "g"; "g" needs the mark:
+    await q.receiveById(topic, "g", await publishOk(topic, "third"));
+    const got = await receiveParts(topic, "g", { "vqs-max-messages": "10" });
+    const second = got.find((p) => p.headers.get("vqs-message-id") === id)!;
+    // "first" stays leased (the ack floor stays below "second"); "second" is acknowledged.
+    expect((await q.ack(topic, "g", second.headers.get("vqs-receipt-handle")!)).status).toBe(204);
+    expect((await q.receiveById(topic, "g", id)).status).toBe(410);
+  });
+
   it("answers 404 for IDs that never existed, malformed or forged", async () => {
     const topic = uniqueName();
     const id = await publishOk(topic, "x");

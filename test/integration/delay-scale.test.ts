@@ -63,7 +63,7 @@ describe("delayed messages at scale", () => {
     const deadline = Date.now() + 120_000;
     while (seen.size < DELAYED && Date.now() < deadline) {
       const batches = await Promise.all(
-        Array.from({ length: 8 }, (_, i) =>
+        Array.from({ length: 4 }, (_, i) =>
           (i % 2 ? qb : qa)
             .receive(topic, "g", {
               "vqs-max-messages": "10",
