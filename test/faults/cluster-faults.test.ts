@@ -93,8 +93,11 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
         statuses.set(`${what} ${res.status}`, (statuses.get(`${what} ${res.status}`) ?? 0) + 1);
         if (res.status === 429 && !res.headers.get("retry-after"))
           problems.push("429 without Retry-After");
-        if (res.status >= 400 && res.status !== 503 && res.status !== 429) {
-          problems.push(`${what} answered ${res.status}: ${await res.text()}`);
+        // An ack may legitimately find its handle stale (409): its 5 s lease ran out during a
+        // failover and the message was delivered again.
+        const stale = what === "ack" && res.status === 409;
+        if (res.status >= 400 && res.status !== 503 && res.status !== 429 && !stale) {
+          problems.push(`${what} answered ${res.status}: ${await res.clone().text()}`);
         }
         return res;
       } catch (err) {
@@ -201,8 +204,8 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
       slowest,
       statuses: Object.fromEntries(statuses),
     });
-    // Enough load to mean something: 251-1,547 publishes answered 201 on nats-server 2.9.10,
-    // 46 on 2.15.1, whose elections after a kill take longer on this loopback cluster.
+    // Enough load to mean something: 251-1,547 publishes answered 201 on nats-server 2.9.10 and
+    // 46-1,430 on 2.15.1 (its elections after a kill sometimes take longer on this loopback).
     expect(acked.size).toBeGreaterThan(20);
     expect(problems).toEqual([]);
     expect(lost).toEqual([]);
