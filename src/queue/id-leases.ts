@@ -138,7 +138,10 @@ export class IdLeases {
       throw new AppError(now.acked ? "message_already_acknowledged" : "message_not_available");
     }
     // Deliveries by the cursor before (its count includes bounces) plus those by ID.
-    const deliveryCount = (cursor?.count ?? 0) - (existing?.bounces ?? 0) + lease.count;
+    const deliveryCount = Math.max(
+      lease.count,
+      (cursor?.count ?? 0) - (existing?.bounces ?? 0) + lease.count,
+    );
     // The cursor's handle of the earlier delivery is stale now.
     if (cursor !== null) await this.#broker.recordDelivery(group, streamSeq, deliveryCount);
     return {

@@ -470,7 +470,7 @@ describe("receive by ID", () => {
     const id = await publishOk(topic, "x");
     for (const bad of [
       "m9999_AAAAAAAAAAAAAAAA",
-      `${id.slice(0, -1)}A`,
+      `${id.slice(0, -1)}${id.endsWith("A") ? "B" : "A"}`,
       "nope",
       "x1_AAAAAAAAAAA_AAAAAAAAAAAAAAAA",
     ]) {
