@@ -13,6 +13,7 @@ import { AppError } from "../errors.js";
 import type { PublishOutcome } from "../queue/broker.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { decodeMessage, rfc3339ToMs } from "./message-codec.js";
+import { directGet } from "./direct-get.js";
 import type { TopicNames } from "./naming.js";
 import type { PubAck } from "./requests.js";
 import { isApiError } from "./topology.js";
@@ -98,7 +99,9 @@ export class IdempotencyKeys {
   }
 
   async #head(names: TopicNames, token: string): Promise<KeyRecord | null> {
-    const m = await this.#get(names.stream, { last_by_subj: `${names.keyPrefix}.${token}` });
+    const m = await directGet(this.#d.jsm, names.stream, {
+      last_by_subj: `${names.keyPrefix}.${token}`,
+    });
     if (!m) return null;
     const messageSeq = Number(m.string());
     return Number.isSafeInteger(messageSeq) ? { recordSeq: m.seq, messageSeq } : null;
@@ -106,7 +109,7 @@ export class IdempotencyKeys {
 
   /** Whether the message a record points at still lives (exactly: its server time plus TTL). */
   async #original(names: TopicNames, seq: number): Promise<Original> {
-    const m = await this.#get(names.stream, { seq });
+    const m = await directGet(this.#d.jsm, names.stream, { seq });
     const message = m ? decodeMessage(m.seq, rfc3339ToMs(m.timestamp), m.header, m.data) : null;
     if (!m || !message || message.expiresAtMs <= this.#d.now()) return { live: false };
     return { live: true, parked: m.subject === names.delayed, expiresAtMs: message.expiresAtMs };
@@ -136,15 +139,6 @@ export class IdempotencyKeys {
       await this.#d.jsm.streams.deleteMessage(names.stream, seq, false);
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.NoMessageFound)) throw err;
-    }
-  }
-
-  async #get(stream: string, query: { seq: number } | { last_by_subj: string }) {
-    try {
-      return await this.#d.jsm.direct.getMessage(stream, query);
-    } catch (err) {
-      if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return null;
-      throw err;
     }
   }
 }

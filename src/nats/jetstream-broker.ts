@@ -21,6 +21,7 @@ import { ackSubject, parseAckSubject } from "./ack-subject.js";
 import type { DelayScheduler } from "./delay-scheduler.js";
 import { isNoResponders, toStorageError } from "./errors.js";
 import type { CutLeases } from "./cut-leases.js";
+import { directGet } from "./direct-get.js";
 import type { Requests } from "./requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
@@ -207,7 +208,7 @@ export class JetStreamBroker implements Broker {
     const names = topicNames(this.#d.region, topic);
     return this.#op("lookup", async () => {
       if (!(await this.#d.topology.streamExists(names))) return { kind: "missing" };
-      const stored = await this.#directGet(names.stream, { seq: idSeq });
+      const stored = await directGet(this.#d.jsm, names.stream, { seq: idSeq });
       if (!stored) return { kind: "missing" };
       const message = decodeMessage(
         stored.seq,
@@ -218,12 +219,12 @@ export class JetStreamBroker implements Broker {
       if (!message) return { kind: "missing" };
       if (stored.subject === names.ready) return { kind: "ready", message, streamSeq: stored.seq };
       if (stored.subject !== names.delayed) return { kind: "missing" };
-      const pointer = await this.#directGet(names.stream, {
+      const pointer = await directGet(this.#d.jsm, names.stream, {
         last_by_subj: `${names.forwardPrefix}.${idSeq.toString(36)}`,
       });
       if (!pointer) return { kind: "delayed", message };
       const readySeq = Number(new TextDecoder().decode(pointer.data));
-      const ready = await this.#directGet(names.stream, { seq: readySeq });
+      const ready = await directGet(this.#d.jsm, names.stream, { seq: readySeq });
       if (!ready) return { kind: "missing" };
       const moved = decodeMessage(
         ready.seq,
@@ -299,15 +300,6 @@ export class JetStreamBroker implements Broker {
       return false;
     } catch (e) {
       return isApiError(e, JetStreamApiCodes.StreamNotFound);
-    }
-  }
-
-  async #directGet(stream: string, query: { seq: number } | { last_by_subj: string }) {
-    try {
-      return await this.#d.jsm.direct.getMessage(stream, query);
-    } catch (err) {
-      if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return null;
-      throw err;
     }
   }
 
