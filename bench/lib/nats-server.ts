@@ -10,6 +10,7 @@ import {
   INSTALL_HINT,
   natsServerBinary,
   natsServerVersion,
+  waitReady,
 } from "../../src/dev/nats-server-process.js";
 
 /** Open files the benchmark's nats-server may hold (if the system allows). */
@@ -65,29 +66,10 @@ export async function startBenchNats(storeDir: string, logFile: string): Promise
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  await new Promise<void>((resolve, reject) => {
-    let log = "";
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`nats-server did not start in 20 s:\n${log.slice(-2000)}`));
-    }, 20_000);
-    const onData = (chunk: Buffer) => {
-      log += chunk.toString();
-      if (log.includes("Server is ready")) {
-        clearTimeout(timer);
-        child.stderr?.off("data", onData);
-        const out = createWriteStream(logFile, { flags: "a" });
-        out.write(log);
-        child.stderr?.pipe(out);
-        resolve();
-      }
-    };
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`nats-server exited (${String(code)}):\n${log.slice(-2000)}`));
-    });
-  });
+  const startLog = await waitReady(child);
+  const out = createWriteStream(logFile, { flags: "a" });
+  out.write(startLog);
+  child.stderr?.pipe(out);
   const get = async (path: string) => {
     try {
       const res = await fetch(`http://127.0.0.1:${monitor}${path}`, {

@@ -122,7 +122,11 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   };
 }
 
-function waitReady(child: ChildProcess): Promise<void> {
+/**
+ * Resolves with what the server logged once it says "Server is ready" (its stderr is left
+ * flowing); rejects if it exits first or takes more than 20 s.
+ */
+export function waitReady(child: ChildProcess): Promise<string> {
   return new Promise((resolve, reject) => {
     let log = "";
     const timer = setTimeout(() => {
@@ -135,7 +139,7 @@ function waitReady(child: ChildProcess): Promise<void> {
         clearTimeout(timer);
         child.stderr?.off("data", onData);
         child.stderr?.resume();
-        resolve();
+        resolve(log);
       }
     };
     child.stderr?.on("data", onData);

@@ -19,6 +19,7 @@ import type { Logger } from "../logger.js";
 import { decodeMessage, movedHeaders, rfc3339ToMs } from "./message-codec.js";
 import { SCHEDULE_CONSUMER, SCHEDULE_STREAM, SCHEDULE_SUBJECT, type TopicNames } from "./naming.js";
 import type { PullClient } from "./pull-client.js";
+import { directGet } from "./direct-get.js";
 import { isNoResponders } from "./errors.js";
 import { remainingTtl } from "./server-features.js";
 import { Once } from "./once.js";
@@ -250,15 +251,10 @@ export class DelayScheduler {
   }
 
   async #moved(timer: MoveTimer): Promise<boolean> {
-    try {
-      const pointer = await this.#d.jsm.direct.getMessage(timer.s, {
-        last_by_subj: `${timer.f}.${timer.q.toString(36)}`,
-      });
-      return pointer !== null;
-    } catch (err) {
-      if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return false;
-      throw err;
-    }
+    const pointer = await directGet(this.#d.jsm, timer.s, {
+      last_by_subj: `${timer.f}.${timer.q.toString(36)}`,
+    });
+    return pointer !== null;
   }
 
   /** The parked message of a timer; null only when it is certainly gone or not parked. */

@@ -280,7 +280,8 @@ export class Failover implements Deferrer {
       // with the key is dropped); others are deduplicated by their place in the deferred stream.
       const token = hdrs.get(DEDUP);
       if (token && KEY_TOKEN.test(token)) {
-        await home.keys.publish(names, token, send, stored);
+        const lifetimeMs = sentMs + retention * 1000 - this.#o.now();
+        await home.keys.publish(names, token, lifetimeMs, send, stored);
       } else {
         const ack = await send();
         if (!ack.duplicate) await stored(ack.seq);

@@ -42,6 +42,9 @@ type Original =
  * the next round normally ends as a duplicate of the winner). */
 const MAX_ROUNDS = 6;
 
+/** A record's expiry timer fires this long after its message's expiry (clock estimates). */
+const FORGET_MARGIN_MS = 1000;
+
 export class IdempotencyKeys {
   readonly #d: IdempotencyKeysDeps;
 
@@ -50,12 +53,15 @@ export class IdempotencyKeys {
   }
 
   /**
-   * Publishes a keyed message: stored, or a duplicate of the key's live message. `onStored` runs
-   * once the message is stored and before it takes the key (the delayed message's timer).
+   * Publishes a keyed message: stored, or a duplicate of the key's live message. `lifetimeMs` is
+   * how long the message has to live from now (its retention, less any time already spent).
+   * `onStored` runs once the message is stored and before it takes the key (the delayed
+   * message's timer).
    */
   async publish(
     names: TopicNames,
     token: string,
+    lifetimeMs: number,
     send: KeyedSend,
     onStored: (seq: number) => Promise<void>,
   ): Promise<PublishOutcome> {
@@ -82,9 +88,13 @@ export class IdempotencyKeys {
       }
       const recordSeq = await this.#claim(names, token, expected, ours.seq);
       if (recordSeq !== null) {
-        const original = await this.#original(names, ours.seq);
-        if (original.live) {
-          await this.#d.scheduler.forget(names.stream, recordSeq, original.expiresAtMs);
+        // A message we stored just now expires no sooner than `lifetimeMs` from its store; a
+        // duplicate's original is read back (it may be one that has just expired).
+        const expiresAtMs = ours.duplicate
+          ? await this.#original(names, ours.seq).then((o) => (o.live ? o.expiresAtMs : null))
+          : this.#d.now() + lifetimeMs + FORGET_MARGIN_MS;
+        if (expiresAtMs !== null) {
+          await this.#d.scheduler.forget(names.stream, recordSeq, expiresAtMs);
           return outcome(ours);
         }
         ours = null; // a same-window duplicate of a message that has just expired: store anew

@@ -107,7 +107,8 @@ export class JetStreamBroker implements Broker {
       const attempt = async (): Promise<PublishOutcome> => {
         if (message.idempotencyKey !== null) {
           const token = keyToken(message.idempotencyKey);
-          return this.#d.keys.publish(names, token, send, stored);
+          const lifetimeMs = message.retentionSeconds * 1000;
+          return this.#d.keys.publish(names, token, lifetimeMs, send, stored);
         }
         const ack = await send();
         await stored(ack.seq);

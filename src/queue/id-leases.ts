@@ -73,6 +73,25 @@ export class IdLeases {
     return null;
   }
 
+  /**
+   * Records that a group delivery was acknowledged or its lease moved, so receive by ID answers
+   * 410 or knows when the lease ends (groups that use receive by ID only; others pay the
+   * cached mark).
+   */
+  async noteCursorChange(
+    group: GroupAddress,
+    lease: Lease,
+    deadlineMs: number,
+    acked: boolean,
+  ): Promise<void> {
+    if (!(await this.#broker.usesIdLeases(group))) return;
+    await this.#broker.putCursorLease(group, lease.streamSeq, {
+      count: lease.deliveryCount,
+      deadlineMs,
+      acked,
+    });
+  }
+
   /** Changes the ID lease a handle names; 409 when the handle is no longer its lease's. */
   async update(
     group: GroupAddress,

@@ -197,14 +197,7 @@ export class QueueService {
     } else {
       await this.#assertCurrent(group, lease);
       await this.#broker.ack(group, lease);
-      // Receive by ID answers 410 for it from now on (groups that use receive by ID only).
-      if (await this.#broker.usesIdLeases(group)) {
-        await this.#broker.putCursorLease(group, lease.streamSeq, {
-          count: lease.deliveryCount,
-          deadlineMs: lease.deadlineMs,
-          acked: true,
-        });
-      }
+      await this.#idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
     }
     this.#observer.acknowledged();
   }
@@ -230,13 +223,7 @@ export class QueueService {
         await this.#broker.markCut(group, lease, lease.deadlineMs);
       }
       await this.#broker.setLease(group, lease, seconds * 1000);
-      if (await this.#broker.usesIdLeases(group)) {
-        await this.#broker.putCursorLease(group, lease.streamSeq, {
-          count: lease.deliveryCount,
-          deadlineMs,
-          acked: false,
-        });
-      }
+      await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);
     }
     return new Date(deadlineMs);
   }

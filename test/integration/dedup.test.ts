@@ -161,8 +161,8 @@ describe("idempotency keys", () => {
     };
     const noTimer = () => Promise.resolve();
     const [slow, fast] = await Promise.all([
-      a.gateway.store.keys.publish(n, token, sendAs("slow", 300), noTimer),
-      b.gateway.store.keys.publish(n, token, sendAs("fast", 0), noTimer),
+      a.gateway.store.keys.publish(n, token, 3_600_000, sendAs("slow", 300), noTimer),
+      b.gateway.store.keys.publish(n, token, 3_600_000, sendAs("fast", 0), noTimer),
     ]);
     expect(fast.kind).toBe("stored");
     expect(slow).toEqual({
