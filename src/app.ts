@@ -29,6 +29,8 @@ export interface AppDeps {
   >;
   readonly queue: QueueService;
   readonly verifier: TokenVerifier;
+  /** The clock tokens expire by (the verifier's). */
+  readonly now: () => number;
   readonly isReady: () => Promise<boolean>;
   /** True once shutdown began: responses then close their connection. */
   readonly isDraining: () => boolean;
@@ -70,7 +72,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Message bodies are opaque bytes whatever their Content-Type: no parser may touch them.
     api.removeAllContentTypeParsers();
     api.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, next) => next(null, body));
-    installAuth(api, { verifier: deps.verifier, config: deps.config });
+    installAuth(api, { verifier: deps.verifier, config: deps.config, now: deps.now });
     await installRateLimit(api, {
       perSecond: deps.config.rateLimitPerSecond,
       teams: deps.config.rateLimitTeams,

@@ -113,6 +113,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     config,
     queue,
     verifier,
+    now: localNow,
     // With failover, a gateway whose home store is down still takes publishes (202): it stays
     // ready while a neighbour can store them.
     isReady: async () =>

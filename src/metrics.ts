@@ -22,7 +22,8 @@ export interface MetricsOptions {
 
 export interface Metrics {
   readonly registry: Registry;
-  readonly httpDuration: Histogram<"method" | "route" | "status_code">;
+  /** Records one HTTP request's duration under its route template (never its raw URL). */
+  observeHttp(method: string, route: string, statusCode: number, seconds: number): void;
   readonly natsConnected: Gauge;
   readonly observer: QueueObserver;
   /** Records the duration of one JetStream operation. */
@@ -90,11 +91,17 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     help: "1 while this gateway is connected to NATS, else 0.",
     registers: [registry],
   });
+  const httpSeries = seriesCache<Histogram.Internal<"method" | "route" | "status_code">>();
+  const jetstreamSeries = seriesCache<Histogram.Internal<"operation">>();
   return {
     registry,
-    httpDuration,
     natsConnected,
-    observeJetStream: (operation, seconds) => jetstreamDuration.observe({ operation }, seconds),
+    observeHttp: (method, route, statusCode, seconds) =>
+      httpSeries(`${method} ${route} ${statusCode}`, () =>
+        httpDuration.labels({ method, route, status_code: String(statusCode) }),
+      ).observe(seconds),
+    observeJetStream: (operation, seconds) =>
+      jetstreamSeries(operation, () => jetstreamDuration.labels({ operation })).observe(seconds),
     useGroupStats: (provider) => groupGauges.use(provider),
     useDeferredCount: (provider) => {
       deferredCount = provider;
@@ -106,6 +113,24 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
         delivered.inc({ redelivery: deliveryCount > 1 ? "true" : "false" }),
       acknowledged: () => acknowledged.inc(),
     },
+  };
+}
+
+/**
+ * A histogram's series (its child for one set of label values), looked up by a string key: an
+ * observation with a labels object makes prom-client hash the labels on every call, and these are
+ * observed several times per request. The label values are bounded (routes, methods, status codes,
+ * operations), and so is this map.
+ */
+function seriesCache<T>(): (key: string, make: () => T) => T {
+  const series = new Map<string, T>();
+  return (key, make) => {
+    let s = series.get(key);
+    if (s === undefined) {
+      s = make();
+      series.set(key, s);
+    }
+    return s;
   };
 }
 

@@ -16,9 +16,15 @@ export interface Tenant {
   readonly environment: string;
 }
 
+export interface VerifiedToken {
+  readonly tenant: Tenant;
+  /** The token's `exp`, in ms since the epoch: nothing derived from it may outlive it. */
+  readonly expiresAtMs: number;
+}
+
 export interface TokenVerifier {
   /** The token's tenant; throws AppError invalid_token (401) or auth_unavailable (503). */
-  verify(token: string): Promise<Tenant>;
+  verify(token: string): Promise<VerifiedToken>;
 }
 
 export interface VerifierOptions {
@@ -43,7 +49,7 @@ export function remoteKeySet(jwksUrl: string): JWTVerifyGetKey {
 }
 
 export function createTokenVerifier(opts: VerifierOptions): TokenVerifier {
-  const cache = new Map<string, { tenant: Tenant; untilMs: number }>();
+  const cache = new Map<string, VerifiedToken>();
   const cacheSize = opts.cacheSize ?? 10_000;
 
   const tenantOf = (payload: JWTPayload): Tenant => {
@@ -65,7 +71,7 @@ export function createTokenVerifier(opts: VerifierOptions): TokenVerifier {
     async verify(token) {
       const now = opts.now();
       const hit = cache.get(token);
-      if (hit && hit.untilMs > now) return hit.tenant;
+      if (hit && hit.expiresAtMs > now) return hit;
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, opts.keys, {
@@ -79,12 +85,11 @@ export function createTokenVerifier(opts: VerifierOptions): TokenVerifier {
       } catch (err) {
         throw translateJoseError(err);
       }
-      const tenant = tenantOf(payload);
-      if (typeof payload.exp === "number") {
-        if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
-        cache.set(token, { tenant, untilMs: payload.exp * 1000 });
-      }
-      return tenant;
+      // jose checked that `exp` is there (requiredClaims) and a number.
+      const verified = { tenant: tenantOf(payload), expiresAtMs: Number(payload.exp) * 1000 };
+      if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
+      cache.set(token, verified);
+      return verified;
     },
   };
 }

@@ -5,12 +5,10 @@ import type { Metrics } from "../../metrics.js";
 
 export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
   app.addHook("onResponse", async (request, reply) => {
-    metrics.httpDuration.observe(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? "unmatched",
-        status_code: String(reply.statusCode),
-      },
+    metrics.observeHttp(
+      request.method,
+      request.routeOptions.url ?? "unmatched",
+      reply.statusCode,
       reply.elapsedTime / 1000,
     );
   });
