@@ -250,7 +250,11 @@ export class JetStreamBroker implements Broker {
   }
 
   usesIdLeases(group: GroupAddress): Promise<boolean> {
-    return this.#op("id_lease_mark_get", () => this.#d.records.usesIdLeases(this.#g(group)));
+    const g = this.#g(group);
+    // Asked on every acknowledge: a cached answer is no JetStream operation, so it is not timed.
+    const known = this.#d.records.knownUsesIdLeases(g);
+    if (known !== undefined) return Promise.resolve(known);
+    return this.#op("id_lease_mark_get", () => this.#d.records.usesIdLeases(g));
   }
 
   markIdLeases(group: GroupAddress): Promise<void> {

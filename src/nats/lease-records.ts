@@ -113,11 +113,17 @@ export class LeaseRecords {
     }
   }
 
+  /** What usesIdLeases would answer from its cache, without a call; undefined when unknown. */
+  knownUsesIdLeases(g: GroupNames): boolean | undefined {
+    const cached = this.#flags.get(`${g.stream}.${g.consumer}`);
+    return cached && (cached.on || cached.untilMs > Date.now()) ? cached.on : undefined;
+  }
+
   /** Whether the group ever used receive by ID (cached for ID_FLAG_CACHE_MS). */
   async usesIdLeases(g: GroupNames): Promise<boolean> {
+    const known = this.knownUsesIdLeases(g);
+    if (known !== undefined) return known;
     const k = `${g.stream}.${g.consumer}`;
-    const cached = this.#flags.get(k);
-    if (cached && (cached.on || cached.untilMs > Date.now())) return cached.on;
     const e = await (await this.bucket()).get(`${k}.byid`);
     const on = e !== null && e.operation === "PUT";
     if (this.#flags.size >= MAX_FLAGS) this.#flags.clear(); // bounded: one entry per group seen

@@ -50,8 +50,15 @@ function remembered<T extends TopicNames>(key: string, make: () => T): T {
   return hit;
 }
 
+/** An injective cache key: each part prefixed by its length (cheaper than JSON.stringify). */
+function keyOf(...parts: string[]): string {
+  let key = "";
+  for (const p of parts) key += `${p.length}:${p}`;
+  return key;
+}
+
 export function topicNames(region: string, topic: TopicAddress): TopicNames {
-  return remembered(JSON.stringify([region, topic.namespace.key, topic.topic]), () =>
+  return remembered(keyOf(region, topic.namespace.key, topic.topic), () =>
     makeTopicNames(region, topic),
   );
 }
@@ -83,7 +90,7 @@ export interface GroupNames extends TopicNames {
 }
 
 export function groupNames(region: string, group: GroupAddress): GroupNames {
-  return remembered(JSON.stringify([region, group.namespace.key, group.topic, group.group]), () =>
+  return remembered(keyOf(region, group.namespace.key, group.topic, group.group), () =>
     makeGroupNames(region, group),
   );
 }
