@@ -15,6 +15,7 @@ import { publishBatchRoute } from "./http/routes/publish-batch.js";
 import { publishRoute } from "./http/routes/publish.js";
 import { receiveByIdRoute } from "./http/routes/receive-by-id.js";
 import { receiveRoute } from "./http/routes/receive.js";
+import { lazyChildLoggerFactory } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import type { QueueService } from "./queue/queue-service.js";
 
@@ -45,6 +46,7 @@ export interface AppDeps {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger,
+    childLoggerFactory: lazyChildLoggerFactory,
     routerOptions: { maxParamLength: 2048 },
     bodyLimit: deps.maxMessageBytes,
     requestIdHeader: "x-request-id",

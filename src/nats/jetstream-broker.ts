@@ -69,6 +69,9 @@ const PULL_EXPIRES_MS = 2000;
  */
 const READ_YOUR_WRITE_MS = 100;
 
+/** The body of every acknowledgement, encoded once (a string would be encoded per ack). */
+const ACK_BODY = new TextEncoder().encode("+ACK");
+
 export class JetStreamBroker implements Broker {
   readonly defaultLeaseMs: number;
   readonly #d: JetStreamBrokerDeps;
@@ -164,7 +167,7 @@ export class JetStreamBroker implements Broker {
 
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void> {
     const body = ms > 0 ? `-NAK ${JSON.stringify({ delay: ms * 1_000_000 })}` : "-NAK";
-    return this.#ackRequest(group, lease, body);
+    return this.#ackRequest(group, lease, "nak", body);
   }
 
   markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void> {
@@ -178,7 +181,7 @@ export class JetStreamBroker implements Broker {
   }
 
   ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
-    return this.#ackRequest(group, lease, "+ACK");
+    return this.#ackRequest(group, lease, "ack", ACK_BODY);
   }
 
   progress(group: GroupAddress): Promise<GroupProgress | null> {
@@ -361,9 +364,14 @@ export class JetStreamBroker implements Broker {
     return out;
   }
 
-  #ackRequest(group: GroupAddress, lease: LeaseRef, body: string): Promise<void> {
+  #ackRequest(
+    group: GroupAddress,
+    lease: LeaseRef,
+    operation: "ack" | "nak",
+    body: Uint8Array | string,
+  ): Promise<void> {
     const names = groupNames(this.#d.region, group);
-    return this.#op(body === "+ACK" ? "ack" : "nak", async () => {
+    return this.#op(operation, async () => {
       try {
         await this.#d.requests.request(
           ackSubject(names.stream, names.consumer, lease),
