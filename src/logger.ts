@@ -79,13 +79,28 @@ class LazyChildLogger implements FastifyBaseLogger {
   set level(level: string) {
     this.#child().level = level;
   }
-  fatal = (...args: unknown[]): void => this.#log("fatal", args);
-  error = (...args: unknown[]): void => this.#log("error", args);
-  warn = (...args: unknown[]): void => this.#log("warn", args);
-  info = (...args: unknown[]): void => this.#log("info", args);
-  debug = (...args: unknown[]): void => this.#log("debug", args);
-  trace = (...args: unknown[]): void => this.#log("trace", args);
-  silent = (): void => undefined;
+  // Methods on the prototype, not arrow-function fields: one of these is made per request.
+  fatal(...args: unknown[]): void {
+    this.#log("fatal", args);
+  }
+  error(...args: unknown[]): void {
+    this.#log("error", args);
+  }
+  warn(...args: unknown[]): void {
+    this.#log("warn", args);
+  }
+  info(...args: unknown[]): void {
+    this.#log("info", args);
+  }
+  debug(...args: unknown[]): void {
+    this.#log("debug", args);
+  }
+  trace(...args: unknown[]): void {
+    this.#log("trace", args);
+  }
+  silent(): void {
+    // Nothing: the level that logs nothing.
+  }
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.#child().child(bindings, options);
   }
