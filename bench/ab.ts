@@ -1,0 +1,164 @@
+// `npm run bench:ab -- <checkout A> [checkout B] [--mode receive|publish] [--slices n]`: is B's
+// gateway faster than A's? Both gateways run at once against one nats-server (each from its own
+// checkout's bench/gateway-process.ts, B defaulting to this one), and the load generator moves
+// between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
+// the median of the paired slice ratios B/A.
+//
+// Why: on a shared VM the speed of the whole machine drifts by ±30 % within minutes (neighbours,
+// steal), so two benchmark runs one after the other cannot tell a 10 % change from the drift. In
+// slices of a second and a half, each pair sees nearly the same machine. Make a checkout of the
+// commit to compare with `git worktree add /tmp/base <commit>` (it needs node_modules: a symlink
+// to this checkout's does).
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect, headers } from "@nats-io/transport-node";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import type { GatewayProcess, GatewayProcessOptions } from "./lib/gateways.js";
+import { createHttpClient, parseMultipart } from "./lib/http-client.js";
+import { GatewayApi } from "./lib/gw.js";
+import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
+import { startBenchNats } from "./lib/nats-server.js";
+import { sampleProc } from "./lib/proc.js";
+import { sleep } from "./lib/stats.js";
+
+const HERE = dirname(dirname(fileURLToPath(import.meta.url)));
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    mode: { type: "string", default: "receive" },
+    slices: { type: "string", default: "20" },
+  },
+});
+if (positionals.length < 1 || !["receive", "publish"].includes(values.mode)) {
+  console.error("usage: npm run bench:ab -- <checkout A> [checkout B] [--mode receive|publish]");
+  process.exit(2);
+}
+const trees = [resolve(positionals[0]!), resolve(positionals[1] ?? HERE)] as const;
+const mode = values.mode as "receive" | "publish";
+const slices = Math.max(2, Number(values.slices));
+const IN_FLIGHT = 64;
+const SETTLE_MS = 300;
+const SLICE_MS = 1200;
+
+const dir = await mkdtemp(join(tmpdir(), "vqs-ab-"));
+const nats = await startBenchNats(join(dir, "store"), join(dir, "nats.log"));
+const issuer = await startBenchIssuer();
+const env = {
+  PORT: "0",
+  HOST: "127.0.0.1",
+  NATS_URL: nats.url,
+  VQS_REGION: "bench1",
+  VQS_OIDC_JWKS_URL: issuer.jwksUrl,
+  VQS_OIDC_ISSUER: BENCH_ISSUER,
+  VQS_OIDC_AUDIENCE: BENCH_AUDIENCE,
+  VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
+  LOG_LEVEL: "warn",
+};
+const gateways: GatewayProcess[] = [];
+for (const [i, tree] of trees.entries()) {
+  const lib = (await import(join(tree, "bench/lib/gateways.ts"))) as {
+    startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess>;
+  };
+  gateways.push(await lib.startGatewayProcess({ env, logFile: join(dir, `gw-${i}.log`) }));
+}
+
+const topic = "ab";
+const payload = Buffer.alloc(1024, 120);
+const apis = gateways.map((g) => new GatewayApi(createHttpClient("node", [g.url]), issuer.token));
+if ((await apis[0]!.publish(topic, payload)).status !== 201)
+  throw new Error("first publish failed");
+// Enough for each group at 8,000 msg/s through its warm-up and its half of the slices.
+if (mode === "receive") await fillBacklog(Math.ceil((slices * 0.75 + 5) * 8_000));
+
+// Each slice counts what the active gateway completes; the other one only finishes what it had.
+let active = 0;
+let completed = 0;
+let stop = false;
+const worker = async () => {
+  while (!stop) {
+    const i = active;
+    const api = apis[i]!;
+    if (mode === "publish") {
+      const res = await api.publish(topic, payload);
+      if (res.status === 201 && i === active) completed++;
+      continue;
+    }
+    const group = `g${i}`;
+    const res = await api.receive(topic, group);
+    if (res.status !== 200) continue;
+    for (const part of parseMultipart(res.contentType, res.body)) {
+      const ack = await api.ack(topic, group, part.headers.get("vqs-receipt-handle") ?? "");
+      if (ack.status === 204 && i === active) completed++;
+    }
+  }
+};
+const workers = Array.from({ length: IN_FLIGHT }, worker);
+for (const i of [0, 1, 0, 1]) {
+  active = i; // warm-up: V8 optimises the hot paths of both
+  await sleep(2000);
+}
+const rates: [number[], number[]] = [[], []];
+const cpu: [number[], number[]] = [[], []];
+for (let s = 0; s < slices; s++) {
+  const i = ([0, 1, 1, 0] as const)[s % 4] ?? 0;
+  active = i;
+  await sleep(SETTLE_MS);
+  completed = 0;
+  const c0 = sampleProc(gateways[i]!.pid);
+  const t0 = performance.now();
+  await sleep(SLICE_MS);
+  const n = completed;
+  const seconds = (performance.now() - t0) / 1000;
+  const c1 = sampleProc(gateways[i]!.pid);
+  rates[i].push(n / seconds);
+  if (c0 && c1 && n > 0) cpu[i].push(((c1.cpuSeconds - c0.cpuSeconds) / n) * 1e6);
+}
+stop = true;
+await Promise.all(workers);
+
+const median = (a: readonly number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const ratios = rates[0].map((a, k) => rates[1][k]! / a);
+const line = (name: string, i: 0 | 1) =>
+  `${name} ${trees[i]}: ${median(rates[i])?.toFixed(0)} msg/s, ` +
+  `${median(cpu[i])?.toFixed(0) ?? "n/a"} µs of gateway CPU per message`;
+console.log(`${mode}, 1 KiB, ${IN_FLIGHT} in flight, ${slices} slices of ${SLICE_MS} ms`);
+console.log(line("A", 0));
+console.log(line("B", 1));
+console.log(
+  `B/A, median of paired slices: ${median(ratios)?.toFixed(3)} ` +
+    `(pairs: ${ratios.map((r) => r.toFixed(2)).join(" ")})`,
+);
+
+for (const g of gateways) await g.stop();
+await issuer.close();
+await nats.stop();
+await rm(dir, { recursive: true, force: true });
+
+/** Stores `count` messages in the topic's stream directly, as the gateway would. */
+async function fillBacklog(count: number): Promise<void> {
+  const nc = await connect({ servers: nats.url });
+  const jsm = await jetstreamManager(nc);
+  let subject = "";
+  for await (const s of jsm.streams.list()) {
+    const filter = s.config.subjects?.[0];
+    if (/^VQS_[0-9a-f]{32}$/.test(s.config.name) && filter) subject = filter.replace(/>$/, "m");
+  }
+  if (!subject) throw new Error("the topic's stream was not found");
+  const js = jetstream(nc);
+  const h = headers();
+  h.set("Vqs-Nonce", "AAAAAAAAAAAAAAAA");
+  h.set("Vqs-Retention", "86400");
+  let batch: Promise<unknown>[] = [];
+  for (let i = 0; i < count; i++) {
+    batch.push(js.publish(subject, payload, { headers: h }));
+    if (batch.length >= 500) {
+      await Promise.all(batch);
+      batch = [];
+    }
+  }
+  await Promise.all(batch);
+  await nc.close();
+}
