@@ -5,7 +5,7 @@ import { buildApp } from "./app.js";
 import { createTokenVerifier, remoteKeySet, type TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
-import { connectNats } from "./nats/connection.js";
+import { connectNats } from "./nats/core/connection.js";
 import { openJetStreamStore, type JetStreamStore } from "./nats/jetstream-store.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";

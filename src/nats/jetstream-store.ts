@@ -4,20 +4,20 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../logger.js";
 import { randomBytes } from "node:crypto";
-import { watchConnection } from "./connection.js";
-import { ServerClock } from "./server-clock.js";
-import { DelayScheduler } from "./delay-scheduler.js";
-import { Failover, type FailoverOptions } from "./failover.js";
-import { readGroupStats } from "./group-stats.js";
-import { JetStreamBroker } from "./jetstream-broker.js";
-import { CutLeases } from "./cut-leases.js";
-import { IdempotencyKeys } from "./idempotency-keys.js";
-import { LeaseRecords } from "./lease-records.js";
-import { PullClient } from "./pull-client.js";
-import { Requests } from "./requests.js";
-import { TopicSweeper } from "./topic-sweeper.js";
-import { supportsMessageTtl } from "./server-features.js";
-import { Topology } from "./topology.js";
+import { watchConnection } from "./core/connection.js";
+import { ServerClock } from "./core/server-clock.js";
+import { DelayScheduler } from "./scheduling/delay-scheduler.js";
+import { Failover, type FailoverOptions } from "./failover/failover.js";
+import { readGroupStats } from "./storage/group-stats.js";
+import { JetStreamBroker } from "./storage/jetstream-broker.js";
+import { CutLeases } from "./storage/cut-leases.js";
+import { IdempotencyKeys } from "./storage/idempotency-keys.js";
+import { LeaseRecords } from "./storage/lease-records.js";
+import { PullClient } from "./core/pull-client.js";
+import { Requests } from "./core/requests.js";
+import { TopicSweeper } from "./storage/topic-sweeper.js";
+import { supportsMessageTtl } from "./core/server-features.js";
+import { Topology } from "./storage/topology.js";
 
 export interface StoreOptions {
   /** Neighbour regions for failover, and how to connect to them. */

@@ -13,7 +13,7 @@ import {
   startNatsServer,
   type NatsServerProcess,
 } from "../../src/dev/nats-server-process.js";
-import { topicNames } from "../../src/nats/naming.js";
+import { topicNames } from "../../src/nats/core/naming.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";

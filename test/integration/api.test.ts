@@ -8,7 +8,7 @@ import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/nats.js";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { groupNames } from "../../src/nats/naming.js";
+import { groupNames } from "../../src/nats/core/naming.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { TEAM_A } from "../helpers/issuer.js";
 

@@ -4,7 +4,7 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { topicNames } from "../../src/nats/naming.js";
+import { topicNames } from "../../src/nats/core/naming.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { startGateway, type TestGateway, type TestGatewayOptions } from "../helpers/gateway.js";
 import { api, errorCode, parts, uniqueName } from "../helpers/http.js";

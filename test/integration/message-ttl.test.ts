@@ -5,8 +5,8 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { topicNames } from "../../src/nats/naming.js";
-import { supportsMessageTtl } from "../../src/nats/server-features.js";
+import { topicNames } from "../../src/nats/core/naming.js";
+import { supportsMessageTtl } from "../../src/nats/core/server-features.js";
 import { newNonce } from "../../src/queue/message-id.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";

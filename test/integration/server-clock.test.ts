@@ -4,7 +4,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ServerClock } from "../../src/nats/server-clock.js";
+import { ServerClock } from "../../src/nats/core/server-clock.js";
 import { startTestNats, type TestNats } from "../helpers/nats.js";
 
 let nats: TestNats;

@@ -1,8 +1,9 @@
 // Translates NATS and JetStream failures into the error catalogue, keeping the cause. Anything
 // the store could not do is "storage unavailable" (503, retryable), never a 500 with internals.
 import { NoRespondersError, RequestError } from "@nats-io/transport-node";
-import { AppError, isAppError } from "../errors.js";
-import { NoRespondersError as OurNoResponders } from "./requests.js";
+import { AppError, isAppError } from "../../errors.js";
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { NoRespondersError as OurNoResponders, PubAckError } from "./requests.js";
 
 export function toStorageError(err: unknown): AppError {
   if (isAppError(err)) return err;
@@ -21,4 +22,9 @@ export function isNoResponders(err: unknown): boolean {
     (err instanceof RequestError && err.isNoResponders()) ||
     (err instanceof Error && err.cause !== undefined && isNoResponders(err.cause))
   );
+}
+
+/** A JetStream API error (or a publish acknowledgement's error) with the given code. */
+export function isApiError(err: unknown, code: number): boolean {
+  return (err instanceof JetStreamApiError || err instanceof PubAckError) && err.code === code;
 }

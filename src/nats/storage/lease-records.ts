@@ -5,9 +5,9 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import type { CursorLease, IdLease } from "../queue/broker.js";
-import type { GroupNames } from "./naming.js";
-import { Once } from "./once.js";
+import type { CursorLease, IdLease } from "../../queue/broker.js";
+import type { GroupNames } from "../core/naming.js";
+import { Once } from "../core/once.js";
 
 export const LEASES_BUCKET = "VQS_LEASES";
 

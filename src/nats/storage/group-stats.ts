@@ -2,8 +2,8 @@
 // region reports the same values): backlog (not yet delivered), in flight (delivered, not yet
 // acknowledged) and the age of the oldest message the group has not acknowledged.
 import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
-import type { GroupStat } from "../metrics.js";
-import { H, rfc3339ToMs } from "./message-codec.js";
+import type { GroupStat } from "../../metrics.js";
+import { H, rfc3339ToMs } from "../core/message-codec.js";
 
 interface StreamIdentity {
   region: string;

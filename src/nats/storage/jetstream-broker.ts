@@ -4,7 +4,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
-import { AppError } from "../errors.js";
+import { AppError } from "../../errors.js";
 import type {
   Broker,
   CursorLease,
@@ -15,14 +15,14 @@ import type {
   MessageLookup,
   NewMessage,
   PublishOutcome,
-} from "../queue/broker.js";
-import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
-import { ackSubject, parseAckSubject } from "./ack-subject.js";
-import type { DelayScheduler } from "./delay-scheduler.js";
-import { isNoResponders, toStorageError } from "./errors.js";
+} from "../../queue/broker.js";
+import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
+import { ackSubject, parseAckSubject } from "../core/ack-subject.js";
+import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
+import { isApiError, isNoResponders, toStorageError } from "../core/errors.js";
 import type { CutLeases } from "./cut-leases.js";
-import { directGet } from "./direct-get.js";
-import type { Requests } from "./requests.js";
+import { directGet } from "../core/direct-get.js";
+import type { Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
 import {
@@ -31,10 +31,10 @@ import {
   keyToken,
   nanosTokenToMs,
   rfc3339ToMs,
-} from "./message-codec.js";
-import { groupNames, topicNames, type GroupNames, type TopicNames } from "./naming.js";
-import type { PullClient } from "./pull-client.js";
-import { isApiError, type Topology } from "./topology.js";
+} from "../core/message-codec.js";
+import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
+import type { PullClient } from "../core/pull-client.js";
+import type { Topology } from "./topology.js";
 
 export interface JetStreamBrokerDeps {
   readonly nc: NatsConnection;

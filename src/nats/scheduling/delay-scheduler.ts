@@ -15,15 +15,21 @@ import {
 } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import { nanos, type Msg } from "@nats-io/transport-node";
-import type { Logger } from "../logger.js";
-import { decodeMessage, movedHeaders, rfc3339ToMs } from "./message-codec.js";
-import { SCHEDULE_CONSUMER, SCHEDULE_STREAM, SCHEDULE_SUBJECT, type TopicNames } from "./naming.js";
-import type { PullClient } from "./pull-client.js";
-import { directGet } from "./direct-get.js";
-import { isNoResponders } from "./errors.js";
-import { remainingTtl } from "./server-features.js";
-import { Once } from "./once.js";
-import { isApiError, type Topology } from "./topology.js";
+import type { Logger } from "../../logger.js";
+import { decodeMessage, movedHeaders, rfc3339ToMs } from "../core/message-codec.js";
+import {
+  SCHEDULE_CONSUMER,
+  SCHEDULE_STREAM,
+  SCHEDULE_SUBJECT,
+  type TopicNames,
+} from "../core/naming.js";
+import type { PullClient } from "../core/pull-client.js";
+import { directGet } from "../core/direct-get.js";
+import { isNoResponders } from "../core/errors.js";
+import { remainingTtl } from "../core/server-features.js";
+import { Once } from "../core/once.js";
+import { isApiError } from "../core/errors.js";
+import type { Topology } from "../storage/topology.js";
 
 /** Moves a parked message to the ready subject when it is due. */
 interface MoveTimer {

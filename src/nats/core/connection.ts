@@ -2,7 +2,7 @@
 // on its store, it answers 503 while the store is away and recovers by itself.
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { readFile } from "node:fs/promises";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../../logger.js";
 import { coalesceWrites } from "./write-coalescing.js";
 
 export interface NatsConnectOptions {

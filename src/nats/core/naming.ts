@@ -5,7 +5,7 @@
 // case-insensitive file systems and NATS's name rules are safe. The full identity is kept in the stream/consumer description and
 // checked on first use, which turns a (2^-128) hash collision into an error instead of a mix-up.
 import { createHash } from "node:crypto";
-import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
 
 function hex(chars: number, ...parts: string[]): string {
   const h = createHash("sha256");

@@ -8,8 +8,8 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import type { Logger } from "../logger.js";
-import type { GroupNames } from "./naming.js";
+import type { Logger } from "../../logger.js";
+import type { GroupNames } from "../core/naming.js";
 
 export const CUTS_BUCKET = "VQS_CUT_LEASES";
 

@@ -21,21 +21,21 @@ import {
   type MsgHdrs,
   type NatsConnection,
 } from "@nats-io/transport-node";
-import type { FailoverRegion } from "../config.js";
-import { AppError } from "../errors.js";
-import type { Logger } from "../logger.js";
-import type { Deferrer, NewMessage } from "../queue/broker.js";
-import { makeNamespace, type TopicAddress } from "../queue/namespace.js";
-import { parseAckSubject } from "./ack-subject.js";
-import { connectNats } from "./connection.js";
-import type { DelayScheduler } from "./delay-scheduler.js";
-import { encodeHeaders, H, keyToken, nanosTokenToMs } from "./message-codec.js";
-import type { IdempotencyKeys } from "./idempotency-keys.js";
-import { remainingTtl } from "./server-features.js";
-import { topicNames } from "./naming.js";
-import { Once } from "./once.js";
-import { PullClient } from "./pull-client.js";
-import type { Topology } from "./topology.js";
+import type { FailoverRegion } from "../../config.js";
+import { AppError } from "../../errors.js";
+import type { Logger } from "../../logger.js";
+import type { Deferrer, NewMessage } from "../../queue/broker.js";
+import { makeNamespace, type TopicAddress } from "../../queue/namespace.js";
+import { parseAckSubject } from "../core/ack-subject.js";
+import { connectNats } from "../core/connection.js";
+import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
+import { encodeHeaders, H, keyToken, nanosTokenToMs } from "../core/message-codec.js";
+import type { IdempotencyKeys } from "../storage/idempotency-keys.js";
+import { remainingTtl } from "../core/server-features.js";
+import { topicNames } from "../core/naming.js";
+import { Once } from "../core/once.js";
+import { PullClient } from "../core/pull-client.js";
+import type { Topology } from "../storage/topology.js";
 
 const NS = "Vqs-Namespace";
 const TOPIC = "Vqs-Topic";

@@ -9,9 +9,9 @@
 // only if still nothing arrived; otherwise it puts the subjects back.
 import type { JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
-import type { Logger } from "../logger.js";
-import { rfc3339ToMs } from "./message-codec.js";
-import { isApiError } from "./topology.js";
+import type { Logger } from "../../logger.js";
+import { rfc3339ToMs } from "../core/message-codec.js";
+import { isApiError } from "../core/errors.js";
 
 export interface TopicSweeperDeps {
   readonly jsm: JetStreamManager;

@@ -5,16 +5,15 @@ import {
   DeliverPolicy,
   DiscardPolicy,
   JetStreamApiCodes,
-  JetStreamApiError,
   RetentionPolicy,
   StorageType,
   type JetStreamManager,
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { AppError } from "../errors.js";
-import { PubAckError } from "./requests.js";
-import type { GroupNames, TopicNames } from "./naming.js";
+import { AppError } from "../../errors.js";
+import { isApiError } from "../core/errors.js";
+import type { GroupNames, TopicNames } from "../core/naming.js";
 
 export interface TopologyOptions {
   readonly replicas: number;
@@ -219,10 +218,6 @@ export class Topology {
     }
     return p;
   }
-}
-
-export function isApiError(err: unknown, code: number): boolean {
-  return (err instanceof JetStreamApiError || err instanceof PubAckError) && err.code === code;
 }
 
 function assertIdentity(stream: string, actual: string | undefined, expected: string): void {

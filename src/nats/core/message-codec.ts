@@ -2,7 +2,7 @@
 // in headers. Times come from the server's timestamp of the stored message, never a gateway clock.
 import { headers, type MsgHdrs } from "@nats-io/transport-node";
 import { createHash } from "node:crypto";
-import type { NewMessage, StoredMessage } from "../queue/broker.js";
+import type { NewMessage, StoredMessage } from "../../queue/broker.js";
 
 export const H = {
   nonce: "Vqs-Nonce",

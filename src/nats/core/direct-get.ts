@@ -1,6 +1,6 @@
 // Direct Get of one stored message by sequence or last-by-subject; null when there is none.
 import { JetStreamApiCodes, type JetStreamManager, type StoredMsg } from "@nats-io/jetstream";
-import { isApiError } from "./topology.js";
+import { isApiError } from "./errors.js";
 
 export async function directGet(
   jsm: JetStreamManager,

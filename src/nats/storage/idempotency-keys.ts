@@ -9,14 +9,14 @@
 // copy. Each record is deleted when its message expires (a timer in the schedule stream), so
 // records are bounded by live keys. See docs/architecture.md, "Idempotency keys".
 import { JetStreamApiCodes, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { AppError } from "../errors.js";
-import type { PublishOutcome } from "../queue/broker.js";
-import type { DelayScheduler } from "./delay-scheduler.js";
-import { decodeMessage, rfc3339ToMs } from "./message-codec.js";
-import { directGet } from "./direct-get.js";
-import type { TopicNames } from "./naming.js";
-import type { PubAck } from "./requests.js";
-import { isApiError } from "./topology.js";
+import { AppError } from "../../errors.js";
+import type { PublishOutcome } from "../../queue/broker.js";
+import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
+import { decodeMessage, rfc3339ToMs } from "../core/message-codec.js";
+import { directGet } from "../core/direct-get.js";
+import type { TopicNames } from "../core/naming.js";
+import type { PubAck } from "../core/requests.js";
+import { isApiError } from "../core/errors.js";
 
 export interface IdempotencyKeysDeps {
   readonly js: JetStreamClient;
