@@ -4,43 +4,24 @@
 // retryable status (503, or 429 with Retry-After) within a bound; the gateway reconnects itself.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  freePort,
-  startNatsServer,
-  type NatsServerProcess,
-} from "../../src/dev/nats-server-process.js";
 import { topicNames } from "../../src/nats/core/naming.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
+import { startTestCluster, type TestCluster } from "../helpers/cluster.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, TEAM_A, type TestIssuer } from "../helpers/issuer.js";
 
-let dir: string;
-let nodes: NatsServerProcess[];
+let cluster: TestCluster;
 let issuer: TestIssuer;
 let gw: TestGateway;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "vqs-cluster-"));
-  const routes = [await freePort(), await freePort(), await freePort()];
-  nodes = await Promise.all(
-    routes.map((port, i) =>
-      startNatsServer({
-        storeDir: join(dir, `n${i}`),
-        serverName: `n${i}`,
-        cluster: { name: "vqs-test", port, routes: routes.filter((p) => p !== port) },
-      }),
-    ),
-  );
+  cluster = await startTestCluster();
   issuer = await startIssuer();
-  const natsUrl = nodes.map((n) => n.url).join(",");
   for (let i = 0; i < 30 && !gw; i++) {
     // The cluster elects its meta leader a moment after the servers start.
-    gw = await startGateway(natsUrl, issuer, {
+    gw = await startGateway(cluster.url, issuer, {
       // Leases of 5 s with the consumer's ack wait at 5 s: after a consumer-leader failover a
       // lease falls back to the ack wait (NAK delays are not replicated on 2.9), so this keeps
       // redeliveries of messages whose ack was lost within the test's drain time.
@@ -59,8 +40,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.close();
   await issuer?.close();
-  for (const n of nodes ?? []) await n.stop();
-  await rm(dir, { recursive: true, force: true });
+  await cluster?.dispose();
 });
 
 const BOUND_MS = 8000;
@@ -143,8 +123,6 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
     const load = [producer(), producer(), consumer(), consumer()];
 
     // Kill the stream's leader first, then the other two, one at a time.
-    const nc = await connect({ servers: nodes.map((x) => x.url) });
-    const jsm = await jetstreamManager(nc);
     const ns = makeNamespace(
       TEAM_A.owner_id as string,
       TEAM_A.project_id as string,
@@ -152,22 +130,15 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
       null,
     );
     const stream = topicNames("iad1", { namespace: ns, topic }).stream;
-    const leader = (await jsm.streams.info(stream)).cluster?.leader;
-    await nc.close();
-    const order = [...nodes.keys()].sort((a, b) =>
-      nodes[a]!.options.serverName === leader
-        ? -1
-        : nodes[b]!.options.serverName === leader
-          ? 1
-          : 0,
-    );
-    expect(nodes[order[0]!]!.options.serverName).toBe(leader);
+    const leader = await cluster.streamLeader(stream);
+    expect(leader).not.toBeNull();
+    const order = [leader!, ...[0, 1, 2].filter((i) => i !== leader)];
 
     await sleep(1000);
     for (const i of order) {
-      await nodes[i]!.kill();
+      await cluster.kill(i);
       await sleep(2500);
-      nodes[i] = await startNatsServer(nodes[i]!.options);
+      await cluster.restart(i);
       await sleep(2500);
     }
     await sleep(1000);
@@ -179,7 +150,7 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
 
     const lost = [...acked].filter((id) => !received.has(id));
     if (lost.length > 0 && process.env.VQS_DEBUG_FAULTS) {
-      const dbg = await connect({ servers: nodes.map((x) => x.url) });
+      const dbg = await connect({ servers: cluster.url.split(",") });
       const m = await jetstreamManager(dbg);
       const si = await m.streams.info(stream);
       console.log("stream", si.state, si.cluster);
