@@ -28,3 +28,27 @@ export function isNoResponders(err: unknown): boolean {
 export function isApiError(err: unknown, code: number): boolean {
   return (err instanceof JetStreamApiError || err instanceof PubAckError) && err.code === code;
 }
+
+/**
+ * The topic's stream is not there (removed by the idle-topic sweeper or an operator), and the
+ * operation stored nothing: it may be retried once the stream is created again.
+ */
+export class StreamGoneError extends Error {
+  constructor(stream: string, cause: unknown) {
+    super(`stream ${stream} is gone`, { cause });
+    this.name = "StreamGoneError";
+  }
+}
+
+/**
+ * The server answered that it did not do the request (an error reply, or nobody serving the
+ * subject), as opposed to a timeout, after which the request may still take effect.
+ */
+export function isRefusal(err: unknown): boolean {
+  return (
+    err instanceof JetStreamApiError ||
+    err instanceof PubAckError ||
+    isNoResponders(err) ||
+    (err instanceof Error && err.cause !== undefined && isRefusal(err.cause))
+  );
+}

@@ -273,6 +273,7 @@ export class Failover implements Deferrer {
             ? { ttl: remainingTtl(sentMs + retention * 1000, this.#o.now()) }
             : {}),
         });
+      // Idempotent: it runs again when a retried move finds the copy an earlier one stored.
       const stored = async (seq: number) => {
         if (parked) await home.scheduler.schedule(names, seq);
       };
@@ -284,7 +285,8 @@ export class Failover implements Deferrer {
         await home.keys.publish(names, token, lifetimeMs, send, stored);
       } else {
         const ack = await send();
-        if (!ack.duplicate) await stored(ack.seq);
+        // Also for a copy an earlier attempt stored (deduplicated): its timer may have failed.
+        await stored(ack.seq);
       }
       msg.respond("+ACK"); // if this ack is lost, the redelivered copy is deduplicated at home
     } catch (err) {

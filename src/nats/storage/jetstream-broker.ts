@@ -19,9 +19,9 @@ import type {
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
 import { ackSubject, parseAckSubject } from "../core/ack-subject.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
-import { isApiError, isNoResponders, toStorageError } from "../core/errors.js";
+import { isApiError, isNoResponders, StreamGoneError, toStorageError } from "../core/errors.js";
 import type { CutLeases } from "./cut-leases.js";
-import { directGet } from "../core/direct-get.js";
+import { currentGet, directGet, leaderGet } from "../core/reads.js";
 import type { Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
@@ -32,7 +32,7 @@ import {
   nanosTokenToMs,
   rfc3339ToMs,
 } from "../core/message-codec.js";
-import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
+import { groupNames, topicNames, type GroupNames } from "../core/naming.js";
 import type { PullClient } from "../core/pull-client.js";
 import type { Topology } from "./topology.js";
 
@@ -98,6 +98,8 @@ export class JetStreamBroker implements Broker {
         headers,
       );
     };
+    // Idempotent (a delayed message's timer is deduplicated by its sequence): it runs again
+    // when a keyed publish finds the copy an earlier attempt stored.
     const stored = async (seq: number) => {
       this.#notePublish(names.stream);
       if (delayed) await this.#d.scheduler.schedule(names, seq);
@@ -113,18 +115,20 @@ export class JetStreamBroker implements Broker {
           const lifetimeMs = message.retentionSeconds * 1000;
           return this.#d.keys.publish(names, token, lifetimeMs, send, stored);
         }
-        const ack = await send();
+        const ack = await send().catch((err: unknown) => {
+          throw isNoResponders(err) ? new StreamGoneError(names.stream, err) : err;
+        });
         await stored(ack.seq);
         return { kind: "stored", seq: ack.seq };
       };
       try {
         return await attempt();
       } catch (err) {
-        // The stream was removed under us (idle clean-up or an operator): nobody serves the
-        // subject, or a keyed publish's first Direct Get timed out. Recreate it and try once
-        // more. Any other failure (a timeout above all) may have stored the message, so it is
-        // not retried here: the client gets a 503.
-        if (!isNoResponders(err) && !(await this.#streamRemoved(names, err))) throw err;
+        // The stream was removed under us (idle clean-up or an operator) before anything was
+        // stored: recreate it and try once more. Any other failure may have come after the
+        // message was stored, so it is not retried here (a keyed retry by the client finds the
+        // copy; see idempotency-keys.ts): the client gets a 503.
+        if (!(err instanceof StreamGoneError)) throw err;
         this.#d.topology.forgetStream(names.stream);
         await this.#d.topology.ensureStream(names);
         return attempt();
@@ -208,11 +212,16 @@ export class JetStreamBroker implements Broker {
     }
   }
 
+  /**
+   * Stored messages never change, so a replica that has one answers right: each read is Direct
+   * Get, and only a "no message" (which a lagging replica may say of a message just stored or
+   * just moved) is confirmed by the stream leader.
+   */
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup> {
     const names = topicNames(this.#d.region, topic);
     return this.#op("lookup", async () => {
       if (!(await this.#d.topology.streamExists(names))) return { kind: "missing" };
-      const stored = await directGet(this.#d.jsm, names.stream, { seq: idSeq });
+      const stored = await currentGet(this.#d.jsm, names.stream, { seq: idSeq });
       if (!stored) return { kind: "missing" };
       const message = decodeMessage(
         stored.seq,
@@ -223,12 +232,13 @@ export class JetStreamBroker implements Broker {
       if (!message) return { kind: "missing" };
       if (stored.subject === names.ready) return { kind: "ready", message, streamSeq: stored.seq };
       if (stored.subject !== names.delayed) return { kind: "missing" };
-      const pointer = await directGet(this.#d.jsm, names.stream, {
-        last_by_subj: `${names.forwardPrefix}.${idSeq.toString(36)}`,
-      });
+      const subject = `${names.forwardPrefix}.${idSeq.toString(36)}`;
+      const pointer =
+        (await directGet(this.#d.jsm, names.stream, { last_by_subj: subject })) ??
+        (await leaderGet(this.#d.jsm, names.stream, { last_by_subj: subject }));
       if (!pointer) return { kind: "delayed", message };
       const readySeq = Number(new TextDecoder().decode(pointer.data));
-      const ready = await directGet(this.#d.jsm, names.stream, { seq: readySeq });
+      const ready = await currentGet(this.#d.jsm, names.stream, { seq: readySeq });
       if (!ready) return { kind: "missing" };
       const moved = decodeMessage(
         ready.seq,
@@ -297,17 +307,6 @@ export class JetStreamBroker implements Broker {
       return true;
     } catch {
       return false;
-    }
-  }
-
-  /** After a failure: whether it was because the topic's stream no longer exists. */
-  async #streamRemoved(names: TopicNames, err: unknown): Promise<boolean> {
-    if (!(err instanceof Error) || !/timeout/i.test(err.name + err.message)) return false;
-    try {
-      await this.#d.jsm.streams.info(names.stream);
-      return false;
-    } catch (e) {
-      return isApiError(e, JetStreamApiCodes.StreamNotFound);
     }
   }
 

@@ -42,6 +42,9 @@ export class LeaseRecords {
         ttl: this.#opts.ttlMs,
         storage: StorageType.File,
         timeout: this.#opts.timeoutMs,
+        // Every read here decides (is a handle stale, is a message leased by ID, does the group
+        // use receive by ID): gets go to the stream leader, never to a replica that may lag.
+        allow_direct: false,
       }),
     );
   }
