@@ -1,7 +1,12 @@
 # vqs gateway image. Needs BuildKit (default since Docker 23) for RUN --mount.
-#   docker build -t vqs:0.1.0 .
+#   docker build -t vqs:0.1.0 .          (--build-arg NODE_IMAGE=<mirror>/node:22-bookworm-slim)
 #   docker run --rm -p 8080:8080 -e NATS_URL=nats://host.docker.internal:4222 \
-#     -e VQS_REGION=iad1 -e VQS_RECEIPT_SECRET="$(openssl rand -hex 32)" vqs:0.1.0
+#     -e VQS_REGION=iad1 -e VQS_RECEIPT_SECRET="$(openssl rand -hex 32)" \
+#     -e VQS_OIDC_JWKS_URL=https://auth.example.com/.well-known/jwks.json \
+#     -e VQS_OIDC_ISSUER=https://auth.example.com/ -e VQS_OIDC_AUDIENCE=vqs \
+#     vqs:0.1.0
+# NODE_ENV=production (set below) refuses to start without NATS_URL, the OIDC settings and the
+# receipt secret. How the image is tested without a Docker engine: docs/operations.md#container-image.
 
 ARG NODE_IMAGE=node:22-bookworm-slim
 

@@ -17,16 +17,18 @@ const missing = () =>
     p === "debootstrap" ? !has("sh", ["-c", "command -v debootstrap"]) : !has(p),
   );
 
-if (missing().length === 0) process.exit(0);
-
 const root = typeof process.getuid === "function" && process.getuid() === 0;
+if (root && missing().length === 0) process.exit(0);
 if (!root || !has("apt-get", ["--version"])) {
   console.error(
     [
-      `the container-image test needs ${missing().join(", ")}, and runs as root (buildah's chroot`,
-      "isolation, podman with runc). Install them and run the test as root:",
+      root
+        ? `the container-image test needs ${missing().join(", ")}, and there is no apt-get.`
+        : "the container-image test runs as root (buildah's chroot isolation, podman with runc, " +
+          "image mounts); rootless podman is not set up by the project. As root it installs " +
+          "its tools itself.",
       `  Debian/Ubuntu: sudo sh -c '${COMMAND}'`,
-      `  Elsewhere:     your distribution's buildah, podman, runc and debootstrap packages`,
+      "  Elsewhere:     your distribution's buildah, podman, runc and debootstrap packages",
     ].join("\n"),
   );
   process.exit(3);
