@@ -25,6 +25,7 @@ import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/nats.js";
 
+const t0 = Date.now(); // before the tools' install, which is part of a cold run
 const skipReason = containerSkipReason();
 if (skipReason) console.warn(`container image test skipped:\n${skipReason}`);
 
@@ -35,7 +36,6 @@ const DEV_ONLY = ["typescript", "vitest", "eslint", "tsx", "prettier", "@vercel/
 const run = randomUUID().slice(0, 8);
 const image = `localhost/vqs-image-test:${run}`;
 const container = `vqs-image-test-${run}`;
-const t0 = Date.now();
 let base: ContainerBase;
 let work: string;
 let nats: TestNats;
