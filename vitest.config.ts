@@ -17,7 +17,11 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "nats-distro", include: ["test/**/*.test.ts"] },
+        test: {
+          name: "nats-distro",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/container/**"],
+        },
       },
       {
         extends: true,
@@ -26,6 +30,16 @@ export default defineConfig({
           include: ["test/integration/**/*.test.ts", "test/faults/**/*.test.ts"],
           exclude: ["test/integration/message-ttl.test.ts", "test/integration/dev-mode.test.ts"],
           env: { NATS_SERVER_BIN: process.env.NATS_SERVER_CURRENT_BIN ?? CURRENT_NATS },
+        },
+      },
+      {
+        // The container image, built and run (test/container/): a later group, so its CPU-heavy
+        // build starts only when every other test has finished and disturbs no timing.
+        extends: true,
+        test: {
+          name: "container",
+          include: ["test/container/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
         },
       },
     ],
