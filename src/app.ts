@@ -60,6 +60,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkError,
   });
   installErrorHandling(app);
+  // Outside the API scope no route takes a body (health, readiness, metrics, and the 404
+  // handler): none is parsed, so a body that would not parse cannot turn a 404 into a 400 or,
+  // through Fastify's default JSON parser, into an error of its own. The unread body is
+  // discarded by Node once the answer is sent.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (_request, _payload, done) => done(null, undefined));
   app.addHook("onSend", async (request, reply) => {
     // Every response names its request, for correlation with the logs.
     reply.header("x-request-id", request.id);

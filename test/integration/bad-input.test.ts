@@ -1,4 +1,5 @@
 // Bad input of every kind answers 4xx with its stable code, never 5xx, and changes nothing stored.
+import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, errorCode, parts, uniqueName, type Body } from "../helpers/http.js";
@@ -254,5 +255,103 @@ describe("bad input", () => {
     const got = await parts(await q.receive(topic, "fresh", { "vqs-max-messages": "10" }));
     expect(got.map((p) => p.body.toString())).toEqual(["keep me"]);
     expect((await q.ack(topic, "g", handle)).status).toBe(204);
+  });
+});
+
+/** A request with any method and body (fetch refuses a body on GET). */
+function raw(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; code: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${base}${path}`,
+      { method, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString();
+          let code = "";
+          try {
+            code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? "";
+          } catch {
+            // not JSON: no code
+          }
+          resolve({ status: res.statusCode ?? 0, code });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+describe("bodies that do not parse", () => {
+  const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+  const bodies: [string, string][] = [
+    ["application/json", '{"visibilityTimeoutSeconds": '],
+    ["application/json", "\u0000{]"],
+    ["text/plain", "\u0000\u00ff garbage"],
+    ["application/x-www-form-urlencoded", "a=%%%"],
+    ["application/octet-stream", "\u0001\u0002"],
+    ["multipart/mixed; boundary=x", "--y\r\n"],
+    ["invalid content type", "{bad"],
+  ];
+  const lease = `/api/v3/topic/${topic}/consumer/g/lease/HANDLE`;
+  /** [method, path] -> [status, code] for an authenticated request; unlisted: 404 route_not_found. */
+  const routed = (): Record<string, [number, string]> => ({
+    "GET /healthz": [200, ""],
+    [`POST /api/v3/topic/${topic}-bodies`]: [201, ""],
+    [`POST /api/v3/topic/${topic}/consumer/g`]: [400, "unsupported_accept"],
+    [`PATCH ${lease}`]: [400, "invalid_request_body"],
+    [`DELETE ${lease}`]: [400, "invalid_receipt_handle"],
+  });
+  const paths = () => [
+    "/",
+    "/api",
+    "/api/v3",
+    "/api/v3/nothing",
+    "/api/v3/topic",
+    `/api/v3/topic/${topic}-bodies`,
+    `/api/v3/topic/${topic}/consumer/g`,
+    lease,
+    `/api/v3/topic/${topic}/consumer/g/settings`,
+    "/healthz",
+    "/metrics/x",
+  ];
+
+  it("answers 400 on a route that reads JSON, 404 elsewhere, and never a 5xx", async () => {
+    const token = await issuer.token();
+    const failures: string[] = [];
+    for (const withToken of [true, false]) {
+      for (const method of METHODS) {
+        for (const path of paths()) {
+          for (const [type, body] of bodies) {
+            const headers: Record<string, string> = { "content-type": type };
+            if (withToken) headers.authorization = `Bearer ${token}`;
+            const got = await raw(gw.url, method, path, headers, body);
+            const route = routed()[`${method} ${path}`];
+            const api = path.startsWith("/api/v3/topic/");
+            let want: [number, string];
+            if (!route) want = [404, "route_not_found"];
+            else if (!withToken && api) want = [401, "missing_token"];
+            // A Content-Type header that is no media type: refused by the route that would read it.
+            else if (api && type === "invalid content type") want = [400, "invalid_content_type"];
+            else want = route;
+            if (got.status !== want[0] || got.code !== want[1]) {
+              failures.push(
+                `${withToken ? "token" : "no token"} ${method} ${path.slice(0, 60)} (${type}):` +
+                  ` got ${got.status} ${got.code}, want ${want[0]} ${want[1]}`,
+              );
+            }
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
   });
 });
