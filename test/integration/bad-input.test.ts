@@ -62,7 +62,25 @@ const cases = (): Case[] => [
     path: n,
     body: "x",
     status: 400,
-    code: "invalid_topic_name",
+    // A `*` reads as a topic pattern, which only the settings endpoints take.
+    code: n.includes("*") ? "invalid_topic_pattern" : "invalid_topic_name",
+  })),
+  ...[
+    ["POST", "orders*", "x"],
+    ["POST", "*", "x"],
+    ["POST", "a*b/batch", "x"],
+    ["POST", "orders*/consumer/g", undefined],
+    ["POST", "orders*/consumer/g/id/m1_AAAAAAAAAAAAAAAA", undefined],
+    ["DELETE", "orders*/consumer/g/lease/x", undefined],
+    ["PATCH", "orders*/consumer/g/lease/x", '{"visibilityTimeoutSeconds":1}'],
+  ].map(([method, path, body]) => ({
+    name: `${method} ${path} (a pattern where a topic belongs)`,
+    method: method!,
+    path: path!,
+    headers: { accept: "multipart/mixed" },
+    ...(body !== undefined ? { body } : {}),
+    status: 400,
+    code: "invalid_topic_pattern",
   })),
   ...badNames.map((n) => ({
     name: `receive for group ${n.slice(0, 20)}`,
