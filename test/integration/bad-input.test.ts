@@ -223,6 +223,52 @@ const cases = (): Case[] => [
     status: 400,
     code: code!,
   })),
+  ...(
+    [
+      ["{bad", 400, "invalid_request_body"],
+      ["[]", 400, "invalid_settings"],
+      ['{"push":{"url":"http://localhost","x":1}}', 400, "invalid_settings"],
+      ['{"retry":{"afterSeconds":-1}}', 400, "invalid_settings"],
+      ['{"retry":{"afterSeconds":"60"}}', 400, "invalid_settings"],
+      [`{"deadLetter":{"topic":"${topic}","maxDeliveries":1}}`, 400, "invalid_settings"],
+      ['{"push":{"url":"http://user:pw@localhost/"}}', 400, "invalid_settings"],
+      ['{"push":{"url":"http://localhost.evil.com/"}}', 403, "push_destination_not_allowed"],
+    ] as const
+  ).map(([body, status, code]) => ({
+    name: `settings with body ${body}`,
+    method: "PUT",
+    path: `${topic}/consumer/g/settings`,
+    headers: { "content-type": "application/json" },
+    body,
+    status,
+    code,
+  })),
+  ...(
+    [
+      ["PUT", "a*b/consumer/g/settings", "invalid_topic_pattern"],
+      ["GET", "*/consumer/g/settings", "invalid_topic_pattern"],
+      ["DELETE", "a**/consumer/g/settings", "invalid_topic_pattern"],
+      ["GET", "a.b*/consumer/g/settings", "invalid_topic_pattern"],
+      ["GET", "a.b/consumer/g/settings", "invalid_topic_name"],
+      ["PUT", `${topic}/consumer/g*/settings`, "invalid_consumer_group_name"],
+      ["DELETE", `${topic}/consumer/a%20b/settings`, "invalid_consumer_group_name"],
+    ] as const
+  ).map(([method, path, code]) => ({
+    name: `settings ${method} ${path}`,
+    method,
+    path,
+    headers: { "content-type": "application/json" },
+    ...(method === "PUT" ? { body: "{}" } : {}),
+    status: 400,
+    code,
+  })),
+  ...["GET", "DELETE"].map((method) => ({
+    name: `settings ${method} of none stored`,
+    method,
+    path: `${topic}/consumer/g/settings`,
+    status: 404,
+    code: "settings_not_found",
+  })),
   {
     name: "malformed percent-encoding",
     method: "POST",
@@ -273,6 +319,9 @@ describe("bad input", () => {
     const got = await parts(await q.receive(topic, "fresh", { "vqs-max-messages": "10" }));
     expect(got.map((p) => p.body.toString())).toEqual(["keep me"]);
     expect((await q.ack(topic, "g", handle)).status).toBe(204);
+    // No settings were stored by any of them.
+    const settings = await q.call("GET", `${topic}/consumer/g/settings`);
+    expect(settings.status).toBe(404);
   });
 });
 
@@ -320,6 +369,7 @@ describe("bodies that do not parse", () => {
     ["invalid content type", "{bad"],
   ];
   const lease = `/api/v3/topic/${topic}/consumer/g/lease/HANDLE`;
+  const settings = `/api/v3/topic/${topic}/consumer/g/settings`;
   /** [method, path] -> [status, code] for an authenticated request; unlisted: 404 route_not_found. */
   const routed = (): Record<string, [number, string]> => ({
     "GET /healthz": [200, ""],
@@ -327,6 +377,10 @@ describe("bodies that do not parse", () => {
     [`POST /api/v3/topic/${topic}/consumer/g`]: [400, "unsupported_accept"],
     [`PATCH ${lease}`]: [400, "invalid_request_body"],
     [`DELETE ${lease}`]: [400, "invalid_receipt_handle"],
+    [`PUT ${settings}`]: [400, "invalid_request_body"],
+    [`GET ${settings}`]: [404, "settings_not_found"],
+    [`DELETE ${settings}`]: [404, "settings_not_found"],
+    ["GET /api/v3/settings"]: [200, ""],
   });
   const paths = () => [
     "/",
@@ -337,7 +391,8 @@ describe("bodies that do not parse", () => {
     `/api/v3/topic/${topic}-bodies`,
     `/api/v3/topic/${topic}/consumer/g`,
     lease,
-    `/api/v3/topic/${topic}/consumer/g/settings`,
+    settings,
+    "/api/v3/settings",
     "/healthz",
     "/metrics/x",
   ];
@@ -353,13 +408,14 @@ describe("bodies that do not parse", () => {
             if (withToken) headers.authorization = `Bearer ${token}`;
             const got = await raw(gw.url, method, path, headers, body);
             const route = routed()[`${method} ${path}`];
-            const api = path.startsWith("/api/v3/topic/");
+            const api = path.startsWith("/api/v3/");
             let want: [number, string];
             if (!route) want = [404, "route_not_found"];
             else if (!withToken && api) want = [401, "missing_token"];
             // A Content-Type header that is no media type: refused by the route that would read it.
-            else if (api && type === "invalid content type") want = [400, "invalid_content_type"];
-            else want = route;
+            else if (api && method !== "GET" && type === "invalid content type") {
+              want = [400, "invalid_content_type"];
+            } else want = route;
             if (got.status !== want[0] || got.code !== want[1]) {
               failures.push(
                 `${withToken ? "token" : "no token"} ${method} ${path.slice(0, 60)} (${type}):` +
