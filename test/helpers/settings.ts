@@ -13,7 +13,7 @@ export function settingsApi(base: string, token: string, extra: Record<string, s
       ...(body !== undefined ? { body } : {}),
     });
   const at = (topic: string, group: string) =>
-    `topic/${encodeURIComponent(topic).replace(/%2A/g, "*")}/consumer/${encodeURIComponent(group)}/settings`;
+    `topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}/settings`;
   return {
     /** `body` as given when a string, else JSON-encoded. */
     put: (topic: string, group: string, body: unknown) =>
