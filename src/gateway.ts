@@ -9,6 +9,8 @@ import { connectNats } from "./nats/core/connection.js";
 import { openJetStreamStore, type JetStreamStore } from "./nats/jetstream-store.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
+import { SettingsService } from "./queue/settings/settings-service.js";
+import type { SettingsStore } from "./queue/settings/settings-store.js";
 import { deriveSecretKeys } from "./queue/secret-keys.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";
@@ -33,6 +35,8 @@ export interface GatewayOptions {
 export interface Gateway {
   readonly app: FastifyInstance;
   readonly store: JetStreamStore;
+  /** Consumer group settings of the region, kept current in memory (for the pusher). */
+  readonly settings: SettingsStore;
   readonly maxMessageBytes: number;
   /** Readiness answers 503 from now on (the first step of a graceful shutdown). */
   stopBeingReady(): void;
@@ -108,10 +112,16 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     observer: metrics.observer,
     ...(store.failover ? { deferrer: store.failover } : {}),
   });
+  const settings = new SettingsService({
+    store: store.settings,
+    pushAllowedUrls: config.pushAllowedUrls,
+    maxPerNamespace: config.maxSettingsPerNamespace,
+  });
   let ready = true;
   const app = await buildApp({
     config,
     queue,
+    settings,
     verifier,
     now: localNow,
     // With failover, a gateway whose home store is down still takes publishes (202): it stays
@@ -128,6 +138,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   return {
     app,
     store,
+    settings: store.settings,
     maxMessageBytes,
     stopBeingReady() {
       ready = false;

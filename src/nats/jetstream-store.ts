@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { watchConnection } from "./core/connection.js";
 import { ServerClock } from "./core/server-clock.js";
 import { DelayScheduler } from "./scheduling/delay-scheduler.js";
+import { SettingsBucket } from "./settings/settings-bucket.js";
 import { Failover, type FailoverOptions } from "./failover/failover.js";
 import { readGroupStats } from "./storage/group-stats.js";
 import { JetStreamBroker } from "./storage/jetstream-broker.js";
@@ -60,6 +61,8 @@ export interface JetStreamStore {
   readonly sweeper: TopicSweeper;
   /** Idempotency key records (the broker publishes through them). */
   readonly keys: IdempotencyKeys;
+  /** Consumer settings: the region's documents, followed in memory. */
+  readonly settings: SettingsBucket;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
   /** Per-group figures of this region, at most `max` groups. */
@@ -130,6 +133,14 @@ export async function openJetStreamStore(
     log: o.log,
   });
   await cuts.start();
+  const settings = new SettingsBucket(nc, js, {
+    region: o.region,
+    replicas: o.replicas,
+    timeoutMs: o.requestTimeoutMs,
+    log: o.log,
+    observe: o.observe,
+  });
+  await settings.start();
   const broker = new JetStreamBroker({
     records,
     cuts,
@@ -180,11 +191,13 @@ export async function openJetStreamStore(
     scheduler,
     sweeper,
     keys,
+    settings,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     async close() {
       clock.stop();
       cuts.stop();
+      settings.stop();
       const stopping = Promise.all([scheduler.stop(), sweeper.stop()]);
       pulls.close();
       await Promise.all([stopping, failover?.close()]);
