@@ -82,6 +82,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     log: logger,
     now: o.now ?? null,
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
+    observeWriteFailure: (cause) => metrics.storeWriteFailures.inc({ cause }),
     onConnectionChange: (up) => metrics.natsConnected.set(up ? 1 : 0),
     failover: {
       neighbours: config.failoverRegions,

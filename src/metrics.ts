@@ -25,6 +25,8 @@ export interface Metrics {
   /** Records one HTTP request's duration under its route template (never its raw URL). */
   observeHttp(method: string, route: string, statusCode: number, seconds: number): void;
   readonly natsConnected: Gauge;
+  /** Publishes the store did not take, by cause (see src/nats/core/errors.ts). */
+  readonly storeWriteFailures: Counter<"cause">;
   readonly observer: QueueObserver;
   /** Records the duration of one JetStream operation. */
   observeJetStream(operation: string, seconds: number): void;
@@ -86,6 +88,18 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     help: "Messages acknowledged by consumers.",
     registers: [registry],
   });
+  const storeWriteFailures = new Counter({
+    name: "vqs_store_write_failures_total",
+    help:
+      "Publishes JetStream did not take, by cause: no_space (the disk is full), " +
+      "insufficient_resources (a JetStream storage limit), timeout (no answer; also a full disk), " +
+      "unavailable (no connection or no stream), other.",
+    labelNames: ["cause"],
+    registers: [registry],
+  });
+  for (const cause of ["no_space", "insufficient_resources", "timeout", "unavailable", "other"]) {
+    storeWriteFailures.inc({ cause }, 0); // every series exists from the start, for rate()
+  }
   const natsConnected = new Gauge({
     name: "vqs_nats_connected",
     help: "1 while this gateway is connected to NATS, else 0.",
@@ -96,6 +110,7 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
   return {
     registry,
     natsConnected,
+    storeWriteFailures,
     observeHttp: (method, route, statusCode, seconds) =>
       httpSeries(`${method} ${route} ${statusCode}`, () =>
         httpDuration.labels({ method, route, status_code: String(statusCode) }),

@@ -17,7 +17,8 @@ import { LeaseRecords } from "./storage/lease-records.js";
 import { PullClient } from "./core/pull-client.js";
 import { Requests } from "./core/requests.js";
 import { TopicSweeper } from "./storage/topic-sweeper.js";
-import { supportsMessageTtl } from "./core/server-features.js";
+import { isCompatibilityServer, supportsMessageTtl } from "./core/server-features.js";
+import type { WriteFailureCause } from "./core/errors.js";
 import { Topology } from "./storage/topology.js";
 
 export interface StoreOptions {
@@ -46,6 +47,8 @@ export interface StoreOptions {
   /** A fixed clock (tests); without one the gateway follows the NATS server's clock. */
   readonly now: (() => number) | null;
   readonly observe: (operation: string, seconds: number) => void;
+  /** Told of every publish the store did not take, with why. */
+  readonly observeWriteFailure: (cause: WriteFailureCause) => void;
   /** Told when the connection to NATS goes down or comes back. */
   readonly onConnectionChange?: (up: boolean) => void;
 }
@@ -81,6 +84,12 @@ export async function openJetStreamStore(
   const js = jetstream(nc, { timeout: o.requestTimeoutMs });
   const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
   const messageTtl = o.messageTtl === "auto" && supportsMessageTtl(nc.info?.version);
+  if (isCompatibilityServer(nc.info?.version)) {
+    o.log.warn(
+      { natsVersion: nc.info?.version },
+      "nats-server is older than 2.10: supported for compatibility, but run 2.11 or newer (docs/operations.md, 'nats-server versions')",
+    );
+  }
   o.log.info(
     { natsVersion: nc.info?.version, messageTtl },
     messageTtl
@@ -157,6 +166,7 @@ export async function openJetStreamStore(
     requestTimeoutMs: o.requestTimeoutMs,
     defaultLeaseMs: o.defaultLeaseMs,
     observe: o.observe,
+    observeWriteFailure: o.observeWriteFailure,
     isConnected,
   });
   const failover =

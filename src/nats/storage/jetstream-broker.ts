@@ -4,7 +4,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
-import { AppError } from "../../errors.js";
+import { AppError, isAppError } from "../../errors.js";
 import type {
   Broker,
   CursorLease,
@@ -19,10 +19,18 @@ import type {
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
 import { ackSubject, parseAckSubject } from "../core/ack-subject.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
-import { isApiError, isNoResponders, StreamGoneError, toStorageError } from "../core/errors.js";
+import {
+  isApiError,
+  isNoResponders,
+  StreamGoneError,
+  toStorageError,
+  withDeadline,
+  writeFailureCause,
+  type WriteFailureCause,
+} from "../core/errors.js";
 import type { CutLeases } from "./cut-leases.js";
 import { currentGet, directGet, leaderGet } from "../core/reads.js";
-import type { Requests } from "../core/requests.js";
+import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
 import {
@@ -32,7 +40,7 @@ import {
   nanosTokenToMs,
   rfc3339ToMs,
 } from "../core/message-codec.js";
-import { groupNames, topicNames, type GroupNames } from "../core/naming.js";
+import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../core/pull-client.js";
 import type { Topology } from "./topology.js";
 
@@ -55,6 +63,8 @@ export interface JetStreamBrokerDeps {
   readonly defaultLeaseMs: number;
   /** Receives the duration of every store operation. */
   readonly observe: (operation: string, seconds: number) => void;
+  /** Told of every publish the store did not take, with why. */
+  readonly observeWriteFailure: (cause: WriteFailureCause) => void;
   /** False while the connection to NATS is down: publishes then fail at once (and fail over). */
   readonly isConnected: () => boolean;
 }
@@ -104,36 +114,56 @@ export class JetStreamBroker implements Broker {
       this.#notePublish(names.stream);
       if (delayed) await this.#d.scheduler.schedule(names, seq);
     };
-    return this.#op("publish", async () => {
-      if (!this.#d.isConnected()) {
-        throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
+    // One bound for the whole publish, however many round trips it takes: a store that cannot
+    // write (a full disk) does not answer at all, and each step would otherwise wait its own
+    // timeout. The work goes on after the deadline; a keyed retry by the client finds its copy.
+    const ms = this.#d.requestTimeoutMs;
+    return this.#op("publish", () =>
+      withDeadline(
+        this.#publish(names, message, send, stored),
+        ms,
+        () => new RequestTimeoutError(`a publish to ${names.stream}`, ms),
+      ).catch((err: unknown) => {
+        if (!isAppError(err)) this.#d.observeWriteFailure(writeFailureCause(err));
+        throw err;
+      }),
+    );
+  }
+
+  async #publish(
+    names: TopicNames,
+    message: NewMessage,
+    send: (msgID?: string) => Promise<PubAck>,
+    stored: (seq: number) => Promise<void>,
+  ): Promise<PublishOutcome> {
+    if (!this.#d.isConnected()) {
+      throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
+    }
+    await this.#d.topology.ensureStream(names);
+    const attempt = async (): Promise<PublishOutcome> => {
+      if (message.idempotencyKey !== null) {
+        const token = keyToken(message.idempotencyKey);
+        const lifetimeMs = message.retentionSeconds * 1000;
+        return this.#d.keys.publish(names, token, lifetimeMs, send, stored);
       }
+      const ack = await send().catch((err: unknown) => {
+        throw isNoResponders(err) ? new StreamGoneError(names.stream, err) : err;
+      });
+      await stored(ack.seq);
+      return { kind: "stored", seq: ack.seq };
+    };
+    try {
+      return await attempt();
+    } catch (err) {
+      // The stream was removed under us (idle clean-up or an operator) before anything was
+      // stored: recreate it and try once more. Any other failure may have come after the
+      // message was stored, so it is not retried here (a keyed retry by the client finds the
+      // copy; see idempotency-keys.ts): the client gets a 503.
+      if (!(err instanceof StreamGoneError)) throw err;
+      this.#d.topology.forgetStream(names.stream);
       await this.#d.topology.ensureStream(names);
-      const attempt = async (): Promise<PublishOutcome> => {
-        if (message.idempotencyKey !== null) {
-          const token = keyToken(message.idempotencyKey);
-          const lifetimeMs = message.retentionSeconds * 1000;
-          return this.#d.keys.publish(names, token, lifetimeMs, send, stored);
-        }
-        const ack = await send().catch((err: unknown) => {
-          throw isNoResponders(err) ? new StreamGoneError(names.stream, err) : err;
-        });
-        await stored(ack.seq);
-        return { kind: "stored", seq: ack.seq };
-      };
-      try {
-        return await attempt();
-      } catch (err) {
-        // The stream was removed under us (idle clean-up or an operator) before anything was
-        // stored: recreate it and try once more. Any other failure may have come after the
-        // message was stored, so it is not retried here (a keyed retry by the client finds the
-        // copy; see idempotency-keys.ts): the client gets a 503.
-        if (!(err instanceof StreamGoneError)) throw err;
-        this.#d.topology.forgetStream(names.stream);
-        await this.#d.topology.ensureStream(names);
-        return attempt();
-      }
-    });
+      return attempt();
+    }
   }
 
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
