@@ -55,11 +55,7 @@ export function isRefusal(err: unknown): boolean {
 
 /** Why the store did not take a write, for vqs_store_write_failures_total. */
 export type WriteFailureCause =
-  | "no_space"
-  | "insufficient_resources"
-  | "timeout"
-  | "unavailable"
-  | "other";
+  "no_space" | "insufficient_resources" | "timeout" | "unavailable" | "other";
 
 /**
  * Sorts a failed write. A disk that fills below JetStream's own limit makes nats-server log a
