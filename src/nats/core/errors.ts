@@ -40,19 +40,6 @@ export class StreamGoneError extends Error {
   }
 }
 
-/**
- * The server answered that it did not do the request (an error reply, or nobody serving the
- * subject), as opposed to a timeout, after which the request may still take effect.
- */
-export function isRefusal(err: unknown): boolean {
-  return (
-    err instanceof JetStreamApiError ||
-    err instanceof PubAckError ||
-    isNoResponders(err) ||
-    (err instanceof Error && err.cause !== undefined && isRefusal(err.cause))
-  );
-}
-
 /** Why the store did not take a write, for vqs_store_write_failures_total. */
 export type WriteFailureCause =
   "no_space" | "insufficient_resources" | "timeout" | "unavailable" | "other";

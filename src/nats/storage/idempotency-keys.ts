@@ -4,13 +4,13 @@
 // stored. Otherwise it stores the message and moves the record to it with a compare-and-set
 // (Nats-Expected-Last-Subject-Sequence), so of any number of racing publishes exactly one message
 // holds the key. Racers that read the same record share one Nats-Msg-Id, so within the stream's
-// short duplicate window they store one copy; a copy that ends up held by no key is deleted. The
+// short duplicate window they store one copy (and so does a client's retry after a failure). The
 // timer that deletes the key's records once its message expires is added before anything is
 // stored. See docs/architecture.md, "Idempotency keys" and "A retried publish".
 import { JetStreamApiCodes, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { AppError } from "../../errors.js";
 import type { PublishOutcome } from "../../queue/broker.js";
-import { isApiError, isNoResponders, isRefusal, StreamGoneError } from "../core/errors.js";
+import { isApiError, isNoResponders, StreamGoneError } from "../core/errors.js";
 import type { TopicNames } from "../core/naming.js";
 import type { PubAck } from "../core/requests.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
@@ -90,7 +90,10 @@ export class IdempotencyKeys {
         // that ID led to a copy that is gone (discarded) or expired, a fresh one is used.
         const msgId = `k.${token}.${expected.toString(36)}${burnt ? `.${round}` : ""}`;
         ours = await this.#send(names, send, msgId);
-        await this.#stored(names, ours, onStored);
+        // Should this fail (a delayed message's timer), the copy stays: no key holds it and,
+        // parked without a timer, it is never delivered; the client's retry within the
+        // duplicate window finds it by its Nats-Msg-Id and completes it.
+        await onStored(ours.seq);
       }
       if (ours.duplicate) {
         // Stored under this Nats-Msg-Id by another publish within the duplicate window (a racer,
@@ -107,7 +110,6 @@ export class IdempotencyKeys {
       // deleted): look again.
       head = await this.#head(names, subject);
     }
-    if (ours && !ours.duplicate) await this.#discard(names, ours.seq);
     throw new AppError("storage_unavailable", {
       message: "Too many concurrent publishes with this idempotency key; try again.",
     });
@@ -137,28 +139,12 @@ export class IdempotencyKeys {
     }
   }
 
-  /** Runs `onStored`; a copy of ours that cannot be completed is removed before failing. */
-  async #stored(
-    names: TopicNames,
-    ours: PubAck,
-    onStored: (seq: number) => Promise<void>,
-  ): Promise<void> {
-    try {
-      await onStored(ours.seq);
-    } catch (err) {
-      // No key holds the copy yet and (delayed, without its timer) it would never be delivered:
-      // remove it, so the client's retry stores exactly one.
-      if (!ours.duplicate) await this.#discard(names, ours.seq).catch(() => undefined);
-      throw err;
-    }
-  }
-
   /**
    * Points the key at our message if its record is still `expected` (0: none). True when it did;
    * false when the record had moved. When the answer is lost, the leader is asked where the
-   * record points; when the server refused, our copy (held by no key) is removed, so a retry of
-   * the publish stores exactly one message. After a timeout the claim may still land later, so
-   * the copy is kept: a retry within the duplicate window finds it by its Nats-Msg-Id.
+   * record points. A copy no key holds is never deleted after a failure: the compare-and-set may
+   * still land (a timeout), or the client's retry may already have found the copy by its
+   * Nats-Msg-Id and taken the key for it; deleting it then would lose an acknowledged message.
    */
   async #claim(
     names: TopicNames,
@@ -177,9 +163,6 @@ export class IdempotencyKeys {
       if (isNoResponders(err)) throw new StreamGoneError(names.stream, err);
       const head = await this.#head(names, subject).catch(() => null);
       if (head?.messageSeq === ours.seq) return true;
-      if (!ours.duplicate && isRefusal(err)) {
-        await this.#discard(names, ours.seq).catch(() => undefined);
-      }
       throw err;
     }
   }

@@ -116,8 +116,10 @@ export class JetStreamBroker implements Broker {
     };
     // One bound for the whole publish, however many round trips it takes: a store that cannot
     // write (a full disk) does not answer at all, and each step would otherwise wait its own
+    // timeout. Twice the request timeout leaves a keyed publish room to settle a lost answer
+    // (one timeout, then a read); a store that does not answer fails the first write after one
     // timeout. The work goes on after the deadline; a keyed retry by the client finds its copy.
-    const ms = this.#d.requestTimeoutMs;
+    const ms = 2 * this.#d.requestTimeoutMs;
     return this.#op("publish", () =>
       withDeadline(
         this.#publish(names, message, send, stored),
