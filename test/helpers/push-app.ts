@@ -115,7 +115,7 @@ export async function startPushApp(gatewayUrl: string, token: string): Promise<P
             return nodeRes;
           },
         });
-        await handle(nodeReq as never, nodeRes as never);
+        await handle(nodeReq, nodeRes);
       });
       return `${url}/node/${name}`;
     },
