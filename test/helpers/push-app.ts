@@ -32,8 +32,12 @@ export interface PushApp {
   fetchRoute(name: string, route: CallbackRoute): string;
   /** A handleNodeCallback (Node-style) route. */
   nodeRoute(name: string, route: CallbackRoute): string;
-  /** A plain webhook answering `status` (a function: per request) after `delayMs`. */
-  hookRoute(name: string, status: number | (() => number), delayMs?: number): string;
+  /** A plain webhook answering `status` after `delayMs` (either may be a function: per request). */
+  hookRoute(
+    name: string,
+    status: number | (() => number),
+    delayMs?: number | (() => number),
+  ): string;
   close(): Promise<void>;
 }
 
@@ -119,8 +123,9 @@ export async function startPushApp(gatewayUrl: string, token: string): Promise<P
       });
       return `${url}/node/${name}`;
     },
-    hookRoute(name, status, delayMs = 0) {
+    hookRoute(name, status, delay = 0) {
       routes.set(`/hook/${name}`, async (_req, res) => {
+        const delayMs = typeof delay === "function" ? delay() : delay;
         if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
         res.writeHead(typeof status === "function" ? status() : status).end("{}");
       });
