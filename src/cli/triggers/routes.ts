@@ -85,7 +85,9 @@ export interface RouteOverride {
 export function parseRouteOverride(text: string): RouteOverride | string {
   for (let i = text.indexOf("="); i > 0; i = text.indexOf("=", i + 1)) {
     const route = text.slice(i + 1);
-    if (route.startsWith("/") || /^https?:\/\//i.test(route)) {
+    if (route.startsWith("/")) return { file: text.slice(0, i), route };
+    if (/^https?:\/\//i.test(route)) {
+      if (!URL.canParse(route)) return `--route "${text}": "${route}" is not a valid URL`;
       return { file: text.slice(0, i), route };
     }
   }
