@@ -12,6 +12,8 @@ import { installMetrics } from "./http/plugins/metrics.js";
 import { acknowledgeRoute } from "./http/routes/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/change-visibility.js";
 import { consumerSettingsRoutes } from "./http/routes/consumer-settings.js";
+import { jwksRoute } from "./http/routes/jwks.js";
+import type { JWK } from "jose";
 import { publishBatchRoute } from "./http/routes/publish-batch.js";
 import { publishRoute } from "./http/routes/publish.js";
 import { receiveByIdRoute } from "./http/routes/receive-by-id.js";
@@ -32,6 +34,8 @@ export interface AppDeps {
   >;
   readonly queue: QueueService;
   readonly settings: SettingsService;
+  /** The public keys of push tokens (GET /.well-known/jwks.json). */
+  readonly pushKeys: () => { keys: JWK[] };
   readonly verifier: TokenVerifier;
   /** The clock tokens expire by (the verifier's). */
   readonly now: () => number;
@@ -78,6 +82,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   installMetrics(app, deps.metrics);
   installHealth(app, { isReady: deps.isReady });
+  jwksRoute(app, deps.pushKeys);
 
   await app.register(async (api) => {
     // Message bodies are opaque bytes whatever their Content-Type: no parser may touch them.

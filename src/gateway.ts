@@ -15,6 +15,9 @@ import { deriveSecretKeys } from "./queue/secret-keys.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";
 import { createMetrics } from "./metrics.js";
+import { PushClient } from "./push/push-client.js";
+import { PushSigningKeys } from "./push/push-signer.js";
+import { Pusher } from "./queue/push/pusher.js";
 
 /** How long after the listener closes the idle keep-alive connections are closed. */
 const IDLE_CLOSE_DELAY_MS = 1000;
@@ -65,6 +68,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   );
   const metrics = createMetrics(new Registry(), {
     groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
+    maxPushGroups: config.metricsMaxGroups,
   });
   const store = await openJetStreamStore(nc, {
     region: config.region,
@@ -112,6 +116,27 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     now: store.now,
     observer: metrics.observer,
     ...(store.failover ? { deferrer: store.failover } : {}),
+    isPushed: (g) => store.settings.effective(g.namespace, g.topic, g.group)?.push != null,
+  });
+  const pushKeys = new PushSigningKeys({
+    secret,
+    region: config.region,
+    keyIds: config.pushSigningKeyIds,
+    issuer: config.pushIssuer,
+    lifetimeSeconds: config.pushTokenSeconds,
+  });
+  const pushClient = new PushClient();
+  const pusher = new Pusher({
+    queue,
+    broker: store.broker,
+    transport: pushClient,
+    signer: pushKeys,
+    observer: metrics.push,
+    log: logger,
+    region: config.region,
+    now: store.now,
+    inlineLimitBytes: config.pushInlineLimitBytes,
+    allowedUrls: config.pushAllowedUrls,
   });
   const settings = new SettingsService({
     store: store.settings,
@@ -123,6 +148,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     config,
     queue,
     settings,
+    pushKeys: () => pushKeys.jwks(),
     verifier,
     now: localNow,
     // With failover, a gateway whose home store is down still takes publishes (202): it stays
@@ -136,6 +162,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxBatchBytes: config.maxBatchBytes,
   });
   store.scheduler.start();
+  store.startPush((group, delivery, settings) => pusher.push(group, delivery, settings));
   return {
     app,
     store,
@@ -152,6 +179,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       await app.close();
       clearTimeout(idle);
       await store.close();
+      await pushClient.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.
       await nc.drain().catch(() => nc.close());
     },

@@ -8,6 +8,8 @@ import { watchConnection } from "./core/connection.js";
 import { ServerClock } from "./core/server-clock.js";
 import { DelayScheduler } from "./scheduling/delay-scheduler.js";
 import { SettingsBucket } from "./settings/settings-bucket.js";
+import { ConsumerFeed } from "./core/consumer-feed.js";
+import { PushFeeds, type PushFeedsDeps } from "./push/push-feeds.js";
 import { Failover, type FailoverOptions } from "./failover/failover.js";
 import { readGroupStats } from "./storage/group-stats.js";
 import { JetStreamBroker } from "./storage/jetstream-broker.js";
@@ -66,6 +68,8 @@ export interface JetStreamStore {
   readonly keys: IdempotencyKeys;
   /** Consumer settings: the region's documents, followed in memory. */
   readonly settings: SettingsBucket;
+  /** Starts pulling for every pushed group of the region, handing each delivery to `push`. */
+  startPush(push: PushFeedsDeps["push"]): void;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
   /** Per-group figures of this region, at most `max` groups. */
@@ -75,6 +79,11 @@ export interface JetStreamStore {
 
 /** Room kept in a NATS message for the headers the gateway adds. */
 const HEADER_RESERVE = 4096;
+
+/** How long a closing gateway waits for pushes under way. */
+const PUSH_DRAIN_MS = 10_000;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 export async function openJetStreamStore(
   nc: NatsConnection,
@@ -194,6 +203,9 @@ export async function openJetStreamStore(
     }
     clock.start(() => records.bucket(), key);
   }
+  // Waiting pulls of the pusher (and long polling) share one inbox subscription.
+  const consumerFeed = new ConsumerFeed(nc, { expiresMs: 15_000, heartbeatMs: 5_000 });
+  let pushFeeds: PushFeeds | undefined;
   return {
     now,
     broker,
@@ -204,7 +216,23 @@ export async function openJetStreamStore(
     settings,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
+    startPush(push) {
+      pushFeeds ??= new PushFeeds({
+        settings,
+        nc,
+        jsm,
+        topology,
+        feed: consumerFeed,
+        region: o.region,
+        log: o.log,
+        push,
+      });
+      pushFeeds.start();
+    },
     async close() {
+      // Pushes under way get a moment to finish; the rest come back when their lease ends.
+      await Promise.race([pushFeeds?.stop(), sleep(PUSH_DRAIN_MS)]);
+      consumerFeed.close();
       clock.stop();
       cuts.stop();
       settings.stop();

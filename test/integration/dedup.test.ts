@@ -158,6 +158,7 @@ describe("idempotency keys", () => {
           retentionSeconds: 3600,
           delaySeconds: 0,
           idempotencyKey: "slow-key",
+          trace: null,
           nonce: "n".repeat(16),
         }),
       });

@@ -29,7 +29,7 @@ import { makeNamespace, type TopicAddress } from "../../queue/namespace.js";
 import { parseAckSubject } from "../core/ack-subject.js";
 import { connectNats } from "../core/connection.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
-import { encodeHeaders, H, keyToken, nanosTokenToMs } from "../core/message-codec.js";
+import { encodeHeaders, H, KEPT_HEADERS, keyToken, nanosTokenToMs } from "../core/message-codec.js";
 import type { IdempotencyKeys } from "../storage/idempotency-keys.js";
 import { remainingTtl } from "../core/server-features.js";
 import { topicNames } from "../core/naming.js";
@@ -303,7 +303,7 @@ export class Failover implements Deferrer {
 /** The message's own headers, with its original server time so TTL and delay keep counting. */
 function relocatedHeaders(deferred: MsgHdrs, sentMs: number): MsgHdrs {
   const h = headers();
-  for (const key of [H.nonce, H.contentType, H.retention, H.delay]) {
+  for (const key of [...KEPT_HEADERS, H.delay]) {
     const v = deferred.get(key);
     if (v) h.set(key, v);
   }

@@ -17,7 +17,8 @@ import type {
   PublishOutcome,
 } from "../../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
-import { ackSubject, parseAckSubject } from "../core/ack-subject.js";
+import { ackSubject } from "../core/ack-subject.js";
+import { toDelivery } from "./deliveries.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
 import {
   isApiError,
@@ -33,13 +34,7 @@ import { currentGet, directGet, leaderGet } from "../core/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
-import {
-  decodeMessage,
-  encodeHeaders,
-  keyToken,
-  nanosTokenToMs,
-  rfc3339ToMs,
-} from "../core/message-codec.js";
+import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../core/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../core/pull-client.js";
 import type { Topology } from "./topology.js";
@@ -294,6 +289,30 @@ export class JetStreamBroker implements Broker {
     );
   }
 
+  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
+    return this.#op("push_holdback_put", () =>
+      this.#d.records.putCount(this.#g(group), streamSeq, "b", count),
+    );
+  }
+
+  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number> {
+    return this.#op("push_holdback_get", async () => {
+      return (await this.#d.records.getCount(this.#g(group), streamSeq, "b")) ?? 0;
+    });
+  }
+
+  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void> {
+    return this.#op("handler_lease_put", () =>
+      this.#d.records.putCount(this.#g(group), streamSeq, "h", deliveryCount),
+    );
+  }
+
+  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null> {
+    return this.#op("handler_lease_get", () =>
+      this.#d.records.getCount(this.#g(group), streamSeq, "h"),
+    );
+  }
+
   usesIdLeases(group: GroupAddress): Promise<boolean> {
     const g = this.#g(group);
     // Asked on every acknowledge: a cached answer is no JetStream operation, so it is not timed.
@@ -376,21 +395,10 @@ export class JetStreamBroker implements Broker {
   #toDeliveries(messages: Msg[]): Delivery[] {
     const out: Delivery[] = [];
     for (const msg of messages) {
-      const info = msg.reply ? parseAckSubject(msg.reply) : null;
-      const message = info
-        ? decodeMessage(info.streamSeq, nanosTokenToMs(info.timestampToken), msg.headers, msg.data)
-        : null;
-      if (!info || !message) {
-        // Not a queue message (someone published raw to the subject): take it out of the way.
-        if (msg.reply) this.#d.nc.publish(msg.reply, "+TERM");
-        continue;
-      }
-      out.push({
-        message,
-        streamSeq: info.streamSeq,
-        deliverySeq: info.deliverySeq,
-        deliveryCount: info.deliveryCount,
-      });
+      const d = toDelivery(msg);
+      if (d) out.push(d);
+      // Not a queue message (someone published raw to the subject): take it out of the way.
+      else if (msg.reply) this.#d.nc.publish(msg.reply, "+TERM");
     }
     return out;
   }

@@ -62,6 +62,17 @@ export class LeaseRecords {
     return e && e.operation === "PUT" ? Number(e.string()) : null;
   }
 
+  // --- pushed groups: held-back deliveries, leases set by the handler ---
+
+  async putCount(g: GroupNames, seq: number, kind: "b" | "h", n: number): Promise<void> {
+    await (await this.bucket()).put(key(g, seq, kind), String(n));
+  }
+
+  async getCount(g: GroupNames, seq: number, kind: "b" | "h"): Promise<number | null> {
+    const e = await (await this.bucket()).get(key(g, seq, kind));
+    return e && e.operation === "PUT" ? Number(e.string()) : null;
+  }
+
   // --- leases the group's cursor handed out (kept only for groups that use receive by ID) ---
 
   async putCursorLease(g: GroupNames, seq: number, lease: CursorLease): Promise<void> {
@@ -155,7 +166,7 @@ export class LeaseRecords {
 
 const FLAG_REFRESH_MS = 24 * 3600 * 1000;
 
-function key(g: GroupNames, seq: number, kind: "d" | "i" | "c"): string {
+function key(g: GroupNames, seq: number, kind: "d" | "i" | "c" | "b" | "h"): string {
   return `${g.stream}.${g.consumer}.${seq}.${kind}`;
 }
 
