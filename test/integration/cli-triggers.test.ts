@@ -16,15 +16,20 @@ import { DEV_AUDIENCE, DEV_ISSUER, devIssuer } from "../../src/dev/dev-issuer.js
 import { freePort } from "../../src/dev/nats-server-process.js";
 import { createGateway } from "../../src/gateway.js";
 import { createLogger } from "../../src/logger.js";
+import { QueueClient } from "@vercel/queue";
 import { runCli, type CliRun } from "../helpers/cli.js";
 import { useGateways } from "../helpers/fixture.js";
 import { RECEIPT_SECRET } from "../helpers/gateway.js";
 import { api, errorCode, uniqueName } from "../helpers/http.js";
-import { settingsApi } from "../helpers/settings.js";
+import { startPushApp } from "../helpers/push-app.js";
+import { eventually, settingsApi } from "../helpers/settings.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const APP_URL = "http://localhost:3000";
-const fx = useGateways(1, { env: { VQS_PUSH_ALLOWED_URLS: "http://localhost:3000" } });
+// Pushes may go to the sample app's URL and to the push test app (127.0.0.1, any port).
+const fx = useGateways(1, {
+  env: { VQS_PUSH_ALLOWED_URLS: "http://localhost:3000,http://127.0.0.1" },
+});
 
 /**
  * The sample app: route files that call handleCallback, as a real app's do. (No `[id]` folder:
@@ -395,6 +400,69 @@ describe("vqs triggers sync", () => {
       const r = await runCli([...path, "--help"]);
       expect(r.code, path.join(" ")).toBe(0);
       expect(r.stdout).toMatch(/\nExamples?:\n/);
+    }
+  });
+});
+
+describe("push delivery after a sync (the pusher, #11)", () => {
+  it("a message published to a synced topic or pattern reaches the app's route", async () => {
+    // A namespace of its own, deploymentless, as the client in the app uses it.
+    const appToken = await fx.issuer.token({ project_id: uniqueName("prj") });
+    const pushApp = await startPushApp(fx.gateways[0]!.url, appToken);
+    try {
+      const got: { route: string; topic: string; group: string; payload: unknown }[] = [];
+      for (const route of ["orders", "steps"]) {
+        pushApp.fetchRoute(route, {
+          handler: (payload, meta) =>
+            void got.push({ route, topic: meta.topicName, group: meta.consumerGroup, payload }),
+        });
+      }
+      // App router files whose derived routes are the push app's /fetch/<name> routes.
+      const topic = uniqueName("e2e-orders");
+      const prefix = `${uniqueName("e2e_step")}_`;
+      await writeFile(
+        join(app, "e2e.json"),
+        JSON.stringify({
+          functions: {
+            "app/fetch/orders/route.ts": {
+              experimentalTriggers: [{ type: "queue/v2beta", topic }],
+            },
+            "app/fetch/steps/route.ts": {
+              experimentalTriggers: [{ type: "queue/v2beta", topic: `${prefix}*` }],
+            },
+          },
+        }),
+      );
+      const r = await vqs(
+        ["triggers", "sync", "--vercel-json", "e2e.json", "--app-url", pushApp.url, "--json"],
+        { VQS_TOKEN: appToken },
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect((JSON.parse(r.stdout) as SyncResult[]).map((x) => [x.action, x.url])).toEqual([
+        ["created", `${pushApp.url}/fetch/orders`],
+        ["created", `${pushApp.url}/fetch/steps`],
+      ]);
+
+      const client = new QueueClient({
+        region: "iad1",
+        token: appToken,
+        deploymentId: null,
+        resolveBaseUrl: () => new URL(fx.gateways[0]!.url),
+      });
+      await client.send(topic, { n: 1 });
+      await client.send(`${prefix}1`, { n: 2 });
+      expect(await eventually(() => got.length >= 2, 20_000), JSON.stringify(got)).toBe(true);
+      expect(got.sort((a, b) => a.route.localeCompare(b.route))).toEqual([
+        { route: "orders", topic, group: "app_Sfetch_Sorders_Sroute_Dts", payload: { n: 1 } },
+        {
+          route: "steps",
+          topic: `${prefix}1`,
+          group: "app_Sfetch_Ssteps_Sroute_Dts",
+          payload: { n: 2 },
+        },
+      ]);
+    } finally {
+      await pushApp.close();
     }
   });
 });
