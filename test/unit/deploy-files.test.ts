@@ -128,7 +128,7 @@ describe("helm/ and deploy/ files", () => {
     createMetrics(registry, { groupStatsRefreshMs: 1000 });
     const exported = new Set(
       (await registry.getMetricsAsJSON()).flatMap((m) =>
-        m.type === "histogram"
+        String(m.type) === "histogram"
           ? [m.name, `${m.name}_bucket`, `${m.name}_sum`, `${m.name}_count`]
           : [m.name],
       ),
