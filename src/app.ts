@@ -13,6 +13,7 @@ import { acknowledgeRoute } from "./http/routes/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/change-visibility.js";
 import { consumerSettingsRoutes } from "./http/routes/consumer-settings.js";
 import { jwksRoute } from "./http/routes/jwks.js";
+import { redriveRoute } from "./http/routes/redrive.js";
 import type { JWK } from "jose";
 import { publishBatchRoute } from "./http/routes/publish-batch.js";
 import { publishRoute } from "./http/routes/publish.js";
@@ -100,6 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     acknowledgeRoute(api, deps.queue);
     changeVisibilityRoutes(api, deps.queue);
     consumerSettingsRoutes(api, deps.settings);
+    redriveRoute(api, deps.queue);
   });
   return app;
 }

@@ -104,6 +104,10 @@ export const ERRORS = {
     message:
       "This namespace has as many consumer settings as the service allows; delete unused ones or ask the operator for a higher limit.",
   },
+  topic_not_found: {
+    status: 404,
+    message: "No such topic in this namespace.",
+  },
   message_not_found: {
     status: 404,
     message: "No such message in this topic, or it has expired.",
@@ -131,6 +135,11 @@ export const ERRORS = {
   message_already_acknowledged: {
     status: 410,
     message: "This consumer group has already acknowledged the message.",
+  },
+  message_dead_lettered: {
+    status: 410,
+    message:
+      "The message was delivered to this consumer group as often as its settings allow and has moved to the dead-letter topic.",
   },
   payload_too_large: {
     status: 413,

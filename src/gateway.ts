@@ -116,7 +116,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     now: store.now,
     observer: metrics.observer,
     ...(store.failover ? { deferrer: store.failover } : {}),
-    isPushed: (g) => store.settings.effective(g.namespace, g.topic, g.group)?.push != null,
+    settingsOf: (g) => store.settings.effective(g.namespace, g.topic, g.group),
+    log: logger,
   });
   const pushKeys = new PushSigningKeys({
     secret,

@@ -12,6 +12,14 @@ export interface TraceContext {
   readonly baggage?: string;
 }
 
+/** Where a dead-lettered message came from (the four `Vqs-Dead-Letter-*` fields). */
+export interface DeadLetterOrigin {
+  readonly topic: string;
+  readonly consumerGroup: string;
+  readonly messageId: string;
+  readonly deliveryCount: number;
+}
+
 export interface NewMessage {
   readonly payload: Uint8Array;
   readonly contentType: string | null;
@@ -22,6 +30,13 @@ export interface NewMessage {
   readonly idempotencyKey: string | null;
   readonly nonce: string;
   readonly trace: TraceContext | null;
+  /** Set on a dead-letter copy. */
+  readonly deadLetter?: DeadLetterOrigin;
+  /**
+   * Makes the store keep one copy of publishes with the same token within its duplicate window
+   * (a dead-letter copy, a redriven message, retried after a failure or raced by two gateways).
+   */
+  readonly dedupToken?: string;
 }
 
 export type PublishOutcome =
@@ -40,6 +55,7 @@ export interface StoredMessage {
   readonly expiresAtMs: number;
   readonly visibleAtMs: number;
   readonly trace: TraceContext | null;
+  readonly deadLetter: DeadLetterOrigin | null;
 }
 
 /** A message handed to a group, before the gateway turns it into a receipt handle. */
@@ -152,6 +168,20 @@ export interface Broker {
     lease: Omit<IdLease, "revision">,
     expectedRevision: number | null,
   ): Promise<number | null>;
+  /**
+   * Up to `max` messages consumer groups see (not delayed ones, not records), from stream
+   * sequence `fromSeq` on, oldest first, read from the stream leader; empty when the topic does
+   * not exist.
+   */
+  readTopic(
+    topic: TopicAddress,
+    fromSeq: number,
+    max: number,
+  ): Promise<{ readonly streamSeq: number; readonly message: StoredMessage }[]>;
+  /** Removes one message from the topic, for every group (gone already: nothing happens). */
+  removeMessage(topic: TopicAddress, streamSeq: number): Promise<void>;
+  /** How many messages consumer groups can see in the topic; null when it does not exist. */
+  countMessages(topic: TopicAddress): Promise<number | null>;
   /** True when the store answers. */
   isReady(): Promise<boolean>;
 }

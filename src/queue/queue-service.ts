@@ -1,13 +1,23 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
 import { AppError, isAppError } from "../errors.js";
-import type { Broker, Deferrer, Delivery, StoredMessage, TraceContext } from "./broker.js";
+import type {
+  Broker,
+  DeadLetterOrigin,
+  Deferrer,
+  Delivery,
+  StoredMessage,
+  TraceContext,
+} from "./broker.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
 import { NO_OBSERVER, type QueueObserver } from "./observer.js";
+import type { Logger } from "../logger.js";
+import { LIMITS } from "./limits.js";
+import type { ConsumerSettings, DeadLetterSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./secret-keys.js";
 
 export interface PublishInput {
@@ -40,6 +50,8 @@ export interface ReceivedMessage {
   readonly payload: Uint8Array;
   /** The trace context its publish carried. */
   readonly trace: TraceContext | null;
+  /** Where it came from, when it is a dead-letter copy. */
+  readonly deadLetter: DeadLetterOrigin | null;
 }
 
 export interface QueueServiceDeps {
@@ -49,9 +61,17 @@ export interface QueueServiceDeps {
   readonly observer?: QueueObserver;
   /** Regional failover; without it a publish the store cannot take answers 503. */
   readonly deferrer?: Deferrer;
-  /** Whether a group is consumed by push (its settings have `push`), from memory. */
-  readonly isPushed?: (group: GroupAddress) => boolean;
+  /** A group's effective settings (push, retry, dead letters), from memory; null: none. */
+  readonly settingsOf?: (group: GroupAddress) => ConsumerSettings | null;
+  /** Where failures that reach no client are told (dead-lettering that must be retried). */
+  readonly log?: Pick<Logger, "warn">;
 }
+
+/** Messages read from a dead-letter topic at a time by redrive. */
+const REDRIVE_BATCH = 100;
+
+/** A message whose move to the dead-letter topic failed comes back this much later. */
+const DEAD_LETTER_RETRY_MS = 5000;
 
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
@@ -66,7 +86,8 @@ export class QueueService {
   readonly #observer: QueueObserver;
   readonly #deferrer: Deferrer | null;
   readonly #idLeases: IdLeases;
-  readonly #isPushed: (group: GroupAddress) => boolean;
+  readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
+  readonly #log: Pick<Logger, "warn"> | null;
   readonly #concurrencyTurns = new KeyedLock();
 
   constructor(deps: QueueServiceDeps) {
@@ -76,7 +97,8 @@ export class QueueService {
     this.#now = deps.now;
     this.#observer = deps.observer ?? NO_OBSERVER;
     this.#idLeases = new IdLeases(deps.broker, deps.now);
-    this.#isPushed = deps.isPushed ?? (() => false);
+    this.#settingsOf = deps.settingsOf ?? (() => null);
+    this.#log = deps.log ?? null;
   }
 
   /**
@@ -211,8 +233,81 @@ export class QueueService {
     const expired = batch.filter((d) => d.message.expiresAtMs <= now);
     await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
     const fresh = batch.filter((d) => d.message.expiresAtMs > now);
-    if (!(await this.#broker.usesIdLeases(group))) return fresh;
-    return this.#idLeases.honour(group, fresh, deadlineMs);
+    const admitted = (await this.#broker.usesIdLeases(group))
+      ? await this.#idLeases.honour(group, fresh, deadlineMs)
+      : fresh;
+    const dl = this.#settingsOf(group)?.deadLetter;
+    if (!dl) return admitted;
+    const kept = await Promise.all(
+      admitted.map(async (d) => {
+        if (d.deliveryCount <= dl.maxDeliveries) return d;
+        await this.#deadLetterDelivery(group, d, dl);
+        return null;
+      }),
+    );
+    return kept.filter((d): d is Delivery => d !== null);
+  }
+
+  /**
+   * A delivery past the group's `maxDeliveries` goes to the dead-letter topic instead and leaves
+   * the group (acknowledged there). If that fails, the message comes back soon and is tried
+   * again; the copy is stored once whichever attempt (or gateway) makes it.
+   */
+  async #deadLetterDelivery(
+    group: GroupAddress,
+    d: Delivery,
+    dl: DeadLetterSettings,
+  ): Promise<void> {
+    try {
+      await this.#copyToDeadLetter(group, d.message, d.streamSeq, d.deliveryCount, dl);
+      await this.#broker.ack(group, d);
+      const now = this.#now();
+      await this.#idLeases.noteCursorChange(group, groupLease(d, now), now, true);
+      this.#observer.deadLettered(group);
+    } catch (err) {
+      this.#log?.warn(
+        { err, topic: group.topic, group: group.group, deadLetterTopic: dl.topic },
+        "could not move a message to its dead-letter topic; it comes back and is tried again",
+      );
+      await this.#broker.setLease(group, d, DEAD_LETTER_RETRY_MS).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Publishes the dead-letter copy: payload, content type and trace unchanged, the time the
+   * message had left (at least the minimum retention), and where it came from. One copy per
+   * message and group: every attempt uses the same deduplication token.
+   */
+  async #copyToDeadLetter(
+    group: GroupAddress,
+    message: StoredMessage,
+    streamSeq: number,
+    deliveryCount: number,
+    dl: DeadLetterSettings,
+  ): Promise<void> {
+    const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
+    await this.#broker.publish(
+      { namespace: group.namespace, topic: dl.topic },
+      {
+        payload: message.payload,
+        contentType: message.contentType,
+        retentionSeconds: Math.min(
+          LIMITS.retentionSeconds.max,
+          Math.max(LIMITS.retentionSeconds.min, left),
+        ),
+        delaySeconds: 0,
+        idempotencyKey: null,
+        nonce: newNonce(),
+        trace: message.trace,
+        deadLetter: {
+          topic: group.topic,
+          consumerGroup: group.group,
+          messageId: idOf(message),
+          deliveryCount,
+        },
+        dedupToken: `dead-letter\n${group.topic}\n${group.group}\n${streamSeq}`,
+      },
+    );
   }
 
   /** Gives each delivery its lease, and records which delivery is current after a redelivery. */
@@ -268,7 +363,7 @@ export class QueueService {
     } else {
       await this.#assertCurrent(group, lease);
       // A pushed message's handler set its lease: the pusher must not override it afterwards.
-      if (this.#isPushed(group)) {
+      if (this.#settingsOf(group)?.push) {
         await this.#broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
       }
       await this.#setGroupLease(group, lease, deadlineMs);
@@ -369,8 +464,73 @@ export class QueueService {
       options.visibilityTimeoutSeconds,
       options.maxConcurrency,
     );
+    const dl = this.#settingsOf(group)?.deadLetter;
+    if (dl && lease.deliveryCount > dl.maxDeliveries) {
+      // Leased by ID first, so nobody else has it while it moves; if this gateway dies now, the
+      // lease runs out and the next delivery moves it (the copy is stored once).
+      await this.#copyToDeadLetter(group, found.message, found.streamSeq, lease.deliveryCount, dl);
+      await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
+      this.#observer.deadLettered(group);
+      throw new AppError("message_dead_lettered");
+    }
     this.#observer.delivered(lease.deliveryCount);
     return this.#received(group, found.message, lease);
+  }
+
+  /**
+   * Moves up to `limit` messages of a dead-letter topic back, oldest first: each to `target`,
+   * or (without one) to the topic it was dead-lettered from, as a new message (its delivery
+   * count starts again at 1) with the time it had left; then removes it from the dead-letter
+   * topic. A message that is not a dead-letter copy stays unless a target is given; an expired
+   * one is removed. Each is copied once, whichever redrive (or retry of one) moves it: the copy
+   * carries a deduplication token of its place in the dead-letter topic.
+   */
+  async redrive(
+    deadLetters: TopicAddress,
+    options: { readonly target: string | null; readonly limit: number },
+  ): Promise<{ readonly moved: number; readonly remaining: number }> {
+    if ((await this.#broker.countMessages(deadLetters)) === null) {
+      throw new AppError("topic_not_found");
+    }
+    if (options.target === deadLetters.topic) {
+      throw new AppError("invalid_request_body", {
+        message: "A dead-letter topic cannot be redriven into itself.",
+      });
+    }
+    let moved = 0;
+    let from = 1;
+    while (moved < options.limit) {
+      const batch = await this.#broker.readTopic(deadLetters, from, REDRIVE_BATCH);
+      if (batch.length === 0) break;
+      for (const { streamSeq, message } of batch) {
+        from = streamSeq + 1;
+        if (message.expiresAtMs <= this.#now()) {
+          await this.#broker.removeMessage(deadLetters, streamSeq);
+          continue;
+        }
+        const target = options.target ?? message.deadLetter?.topic;
+        if (!target || target === deadLetters.topic) continue; // nowhere to go: it stays
+        const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
+        await this.#broker.publish(
+          { namespace: deadLetters.namespace, topic: target },
+          {
+            payload: message.payload,
+            contentType: message.contentType,
+            retentionSeconds: Math.max(LIMITS.retentionSeconds.min, left),
+            delaySeconds: 0,
+            idempotencyKey: null,
+            nonce: newNonce(),
+            trace: message.trace,
+            dedupToken: `redrive\n${deadLetters.topic}\n${streamSeq}`,
+          },
+        );
+        await this.#broker.removeMessage(deadLetters, streamSeq);
+        moved++;
+        if (moved >= options.limit) break;
+      }
+    }
+    this.#observer.redriven(moved);
+    return { moved, remaining: (await this.#broker.countMessages(deadLetters)) ?? 0 };
   }
 
   #decodeHandle(group: GroupAddress, receiptHandle: string): Lease {
@@ -393,6 +553,7 @@ export class QueueService {
       contentType: message.contentType,
       payload: message.payload,
       trace: message.trace,
+      deadLetter: message.deadLetter,
     };
   }
 }

@@ -9,6 +9,9 @@ import { isApiError } from "./errors.js";
 
 export type MessageQuery = { seq: number } | { last_by_subj: string };
 
+/** The first message on `next_by_subj` at or after `seq` (the leader's read only). */
+export type NextQuery = { seq: number; next_by_subj: string };
+
 /** Any replica's view: cheap, possibly behind. */
 export async function directGet(
   jsm: JetStreamManager,
@@ -30,7 +33,7 @@ export async function directGet(
 export function leaderGet(
   jsm: JetStreamManager,
   stream: string,
-  query: MessageQuery,
+  query: MessageQuery | NextQuery,
 ): Promise<StoredMsg | null> {
   return jsm.streams.getMessage(stream, query);
 }

@@ -29,7 +29,7 @@ import { FORGET_MARGIN_MS, readKeyMessage, readKeyRecord } from "../storage/key-
 import { isNoResponders } from "../core/errors.js";
 import { remainingTtl } from "../core/server-features.js";
 import { Once } from "../core/once.js";
-import { isApiError } from "../core/errors.js";
+import { isApiError, isMessageGone } from "../core/errors.js";
 import type { Topology } from "../storage/topology.js";
 
 /** Moves a parked message to the ready subject when it is due. */
@@ -227,9 +227,7 @@ export class DelayScheduler {
     try {
       await this.#d.jsm.streams.deleteMessage(timer.s, timer.q, false);
     } catch (err) {
-      const gone =
-        isApiError(err, JetStreamApiCodes.NoMessageFound) ||
-        isApiError(err, JetStreamApiCodes.StreamNotFound);
+      const gone = isMessageGone(err) || isApiError(err, JetStreamApiCodes.StreamNotFound);
       if (!gone) throw err;
     }
     msg.respond("+ACK");

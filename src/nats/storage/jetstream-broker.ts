@@ -15,6 +15,7 @@ import type {
   MessageLookup,
   NewMessage,
   PublishOutcome,
+  StoredMessage,
 } from "../../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
 import { ackSubject } from "../core/ack-subject.js";
@@ -22,6 +23,7 @@ import { toDelivery } from "./deliveries.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
 import {
   isApiError,
+  isMessageGone,
   isNoResponders,
   StreamGoneError,
   toStorageError,
@@ -93,6 +95,9 @@ export class JetStreamBroker implements Broker {
     const delayed = message.delaySeconds > 0;
     const headers = encodeHeaders(message);
     headers.set("Nats-Expected-Stream", names.stream);
+    if (message.dedupToken !== undefined) {
+      headers.set("Nats-Msg-Id", `t.${keyToken(message.dedupToken)}`);
+    }
     if (this.#d.messageTtl) headers.set("Nats-TTL", String(message.retentionSeconds));
     const send = (msgID?: string) => {
       if (msgID !== undefined) headers.set("Nats-Msg-Id", msgID);
@@ -350,6 +355,52 @@ export class JetStreamBroker implements Broker {
     return this.#op("id_lease_put", () =>
       this.#d.records.putIdLease(this.#g(group), streamSeq, lease, expectedRevision),
     );
+  }
+
+  readTopic(
+    topic: TopicAddress,
+    fromSeq: number,
+    max: number,
+  ): Promise<{ readonly streamSeq: number; readonly message: StoredMessage }[]> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#op("read_topic", async () => {
+      if (!(await this.#d.topology.streamExists(names))) return [];
+      const out: { streamSeq: number; message: StoredMessage }[] = [];
+      for (let seq = Math.max(1, fromSeq); out.length < max;) {
+        const m = await leaderGet(this.#d.jsm, names.stream, { seq, next_by_subj: names.ready });
+        if (!m) break;
+        const message = decodeMessage(m.seq, rfc3339ToMs(m.timestamp), m.header, m.data);
+        if (message) out.push({ streamSeq: m.seq, message });
+        seq = m.seq + 1;
+      }
+      return out;
+    });
+  }
+
+  removeMessage(topic: TopicAddress, streamSeq: number): Promise<void> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#op("remove_message", async () => {
+      try {
+        await this.#d.jsm.streams.deleteMessage(names.stream, streamSeq, false);
+      } catch (err) {
+        if (!isMessageGone(err)) throw err;
+      }
+    });
+  }
+
+  countMessages(topic: TopicAddress): Promise<number | null> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#op("count_messages", async () => {
+      try {
+        const info = await this.#d.jsm.streams.info(names.stream, {
+          subjects_filter: names.ready,
+        });
+        return info.state.subjects?.[names.ready] ?? 0;
+      } catch (err) {
+        if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return null;
+        throw err;
+      }
+    });
   }
 
   async isReady(): Promise<boolean> {
