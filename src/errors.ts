@@ -38,6 +38,10 @@ export const ERRORS = {
     status: 400,
     message: "The visibility timeout must be an integer from 0 to 3600 seconds.",
   },
+  invalid_wait_seconds: {
+    status: 400,
+    message: "Vqs-Wait-Seconds must be an integer from 0 to 20.",
+  },
   invalid_max_concurrency: {
     status: 400,
     message: "Vqs-Max-Concurrency must be a positive integer.",

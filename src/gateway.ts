@@ -38,6 +38,8 @@ export interface GatewayOptions {
 export interface Gateway {
   readonly app: FastifyInstance;
   readonly store: JetStreamStore;
+  /** The queue domain (waiting receives, for metrics and tests). */
+  readonly queue: QueueService;
   /** Consumer group settings of the region, kept current in memory (for the pusher). */
   readonly settings: SettingsStore;
   readonly maxMessageBytes: number;
@@ -167,6 +169,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   return {
     app,
     store,
+    queue,
     settings: store.settings,
     maxMessageBytes,
     stopBeingReady() {
@@ -174,6 +177,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     },
     async close() {
       ready = false;
+      // Waiting receives answer 204 at once, so in-flight requests can finish within the grace.
+      queue.stopWaiting();
       // Stop listening; answer what arrives on open connections (503 while closing); then
       // close the connections still idle. In-flight requests finish either way.
       const idle = setTimeout(() => app.server.closeIdleConnections(), IDLE_CLOSE_DELAY_MS);

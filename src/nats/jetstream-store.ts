@@ -144,6 +144,8 @@ export async function openJetStreamStore(
     requestTimeoutMs: o.requestTimeoutMs,
   });
   const requests = new Requests(nc);
+  // Waiting pulls of the pusher and of long polling share one inbox subscription.
+  const consumerFeed = new ConsumerFeed(nc, { expiresMs: 15_000, heartbeatMs: 5_000 });
   const cuts = new CutLeases(js, {
     replicas: o.replicas,
     maxLeaseMs: o.maxLeaseMs,
@@ -163,6 +165,7 @@ export async function openJetStreamStore(
     records,
     cuts,
     requests,
+    feed: consumerFeed,
     keys,
     messageTtl,
     nc,
@@ -203,8 +206,6 @@ export async function openJetStreamStore(
     }
     clock.start(() => records.bucket(), key);
   }
-  // Waiting pulls of the pusher (and long polling) share one inbox subscription.
-  const consumerFeed = new ConsumerFeed(nc, { expiresMs: 15_000, heartbeatMs: 5_000 });
   let pushFeeds: PushFeeds | undefined;
   return {
     now,

@@ -119,6 +119,22 @@ export interface GroupProgress {
   readonly inFlight: number;
 }
 
+/** Who takes what a group's feed brings (long polling). */
+export interface DeliveryTaker {
+  /** How many more deliveries it wants now. */
+  demand(): number;
+  /** A delivery, leased to this gateway for the consumer's default lease. */
+  take(delivery: Delivery): void;
+  /** The group or its topic went away. */
+  gone(): void;
+}
+
+export interface Feed {
+  /** Demand may have grown. */
+  wake(): void;
+  close(): void;
+}
+
 export interface Broker {
   /** The lease length a delivery gets without `setLease`. */
   readonly defaultLeaseMs: number;
@@ -182,6 +198,11 @@ export interface Broker {
   removeMessage(topic: TopicAddress, streamSeq: number): Promise<void>;
   /** How many messages consumer groups can see in the topic; null when it does not exist. */
   countMessages(topic: TopicAddress): Promise<number | null>;
+  /**
+   * Keeps a waiting pull open on the group (shared with everyone else feeding from it on this
+   * gateway), sized to the takers' demand; null when the topic does not exist.
+   */
+  openFeed(group: GroupAddress, taker: DeliveryTaker): Promise<Feed | null>;
   /** True when the store answers. */
   isReady(): Promise<boolean>;
 }

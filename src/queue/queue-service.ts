@@ -11,6 +11,7 @@ import type {
 } from "./broker.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
+import { LongPolls } from "./long-polls.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
@@ -38,6 +39,10 @@ export interface ReceiveOptions {
   readonly maxMessages: number;
   readonly visibilityTimeoutSeconds: number;
   readonly maxConcurrency: number | null;
+  /** With nothing to hand out at once, wait up to this long for a message (long polling). */
+  readonly waitSeconds?: number;
+  /** Aborts when the client hangs up: a waiting receive ends, and nothing stays leased. */
+  readonly signal?: AbortSignal;
 }
 
 export interface ReceivedMessage {
@@ -89,6 +94,7 @@ export class QueueService {
   readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly #log: Pick<Logger, "warn"> | null;
   readonly #concurrencyTurns = new KeyedLock();
+  readonly #longPolls: LongPolls;
 
   constructor(deps: QueueServiceDeps) {
     this.#deferrer = deps.deferrer ?? null;
@@ -97,6 +103,7 @@ export class QueueService {
     this.#now = deps.now;
     this.#observer = deps.observer ?? NO_OBSERVER;
     this.#idLeases = new IdLeases(deps.broker, deps.now);
+    this.#longPolls = new LongPolls(deps.broker);
     this.#settingsOf = deps.settingsOf ?? (() => null);
     this.#log = deps.log ?? null;
   }
@@ -140,14 +147,53 @@ export class QueueService {
   }
 
   async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
-    if (options.maxConcurrency === null) return this.#receive(group, options, options.maxMessages);
+    const now = await this.#receiveNow(group, options, this.#longPolls.takeSpare(group));
+    const waitMs = (options.waitSeconds ?? 0) * 1000;
+    if (now.length > 0 || waitMs === 0) return now;
+    // Long polling: wait for a delivery (one shared feed per group on this gateway), then hand
+    // it out like the first message of a pull; one that may not be handed out (expired, held by
+    // ID, dead-lettered, over the concurrency limit) means waiting on.
+    const untilMs = Date.now() + waitMs;
+    for (;;) {
+      const d = await this.#longPolls.wait(group, untilMs, options.signal ?? null);
+      if (d === null) return [];
+      const got = await this.#receiveNow(group, options, d);
+      if (got.length > 0) return got;
+    }
+  }
+
+  /** Answers every waiting receive of this gateway now (with nothing): it is shutting down. */
+  stopWaiting(): void {
+    this.#longPolls.close();
+  }
+
+  /** Waiting receives on this gateway. */
+  get waitingReceives(): number {
+    return this.#longPolls.waiting;
+  }
+
+  /** A receive that does not wait; `first` is a delivery a waiting receive was woken with. */
+  async #receiveNow(
+    group: GroupAddress,
+    options: ReceiveOptions,
+    first: Delivery | null,
+  ): Promise<ReceivedMessage[]> {
+    if (options.maxConcurrency === null) {
+      return this.#receive(group, options, options.maxMessages, undefined, first);
+    }
     // The in-flight count is read, then the pull made: receives of one group with a limit take
     // turns on this gateway, so only receives racing through different gateways can overshoot.
     const release = await this.#concurrencyTurns.acquire(groupKey(group));
     try {
       const progress = await this.#broker.progress(group);
-      const inFlight = progress?.inFlight ?? 0;
+      // A delivery a waiting receive was woken with is already counted in flight.
+      const inFlight = (progress?.inFlight ?? 0) - (first ? 1 : 0);
       if (inFlight >= options.maxConcurrency) {
+        if (first) {
+          // Others took the group to its limit while this receive waited: not this one.
+          await this.#broker.setLease(group, first, 0);
+          return [];
+        }
         throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
       }
       return await this.#receive(
@@ -155,6 +201,7 @@ export class QueueService {
         options,
         Math.min(options.maxMessages, options.maxConcurrency - inFlight),
         release,
+        first,
       );
     } finally {
       release();
@@ -167,6 +214,7 @@ export class QueueService {
     options: ReceiveOptions,
     want: number,
     pulled: () => void = () => undefined,
+    first: Delivery | null = null,
   ): Promise<ReceivedMessage[]> {
     const leaseMs = options.visibilityTimeoutSeconds * 1000;
     // Taken before the pull: the server's lease starts later, so a handle never claims more time
@@ -177,11 +225,13 @@ export class QueueService {
     try {
       for (let pulls = 0; pulls < MAX_PULLS_PER_RECEIVE && live.length < want; pulls++) {
         const asked = want - live.length;
-        const batch = await this.#broker.pull(group, asked);
+        const batch = first ? [first] : await this.#broker.pull(group, asked);
+        const woken = first !== null;
+        first = null;
         if (batch === null || batch.length === 0) break;
         taken.push(...batch);
         live.push(...(await this.#admit(group, batch, deadlineMs)));
-        if (batch.length < asked) break; // the group has nothing more right now
+        if (!woken && batch.length < asked) break; // the group has nothing more right now
       }
       pulled();
       await this.#lease(group, live, leaseMs);
@@ -189,6 +239,11 @@ export class QueueService {
       // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
       await Promise.allSettled(taken.map((d) => this.#broker.setLease(group, d, 0)));
       throw err;
+    }
+    if (options.signal?.aborted) {
+      // The client hung up while this receive waited or pulled: nothing stays leased to it.
+      await Promise.allSettled(live.map((d) => this.#broker.setLease(group, d, 0)));
+      return [];
     }
     return live.map((d) => this.#handOut(group, d, deadlineMs));
   }

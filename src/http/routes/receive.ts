@@ -1,6 +1,7 @@
-// ReceiveMessages: POST /api/v3/topic/{topic}/consumer/{group}. Answers at once: 200 with up to
-// Vqs-Max-Messages leased messages, or 204.
-import type { FastifyInstance } from "fastify";
+// ReceiveMessages: POST /api/v3/topic/{topic}/consumer/{group}: 200 with up to Vqs-Max-Messages
+// leased messages, or 204. At once, or with Vqs-Wait-Seconds as soon as one is there (long
+// polling); a client that hangs up while waiting leaves nothing leased.
+import type { FastifyInstance, FastifyReply } from "fastify";
 import { LIMITS } from "../../queue/limits.js";
 import type { QueueService } from "../../queue/queue-service.js";
 import { negotiateFormat } from "../encoding/accept.js";
@@ -13,7 +14,15 @@ export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
     const group = groupOf(request);
     const format = negotiateFormat(request.headers.accept);
     const h = request.headers;
+    const waitSeconds = intHeader(
+      h["vqs-wait-seconds"],
+      LIMITS.waitSeconds,
+      LIMITS.waitSeconds.default,
+      "invalid_wait_seconds",
+    );
     const messages = await queue.receive(group, {
+      waitSeconds,
+      ...(waitSeconds > 0 ? { signal: hangUp(reply) } : {}),
       maxMessages: intHeader(
         h["vqs-max-messages"],
         LIMITS.maxMessages,
@@ -36,4 +45,13 @@ export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
     if (messages.length === 0) return reply.code(204).send();
     return sendMessages(reply, format, messages);
   });
+}
+
+/** Aborts when the connection closes before the answer went out (the client hung up). */
+function hangUp(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableEnded) controller.abort();
+  });
+  return controller.signal;
 }

@@ -16,7 +16,10 @@ import type {
   NewMessage,
   PublishOutcome,
   StoredMessage,
+  DeliveryTaker,
+  Feed,
 } from "../../queue/broker.js";
+import type { ConsumerFeed } from "../core/consumer-feed.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
 import { ackSubject } from "../core/ack-subject.js";
 import { toDelivery } from "./deliveries.js";
@@ -53,6 +56,8 @@ export interface JetStreamBrokerDeps {
   readonly cuts: CutLeases;
   /** Request-reply for publishes and acks (one inbox, no per-request timers). */
   readonly requests: Requests;
+  /** Waiting pulls shared with the pusher (long polling). */
+  readonly feed: ConsumerFeed;
   /** Send Nats-TTL with every message (the streams allow per-message TTL). */
   readonly messageTtl: boolean;
   readonly region: string;
@@ -400,6 +405,25 @@ export class JetStreamBroker implements Broker {
         if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return null;
         throw err;
       }
+    });
+  }
+
+  openFeed(group: GroupAddress, taker: DeliveryTaker): Promise<Feed | null> {
+    const names = groupNames(this.#d.region, group);
+    return this.#op("open_feed", async () => {
+      if (!(await this.#d.topology.ensureConsumer(names))) return null;
+      return this.#d.feed.open(names.stream, names.consumer, {
+        demand: () => taker.demand(),
+        take: (msg) => {
+          const d = toDelivery(msg);
+          if (d) taker.take(d);
+          else msg.respond("+TERM"); // not a queue message: take it out of the way
+        },
+        gone: () => {
+          this.#d.topology.forgetConsumer(names);
+          taker.gone();
+        },
+      });
     });
   }
 
