@@ -142,8 +142,8 @@ export class ConsumerFeed {
       const feed = this.#feeds.get(consumerKey(msg.reply));
       const head = feed?.pulls[0];
       if (head && --head.remaining <= 0) {
-        this.#end(feed!, head);
-        this.#pullSoon(feed!); // used up: one for the whole demand now
+        this.#end(feed, head);
+        this.#pullSoon(feed); // used up: one for the whole demand now
       }
       // The first taker that wants one gets it; the first taker at all if none does now.
       const taker = feed?.takers.find((t) => t.demand() > 0) ?? feed?.takers[0];
