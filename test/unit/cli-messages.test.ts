@@ -190,6 +190,12 @@ describe("the tail's loop", () => {
       "visibility h-c 0",
     ]);
     expect(r.summary.interrupted).toBe(false);
+    // --ack consumes only what was shown.
+    const acked = await runTail([{ messages: [msg("a", "1"), msg("b", "2")] }], "ack", {
+      count: 1,
+      stopAfterMs: 5000,
+    });
+    expect(acked.calls).toEqual(["receive wait=20", "ack h-a", "visibility h-b 0"]);
   });
 
   it("a real group without --ack: shown once; back unclaimed, let go 5 s, 10 s, ... 60 s", async () => {

@@ -100,8 +100,9 @@ export async function tail(api: ApiClient, o: TailOptions, sink: TailSink): Prom
       }
       caughtUp = true;
       if (o.count !== null && shown >= o.count) {
-        // Received after the last one wanted: not shown, so handed back (its own group: done).
-        settles.push(settle(api, o, m, o.mode === "release" ? "release" : "ack", sink));
+        // Received after the last one wanted: not shown, so a real group gets it back (even
+        // with --ack, which consumes only what was shown); in its own group, done with.
+        settles.push(settle(api, o, m, o.mode === "own-group" ? "ack" : "release", sink));
         continue;
       }
       if (o.mode === "release") {
