@@ -148,7 +148,7 @@ describe("vqs receive", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe("no messages\n");
     expect(took).toBeGreaterThanOrEqual(2000);
-    expect(took).toBeLessThan(8000);
+    expect(took).toBeLessThan(10_000); // spawning the tool takes a while on a busy machine
     // And a message that arrives during the wait ends it at once.
     const waiting = startCli(["receive", topic, "g", "--wait", "20", "--json", "--ack"], {
       env: env(),
