@@ -4,7 +4,7 @@
 import { ERRORS, type ErrorCode } from "../../errors.js";
 import { LIMITS } from "../../queue/limits.js";
 
-/** A reference to a shared schema (components.ts registers each under its `$id`). */
+/** A reference to a shared schema (plugin.ts registers each under its `$id`). */
 export function ref(id: string): { $ref: string } {
   return { $ref: `${id}#` };
 }
@@ -79,7 +79,7 @@ export function apiHeaders(own: Record<string, object> = {}): object {
 export function boundedInt(
   bounds: { min: number; max: number; default?: number },
   description: string,
-): object {
+): { description: string; [key: string]: unknown } {
   return {
     type: "integer",
     minimum: bounds.min,
@@ -159,4 +159,14 @@ export function errorResponses(
     };
   }
   return responses;
+}
+
+/** A JSON response: its description and schema. */
+export function json(description: string, schema: object): object {
+  return { description, ...schema };
+}
+
+/** A response without a body (204). */
+export function noContent(description: string): object {
+  return { description, type: "null" };
 }
