@@ -12,6 +12,7 @@ interface Operation {
   summary?: string;
   security?: unknown[];
   parameters?: { in: string; name: string }[];
+  requestBody?: { required: boolean };
   responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
 }
 type Document = { paths: Record<string, Record<string, Operation>> };
@@ -104,6 +105,24 @@ describe("the OpenAPI document", () => {
         }
       }
     }
+  });
+
+  it("requires a body where the route does: not for publish (empty payload) nor redrive ({})", () => {
+    const required = Object.values(doc.paths).flatMap((ops) =>
+      Object.values(ops)
+        .filter((op) => op.requestBody)
+        .map((op) => [op.operationId, op.requestBody!.required]),
+    );
+    expect(Object.fromEntries(required)).toEqual({
+      publishMessage: false,
+      publishBatch: true,
+      changeVisibility: true,
+      changeVisibilityAlternate: true,
+      putConsumerSettings: true,
+      redriveDeadLetters: false,
+      seekConsumerGroup: true,
+    });
+    expect(text).not.toContain("x-optional-body");
   });
 
   it("describes deliveries as multipart/mixed and NDJSON", () => {

@@ -17,6 +17,7 @@ import {
   GROUP_ERRORS,
   json,
   noContent,
+  OPTIONAL_BODY,
   pathParams,
   TIME,
   TOPIC_ERRORS,
@@ -32,6 +33,7 @@ export const PUBLISH = {
   params: pathParams("topic"),
   headers: apiHeaders(PUBLISH_HEADERS),
   body: { content: { "*/*": { schema: PAYLOAD } } },
+  ...OPTIONAL_BODY,
   response: {
     201: {
       description: "Stored.",

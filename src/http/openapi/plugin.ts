@@ -44,6 +44,19 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(url, "utf8")) as { version: string }).version;
 }
 
+type Operation = { "x-optional-body"?: boolean; requestBody?: { required?: boolean } };
+
+/** Bodies marked OPTIONAL_BODY are not required (swagger makes every body required). */
+function optionalBodies<T extends { paths?: object }>(doc: T): T {
+  for (const ops of Object.values(doc.paths ?? {}) as Record<string, Operation>[]) {
+    for (const op of Object.values(ops)) {
+      if (op["x-optional-body"] && op.requestBody) op.requestBody.required = false;
+      delete op["x-optional-body"];
+    }
+  }
+  return doc;
+}
+
 export async function installOpenApi(app: FastifyInstance): Promise<void> {
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -69,6 +82,8 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       },
       security: [{ bearerAuth: [] }],
     },
+    transformObject: (doc) =>
+      optionalBodies("openapiObject" in doc ? doc.openapiObject : doc.swaggerObject),
     // Components are named by their `$id` (the default would be def-0, def-1, ...).
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) =>

@@ -8,6 +8,7 @@ import {
   json,
   NAME,
   noContent,
+  OPTIONAL_BODY,
   pathParams,
   ref,
   TOPIC_ERRORS,
@@ -86,6 +87,7 @@ export const REDRIVE = {
   description:
     "Moves up to `limit` messages of the dead-letter topic back, oldest first, to `topic` or each to the topic it came from, as new messages with the time they had left. Each message is moved once, however often or concurrently this runs. Audited.",
   tags: ["dead-letters"],
+  ...OPTIONAL_BODY,
   params: pathParams("topic"),
   headers: apiHeaders(),
   body: {
@@ -94,7 +96,7 @@ export const REDRIVE = {
         schema: {
           type: "object",
           additionalProperties: false,
-          description: "Optional: an empty body is `{}`.",
+          description: "An empty body is `{}`.",
           properties: {
             topic: { ...NAME, description: "Where to move; absent: where each came from." },
             limit: boundedInt(LIMITS.redriveLimit, "Messages to move at most."),

@@ -170,3 +170,6 @@ export function json(description: string, schema: object): object {
 export function noContent(description: string): object {
   return { description, type: "null" };
 }
+
+/** A route schema's mark that its body may be left out (plugin.ts: requestBody.required false). */
+export const OPTIONAL_BODY = { "x-optional-body": true } as const;
