@@ -13,9 +13,9 @@ import type { GroupAddress, Namespace } from "../../queue/namespace.js";
 import type { PushedSettings } from "../../queue/push/pusher.js";
 import type { SettingsStore } from "../../queue/settings/settings-store.js";
 import { appliesTo, patternPrefix } from "../../queue/settings/topic-pattern.js";
-import type { ConsumerFeed, FeedHandle } from "../core/consumer-feed.js";
+import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
-import { toDelivery } from "../storage/deliveries.js";
+import { toDelivery } from "../messages/deliveries.js";
 import type { Topology } from "../storage/topology.js";
 
 export interface PushFeedsDeps {

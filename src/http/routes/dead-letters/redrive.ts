@@ -3,11 +3,11 @@
 // {"moved": n, "remaining": m} (m: messages still in the dead-letter topic). `vqs dlq redrive`
 // calls it in rounds.
 import type { FastifyInstance } from "fastify";
-import { AppError } from "../../errors.js";
-import { isValidName } from "../../queue/limits.js";
-import type { QueueService } from "../../queue/queue-service.js";
-import { jsonBody } from "../encoding/json-body.js";
-import { topicOf } from "../params.js";
+import { AppError } from "../../../errors.js";
+import { isValidName } from "../../../queue/limits.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { jsonBody } from "../../encoding/json-body.js";
+import { topicOf } from "../../params.js";
 
 /** Messages one request moves at most (default and bound). */
 export const REDRIVE_LIMIT = { default: 1000, max: 10_000 } as const;
