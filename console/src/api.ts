@@ -94,7 +94,6 @@ export class Api {
         headers,
         ...(opts.body !== undefined ? { body: opts.body } : {}),
         credentials: "omit",
-        cache: "no-store",
       });
     } catch {
       throw new ApiError(0, "network_error", "The gateway cannot be reached.");
@@ -238,7 +237,7 @@ async function errorOf(response: Response): Promise<ApiError> {
 /** GET /console/dev-token: a development token, or null where the gateway offers none. */
 export async function fetchDevToken(): Promise<string | null> {
   try {
-    const r = await fetch("/console/dev-token", { cache: "no-store", credentials: "omit" });
+    const r = await fetch("/console/dev-token", { credentials: "omit" });
     if (!r.ok) return null;
     return ((await r.json()) as { token?: string }).token ?? null;
   } catch {

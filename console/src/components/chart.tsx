@@ -41,12 +41,13 @@ export function ActivityChart({
       legend: { show: true, live: false },
       cursor: { drag: { x: false, y: false } },
       scales: {
-        x: { time: true },
+        // Always the whole window, filling from the right as samples come in.
+        x: { time: true, range: (_u, _min, max) => [max - minutes * 60, max] },
         n: { range: (_u, _min, max) => [0, Math.max(4, max)] },
         r: { range: (_u, _min, max) => [0, Math.max(1, max)] },
       },
       axes: [
-        { stroke: axisStroke, grid, ticks: grid },
+        { stroke: axisStroke, grid, ticks: grid, values: "{HH}:{mm}:{ss}" },
         {
           scale: "n",
           stroke: axisStroke,
