@@ -71,7 +71,7 @@ export function renderPayload(
 /** A preview from the peek answer (text, or base64 for bytes that are not UTF-8). */
 export function renderPreview(p: {
   readonly preview: string;
-  readonly previewEncoding: "text" | "base64";
+  readonly previewEncoding: "utf8" | "base64";
   readonly contentType: string | null;
   readonly size: number;
 }): RenderedPayload {

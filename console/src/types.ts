@@ -20,8 +20,7 @@ export interface Topic {
   readonly bytes: number;
   readonly oldestMessageAt: string | null;
   readonly newestMessageAt: string | null;
-  /** The number of groups (or their names). */
-  readonly consumerGroups: number | readonly string[];
+  readonly consumerGroups: number;
   readonly settings: readonly TopicSettingsRef[];
 }
 
@@ -72,7 +71,8 @@ export interface Group {
   /** Delivered, not acknowledged. */
   readonly inFlight: number;
   readonly delayed: number;
-  readonly oldestUnacknowledgedAgeSeconds: number | null;
+  /** 0 when nothing is unacknowledged (or the oldest is younger than half a second). */
+  readonly oldestUnacknowledgedAgeSeconds: number;
   /** Deliveries made, redeliveries included. */
   readonly deliveries: number;
   readonly redelivered: number;
@@ -99,7 +99,7 @@ export interface PeekedMessage {
   readonly size: number;
   /** The first 256 bytes: text when they are UTF-8, else base64 (previewEncoding). */
   readonly preview: string;
-  readonly previewEncoding: "text" | "base64";
+  readonly previewEncoding: "utf8" | "base64";
   /** The whole payload in base64, with payload=full. */
   readonly payload?: string;
   readonly deadLetter: DeadLetterOrigin | null;

@@ -104,6 +104,7 @@ beforeAll(async () => {
 
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  page.setDefaultTimeout(10_000);
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => {
     // The API's own 4xx answers are logged by the browser; anything else is a fault.

@@ -51,7 +51,7 @@ describe("console payload preview", () => {
     expect(
       renderPreview({
         preview: '{"x":1}',
-        previewEncoding: "text",
+        previewEncoding: "utf8",
         contentType: "application/json",
         size: 7,
       }),

@@ -271,7 +271,9 @@ export function SettingsDialog({
           JSON
         </button>
       </div>
-      {view === "json" ? (
+      {stored === undefined && !loadError ? (
+        <p class="muted">Loading the stored settings…</p>
+      ) : view === "json" ? (
         <Field
           label="Settings document"
           value={json}

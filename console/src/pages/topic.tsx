@@ -17,7 +17,6 @@ import { ageOf, formatAge, formatBytes, formatCount } from "../format.js";
 import { usePoll } from "../poll.js";
 import { hrefOf, Link, navigate } from "../router.js";
 import type { Group, SettingsDocument, Topic } from "../types.js";
-import { groupCount } from "./topics.js";
 
 const REFRESH_MS = 2000;
 const HISTORY_MINUTES = 5;
@@ -133,7 +132,7 @@ export function TopicPage({ topic: name }: { readonly topic: string }) {
         <dl class="stats" aria-label="Topic counts">
           <Stat label="Messages" value={formatCount(topic.messages)} testId="topic-messages" />
           <Stat label="Delayed" value={formatCount(topic.delayed)} />
-          <Stat label="Consumer groups" value={formatCount(groupCount(topic))} />
+          <Stat label="Consumer groups" value={formatCount(topic.consumerGroups)} />
           <Stat label="Size" value={formatBytes(topic.bytes)} />
           <Stat label="Oldest message" value={ageOf(topic.oldestMessageAt)} />
           <Stat
@@ -352,7 +351,11 @@ function GroupRow({
       <th scope="row">{g.name}</th>
       <td class="num">{formatCount(g.backlog)}</td>
       <td class="num">{formatCount(g.inFlight)}</td>
-      <td class="num">{formatAge(g.oldestUnacknowledgedAgeSeconds)}</td>
+      <td class="num">
+        {g.inFlight > 0 || g.oldestUnacknowledgedAgeSeconds > 0
+          ? formatAge(g.oldestUnacknowledgedAgeSeconds)
+          : "–"}
+      </td>
       <td class="num">{formatCount(g.deliveries)}</td>
       <td class="num">{formatCount(g.redelivered)}</td>
       <td class="num">{formatCount(g.deadLettered)}</td>

@@ -134,10 +134,6 @@ export function TopicsPage() {
   );
 }
 
-export function groupCount(t: Topic): number {
-  return typeof t.consumerGroups === "number" ? t.consumerGroups : t.consumerGroups.length;
-}
-
 function TopicRow({
   topic: t,
   deadLetters,
@@ -156,7 +152,7 @@ function TopicRow({
         {formatCount(t.messages)}
       </td>
       <td class="num">{formatCount(t.delayed)}</td>
-      <td class="num">{formatCount(groupCount(t))}</td>
+      <td class="num">{formatCount(t.consumerGroups)}</td>
       <td class="num">{ageOf(t.oldestMessageAt)}</td>
       <td class="num">{t.newestMessageAt ? `${ageOf(t.newestMessageAt)} ago` : "–"}</td>
       <td class="num">{formatBytes(t.bytes)}</td>
