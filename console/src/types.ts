@@ -47,15 +47,25 @@ export interface DeadLetterSettings {
   readonly maxDeliveries: number;
 }
 
-/** A stored consumer settings document (PUT/GET …/settings). */
-export interface SettingsDocument {
-  /** A topic name or a `prefix*` pattern. */
-  readonly topic: string;
-  readonly consumerGroup: string;
+/** The settings themselves: what a group's effective settings carry. */
+export interface ConsumerSettings {
   readonly push: PushSettings | null;
   readonly retry: RetrySettings;
   readonly deadLetter: DeadLetterSettings | null;
+}
+
+/** A stored consumer settings document (PUT/GET …/settings). */
+export interface SettingsDocument extends ConsumerSettings {
+  /** A topic name or a `prefix*` pattern. */
+  readonly topic: string;
+  readonly consumerGroup: string;
   readonly updatedAt: string;
+}
+
+/** The settings that apply to a group, and the topic or pattern they are stored for. */
+export interface EffectiveSettings {
+  readonly from: string;
+  readonly settings: ConsumerSettings;
 }
 
 export interface PushHealth {
@@ -79,8 +89,11 @@ export interface Group {
   readonly acknowledgedThrough: number;
   readonly position: number;
   readonly deadLettered: number;
-  /** The effective document, or null. */
-  readonly settings: SettingsDocument | null;
+  /**
+   * The settings that apply (the group's own, or a pattern's), or null. Where they come from is
+   * in the topic's `settings` list.
+   */
+  readonly settings: ConsumerSettings | null;
   readonly pushHealth: PushHealth | null;
 }
 

@@ -1,13 +1,17 @@
 // The web console in a real headless browser (Debian's chromium driven by playwright-core)
 // against a real gateway and nats-server: sign in by pasting a token, a topic published by the
-// test appears and its count goes up live, a JSON message is peeked pretty-printed, a message
-// published from the console, the API's validation errors shown in place (publish and
-// settings), seek, purge confirmed with the keyboard only, and a dead-letter topic (filled
-// through settings and leases that ran out) redriven. A screenshot of each page goes to
+// test appears and its count goes up live, a topic page with its groups' figures (a polled group
+// and a pushed one whose push health shows), the chart drawn from live samples, a JSON message
+// peeked pretty-printed, a message published from the console, the API's validation errors
+// shown in place (publish and settings), settings saved and shown again, seek, purge confirmed
+// with the keyboard only, a dead-letter topic (filled through settings and leases that ran out)
+// redriven, and signing in again with the development token. A screenshot of each page goes to
 // test-results/console/; VQS_UPDATE_SCREENSHOTS=1 also copies the main ones to docs/.
 // Skipped, with the reason printed, only where Chromium cannot be installed (not root, not
 // Debian-like); in CI that fails instead, unless VQS_SKIP_BROWSER_TESTS=1.
-import { copyFileSync, mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
@@ -33,6 +37,7 @@ let browser: Browser;
 let page: Page;
 let token: string;
 let base: string;
+let pushTarget: Server | undefined;
 const errors: string[] = [];
 
 const q = () => api(fx.gateways[0]!.url, token);
@@ -73,9 +78,22 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   token = await fx.issuer.token();
   base = fx.gateways[0]!.url;
+  // A pushed group beside the polled one, its pushes answered 204: its push health shows "ok".
+  pushTarget = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolve) => pushTarget!.listen(0, "127.0.0.1", resolve));
+  const pushUrl = `http://127.0.0.1:${(pushTarget.address() as AddressInfo).port}/queue`;
+  const mailer = await q().call("PUT", "orders/consumer/mailer/settings", {
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ push: { url: pushUrl } }),
+  });
+  expect(mailer.status, await mailer.clone().text()).toBe(200);
   // What the console will show: a topic with a JSON message and a group that received it.
   await publish("orders", JSON.stringify({ order: 1, customer: "acme", total: 42.5 }));
-  const first = await q().receive("orders", "billing");
+  // A first receive of a new group waits for it to be set up (no wait may answer 204).
+  const first = await q().receive("orders", "billing", { "vqs-wait-seconds": "5" });
   expect(first.status).toBe(200);
   // Dead letters: a group that may deliver a message once, whose leases run out.
   const put = await q().call("PUT", "payments/consumer/charger/settings", {
@@ -88,6 +106,7 @@ beforeAll(async () => {
   const leased = await q().receive("payments", "charger", {
     "vqs-max-messages": "10",
     "vqs-visibility-timeout-seconds": "1",
+    "vqs-wait-seconds": "5",
   });
   expect(leased.status).toBe(200);
   await leased.arrayBuffer();
@@ -114,13 +133,22 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
+  pushTarget?.close();
   if (assets) rmSync(assets, { recursive: true, force: true });
   if (!skipReason) {
     console.log(`console browser test: ${((Date.now() - t0) / 1000).toFixed(1)} s in all`);
   }
   if (process.env.VQS_UPDATE_SCREENSHOTS === "1" && !skipReason) {
-    for (const name of ["sign-in", "topics", "topic", "settings-error"]) {
-      copyFileSync(join(SHOTS, `${name}.png`), join(ROOT, "docs", `console-${name}.png`));
+    for (const name of [
+      "sign-in",
+      "topics",
+      "topic",
+      "settings-error",
+      "purge-confirm",
+      "redrive",
+    ]) {
+      const from = join(SHOTS, `${name}.png`);
+      if (existsSync(from)) copyFileSync(from, join(ROOT, "docs", `console-${name}.png`));
     }
   }
 });
@@ -134,8 +162,8 @@ describe.skipIf(skipReason !== null)("the web console", () => {
     await page.getByLabel("Token").fill("not-a-token");
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.locator(".field-error", { hasText: /token/i }).waitFor();
-    await page.getByLabel("Token").fill(token);
     await shot("sign-in");
+    await page.getByLabel("Token").fill(token);
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.getByRole("heading", { name: "Topics" }).waitFor();
     // Kept for this tab only: in sessionStorage, nowhere in the URL.
@@ -157,7 +185,21 @@ describe.skipIf(skipReason !== null)("the web console", () => {
   it("shows a topic's groups and peeks a JSON message pretty-printed", async () => {
     await page.getByRole("link", { name: "orders", exact: true }).click();
     await page.getByRole("heading", { name: "orders", level: 1 }).waitFor();
-    await cell("groups", "billing", 0).waitFor();
+    // Both groups with their figures: billing has received the first message (in flight) and
+    // not the second (backlog); mailer's pushes went well.
+    await expect.poll(() => cell("groups", "billing", 0).textContent()).toBe("1");
+    expect(await cell("groups", "billing", 1).textContent()).toBe("1");
+    expect(await cell("groups", "billing", 2).textContent()).not.toBe("–");
+    await page
+      .locator("table.groups tbody tr", { has: page.locator("th", { hasText: /^mailer$/ }) })
+      .locator(".badge.good", { hasText: /^ok / })
+      .waitFor();
+    expect(await cell("groups", "mailer", 6).textContent()).not.toContain("(from");
+    // The chart: uPlot's canvas, and its caption (what it draws, in words) from live samples.
+    await page.locator("figure.chart canvas").waitFor();
+    await expect
+      .poll(() => page.locator("figure.chart figcaption").textContent())
+      .toMatch(/Now: backlog \d+, in flight \d+/);
     await page.locator("table.messages tbody tr").nth(1).waitFor();
     await page
       .getByRole("button", { name: /^View the payload of / })
@@ -188,11 +230,11 @@ describe.skipIf(skipReason !== null)("the web console", () => {
     await expect.poll(() => page.getByTestId("topic-messages").textContent()).toBe("3");
   });
 
-  it("shows a settings validation error in place, naming the field; Escape closes", async () => {
+  it("edits a group's settings: the API's error shown in place first, then saved and shown again", async () => {
     await page.getByRole("button", { name: "Settings of billing" }).click();
-    const dialog = page.getByRole("dialog");
+    let dialog = page.getByRole("dialog");
     await dialog.getByLabel("Move a message that keeps failing to a dead-letter topic").check();
-    await dialog.getByLabel("Dead-letter topic").fill("orders-dead");
+    await dialog.getByLabel("Dead-letter topic", { exact: true }).fill("orders-dead");
     await dialog.getByLabel("Max deliveries").fill("0");
     await dialog.getByRole("button", { name: "Save" }).click();
     const error = dialog
@@ -204,11 +246,34 @@ describe.skipIf(skipReason !== null)("the web console", () => {
     );
     expect(await dialog.getByLabel("Max deliveries").getAttribute("aria-invalid")).toBe("true");
     await shot("settings-error");
+    // Nothing was stored.
+    expect((await q().call("GET", "orders/consumer/billing/settings")).status).toBe(404);
+    await dialog.getByLabel("Max deliveries").fill("3");
+    await dialog.getByRole("button", { name: "Save" }).click();
+    await toast("Saved the settings of billing on orders");
+    await dialog.waitFor({ state: "detached" });
+    const res = await q().call("GET", "orders/consumer/billing/settings");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      consumerGroup: "billing",
+      deadLetter: { topic: "orders-dead", maxDeliveries: 3 },
+    });
+    // Opened again, the dialog shows what is stored; Escape closes it.
+    await page.getByRole("button", { name: "Settings of billing" }).click();
+    dialog = page.getByRole("dialog");
+    await expect
+      .poll(() =>
+        dialog
+          .getByLabel("Max deliveries")
+          .inputValue()
+          .catch(() => ""),
+      )
+      .toBe("3");
+    expect(await dialog.getByLabel("Dead-letter topic", { exact: true }).inputValue()).toBe(
+      "orders-dead",
+    );
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "detached" });
-    // Nothing was stored.
-    const res = await q().call("GET", "orders/consumer/billing/settings");
-    expect(res.status).toBe(404);
   });
 
   it("seeks a group", async () => {
@@ -263,6 +328,15 @@ describe.skipIf(skipReason !== null)("the web console", () => {
     await dialog.getByRole("button", { name: "Close" }).click();
     const back = await management<{ messages: number }>("topic/payments");
     expect(back.messages).toBeGreaterThanOrEqual(2); // the two moved back
+  });
+
+  it("signs out, and in again with the development token the page offers", async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign in with the development token" }).click();
+    // Back on the page it was on.
+    await page.getByRole("heading", { name: "payments-dead", level: 1 }).waitFor();
+    await page.getByRole("link", { name: "Topics", exact: true }).first().click();
+    await cell("topics", "orders", 0).waitFor();
   });
 
   it("made no script errors and broke no CSP rule", () => {

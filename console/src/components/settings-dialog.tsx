@@ -4,7 +4,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { useConsole } from "../app.js";
 import { ApiError } from "../api.js";
-import type { SettingsDocument } from "../types.js";
+import type { EffectiveSettings, SettingsDocument } from "../types.js";
 import { useNotify } from "./notify.js";
 import { Dialog, errorFor, ErrorText, Field, formError, useAction } from "./ui.js";
 
@@ -128,7 +128,7 @@ export function SettingsDialog({
   /** The group; absent: the dialog asks for one (new settings). */
   readonly group?: string;
   /** What applies to the group now, when it comes from elsewhere (a pattern). */
-  readonly effective?: SettingsDocument | null;
+  readonly effective?: EffectiveSettings | null;
   readonly onClose: () => void;
   readonly onSaved: () => void;
 }) {
@@ -150,7 +150,7 @@ export function SettingsDialog({
     api.settings(target, fixedGroup).then(
       (doc) => {
         setStored(doc);
-        setForm(formOf(doc ?? effective ?? null));
+        setForm(formOf(doc ?? effective?.settings ?? null));
       },
       (e: Error) => setLoadError(e),
     );
@@ -198,7 +198,7 @@ export function SettingsDialog({
     });
 
   const e = (field: string) => (view === "form" ? errorFor(action.error, field) : null);
-  const fromPattern = stored === null && effective && effective.topic !== target ? effective : null;
+  const fromPattern = stored === null && effective && effective.from !== target ? effective : null;
   return (
     <Dialog
       title={fixedGroup ? `Settings of ${fixedGroup}` : "New consumer settings"}
@@ -237,7 +237,7 @@ export function SettingsDialog({
       </p>
       {fromPattern ? (
         <p class="notice">
-          Now the settings of the pattern <code>{fromPattern.topic}</code> apply. Saving here stores
+          Now the settings of the pattern <code>{fromPattern.from}</code> apply. Saving here stores
           a document for <code>{target}</code> alone, which then applies instead.
         </p>
       ) : null}

@@ -16,7 +16,7 @@ import { ErrorText, Freshness } from "../components/ui.js";
 import { ageOf, formatAge, formatBytes, formatCount } from "../format.js";
 import { usePoll } from "../poll.js";
 import { hrefOf, Link, navigate } from "../router.js";
-import type { Group, SettingsDocument, Topic } from "../types.js";
+import type { EffectiveSettings, Group, Topic } from "../types.js";
 
 const REFRESH_MS = 2000;
 const HISTORY_MINUTES = 5;
@@ -27,7 +27,7 @@ type Open =
   | {
       readonly kind: "settings";
       readonly group: string;
-      readonly effective: SettingsDocument | null;
+      readonly effective: EffectiveSettings | null;
     };
 
 interface Snapshot {
@@ -188,7 +188,13 @@ export function TopicPage({ topic: name }: { readonly topic: string }) {
               </thead>
               <tbody>
                 {groups.map((g) => (
-                  <GroupRow key={g.name} topic={topic.name} group={g} onOpen={setOpen} />
+                  <GroupRow
+                    key={g.name}
+                    topic={topic.name}
+                    from={settingsSource(topic, g.name)}
+                    group={g}
+                    onOpen={setOpen}
+                  />
                 ))}
                 {settingsOnly.map((s) => (
                   <tr key={`settings-${s.consumerGroup}`}>
@@ -337,12 +343,21 @@ function Stat({ label, value, testId }: { label: string; value: string; testId?:
   );
 }
 
+/** The topic or pattern whose settings apply to a group: the topic's own first. */
+function settingsSource(topic: Topic, group: string): string {
+  const refs = topic.settings.filter((s) => s.consumerGroup === group);
+  return (refs.find((s) => s.topic === topic.name) ?? refs[0])?.topic ?? topic.name;
+}
+
 function GroupRow({
   topic,
+  from,
   group: g,
   onOpen,
 }: {
   readonly topic: string;
+  /** Where the group's settings come from (the topic, or a pattern). */
+  readonly from: string;
   readonly group: Group;
   readonly onOpen: (o: Open) => void;
 }) {
@@ -360,14 +375,20 @@ function GroupRow({
       <td class="num">{formatCount(g.redelivered)}</td>
       <td class="num">{formatCount(g.deadLettered)}</td>
       <td>
-        <Delivery topic={topic} group={g} />
+        <Delivery topic={topic} from={from} group={g} />
       </td>
       <td class="row-actions">
         <button
           type="button"
           class="secondary small"
           aria-label={`Settings of ${g.name}`}
-          onClick={() => onOpen({ kind: "settings", group: g.name, effective: g.settings })}
+          onClick={() =>
+            onOpen({
+              kind: "settings",
+              group: g.name,
+              effective: g.settings ? { from, settings: g.settings } : null,
+            })
+          }
         >
           Settings…
         </button>
@@ -393,10 +414,17 @@ function GroupRow({
 }
 
 /** Polled or pushed; for a pushed group, how its last pushes went. */
-function Delivery({ topic, group: g }: { readonly topic: string; readonly group: Group }) {
+function Delivery({
+  topic,
+  from,
+  group: g,
+}: {
+  readonly topic: string;
+  readonly from: string;
+  readonly group: Group;
+}) {
   const s = g.settings;
-  const pattern =
-    s && s.topic !== topic ? <span class="muted small"> (from {s.topic})</span> : null;
+  const pattern = s && from !== topic ? <span class="muted small"> (from {from})</span> : null;
   const dead = s?.deadLetter ? (
     <div class="muted small">
       dead letters → {s.deadLetter.topic} after {s.deadLetter.maxDeliveries}
