@@ -5,8 +5,9 @@
 // peeked pretty-printed, a message published from the console, the API's validation errors
 // shown in place (publish and settings), settings saved and shown again, seek, purge confirmed
 // with the keyboard only, a dead-letter topic (filled through settings and leases that ran out)
-// redriven, and signing in again with the development token. A screenshot of each page goes to
-// test-results/console/; VQS_UPDATE_SCREENSHOTS=1 also copies the main ones to docs/.
+// redriven, a topic deleted once its name is typed, and signing in again with the development
+// token. A screenshot of each page goes to test-results/console/; VQS_UPDATE_SCREENSHOTS=1 also
+// copies the main ones to docs/.
 // Skipped, with the reason printed, only where Chromium cannot be installed (not root, not
 // Debian-like); in CI that fails instead, unless VQS_SKIP_BROWSER_TESTS=1.
 import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
@@ -330,12 +331,30 @@ describe.skipIf(skipReason !== null)("the web console", () => {
     expect(back.messages).toBeGreaterThanOrEqual(2); // the two moved back
   });
 
+  it("deletes a topic only once its name is typed", async () => {
+    await page.getByRole("button", { name: "Delete topic…" }).click();
+    const dialog = page.getByRole("dialog", { name: "Delete payments-dead?" });
+    const confirm = dialog.getByRole("button", { name: "Delete topic", exact: true });
+    expect(await confirm.isDisabled()).toBe(true);
+    await dialog.getByLabel("Type payments-dead to confirm").fill("payments");
+    expect(await confirm.isDisabled()).toBe(true);
+    await dialog.getByLabel("Type payments-dead to confirm").fill("payments-dead");
+    await confirm.click();
+    await toast("Deleted payments-dead");
+    await page.getByRole("heading", { name: "Topics" }).waitFor();
+    await cell("topics", "payments", 0).waitFor();
+    expect(await page.getByRole("link", { name: "payments-dead", exact: true }).count()).toBe(0);
+    const gone = await fetch(`${base}/api/v3/topic/payments-dead`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(gone.status).toBe(404);
+  });
+
   it("signs out, and in again with the development token the page offers", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("button", { name: "Sign in with the development token" }).click();
     // Back on the page it was on.
-    await page.getByRole("heading", { name: "payments-dead", level: 1 }).waitFor();
-    await page.getByRole("link", { name: "Topics", exact: true }).first().click();
+    await page.getByRole("heading", { name: "Topics" }).waitFor();
     await cell("topics", "orders", 0).waitFor();
   });
 
