@@ -17,6 +17,9 @@ import { ERROR_COMPONENT } from "./shared.js";
 
 export const OPENAPI_PATH = "/openapi.json";
 
+/** Where the web console is served; left out of the document. */
+export const CONSOLE = "/console";
+
 /** Shared schemas, each under its `$id`: `ref(id)` points at them, the document lists them. */
 const COMPONENTS = [
   ERROR_COMPONENT,
@@ -82,6 +85,11 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       },
       security: [{ bearerAuth: [] }],
     },
+    // The web console's files (/console, when on) are a page for browsers, not the API.
+    transform: ({ schema, url }) => ({
+      schema: url === CONSOLE || url.startsWith(`${CONSOLE}/`) ? { ...schema, hide: true } : schema,
+      url,
+    }),
     transformObject: (doc) =>
       optionalBodies("openapiObject" in doc ? doc.openapiObject : doc.swaggerObject),
     // Components are named by their `$id` (the default would be def-0, def-1, ...).
