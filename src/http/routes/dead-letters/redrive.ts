@@ -23,7 +23,7 @@ export function redriveRoute(app: FastifyInstance, queue: QueueService, audit: A
       const from = topicOf(request);
       const raw = (request.body as Buffer | undefined)?.length ? jsonBody(request.body) : {};
       const { target, limit } = redriveOptions(raw);
-      return audited(audit, request, "redrive", { topic: from, target, limit }, () =>
+      return audited(audit, request, "redrive", { topic: from.topic, target, limit }, () =>
         queue.redrive(from, { target, limit }),
       );
     },
