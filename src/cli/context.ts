@@ -4,7 +4,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { ApiClient } from "./api-client.js";
 import { UsageError } from "./errors.js";
-import { noInterrupts } from "./interrupts.js";
+import { noInterrupts } from "./terminal/interrupts.js";
 import { Output, type Io, type OutStream } from "./output.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
