@@ -450,7 +450,13 @@ describe("purge and delete", () => {
     const ack = await q().ack(topic, "g", leased!.handle);
     expect(ack.status).toBeGreaterThanOrEqual(400);
     await publish(topic, "new");
-    expect((await receive(topic, "g")).map((m) => m.body)).toEqual(["new"]);
+    const renewed = await receive(topic, "g");
+    expect(renewed.map((m) => m.body)).toEqual(["new"]);
+    // The old handle names sequence 1 of group g, as the new lease does: it is stale, and the
+    // new message stays leased (its own handle still settles it).
+    const old = await q().ack(topic, "g", leased!.handle);
+    expect([old.status, await errorCode(old)]).toEqual([409, "receipt_handle_stale"]);
+    expect((await q().ack(topic, "g", renewed[0]!.handle)).status).toBe(204);
     expect((await receive(other, "g")).map((m) => m.body)).toEqual(["kept"]);
     expect((await call("DELETE", `topic/${topic}`)).status).toBe(204);
     expect((await call("DELETE", `topic/${topic}`)).status).toBe(404);
