@@ -10,12 +10,18 @@ export interface OutStream {
   readonly columns?: number;
 }
 
+export interface InStream extends AsyncIterable<Uint8Array | string> {
+  readonly isTTY?: boolean;
+}
+
 /** The process as a command sees it. */
 export interface Io {
   readonly stdout: OutStream;
   readonly stderr: OutStream;
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
+  /** Payloads and settings read from `-`, and answers to confirmations (main.ts: process.stdin). */
+  readonly stdin?: InStream;
   /** Ctrl-C (main.ts: SIGINT); without it, commands are never interrupted. */
   readonly interrupts?: Interrupts;
 }
