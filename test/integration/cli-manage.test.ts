@@ -17,7 +17,7 @@ import { useGateways } from "../helpers/fixture.js";
 import { uniqueName } from "../helpers/http.js";
 
 // Each command is a process started through tsx: a second or more on a busy machine.
-vi.setConfig({ testTimeout: 120_000 });
+vi.setConfig({ testTimeout: 180_000 });
 
 const fx = useGateways(1, { env: { VQS_OPERATOR_TEAMS: "ops" } });
 let token: string;
