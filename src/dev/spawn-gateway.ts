@@ -13,7 +13,13 @@ export interface GatewayProcess {
   readonly pid: number;
   /** process.memoryUsage() of the gateway (rss, heapUsed, ...), or null without an answer. */
   memory(): Promise<NodeJS.MemoryUsage | null>;
+  /** SIGTERM (a graceful close), then SIGKILL after 20 s. */
   stop(): Promise<void>;
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a stalled gateway that keeps its connections. */
+  pause(): void;
+  resume(): void;
 }
 
 export interface GatewayProcessOptions {
@@ -22,19 +28,26 @@ export interface GatewayProcessOptions {
   readonly nodeFlags?: readonly string[];
   /** The gateway's log (stdout and stderr) is appended here. */
   readonly logFile: string;
+  /** A command the gateway runs under, e.g. `nsenter --net=...` (it must exec node). */
+  readonly wrapper?: readonly string[];
 }
 
 export async function startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess> {
   const log = openSync(o.logFile, "a");
-  const child: ChildProcess = spawn(
+  const node = [
     process.execPath,
-    ["--expose-gc", ...(o.nodeFlags ?? []), "--import", "tsx", join(DEV_DIR, "gateway-process.ts")],
-    {
-      cwd: REPO_DIR,
-      env: { ...process.env, ...o.env, NODE_ENV: "" },
-      stdio: ["ignore", log, log, "ipc"],
-    },
-  );
+    "--expose-gc",
+    ...(o.nodeFlags ?? []),
+    "--import",
+    "tsx",
+    join(DEV_DIR, "gateway-process.ts"),
+  ];
+  const argv = [...(o.wrapper ?? []), ...node];
+  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
+    cwd: REPO_DIR,
+    env: { ...process.env, ...o.env, NODE_ENV: "" },
+    stdio: ["ignore", log, log, "ipc"],
+  });
   closeSync(log); // the child has its own copy
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   const url = await new Promise<string>((resolve, reject) => {
@@ -79,10 +92,18 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGCONT");
       child.kill("SIGTERM");
       const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
       await exited;
       clearTimeout(timer);
     },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGKILL");
+      await exited;
+    },
+    pause: () => void child.kill("SIGSTOP"),
+    resume: () => void child.kill("SIGCONT"),
   };
 }
