@@ -393,8 +393,8 @@ function diagnose(
     const timers = inspection.timers[parked.seq] ?? [];
     const t =
       timers.length === 0
-        ? "no move timer stored for it"
-        : `move timer(s) ${timers.map((x) => `${x.seq} ${x.acked ? "acknowledged" : "pending"}`).join(", ")}`;
+        ? "no move timer pending (never stored, or acknowledged without a move)"
+        : `move timer(s) pending at schedule seq ${timers.join(", ")}`;
     return `parked (seq ${parked.seq}), never moved, ${t}: late (stuck)`;
   }
   if (seq !== null && (seq < inspection.firstSeq || seq > inspection.lastSeq))

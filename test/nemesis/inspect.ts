@@ -3,7 +3,7 @@
 // of moved delayed messages, and each consumer group's ack floor and counters. The checker uses it
 // to tell a lost message that is still stored (late, or skipped past the ack floor) from one gone.
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect } from "@nats-io/transport-node";
 import {
   groupNames,
   SCHEDULE_CONSUMER,
@@ -43,11 +43,8 @@ export interface Inspection {
   /** Parked sequence -> the sequence of its copy on the ready subject. */
   readonly moved: Readonly<Record<number, number>>;
   readonly groups: Readonly<Record<string, GroupState | null>>;
-  /**
-   * For messages still parked (never moved): their timers in the schedule stream, and whether
-   * the scheduler consumer counts each as acknowledged (at or below its ack floor).
-   */
-  readonly timers: Readonly<Record<number, readonly { seq: number; acked: boolean }[]>>;
+  /** For messages still parked (never moved): the sequences of their pending move timers. */
+  readonly timers: Readonly<Record<number, readonly number[]>>;
   readonly scheduler: GroupState | null;
 }
 
@@ -103,7 +100,7 @@ export async function inspectTopic(
       .filter((c) => c.subject === "parked" && !(c.seq in moved))
       .map((c) => c.seq);
     const scheduler = await consumerState(jsm, SCHEDULE_STREAM, SCHEDULE_CONSUMER);
-    const timers = stuck.length > 0 ? await findTimers(nc, names.stream, stuck, scheduler) : {};
+    const timers = stuck.length > 0 ? await findTimers(jsm, names.stream, stuck) : {};
     const states: Record<string, GroupState | null> = {};
     for (const group of groups) {
       const consumer = groupNames(REGION, { namespace: namespace(), topic, group }).consumer;
@@ -149,31 +146,32 @@ async function consumerState(
   }
 }
 
-/** The schedule stream's move timers for the given parked messages of `stream`. */
+/**
+ * The schedule stream's move timers for the given parked messages of `stream`. It is a work
+ * queue (an acknowledged timer is deleted), so a timer found is one still pending; it allows no
+ * ordered consumer, so it is read message by message.
+ */
 async function findTimers(
-  nc: NatsConnection,
+  jsm: JetStreamManager,
   stream: string,
   parked: readonly number[],
-  scheduler: GroupState | null,
-): Promise<Record<number, { seq: number; acked: boolean }[]>> {
+): Promise<Record<number, number[]>> {
   const wanted = new Set(parked);
-  const out: Record<number, { seq: number; acked: boolean }[]> = {};
+  const out: Record<number, number[]> = {};
   for (const p of parked) out[p] = [];
-  const js = jetstream(nc, { timeout: 10_000 });
-  const info = await (await jetstreamManager(nc)).streams.info(SCHEDULE_STREAM);
-  const reader = await js.consumers.get(SCHEDULE_STREAM);
-  let last = 0;
-  while (last < info.state.last_seq) {
-    let n = 0;
-    for await (const m of await reader.fetch({ max_messages: 1000, expires: 2000 })) {
-      n++;
-      last = m.seq;
+  const info = await jsm.streams.info(SCHEDULE_STREAM);
+  let next = info.state.first_seq;
+  const worker = async () => {
+    while (next <= info.state.last_seq) {
+      const seq = next++;
+      const m = await jsm.streams.getMessage(SCHEDULE_STREAM, { seq }).catch(() => null);
+      if (!m) continue;
       const t = JSON.parse(m.string()) as { s?: string; q?: number; x?: number };
       if (t.s === stream && t.x === undefined && t.q !== undefined && wanted.has(t.q)) {
-        out[t.q]!.push({ seq: m.seq, acked: scheduler !== null && m.seq <= scheduler.ackFloor });
+        out[t.q]!.push(seq);
       }
     }
-    if (n === 0) break;
-  }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
   return out;
 }
