@@ -158,6 +158,32 @@ describe("the nemesis history checker", () => {
     expect(why.k3).toMatch(/not stored.*gone/);
   });
 
+  it("names a delayed message still parked, with or without a pending move timer", () => {
+    const h = historyOf();
+    h.publish("k1", 201, "m1_abcdefghijklmnop", { delay: 2 });
+    h.publish("k2", 201, "m2_abcdefghijklmnop", { delay: 2 });
+    h.receive("workers", []);
+    const stored: StoredCopy[] = [
+      { seq: 1, idSeq: 1, subject: "parked", body: "k1" },
+      { seq: 2, idSeq: 2, subject: "parked", body: "k2" },
+    ];
+    const r = check(h.lines, { ...inspection(stored), timers: { 1: [], 2: [7] } }, ONLY_WORKERS);
+    const why = Object.fromEntries(r.anomalies.lost.map((l) => [l.body, l.diagnosis]));
+    expect(why.k1).toMatch(/parked \(seq 1\), never moved, no move timer pending/);
+    expect(why.k2).toMatch(/move timer\(s\) pending at schedule seq 7/);
+  });
+
+  it("counts messages whose acknowledgements all failed and that never came back", () => {
+    const h = historyOf();
+    h.publish("k1", 201, "m1_abcdefghijklmnop");
+    const m = msg(1, "k1");
+    h.receive("workers", [m]);
+    h.ack("workers", m, 503);
+    const r = check(h.lines, null, ONLY_WORKERS);
+    expect(counts(r)).toEqual(NONE);
+    expect(r.ackUnconfirmed).toEqual({ workers: 1 });
+  });
+
   it("does not count a publish answered 503 as lost", () => {
     const h = historyOf();
     h.publish("k1", 503);

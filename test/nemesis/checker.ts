@@ -94,6 +94,13 @@ export interface CheckReport {
   readonly slowestFirstDeliveryMs: Readonly<Record<string, number>>;
   /** Per group: messages first delivered more than 30 s after they could have been. */
   readonly deliveredAfter30s: Readonly<Record<string, number>>;
+  /**
+   * Per group: messages whose acknowledgements all failed (503, timeout) and that never came
+   * back: the failed acknowledgement took effect (the group's state at the end tells).
+   */
+  readonly ackUnconfirmed: Readonly<Record<string, number>>;
+  /** Each group's consumer at the end (ack floor, still pending), from the inspection. */
+  readonly groupsAtEnd: Inspection["groups"] | null;
 }
 
 /** Windows the history marks that are phases of a run rather than faults. */
@@ -268,6 +275,23 @@ export function check(
     }
   }
 
+  const ackUnconfirmed: Record<string, number> = {};
+  const ackedHandles = new Set(
+    all
+      .filter((o) => o.invoke.f === "ack" && o.complete?.status === 204)
+      .map((o) => (o.invoke as Invoke & { f: "ack" }).handle),
+  );
+  const triedHandles = new Set(
+    all.filter((o) => o.invoke.f === "ack").map((o) => (o.invoke as Invoke & { f: "ack" }).handle),
+  );
+  const lastDelivery = new Map<string, Delivery>();
+  for (const d of deliveries) lastDelivery.set(`${d.group}|${d.seq}`, d);
+  for (const d of lastDelivery.values()) {
+    if (triedHandles.has(d.handle) && !ackedHandles.has(d.handle)) {
+      ackUnconfirmed[d.group] = (ackUnconfirmed[d.group] ?? 0) + 1;
+    }
+  }
+
   let early = 0;
   for (const d of deliveries) {
     const b = bodies.get(d.body);
@@ -289,6 +313,8 @@ export function check(
     early,
     slowestFirstDeliveryMs: slowest,
     deliveredAfter30s: after30,
+    ackUnconfirmed,
+    groupsAtEnd: inspection?.groups ?? null,
   };
 }
 

@@ -88,12 +88,13 @@ export function pauseNode(target: NodeTarget, ms: number): Fault {
       const during = leaderLater(ctx, others(i), ms - 3000);
       await sleep(ms);
       ctx.env.nodes.resume(i);
+      const leaderDuring = name(await during);
       ctx.history.write({
         type: "nemesis",
         fault: "pause-node",
         phase: "end",
         targets,
-        info: { leaderDuring: name(await during) },
+        info: { leaderDuring, leaderAfter: name(await ctx.env.nodes.streamLeader(ctx.stream)) },
       });
     },
   };
@@ -269,7 +270,7 @@ export function diskFull(ms: number, recoverMs = 30_000): Fault {
         for (let i = 0; i < 3; i++) {
           await ctx.env.nodes.kill(i);
           await ctx.env.nodes.restart(i);
-          await sleep(3000);
+          await sleep(2000);
         }
         ok = await recovered(recoverMs);
       }

@@ -59,7 +59,8 @@ export function shortSchedule(): Schedule {
       { fault: partition("isolate", "leader", 12_000), gapMs: 5000 },
       { fault: partition("split", "leader", 12_000), gapMs: 5000 },
       { fault: skewGateway(1, 5 * 60_000, 15_000), gapMs: 3000 },
-      { fault: diskFull(10_000), gapMs: 3000 },
+      // Waits 10 s for the store to recover by itself before restarting the nodes.
+      { fault: diskFull(10_000, 10_000), gapMs: 3000 },
     ],
   };
 }

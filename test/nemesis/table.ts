@@ -55,6 +55,13 @@ export function details(report: CheckReport, max = 5): string {
     out.push(`${kind} (${list.length}):`);
     for (const f of list.slice(0, max)) out.push(`  ${JSON.stringify(f)}`);
   }
+  for (const [group, n] of Object.entries(report.ackUnconfirmed)) {
+    const end = report.groupsAtEnd?.[group];
+    out.push(
+      `${group}: ${n} messages whose acknowledgements all failed never came back` +
+        (end ? ` (consumer at the end: ${JSON.stringify(end)})` : ""),
+    );
+  }
   for (const [fault, statuses] of Object.entries(report.duringFaults)) {
     const s = Object.entries(statuses)
       .sort()

@@ -54,8 +54,10 @@ export class Workload {
   #pollers: Promise<void>[] = [];
   /** Bodies of publishes answered 201/202: what the group must acknowledge before the drain ends. */
   readonly #stored = new Set<string>();
-  /** Bodies the group acknowledged (204). */
+  /** Bodies the group received, acknowledged (204), or last failed to acknowledge (when). */
+  readonly #delivered = new Set<string>();
   readonly #acked = new Set<string>();
+  readonly #ackFailedAt = new Map<string, number>();
   /** Bodies the audit group received. */
   readonly #audited = new Set<string>();
   readonly counts = { published: 0, acknowledged: 0 };
@@ -82,12 +84,21 @@ export class Workload {
     this.#stored.add(body);
   }
 
-  /** Bodies acknowledged at publish that the group has not acknowledged yet. */
+  /**
+   * Bodies acknowledged at publish that the group has not finished with: not received yet, or
+   * received and neither acknowledged (204) nor past a lease and a margin since an acknowledgement
+   * that failed (a failed acknowledgement may have taken effect: then nothing comes back).
+   */
   missing(): string[] {
-    return [...this.#stored].filter((b) => !this.#acked.has(b));
+    const settled = Date.now() - this.#o.lease * 1000 - 10_000;
+    return [...this.#stored].filter(
+      (b) =>
+        !this.#delivered.has(b) ||
+        (!this.#acked.has(b) && (this.#ackFailedAt.get(b) ?? Infinity) > settled),
+    );
   }
 
-  /** Keeps consuming until the group acknowledged every stored publish or the deadline passes. */
+  /** Keeps consuming until the group is done with every stored publish or the deadline passes. */
   async drain(deadlineMs: number): Promise<void> {
     const end = Date.now() + deadlineMs;
     while (Date.now() < end && this.missing().length > 0) await sleep(250);
@@ -158,6 +169,8 @@ export class Workload {
     while (this.#consuming) {
       const res = await this.#client.receive(`c${i}`, gw, GROUP, 10, this.#o.lease);
       for (const m of res.messages ?? []) {
+        this.#delivered.add(m.body);
+        this.#ackFailedAt.delete(m.body);
         if (r() < this.#o.skipAckFraction) continue;
         // Any gateway can acknowledge any handle: sometimes the other one does.
         const ackGw = r() < 0.25 ? (gw + 1) % this.#o.gateways : gw;
@@ -165,7 +178,7 @@ export class Workload {
         if (ack.status === 204) {
           this.#acked.add(m.body);
           this.counts.acknowledged++;
-        }
+        } else this.#ackFailedAt.set(m.body, Date.now());
       }
       if (res.status === 204) await sleep(100);
       else if (res.status !== 200) {
