@@ -1,7 +1,12 @@
 # vqs gateway image. Needs BuildKit (default since Docker 23) for RUN --mount.
-#   docker build -t vqs:0.1.0 .
+#   docker build -t vqs:0.1.0 .          (--build-arg NODE_IMAGE=<mirror>/node:22-bookworm-slim)
 #   docker run --rm -p 8080:8080 -e NATS_URL=nats://host.docker.internal:4222 \
-#     -e VQS_REGION=iad1 -e VQS_RECEIPT_SECRET="$(openssl rand -hex 32)" vqs:0.1.0
+#     -e VQS_REGION=iad1 -e VQS_RECEIPT_SECRET="$(openssl rand -hex 32)" \
+#     -e VQS_OIDC_JWKS_URL=https://auth.example.com/.well-known/jwks.json \
+#     -e VQS_OIDC_ISSUER=https://auth.example.com/ -e VQS_OIDC_AUDIENCE=vqs \
+#     vqs:0.1.0
+# NODE_ENV=production (set below) refuses to start without NATS_URL, the OIDC settings and the
+# receipt secret. How the image is tested without a Docker engine: docs/operations.md#container-image.
 
 ARG NODE_IMAGE=node:22-bookworm-slim
 
@@ -32,9 +37,11 @@ ENV NODE_ENV=production \
 WORKDIR /app
 
 # --ignore-scripts: no install/postinstall hooks run in the final image.
+# NODE_DISABLE_COMPILE_CACHE: npm 10.9+ would leave its V8 compile cache (~3 MB) in /tmp of this
+# layer (a tmpfs mount of /tmp would do too, but buildah 1.28 then drops /tmp from the image).
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+    NODE_DISABLE_COMPILE_CACHE=1 npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 # Files stay root-owned (read-only for the runtime user).
 COPY --from=build /app/dist ./dist

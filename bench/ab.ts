@@ -1,8 +1,10 @@
-// `npm run bench:ab -- <checkout A> [checkout B] [--mode receive|publish] [--slices n]`: is B's
-// gateway faster than A's? Both gateways run at once against one nats-server (each started by its
-// own checkout's bench/lib/gateways.ts, B defaulting to this one), and the load generator moves
+// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n]`: is B's gateway
+// faster than A's? Both gateways run at once against one nats-server (each started by its own
+// checkout's bench/lib/gateways.ts, B defaulting to this one), and the load generator moves
 // between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
-// the median of the paired slice ratios B/A.
+// the median of the paired slice ratios B/A. Modes: receive (receive 10 + ack each), publish,
+// keyed (publish with a new idempotency key each), duplicate (publish with a key whose message
+// lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again).
 //
 // Why: on a shared VM the speed of the whole machine drifts by ±30 % within minutes (neighbours,
 // steal), so two benchmark runs one after the other cannot tell a 10 % change from the drift. In
@@ -32,12 +34,14 @@ const { values, positionals } = parseArgs({
     slices: { type: "string", default: "20" },
   },
 });
-if (positionals.length < 1 || !["receive", "publish"].includes(values.mode)) {
-  console.error("usage: npm run bench:ab -- <checkout A> [checkout B] [--mode receive|publish]");
+const MODES = ["receive", "publish", "keyed", "duplicate", "by-id"] as const;
+type Mode = (typeof MODES)[number];
+if (positionals.length < 1 || !(MODES as readonly string[]).includes(values.mode)) {
+  console.error(`usage: npm run bench:ab -- <checkout A> [checkout B] [--mode ${MODES.join("|")}]`);
   process.exit(2);
 }
 const trees = [resolve(positionals[0]!), resolve(positionals[1] ?? HERE)] as const;
-const mode = values.mode as "receive" | "publish";
+const mode = values.mode as Mode;
 const slices = Math.max(2, Number(values.slices));
 const IN_FLIGHT = 64;
 const SETTLE_MS = 300;
@@ -72,6 +76,19 @@ if ((await apis[0]!.publish(topic, payload)).status !== 201)
   throw new Error("first publish failed");
 // Enough for each group at 8,000 msg/s through its warm-up and its half of the slices.
 if (mode === "receive") await fillBacklog(Math.ceil((slices * 0.75 + 5) * 8_000));
+// Messages to take by ID, and live keys to publish duplicates of.
+const ids: string[] = [];
+if (mode === "by-id" || mode === "duplicate") {
+  for (let i = 0; i < 1000; i++) {
+    const res = await apis[0]!.publish(
+      topic,
+      payload,
+      mode === "duplicate" ? `live-${i}` : undefined,
+    );
+    ids.push((JSON.parse(res.body.toString()) as { messageId: string }).messageId);
+  }
+}
+let sent = 0;
 
 // Each slice counts what the active gateway completes; the other one only finishes what it had.
 let active = 0;
@@ -81,9 +98,17 @@ const worker = async () => {
   while (!stop) {
     const i = active;
     const api = apis[i]!;
-    if (mode === "publish") {
-      const res = await api.publish(topic, payload);
-      if (res.status === 201 && i === active) completed++;
+    if (mode !== "receive") {
+      const n = sent++;
+      const res =
+        mode === "publish"
+          ? await api.publish(topic, payload)
+          : mode === "keyed"
+            ? await api.publish(topic, payload, `new-${n}`)
+            : mode === "duplicate"
+              ? await api.publish(topic, payload, `live-${n % 1000}`)
+              : await api.receiveById(topic, `g${i}-${n % 64}`, ids[n % ids.length]!);
+      if ((res.status === 201 || res.status === 200) && i === active) completed++;
       continue;
     }
     const group = `g${i}`;

@@ -1,10 +1,10 @@
-// `npm run soak -- --minutes N --seed S [--nats-bin path] [--schedule random|pauses|short]`:
+// `npm run soak -- --minutes N --seed S [--nats-bin path] [--schedule random|pauses|kills|short]`:
 // nemesis rounds on one 3-node cluster until N minutes are up, each on a fresh topic and checked
 // on its own (faults, drain, audit group, inspection, checker); prints the checker's table, and
 // writes the histories, reports and summary to a directory it names. Exit code 1 if any round
 // found an anomaly. "random" draws faults from the seed (about --round-minutes of them per round);
 // "pauses" repeats issue #16's pause schedule (the stream leader, then a follower, SIGSTOPped 8 s
-// each, under 8 keyed publishers).
+// each, under 8 keyed publishers); "kills" the cluster fault test's (each node SIGKILLed in turn).
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -15,6 +15,7 @@ import { startEnvironment } from "../test/nemesis/environment.js";
 import { missingPrerequisites } from "../test/nemesis/prerequisites.js";
 import { runRound, type RoundResult } from "../test/nemesis/round.js";
 import {
+  killsSchedule,
   pausesSchedule,
   randomSchedule,
   seededRandom,
@@ -38,12 +39,12 @@ const minutes = Number(values.minutes);
 const seed = Number(values.seed);
 const scheduleName = values.schedule;
 if (
-  !["random", "pauses", "short"].includes(scheduleName) ||
+  !["random", "pauses", "kills", "short"].includes(scheduleName) ||
   !(minutes > 0) ||
   !Number.isFinite(seed)
 ) {
   console.error(
-    "usage: npm run soak -- --minutes N --seed S [--nats-bin path] [--schedule random|pauses|short]",
+    "usage: npm run soak -- --minutes N --seed S [--nats-bin path] [--schedule random|pauses|kills|short]",
   );
   process.exit(2);
 }
@@ -70,12 +71,12 @@ log(`soak: histories and reports in ${out}`);
 
 const random = seededRandom(seed);
 const roundMs = Number(values["round-minutes"]) * 60_000;
-const makeSchedule = (): Schedule =>
-  scheduleName === "pauses"
-    ? pausesSchedule()
-    : scheduleName === "short"
-      ? shortSchedule()
-      : randomSchedule(random, roundMs);
+const makeSchedule = (): Schedule => {
+  if (scheduleName === "pauses") return pausesSchedule();
+  if (scheduleName === "kills") return killsSchedule();
+  if (scheduleName === "short") return shortSchedule();
+  return randomSchedule(random, roundMs);
+};
 
 const rounds: RoundResult[] = [];
 const end = Date.now() + minutes * 60_000;

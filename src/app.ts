@@ -11,6 +11,9 @@ import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
 import { acknowledgeRoute } from "./http/routes/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/change-visibility.js";
+import { consumerSettingsRoutes } from "./http/routes/consumer-settings.js";
+import { jwksRoute } from "./http/routes/jwks.js";
+import type { JWK } from "jose";
 import { publishBatchRoute } from "./http/routes/publish-batch.js";
 import { publishRoute } from "./http/routes/publish.js";
 import { receiveByIdRoute } from "./http/routes/receive-by-id.js";
@@ -18,6 +21,7 @@ import { receiveRoute } from "./http/routes/receive.js";
 import { lazyChildLoggerFactory } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import type { QueueService } from "./queue/queue-service.js";
+import type { SettingsService } from "./queue/settings/settings-service.js";
 
 export interface AppDeps {
   readonly config: Pick<
@@ -29,6 +33,9 @@ export interface AppDeps {
     | "rateLimitTeams"
   >;
   readonly queue: QueueService;
+  readonly settings: SettingsService;
+  /** The public keys of push tokens (GET /.well-known/jwks.json). */
+  readonly pushKeys: () => { keys: JWK[] };
   readonly verifier: TokenVerifier;
   /** The clock tokens expire by (the verifier's). */
   readonly now: () => number;
@@ -60,6 +67,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkError,
   });
   installErrorHandling(app);
+  // Outside the API scope no route takes a body (health, readiness, metrics, and the 404
+  // handler): none is parsed, so a body that would not parse cannot turn a 404 into a 400 or,
+  // through Fastify's default JSON parser, into an error of its own. The unread body is
+  // discarded by Node once the answer is sent.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (_request, _payload, done) => done(null, undefined));
   app.addHook("onSend", async (request, reply) => {
     // Every response names its request, for correlation with the logs.
     reply.header("x-request-id", request.id);
@@ -69,6 +82,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   installMetrics(app, deps.metrics);
   installHealth(app, { isReady: deps.isReady });
+  jwksRoute(app, deps.pushKeys);
 
   await app.register(async (api) => {
     // Message bodies are opaque bytes whatever their Content-Type: no parser may touch them.
@@ -85,6 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     receiveByIdRoute(api, deps.queue);
     acknowledgeRoute(api, deps.queue);
     changeVisibilityRoutes(api, deps.queue);
+    consumerSettingsRoutes(api, deps.settings);
   });
   return app;
 }

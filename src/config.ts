@@ -1,5 +1,10 @@
 // Configuration: read once from an environment object, validated, frozen. Bad settings stop the
 // process at start with a message naming the variable. README.md lists every setting.
+import {
+  DEVELOPMENT_PUSH_URLS,
+  parsePushUrlPrefix,
+  type PushUrlPrefix,
+} from "./queue/settings/push-destinations.js";
 
 export interface OidcConfig {
   readonly jwksUrl: string;
@@ -59,6 +64,21 @@ export interface Config {
   readonly maxGroupsPerNamespace: number;
   /** An empty topic not published to for this long is removed. */
   readonly topicIdleSeconds: number;
+  /** Consumer settings documents per namespace; 0: no cap. */
+  readonly maxSettingsPerNamespace: number;
+  /**
+   * Where pushes may go (VQS_PUSH_ALLOWED_URLS; in development, unset: this machine). null:
+   * push is off (production without the setting).
+   */
+  readonly pushAllowedUrls: readonly PushUrlPrefix[] | null;
+  /** Payloads above this are pushed without body and handle (the client leases them by ID). */
+  readonly pushInlineLimitBytes: number;
+  /** Key IDs of the push signing keys: the first signs, every one is published. */
+  readonly pushSigningKeyIds: readonly string[];
+  /** `iss` of push tokens. */
+  readonly pushIssuer: string;
+  /** How long a push token is valid. */
+  readonly pushTokenSeconds: number;
   readonly dataDir: string;
   readonly logLevel: string;
   readonly shutdownGraceSeconds: number;
@@ -213,6 +233,12 @@ export function loadConfig(env: Env): Config {
     maxTopicsPerNamespace: int("VQS_MAX_TOPICS_PER_NAMESPACE", 1000, 0, 1_000_000),
     maxGroupsPerNamespace: int("VQS_MAX_GROUPS_PER_NAMESPACE", 5000, 0, 10_000_000),
     topicIdleSeconds: int("VQS_TOPIC_IDLE_SECONDS", 86_400, 60, 365 * 86_400),
+    maxSettingsPerNamespace: int("VQS_MAX_SETTINGS_PER_NAMESPACE", 1000, 0, 1_000_000),
+    pushAllowedUrls: pushAllowedUrls(list("VQS_PUSH_ALLOWED_URLS"), production, problems),
+    pushInlineLimitBytes: int("VQS_PUSH_INLINE_LIMIT_BYTES", 1_048_576, 0, 64 * 1_048_576),
+    pushSigningKeyIds: keyIds(list("VQS_PUSH_SIGNING_KEY_IDS"), problems),
+    pushIssuer: str("VQS_PUSH_ISSUER") ?? `urn:vqs:${region}`,
+    pushTokenSeconds: int("VQS_PUSH_TOKEN_SECONDS", 300, 30, 3600),
     consumerAckWaitSeconds: int("VQS_CONSUMER_ACK_WAIT_SECONDS", 60, 1, 3600),
     consumerInactiveSeconds: int(
       "VQS_CONSUMER_INACTIVE_SECONDS",
@@ -248,4 +274,35 @@ function teamLimits(value: string | null, problems: string[]): ReadonlyMap<strin
     limits.set(m[1]!, Number(m[2]));
   }
   return limits;
+}
+
+/** VQS_PUSH_SIGNING_KEY_IDS: key IDs (a `kid`), the first signs; default one key, "v1". */
+function keyIds(ids: string[], problems: string[]): readonly string[] {
+  for (const id of ids) {
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) {
+      problems.push(`VQS_PUSH_SIGNING_KEY_IDS entries are 1-64 of A-Z a-z 0-9 . _ - (got "${id}")`);
+    }
+  }
+  if (new Set(ids).size !== ids.length) problems.push("VQS_PUSH_SIGNING_KEY_IDS has a repeat");
+  return ids.length ? ids : ["v1"];
+}
+
+/** VQS_PUSH_ALLOWED_URLS: comma-separated URL prefixes (see push-destinations.ts). */
+function pushAllowedUrls(
+  entries: readonly string[],
+  production: boolean,
+  problems: string[],
+): readonly PushUrlPrefix[] | null {
+  if (entries.length === 0) {
+    return production ? null : DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u));
+  }
+  const prefixes: PushUrlPrefix[] = [];
+  for (const entry of entries) {
+    try {
+      prefixes.push(parsePushUrlPrefix(entry));
+    } catch (err) {
+      problems.push(`VQS_PUSH_ALLOWED_URLS entry ${(err as Error).message}`);
+    }
+  }
+  return prefixes;
 }

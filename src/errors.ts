@@ -48,7 +48,8 @@ export const ERRORS = {
   },
   invalid_request_body: {
     status: 400,
-    message: 'The body must be JSON of the form {"visibilityTimeoutSeconds": <integer>}.',
+    message:
+      'The body must be JSON: {"visibilityTimeoutSeconds": <integer>} for a lease, an object of consumer settings for settings.',
   },
   invalid_url: {
     status: 400,
@@ -61,6 +62,15 @@ export const ERRORS = {
   invalid_receipt_handle: {
     status: 400,
     message: "The receipt handle is malformed, forged, or belongs to another queue.",
+  },
+  invalid_topic_pattern: {
+    status: 400,
+    message:
+      "A topic pattern is a topic name followed by one '*' (e.g. orders_*), and only the settings endpoints accept one.",
+  },
+  invalid_settings: {
+    status: 400,
+    message: "The consumer settings are malformed or out of bounds.",
   },
   missing_token: {
     status: 401,
@@ -84,6 +94,16 @@ export const ERRORS = {
     message:
       "This namespace has as many consumer groups as the service allows; idle groups are removed after a while, or ask the operator for a higher limit.",
   },
+  push_destination_not_allowed: {
+    status: 403,
+    message:
+      "The push URL is outside the destinations the operator allows (VQS_PUSH_ALLOWED_URLS).",
+  },
+  settings_limit_reached: {
+    status: 403,
+    message:
+      "This namespace has as many consumer settings as the service allows; delete unused ones or ask the operator for a higher limit.",
+  },
   message_not_found: {
     status: 404,
     message: "No such message in this topic, or it has expired.",
@@ -91,6 +111,10 @@ export const ERRORS = {
   route_not_found: {
     status: 404,
     message: "No such endpoint.",
+  },
+  settings_not_found: {
+    status: 404,
+    message: "No consumer settings are stored for this topic or pattern and consumer group.",
   },
   message_not_available: {
     status: 409,

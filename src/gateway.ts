@@ -9,10 +9,15 @@ import { connectNats } from "./nats/core/connection.js";
 import { openJetStreamStore, type JetStreamStore } from "./nats/jetstream-store.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
+import { SettingsService } from "./queue/settings/settings-service.js";
+import type { SettingsStore } from "./queue/settings/settings-store.js";
 import { deriveSecretKeys } from "./queue/secret-keys.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";
 import { createMetrics } from "./metrics.js";
+import { PushClient } from "./push/push-client.js";
+import { PushSigningKeys } from "./push/push-signer.js";
+import { Pusher } from "./queue/push/pusher.js";
 
 /** How long after the listener closes the idle keep-alive connections are closed. */
 const IDLE_CLOSE_DELAY_MS = 1000;
@@ -33,6 +38,8 @@ export interface GatewayOptions {
 export interface Gateway {
   readonly app: FastifyInstance;
   readonly store: JetStreamStore;
+  /** Consumer group settings of the region, kept current in memory (for the pusher). */
+  readonly settings: SettingsStore;
   readonly maxMessageBytes: number;
   /** Readiness answers 503 from now on (the first step of a graceful shutdown). */
   stopBeingReady(): void;
@@ -61,6 +68,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   );
   const metrics = createMetrics(new Registry(), {
     groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
+    maxPushGroups: config.metricsMaxGroups,
   });
   const store = await openJetStreamStore(nc, {
     region: config.region,
@@ -78,6 +86,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     log: logger,
     now: o.now ?? null,
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
+    observeWriteFailure: (cause) => metrics.storeWriteFailures.inc({ cause }),
     onConnectionChange: (up) => metrics.natsConnected.set(up ? 1 : 0),
     failover: {
       neighbours: config.failoverRegions,
@@ -107,11 +116,39 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     now: store.now,
     observer: metrics.observer,
     ...(store.failover ? { deferrer: store.failover } : {}),
+    isPushed: (g) => store.settings.effective(g.namespace, g.topic, g.group)?.push != null,
+  });
+  const pushKeys = new PushSigningKeys({
+    secret,
+    region: config.region,
+    keyIds: config.pushSigningKeyIds,
+    issuer: config.pushIssuer,
+    lifetimeSeconds: config.pushTokenSeconds,
+  });
+  const pushClient = new PushClient();
+  const pusher = new Pusher({
+    queue,
+    broker: store.broker,
+    transport: pushClient,
+    signer: pushKeys,
+    observer: metrics.push,
+    log: logger,
+    region: config.region,
+    now: store.now,
+    inlineLimitBytes: config.pushInlineLimitBytes,
+    allowedUrls: config.pushAllowedUrls,
+  });
+  const settings = new SettingsService({
+    store: store.settings,
+    pushAllowedUrls: config.pushAllowedUrls,
+    maxPerNamespace: config.maxSettingsPerNamespace,
   });
   let ready = true;
   const app = await buildApp({
     config,
     queue,
+    settings,
+    pushKeys: () => pushKeys.jwks(),
     verifier,
     now: localNow,
     // With failover, a gateway whose home store is down still takes publishes (202): it stays
@@ -125,9 +162,11 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxBatchBytes: config.maxBatchBytes,
   });
   store.scheduler.start();
+  store.startPush((group, delivery, settings) => pusher.push(group, delivery, settings));
   return {
     app,
     store,
+    settings: store.settings,
     maxMessageBytes,
     stopBeingReady() {
       ready = false;
@@ -140,6 +179,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       await app.close();
       clearTimeout(idle);
       await store.close();
+      await pushClient.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.
       await nc.drain().catch(() => nc.close());
     },

@@ -1,7 +1,9 @@
 // Every metric the gateway exports, declared in one place into an injected registry. Names are in
 // base units; labels are bounded (route templates, status codes, operations), never topic names.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
+import { namespaceLabel, type GroupAddress } from "./queue/namespace.js";
 import type { QueueObserver } from "./queue/observer.js";
+import type { PushObserver, PushOutcome } from "./queue/push/push-ports.js";
 
 /** One consumer group's figures, as the per-group gauges export them. */
 export interface GroupStat {
@@ -18,6 +20,8 @@ export type GroupStatsProvider = () => Promise<{ stats: GroupStat[]; truncated: 
 export interface MetricsOptions {
   /** The per-group gauges are read from the store at most this often. */
   readonly groupStatsRefreshMs: number;
+  /** Most groups in the per-group push health gauges (VQS_METRICS_MAX_GROUPS). */
+  readonly maxPushGroups?: number;
 }
 
 export interface Metrics {
@@ -25,6 +29,8 @@ export interface Metrics {
   /** Records one HTTP request's duration under its route template (never its raw URL). */
   observeHttp(method: string, route: string, statusCode: number, seconds: number): void;
   readonly natsConnected: Gauge;
+  /** Publishes the store did not take, by cause (see src/nats/core/errors.ts). */
+  readonly storeWriteFailures: Counter<"cause">;
   readonly observer: QueueObserver;
   /** Records the duration of one JetStream operation. */
   observeJetStream(operation: string, seconds: number): void;
@@ -32,6 +38,8 @@ export interface Metrics {
   useGroupStats(provider: GroupStatsProvider): void;
   /** Where vqs_deferred_messages comes from (with regional failover configured). */
   useDeferredCount(provider: () => Promise<number>): void;
+  /** Push outcomes, latency, pushes in flight and per-group push health. */
+  readonly push: PushObserver;
 }
 
 export function createMetrics(registry: Registry, options: MetricsOptions): Metrics {
@@ -86,16 +94,30 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     help: "Messages acknowledged by consumers.",
     registers: [registry],
   });
+  const storeWriteFailures = new Counter({
+    name: "vqs_store_write_failures_total",
+    help:
+      "Publishes JetStream did not take, by cause: no_space (the disk is full), " +
+      "insufficient_resources (a JetStream storage limit), timeout (no answer; also a full disk), " +
+      "unavailable (no connection or no stream), other.",
+    labelNames: ["cause"],
+    registers: [registry],
+  });
+  for (const cause of ["no_space", "insufficient_resources", "timeout", "unavailable", "other"]) {
+    storeWriteFailures.inc({ cause }, 0); // every series exists from the start, for rate()
+  }
   const natsConnected = new Gauge({
     name: "vqs_nats_connected",
     help: "1 while this gateway is connected to NATS, else 0.",
     registers: [registry],
   });
+  const push = pushMetrics(registry, options.maxPushGroups ?? 1000);
   const httpSeries = seriesCache<Histogram.Internal<"method" | "route" | "status_code">>();
   const jetstreamSeries = seriesCache<Histogram.Internal<"operation">>();
   return {
     registry,
     natsConnected,
+    storeWriteFailures,
     observeHttp: (method, route, statusCode, seconds) =>
       httpSeries(`${method} ${route} ${statusCode}`, () =>
         httpDuration.labels({ method, route, status_code: String(statusCode) }),
@@ -106,6 +128,7 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     useDeferredCount: (provider) => {
       deferredCount = provider;
     },
+    push,
     observer: {
       published: (duplicate) => (duplicate ? deduplicated : published).inc(),
       deferred: () => deferred.inc(),
@@ -198,6 +221,101 @@ function perGroupGauges(registry: Registry, refreshMs: number) {
   return {
     use(p: GroupStatsProvider) {
       provider = p;
+    },
+  };
+}
+
+const PUSH_OUTCOMES: readonly PushOutcome[] = [
+  "success",
+  "http_3xx",
+  "http_4xx",
+  "http_5xx",
+  "timeout",
+  "connection_error",
+  "blocked",
+];
+
+/**
+ * Push metrics. The hot series (count, latency) carry only the outcome; the per-group health
+ * (when this gateway last pushed a group's message successfully, and when one last failed) is
+ * kept for at most `maxGroups` groups, the ones pushed most recently.
+ */
+function pushMetrics(registry: Registry, maxGroups: number): PushObserver {
+  const requests = new Counter({
+    name: "vqs_push_requests_total",
+    help: "Push requests by outcome (success, http_3xx, http_4xx, http_5xx, timeout, connection_error, blocked).",
+    labelNames: ["outcome"],
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: "vqs_push_duration_seconds",
+    help: "Duration of push requests by outcome.",
+    labelNames: ["outcome"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  for (const outcome of PUSH_OUTCOMES) requests.inc({ outcome }, 0);
+  const inFlight = new Gauge({
+    name: "vqs_pushes_in_flight",
+    help: "Push requests this gateway has under way.",
+    registers: [registry],
+  });
+  const health = new Map<string, { labels: Record<string, string>; ok: number; failed: number }>();
+  const healthGauge = (
+    name: string,
+    help: string,
+    pick: (h: { ok: number; failed: number }) => number,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: GROUP_LABELS,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const h of health.values()) {
+          const v = pick(h);
+          if (v > 0) this.set(h.labels, v / 1000);
+        }
+      },
+    });
+  healthGauge(
+    "vqs_consumer_push_last_success_timestamp_seconds",
+    "When this gateway last pushed one of the group's messages with a 2xx answer (max across gateways).",
+    (h) => h.ok,
+  );
+  healthGauge(
+    "vqs_consumer_push_last_failure_timestamp_seconds",
+    "When a push of one of the group's messages from this gateway last failed (max across gateways).",
+    (h) => h.failed,
+  );
+  const durationSeries = seriesCache<Histogram.Internal<"outcome">>();
+  return {
+    pushed: (outcome, seconds) => {
+      requests.inc({ outcome });
+      durationSeries(outcome, () => duration.labels({ outcome })).observe(seconds);
+    },
+    inFlight: (delta) => inFlight.inc(delta),
+    groupOutcome: (group: GroupAddress, outcome, atMs) => {
+      const key = JSON.stringify([group.namespace.key, group.topic, group.group]);
+      let h = health.get(key);
+      if (!h) {
+        if (health.size >= maxGroups) health.delete(health.keys().next().value!);
+        h = {
+          labels: {
+            queue_namespace: namespaceLabel(group.namespace),
+            topic: group.topic,
+            consumer_group: group.group,
+          },
+          ok: 0,
+          failed: 0,
+        };
+      } else {
+        health.delete(key); // move to the end: the most recently pushed groups are kept
+      }
+      health.set(key, h);
+      if (outcome === "success") h.ok = atMs;
+      else h.failed = atMs;
     },
   };
 }

@@ -1,10 +1,11 @@
 // Starts and stops real nats-server processes on loopback: the embedded single node of
 // `npm start` without NATS_URL, and every server the tests run (one node or a cluster).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 export interface NatsServerOptions {
   readonly storeDir: string;
@@ -49,15 +50,30 @@ export const INSTALL_HINT =
   "nats-server is not installed. Install it with: sudo apt-get install -y nats-server " +
   "(Debian/Ubuntu), or see https://docs.nats.io/running-a-nats-service/introduction/installation";
 
-/** The nats-server binary: $NATS_SERVER_BIN, else the one on PATH; null when there is none. */
+/**
+ * The nats-server binary: $NATS_SERVER_BIN; else the current release that `npm start` and
+ * `npm test` fetch into .cache/ (scripts/ensure-current-nats.mjs), the server users run; else
+ * the one on PATH (a distribution's package may be years old: 2.9.10 on Debian bookworm, still
+ * supported, see docs/operations.md). null when there is none.
+ */
 export function natsServerBinary(): string | null {
   const configured = process.env.NATS_SERVER_BIN;
   if (configured) return configured;
+  const fetched = fileURLToPath(new URL("../../.cache/nats-current/nats-server", import.meta.url));
+  if (existsSync(fetched) && runs(fetched)) return fetched;
+  return distributionNatsServerBinary();
+}
+
+/** The nats-server on PATH (the OS package), or null. */
+export function distributionNatsServerBinary(): string | null {
   for (const candidate of ["nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"]) {
-    const r = spawnSync(candidate, ["--version"], { encoding: "utf8" });
-    if (r.status === 0) return candidate;
+    if (runs(candidate)) return candidate;
   }
   return null;
+}
+
+function runs(bin: string): boolean {
+  return spawnSync(bin, ["--version"], { encoding: "utf8" }).status === 0;
 }
 
 export function natsServerVersion(bin: string): string {
@@ -88,8 +104,8 @@ function configText(o: NatsServerOptions, port: number): string {
     "jetstream {",
     `  store_dir: ${JSON.stringify(o.storeDir)}`,
     "  max_memory_store: 268435456",
-    ...(o.maxFileStore !== undefined ? [`  max_file_store: ${o.maxFileStore}`] : []),
     ...(o.syncAlways ? ["  sync_interval: always"] : []),
+    ...(o.maxFileStore !== undefined ? [`  max_file_store: ${o.maxFileStore}`] : []),
     "}",
   ];
   if (o.cluster) {

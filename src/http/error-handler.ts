@@ -22,6 +22,7 @@ function fromFastify(err: FastifyError): AppError | null {
     case "FST_ERR_BAD_URL":
       return new AppError("invalid_url", { cause: err });
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return new AppError("invalid_request_body", { cause: err });
     default:
@@ -36,6 +37,9 @@ export function frameworkError(err: FastifyError, _request: unknown, reply: Fast
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // A request no route serves can only fail before the 404 handler runs (an unparseable
+    // Content-Type, say): whatever its body, the answer to a request to nowhere is 404.
+    if (request.is404 && !isAppError(err)) return send(reply, new AppError("route_not_found"));
     const appErr = isAppError(err) ? err : fromFastify(err);
     if (appErr) {
       if (appErr.status >= 500) request.log.warn({ err: appErr.cause ?? appErr }, appErr.code);

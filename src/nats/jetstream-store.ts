@@ -7,6 +7,9 @@ import { randomBytes } from "node:crypto";
 import { watchConnection } from "./core/connection.js";
 import { ServerClock } from "./core/server-clock.js";
 import { DelayScheduler } from "./scheduling/delay-scheduler.js";
+import { SettingsBucket } from "./settings/settings-bucket.js";
+import { ConsumerFeed } from "./core/consumer-feed.js";
+import { PushFeeds, type PushFeedsDeps } from "./push/push-feeds.js";
 import { Failover, type FailoverOptions } from "./failover/failover.js";
 import { readGroupStats } from "./storage/group-stats.js";
 import { JetStreamBroker } from "./storage/jetstream-broker.js";
@@ -16,7 +19,8 @@ import { LeaseRecords } from "./storage/lease-records.js";
 import { PullClient } from "./core/pull-client.js";
 import { Requests } from "./core/requests.js";
 import { TopicSweeper } from "./storage/topic-sweeper.js";
-import { supportsMessageTtl } from "./core/server-features.js";
+import { isCompatibilityServer, supportsMessageTtl } from "./core/server-features.js";
+import type { WriteFailureCause } from "./core/errors.js";
 import { Topology } from "./storage/topology.js";
 
 export interface StoreOptions {
@@ -45,6 +49,8 @@ export interface StoreOptions {
   /** A fixed clock (tests); without one the gateway follows the NATS server's clock. */
   readonly now: (() => number) | null;
   readonly observe: (operation: string, seconds: number) => void;
+  /** Told of every publish the store did not take, with why. */
+  readonly observeWriteFailure: (cause: WriteFailureCause) => void;
   /** Told when the connection to NATS goes down or comes back. */
   readonly onConnectionChange?: (up: boolean) => void;
 }
@@ -60,6 +66,10 @@ export interface JetStreamStore {
   readonly sweeper: TopicSweeper;
   /** Idempotency key records (the broker publishes through them). */
   readonly keys: IdempotencyKeys;
+  /** Consumer settings: the region's documents, followed in memory. */
+  readonly settings: SettingsBucket;
+  /** Starts pulling for every pushed group of the region, handing each delivery to `push`. */
+  startPush(push: PushFeedsDeps["push"]): void;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
   /** Per-group figures of this region, at most `max` groups. */
@@ -70,6 +80,11 @@ export interface JetStreamStore {
 /** Room kept in a NATS message for the headers the gateway adds. */
 const HEADER_RESERVE = 4096;
 
+/** How long a closing gateway waits for pushes under way. */
+const PUSH_DRAIN_MS = 10_000;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
 export async function openJetStreamStore(
   nc: NatsConnection,
   o: StoreOptions,
@@ -78,6 +93,12 @@ export async function openJetStreamStore(
   const js = jetstream(nc, { timeout: o.requestTimeoutMs });
   const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
   const messageTtl = o.messageTtl === "auto" && supportsMessageTtl(nc.info?.version);
+  if (isCompatibilityServer(nc.info?.version)) {
+    o.log.warn(
+      { natsVersion: nc.info?.version },
+      "nats-server is older than 2.10: supported for compatibility, but run 2.11 or newer (docs/operations.md, 'nats-server versions')",
+    );
+  }
   o.log.info(
     { natsVersion: nc.info?.version, messageTtl },
     messageTtl
@@ -130,6 +151,14 @@ export async function openJetStreamStore(
     log: o.log,
   });
   await cuts.start();
+  const settings = new SettingsBucket(nc, js, {
+    region: o.region,
+    replicas: o.replicas,
+    timeoutMs: o.requestTimeoutMs,
+    log: o.log,
+    observe: o.observe,
+  });
+  await settings.start();
   const broker = new JetStreamBroker({
     records,
     cuts,
@@ -146,6 +175,7 @@ export async function openJetStreamStore(
     requestTimeoutMs: o.requestTimeoutMs,
     defaultLeaseMs: o.defaultLeaseMs,
     observe: o.observe,
+    observeWriteFailure: o.observeWriteFailure,
     isConnected,
   });
   const failover =
@@ -173,6 +203,9 @@ export async function openJetStreamStore(
     }
     clock.start(() => records.bucket(), key);
   }
+  // Waiting pulls of the pusher (and long polling) share one inbox subscription.
+  const consumerFeed = new ConsumerFeed(nc, { expiresMs: 15_000, heartbeatMs: 5_000 });
+  let pushFeeds: PushFeeds | undefined;
   return {
     now,
     broker,
@@ -180,11 +213,29 @@ export async function openJetStreamStore(
     scheduler,
     sweeper,
     keys,
+    settings,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
+    startPush(push) {
+      pushFeeds ??= new PushFeeds({
+        settings,
+        nc,
+        jsm,
+        topology,
+        feed: consumerFeed,
+        region: o.region,
+        log: o.log,
+        push,
+      });
+      pushFeeds.start();
+    },
     async close() {
+      // Pushes under way get a moment to finish; the rest come back when their lease ends.
+      await Promise.race([pushFeeds?.stop(), sleep(PUSH_DRAIN_MS)]);
+      consumerFeed.close();
       clock.stop();
       cuts.stop();
+      settings.stop();
       const stopping = Promise.all([scheduler.stop(), sweeper.stop()]);
       pulls.close();
       await Promise.all([stopping, failover?.close()]);

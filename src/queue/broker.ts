@@ -2,6 +2,16 @@
 // (topic, group, lease). src/nats/ implements it on JetStream; nothing else knows NATS exists.
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 
+/**
+ * W3C trace context a publish carried (`traceparent`, `tracestate`, `baggage`), kept with the
+ * message so a push can link the consumer's span to the producer's. Each is validated text.
+ */
+export interface TraceContext {
+  readonly traceparent?: string;
+  readonly tracestate?: string;
+  readonly baggage?: string;
+}
+
 export interface NewMessage {
   readonly payload: Uint8Array;
   readonly contentType: string | null;
@@ -11,6 +21,7 @@ export interface NewMessage {
   /** While a message published with the same key lives, this one is dropped as a duplicate. */
   readonly idempotencyKey: string | null;
   readonly nonce: string;
+  readonly trace: TraceContext | null;
 }
 
 export type PublishOutcome =
@@ -28,6 +39,7 @@ export interface StoredMessage {
   readonly publishedAtMs: number;
   readonly expiresAtMs: number;
   readonly visibleAtMs: number;
+  readonly trace: TraceContext | null;
 }
 
 /** A message handed to a group, before the gateway turns it into a receipt handle. */
@@ -116,6 +128,15 @@ export interface Broker {
   recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
   /** The current delivery number of a message that was ever redelivered, else null. */
   currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null>;
+  /**
+   * Pushed groups: deliveries held back for `retry.initialDelaySeconds` (the server counted them
+   * as deliveries; the consumer must not), and the delivery whose lease the handler set through
+   * the API (so the pusher does not override it).
+   */
+  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
+  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number>;
+  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void>;
+  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null>;
   /** Whether the group ever used receive by ID (so ordinary receives must honour ID leases). */
   usesIdLeases(group: GroupAddress): Promise<boolean>;
   /** Marks the group as using receive by ID; resolves once every gateway honours it. */

@@ -92,6 +92,22 @@ export class IdLeases {
     });
   }
 
+  /**
+   * Ends a lease taken by ID on the message, if one is held (the pusher, after a failed push of
+   * a message the handler leased by ID). Groups that never used receive by ID pay the cached mark.
+   */
+  async releaseHeld(group: GroupAddress, streamSeq: number): Promise<void> {
+    if (!(await this.#broker.usesIdLeases(group))) return;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const held = await this.#broker.getIdLease(group, streamSeq);
+      if (held?.state !== "leased") return;
+      const released = { ...held, state: "released" as const };
+      if ((await this.#broker.putIdLease(group, streamSeq, released, held.revision)) !== null) {
+        return;
+      }
+    }
+  }
+
   /** Changes the ID lease a handle names; 409 when the handle is no longer its lease's. */
   async update(
     group: GroupAddress,

@@ -21,6 +21,16 @@ export function makeNamespace(
   return Object.freeze({ team, project, environment, deployment, key });
 }
 
+/** How a namespace is shown (metrics labels, logs): team/project/environment[/deployment]. */
+export function namespaceLabel(ns: Pick<Namespace, "key">): string {
+  try {
+    const parts = JSON.parse(ns.key) as (string | null)[];
+    return parts.filter((p) => p !== null).join("/");
+  } catch {
+    return "?";
+  }
+}
+
 /** A topic inside a namespace. */
 export interface TopicAddress {
   readonly namespace: Namespace;

@@ -1,7 +1,7 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
 import { AppError, isAppError } from "../errors.js";
-import type { Broker, Deferrer, Delivery, StoredMessage } from "./broker.js";
+import type { Broker, Deferrer, Delivery, StoredMessage, TraceContext } from "./broker.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
@@ -16,6 +16,7 @@ export interface PublishInput {
   readonly retentionSeconds: number;
   readonly delaySeconds: number;
   readonly idempotencyKey: string | null;
+  readonly trace: TraceContext | null;
 }
 
 export type PublishResult =
@@ -37,6 +38,8 @@ export interface ReceivedMessage {
   readonly expiresAt: Date;
   readonly contentType: string | null;
   readonly payload: Uint8Array;
+  /** The trace context its publish carried. */
+  readonly trace: TraceContext | null;
 }
 
 export interface QueueServiceDeps {
@@ -46,6 +49,8 @@ export interface QueueServiceDeps {
   readonly observer?: QueueObserver;
   /** Regional failover; without it a publish the store cannot take answers 503. */
   readonly deferrer?: Deferrer;
+  /** Whether a group is consumed by push (its settings have `push`), from memory. */
+  readonly isPushed?: (group: GroupAddress) => boolean;
 }
 
 /** How many pulls one receive may make to skip expired messages before answering. */
@@ -61,6 +66,7 @@ export class QueueService {
   readonly #observer: QueueObserver;
   readonly #deferrer: Deferrer | null;
   readonly #idLeases: IdLeases;
+  readonly #isPushed: (group: GroupAddress) => boolean;
   readonly #concurrencyTurns = new KeyedLock();
 
   constructor(deps: QueueServiceDeps) {
@@ -70,6 +76,7 @@ export class QueueService {
     this.#now = deps.now;
     this.#observer = deps.observer ?? NO_OBSERVER;
     this.#idLeases = new IdLeases(deps.broker, deps.now);
+    this.#isPushed = deps.isPushed ?? (() => false);
   }
 
   /**
@@ -86,6 +93,7 @@ export class QueueService {
       delaySeconds: Math.min(input.delaySeconds, input.retentionSeconds),
       idempotencyKey: input.idempotencyKey,
       nonce,
+      trace: input.trace,
     };
     let outcome;
     try {
@@ -150,44 +158,86 @@ export class QueueService {
         const batch = await this.#broker.pull(group, asked);
         if (batch === null || batch.length === 0) break;
         taken.push(...batch);
-        const now = this.#now();
-        const expired = batch.filter((d) => d.message.expiresAtMs <= now);
-        // Expired messages are never delivered: the group acknowledges them silently.
-        await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
-        const fresh = batch.filter((d) => d.message.expiresAtMs > now);
-        const usesIdLeases = await this.#broker.usesIdLeases(group);
-        live.push(
-          ...(usesIdLeases ? await this.#idLeases.honour(group, fresh, deadlineMs) : fresh),
-        );
+        live.push(...(await this.#admit(group, batch, deadlineMs)));
         if (batch.length < asked) break; // the group has nothing more right now
       }
       pulled();
-      await Promise.all(
-        live.map(async (d) => {
-          if (leaseMs !== this.#broker.defaultLeaseMs) {
-            await this.#broker.setLease(group, d, leaseMs);
-          }
-          // A redelivery makes older handles stale: record which delivery is current.
-          if (d.deliveryCount > 1) {
-            await this.#broker.recordDelivery(group, d.streamSeq, d.deliveryCount);
-          }
-        }),
-      );
+      await this.#lease(group, live, leaseMs);
     } catch (err) {
       // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
       await Promise.allSettled(taken.map((d) => this.#broker.setLease(group, d, 0)));
       throw err;
     }
-    for (const d of live) this.#observer.delivered(d.deliveryCount);
-    return live.map((d) =>
-      this.#received(group, d.message, {
-        kind: "group",
-        streamSeq: d.streamSeq,
-        deliverySeq: d.deliverySeq,
-        deliveryCount: d.deliveryCount,
-        deadlineMs,
+    return live.map((d) => this.#handOut(group, d, deadlineMs));
+  }
+
+  /**
+   * Hands out deliveries that were pulled for the group by someone else than a receive (the
+   * pusher), exactly as a receive would: each with a lease of `leaseMs` and a receipt handle.
+   * Deliveries it may not hand out (expired, leased or acknowledged by ID) are dealt with and
+   * left out. On a failure every delivery is released.
+   */
+  async handOutPulled(
+    group: GroupAddress,
+    batch: readonly Delivery[],
+    leaseMs: number,
+  ): Promise<{ readonly lease: Lease; readonly message: ReceivedMessage }[]> {
+    const deadlineMs = this.#now() + leaseMs;
+    let live: Delivery[];
+    try {
+      live = await this.#admit(group, batch, deadlineMs);
+      await this.#lease(group, live, leaseMs);
+    } catch (err) {
+      await Promise.allSettled(batch.map((d) => this.#broker.setLease(group, d, 0)));
+      throw err;
+    }
+    return live.map((d) => {
+      const lease = groupLease(d, deadlineMs);
+      return { lease, message: this.#handOut(group, d, deadlineMs, lease) };
+    });
+  }
+
+  /**
+   * What of a pulled batch may be handed out: expired messages are never delivered (the group
+   * acknowledges them silently), and for groups that used receive by ID, messages leased or
+   * acknowledged by ID are held back (IdLeases.honour).
+   */
+  async #admit(
+    group: GroupAddress,
+    batch: readonly Delivery[],
+    deadlineMs: number,
+  ): Promise<Delivery[]> {
+    const now = this.#now();
+    const expired = batch.filter((d) => d.message.expiresAtMs <= now);
+    await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
+    const fresh = batch.filter((d) => d.message.expiresAtMs > now);
+    if (!(await this.#broker.usesIdLeases(group))) return fresh;
+    return this.#idLeases.honour(group, fresh, deadlineMs);
+  }
+
+  /** Gives each delivery its lease, and records which delivery is current after a redelivery. */
+  async #lease(group: GroupAddress, live: readonly Delivery[], leaseMs: number): Promise<void> {
+    await Promise.all(
+      live.map(async (d) => {
+        if (leaseMs !== this.#broker.defaultLeaseMs) {
+          await this.#broker.setLease(group, d, leaseMs);
+        }
+        // A redelivery makes older handles stale: record which delivery is current.
+        if (d.deliveryCount > 1) {
+          await this.#broker.recordDelivery(group, d.streamSeq, d.deliveryCount);
+        }
       }),
     );
+  }
+
+  #handOut(
+    group: GroupAddress,
+    d: Delivery,
+    deadlineMs: number,
+    lease: Lease = groupLease(d, deadlineMs),
+  ): ReceivedMessage {
+    this.#observer.delivered(d.deliveryCount);
+    return this.#received(group, d.message, lease);
   }
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
@@ -217,15 +267,60 @@ export class QueueService {
       });
     } else {
       await this.#assertCurrent(group, lease);
-      // Ending before the handle's deadline: the message may come back while the handle still
-      // looks current, so from now on the handle is checked like one past its deadline.
-      if (deadlineMs < lease.deadlineMs) {
-        await this.#broker.markCut(group, lease, lease.deadlineMs);
+      // A pushed message's handler set its lease: the pusher must not override it afterwards.
+      if (this.#isPushed(group)) {
+        await this.#broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
       }
-      await this.#broker.setLease(group, lease, seconds * 1000);
-      await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);
+      await this.#setGroupLease(group, lease, deadlineMs);
     }
     return new Date(deadlineMs);
+  }
+
+  async #setGroupLease(group: GroupAddress, lease: Lease, deadlineMs: number): Promise<void> {
+    // Ending before the handle's deadline: the message may come back while the handle still
+    // looks current, so from now on the handle is checked like one past its deadline.
+    if (deadlineMs < lease.deadlineMs) {
+      await this.#broker.markCut(group, lease, lease.deadlineMs);
+    }
+    await this.#broker.setLease(group, lease, Math.max(0, deadlineMs - this.#now()));
+    await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);
+  }
+
+  /**
+   * The pusher releases a pushed message after a failed push: it comes back `seconds` later. A
+   * lease the handler took by ID for it (a message above the inline limit) is released too.
+   */
+  async releasePushed(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
+    await this.#idLeases.releaseHeld(group, lease.streamSeq);
+    await this.#setGroupLease(group, lease, this.#now() + seconds * 1000);
+  }
+
+  /** Whether the handler of a pushed delivery set its lease through the API during the push. */
+  async leaseSetByHandler(group: GroupAddress, lease: Lease): Promise<boolean> {
+    return (await this.#broker.handlerLease(group, lease.streamSeq)) === lease.deliveryCount;
+  }
+
+  /**
+   * A message pushed without body and handle (above the inline limit): its handler leases it by
+   * ID. The group's cursor keeps it pending (so it holds its place in the group's concurrency)
+   * but records its own lease as over, so receive by ID may take it.
+   */
+  async yieldToReceiveById(group: GroupAddress, lease: Lease): Promise<void> {
+    await this.#broker.markIdLeases(group);
+    await this.#broker.putCursorLease(group, lease.streamSeq, {
+      count: lease.deliveryCount,
+      deadlineMs: this.#now() - 1,
+      acked: false,
+    });
+  }
+
+  /**
+   * After a 2xx for a message pushed by ID: once acknowledged by ID it leaves the group's cursor
+   * now (freeing its place) rather than when the cursor's lease ends.
+   */
+  async afterPushById(group: GroupAddress, lease: Lease): Promise<void> {
+    const byId = await this.#broker.getIdLease(group, lease.streamSeq);
+    if (byId?.state === "acked") await this.#broker.ack(group, lease);
   }
 
   /**
@@ -297,12 +392,23 @@ export class QueueService {
       expiresAt: new Date(message.expiresAtMs),
       contentType: message.contentType,
       payload: message.payload,
+      trace: message.trace,
     };
   }
 }
 
 function idOf(message: StoredMessage): string {
   return storedMessageId(message.idSeq, message.nonce);
+}
+
+function groupLease(d: Delivery, deadlineMs: number): Lease {
+  return {
+    kind: "group",
+    streamSeq: d.streamSeq,
+    deliverySeq: d.deliverySeq,
+    deliveryCount: d.deliveryCount,
+    deadlineMs,
+  };
 }
 
 function groupKey(group: GroupAddress): string {

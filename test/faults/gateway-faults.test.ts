@@ -5,61 +5,18 @@
 //   through the other gateway;
 // - killed after publishing delayed messages, with NATS restarted too: the timers live in
 //   JetStream, so another gateway delivers every message when due, once, with deliveryCount 1.
-import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RECEIPT_SECRET } from "../helpers/gateway.js";
+import { killGatewayProcesses, spawnGateway as spawnOn } from "../helpers/gateway-process.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
-import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../helpers/issuer.js";
+import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/nats.js";
 import { startNatsServer, type NatsServerProcess } from "../../src/dev/nats-server-process.js";
 
 let nats: TestNats;
 let restarted: NatsServerProcess | null = null;
 let issuer: TestIssuer;
-const children: ChildProcess[] = [];
 
-interface GatewayProcess {
-  readonly url: string;
-  readonly child: ChildProcess;
-}
-
-/** Starts `src/main.ts` as its own process, configured like production, on a random port. */
-async function spawnGateway(): Promise<GatewayProcess> {
-  // One process (`node --import tsx`), not the tsx CLI, which runs the program in a child: a
-  // SIGKILL must hit the gateway itself.
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: {
-      ...process.env,
-      NODE_ENV: "production",
-      PORT: "0",
-      HOST: "127.0.0.1",
-      NATS_URL: nats.url,
-      VQS_REGION: "iad1",
-      VQS_OIDC_JWKS_URL: issuer.jwksUrl,
-      VQS_OIDC_ISSUER: ISSUER,
-      VQS_OIDC_AUDIENCE: AUDIENCE,
-      VQS_RECEIPT_SECRET: RECEIPT_SECRET,
-      LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
-    child.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    child.once("exit", () => reject(new Error(`gateway exited:\n${out}`)));
-  });
-  return { url, child };
-}
+const spawnGateway = () => spawnOn(restarted?.url ?? nats.url, issuer);
 
 beforeAll(async () => {
   nats = await startTestNats();
@@ -67,7 +24,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const c of children) c.kill("SIGKILL");
+  killGatewayProcesses();
   await restarted?.stop();
   await issuer?.close();
   await nats?.dispose();

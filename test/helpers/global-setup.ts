@@ -1,15 +1,16 @@
-// Fails the run at once, with the install command, when there is no nats-server to test against.
-// The suite runs on two servers (vitest.config.ts): the distribution's and a current one.
+// Fails the run at once, with the way to get one, when a nats-server to test against is missing.
+// The suite runs on two servers (vitest.config.ts): a current one (the main lane) and the
+// distribution's (the compatibility lane).
 import { existsSync } from "node:fs";
 import {
+  distributionNatsServerBinary,
   INSTALL_HINT,
-  natsServerBinary,
   natsServerVersion,
 } from "../../src/dev/nats-server-process.js";
 
 export default function setup(): void {
-  const bin = natsServerBinary();
-  if (!bin) throw new Error(INSTALL_HINT);
+  const compat = process.env.NATS_SERVER_COMPAT_BIN ?? distributionNatsServerBinary();
+  if (!compat) throw new Error(INSTALL_HINT);
   const current = process.env.NATS_SERVER_CURRENT_BIN ?? ".cache/nats-current/nats-server";
   if (!existsSync(current)) {
     throw new Error(
@@ -18,7 +19,7 @@ export default function setup(): void {
     );
   }
   process.stdout.write(
-    `testing against nats-server ${natsServerVersion(bin)} (${bin}) and ` +
-      `${natsServerVersion(current)} (${current})\n`,
+    `testing against nats-server ${natsServerVersion(current)} (${current}), and ` +
+      `${natsServerVersion(compat)} (${compat}) for compatibility\n`,
   );
 }

@@ -1,4 +1,5 @@
 // Bad input of every kind answers 4xx with its stable code, never 5xx, and changes nothing stored.
+import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, errorCode, parts, uniqueName, type Body } from "../helpers/http.js";
@@ -61,7 +62,25 @@ const cases = (): Case[] => [
     path: n,
     body: "x",
     status: 400,
-    code: "invalid_topic_name",
+    // A `*` reads as a topic pattern, which only the settings endpoints take.
+    code: n.includes("*") ? "invalid_topic_pattern" : "invalid_topic_name",
+  })),
+  ...[
+    ["POST", "orders*", "x"],
+    ["POST", "*", "x"],
+    ["POST", "a*b/batch", "x"],
+    ["POST", "orders*/consumer/g", undefined],
+    ["POST", "orders*/consumer/g/id/m1_AAAAAAAAAAAAAAAA", undefined],
+    ["DELETE", "orders*/consumer/g/lease/x", undefined],
+    ["PATCH", "orders*/consumer/g/lease/x", '{"visibilityTimeoutSeconds":1}'],
+  ].map(([method, path, body]) => ({
+    name: `${method} ${path} (a pattern where a topic belongs)`,
+    method: method!,
+    path: path!,
+    headers: { accept: "multipart/mixed" },
+    ...(body !== undefined ? { body } : {}),
+    status: 400,
+    code: "invalid_topic_pattern",
   })),
   ...badNames.map((n) => ({
     name: `receive for group ${n.slice(0, 20)}`,
@@ -204,6 +223,52 @@ const cases = (): Case[] => [
     status: 400,
     code: code!,
   })),
+  ...(
+    [
+      ["{bad", 400, "invalid_request_body"],
+      ["[]", 400, "invalid_settings"],
+      ['{"push":{"url":"http://localhost","x":1}}', 400, "invalid_settings"],
+      ['{"retry":{"afterSeconds":-1}}', 400, "invalid_settings"],
+      ['{"retry":{"afterSeconds":"60"}}', 400, "invalid_settings"],
+      [`{"deadLetter":{"topic":"${topic}","maxDeliveries":1}}`, 400, "invalid_settings"],
+      ['{"push":{"url":"http://user:pw@localhost/"}}', 400, "invalid_settings"],
+      ['{"push":{"url":"http://localhost.evil.com/"}}', 403, "push_destination_not_allowed"],
+    ] as const
+  ).map(([body, status, code]) => ({
+    name: `settings with body ${body}`,
+    method: "PUT",
+    path: `${topic}/consumer/g/settings`,
+    headers: { "content-type": "application/json" },
+    body,
+    status,
+    code,
+  })),
+  ...(
+    [
+      ["PUT", "a*b/consumer/g/settings", "invalid_topic_pattern"],
+      ["GET", "*/consumer/g/settings", "invalid_topic_pattern"],
+      ["DELETE", "a**/consumer/g/settings", "invalid_topic_pattern"],
+      ["GET", "a.b*/consumer/g/settings", "invalid_topic_pattern"],
+      ["GET", "a.b/consumer/g/settings", "invalid_topic_name"],
+      ["PUT", `${topic}/consumer/g*/settings`, "invalid_consumer_group_name"],
+      ["DELETE", `${topic}/consumer/a%20b/settings`, "invalid_consumer_group_name"],
+    ] as const
+  ).map(([method, path, code]) => ({
+    name: `settings ${method} ${path}`,
+    method,
+    path,
+    headers: { "content-type": "application/json" },
+    ...(method === "PUT" ? { body: "{}" } : {}),
+    status: 400,
+    code,
+  })),
+  ...["GET", "DELETE"].map((method) => ({
+    name: `settings ${method} of none stored`,
+    method,
+    path: `${topic}/consumer/g/settings`,
+    status: 404,
+    code: "settings_not_found",
+  })),
   {
     name: "malformed percent-encoding",
     method: "POST",
@@ -254,5 +319,113 @@ describe("bad input", () => {
     const got = await parts(await q.receive(topic, "fresh", { "vqs-max-messages": "10" }));
     expect(got.map((p) => p.body.toString())).toEqual(["keep me"]);
     expect((await q.ack(topic, "g", handle)).status).toBe(204);
+    // No settings were stored by any of them.
+    const settings = await q.call("GET", `${topic}/consumer/g/settings`);
+    expect(settings.status).toBe(404);
+  });
+});
+
+/** A request with any method and body (fetch refuses a body on GET). */
+function raw(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; code: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${base}${path}`,
+      { method, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString();
+          let code = "";
+          try {
+            code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? "";
+          } catch {
+            // not JSON: no code
+          }
+          resolve({ status: res.statusCode ?? 0, code });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+describe("bodies that do not parse", () => {
+  const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+  const bodies: [string, string][] = [
+    ["application/json", '{"visibilityTimeoutSeconds": '],
+    ["application/json", "\u0000{]"],
+    ["text/plain", "\u0000\u00ff garbage"],
+    ["application/x-www-form-urlencoded", "a=%%%"],
+    ["application/octet-stream", "\u0001\u0002"],
+    ["multipart/mixed; boundary=x", "--y\r\n"],
+    ["invalid content type", "{bad"],
+  ];
+  const lease = `/api/v3/topic/${topic}/consumer/g/lease/HANDLE`;
+  const settings = `/api/v3/topic/${topic}/consumer/g/settings`;
+  /** [method, path] -> [status, code] for an authenticated request; unlisted: 404 route_not_found. */
+  const routed = (): Record<string, [number, string]> => ({
+    "GET /healthz": [200, ""],
+    [`POST /api/v3/topic/${topic}-bodies`]: [201, ""],
+    [`POST /api/v3/topic/${topic}/consumer/g`]: [400, "unsupported_accept"],
+    [`PATCH ${lease}`]: [400, "invalid_request_body"],
+    [`DELETE ${lease}`]: [400, "invalid_receipt_handle"],
+    [`PUT ${settings}`]: [400, "invalid_request_body"],
+    [`GET ${settings}`]: [404, "settings_not_found"],
+    [`DELETE ${settings}`]: [404, "settings_not_found"],
+    ["GET /api/v3/settings"]: [200, ""],
+  });
+  const paths = () => [
+    "/",
+    "/api",
+    "/api/v3",
+    "/api/v3/nothing",
+    "/api/v3/topic",
+    `/api/v3/topic/${topic}-bodies`,
+    `/api/v3/topic/${topic}/consumer/g`,
+    lease,
+    settings,
+    "/api/v3/settings",
+    "/healthz",
+    "/metrics/x",
+  ];
+
+  it("answers 400 on a route that reads JSON, 404 elsewhere, and never a 5xx", async () => {
+    const token = await issuer.token();
+    const failures: string[] = [];
+    for (const withToken of [true, false]) {
+      for (const method of METHODS) {
+        for (const path of paths()) {
+          for (const [type, body] of bodies) {
+            const headers: Record<string, string> = { "content-type": type };
+            if (withToken) headers.authorization = `Bearer ${token}`;
+            const got = await raw(gw.url, method, path, headers, body);
+            const route = routed()[`${method} ${path}`];
+            const api = path.startsWith("/api/v3/");
+            let want: [number, string];
+            if (!route) want = [404, "route_not_found"];
+            else if (!withToken && api) want = [401, "missing_token"];
+            // A Content-Type header that is no media type: refused by the route that would read it.
+            else if (api && method !== "GET" && type === "invalid content type") {
+              want = [400, "invalid_content_type"];
+            } else want = route;
+            if (got.status !== want[0] || got.code !== want[1]) {
+              failures.push(
+                `${withToken ? "token" : "no token"} ${method} ${path.slice(0, 60)} (${type}):` +
+                  ` got ${got.status} ${got.code}, want ${want[0]} ${want[1]}`,
+              );
+            }
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
   });
 });

@@ -111,10 +111,11 @@ describe("idempotency keys", () => {
     offsetMs = 0;
     const topic = uniqueName("records");
     const q = api(a.url, await issuer.token());
-    // a and b stop handling timers; a third gateway's clock runs 2 minutes ahead, so it finds
-    // them due at once.
+    // a and b stop handling timers; once the keys are stored, a third gateway whose clock runs
+    // 2 minutes ahead finds their timers due at once. (Started earlier, it would look at each
+    // key before its record was written: the timer is added before the message is stored.)
     await Promise.all([a.gateway.store.scheduler.stop(), b.gateway.store.scheduler.stop()]);
-    const ahead = await startGateway(nats.url, issuer, { now: () => Date.now() + 120_000 });
+    let ahead: TestGateway | undefined;
     try {
       for (let i = 0; i < 20; i++) {
         const res = await q.publish(topic, "x", {
@@ -127,9 +128,11 @@ describe("idempotency keys", () => {
         "vqs-idempotency-key": "long",
         "vqs-retention-seconds": "3600",
       });
+      expect(await keyRecords(topic)).toBe(21);
+      ahead = await startGateway(nats.url, issuer, { now: () => Date.now() + 120_000 });
       await expect.poll(() => keyRecords(topic), { timeout: 10_000, interval: 200 }).toBe(1);
     } finally {
-      await ahead.close();
+      await ahead?.close();
       a.gateway.store.scheduler.start();
       b.gateway.store.scheduler.start();
     }
@@ -155,6 +158,7 @@ describe("idempotency keys", () => {
           retentionSeconds: 3600,
           delaySeconds: 0,
           idempotencyKey: "slow-key",
+          trace: null,
           nonce: "n".repeat(16),
         }),
       });

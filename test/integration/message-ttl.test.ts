@@ -48,6 +48,7 @@ function publishShort(topic: string, body: string, retentionSeconds: number, del
       retentionSeconds,
       delaySeconds,
       idempotencyKey: null,
+      trace: null,
       nonce: newNonce(),
     },
   );

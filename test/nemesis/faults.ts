@@ -69,6 +69,28 @@ export function killNode(target: NodeTarget, downMs: number): Fault {
   };
 }
 
+/**
+ * test/faults/cluster-faults.test.ts's schedule: the stream leader, then the other two nodes in
+ * turn, each SIGKILLed, down for `downMs`, restarted, and given `upMs` before the next.
+ */
+export function killEachNode(downMs: number, upMs: number): Fault {
+  return {
+    name: `kill-each-node(${downMs} ms down, ${upMs} ms up)`,
+    async run(ctx) {
+      const leader = await pickNode(ctx, "leader");
+      for (const i of [leader, ...others(leader)]) {
+        const targets = [nodeName(i)];
+        ctx.history.write({ type: "nemesis", fault: "kill-node", phase: "start", targets });
+        await ctx.env.nodes.kill(i);
+        await sleep(downMs);
+        await ctx.env.nodes.restart(i);
+        ctx.history.write({ type: "nemesis", fault: "kill-node", phase: "end", targets });
+        await sleep(upMs);
+      }
+    },
+  };
+}
+
 /** SIGSTOP of a node for `ms` (longer than an election timeout), then SIGCONT. */
 export function pauseNode(target: NodeTarget, ms: number): Fault {
   return {

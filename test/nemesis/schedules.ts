@@ -1,9 +1,11 @@
 // Fault schedules: "short" (each fault once, for CI), "pauses" (the schedule that caught issue
 // #16: the stream leader, then a follower, SIGSTOPped for 8 s each, under 8 keyed publishers that
 // retry a non-201 up to 3 times), and "random" (seeded: kinds, targets and durations drawn from
-// the seed). A schedule also says which workload runs under it.
+// the seed), and "kills" (the cluster fault test's). A schedule also says which workload runs under
+// it.
 import {
   diskFull,
+  killEachNode,
   killNode,
   partition,
   pauseGateway,
@@ -13,7 +15,7 @@ import {
 } from "./faults.js";
 import { DEFAULT_WORKLOAD, type WorkloadOptions } from "./workload.js";
 
-export type ScheduleName = "short" | "pauses" | "random";
+export type ScheduleName = "short" | "pauses" | "kills" | "random";
 
 export interface Schedule {
   readonly name: ScheduleName;
@@ -67,6 +69,27 @@ export function shortSchedule(): Schedule {
 
 export function pausesSchedule(): Schedule {
   return { name: "pauses", workload: PAUSES_WORKLOAD, steps: PAUSES_STEPS };
+}
+
+/**
+ * test/faults/cluster-faults.test.ts's schedule (each node SIGKILLed in turn, the leader first,
+ * 2.5 s down and 2.5 s up) and its workload (plain publishes, 5 s leases): three times on
+ * nats-server 2.9.10 that test ended with acknowledged messages not received within its 30 s
+ * drain. The soak runs it with a longer drain to tell late from gone.
+ */
+export function killsSchedule(): Schedule {
+  return {
+    name: "kills",
+    workload: {
+      ...DEFAULT_WORKLOAD,
+      producers: 2,
+      keyedFraction: 0,
+      delayedFraction: 0,
+      publishIntervalMs: 5,
+      skipAckFraction: 0,
+    },
+    steps: [{ fault: killEachNode(2500, 2500), gapMs: 1000 }],
+  };
 }
 
 /** Random faults until `durationMs` of faults and gaps are planned. */

@@ -10,7 +10,8 @@ describe("error catalogue", () => {
       (m) => ({
         code: m[1],
         status: Number(m[2]),
-        message: m[3]!.replace(/\\\|/g, "|"),
+        // Markdown escapes (a `|` inside the table, a `*` that is not emphasis) are not text.
+        message: m[3]!.replace(/\\([|*_])/g, "$1"),
       }),
     );
     const catalogue = Object.entries(ERRORS).map(([code, e]) => ({

@@ -60,6 +60,7 @@ function message(payload: Buffer, i: number): ReceivedMessage {
     deliveryCount: i + 1,
     publishedAt: new Date(1_700_000_000_000),
     expiresAt: new Date(1_700_086_400_000),
+    trace: null,
     contentType: i === 0 ? null : "text/plain",
     payload,
   };

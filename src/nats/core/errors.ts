@@ -28,3 +28,62 @@ export function isNoResponders(err: unknown): boolean {
 export function isApiError(err: unknown, code: number): boolean {
   return (err instanceof JetStreamApiError || err instanceof PubAckError) && err.code === code;
 }
+
+/**
+ * The topic's stream is not there (removed by the idle-topic sweeper or an operator), and the
+ * operation stored nothing: it may be retried once the stream is created again.
+ */
+export class StreamGoneError extends Error {
+  constructor(stream: string, cause: unknown) {
+    super(`stream ${stream} is gone`, { cause });
+    this.name = "StreamGoneError";
+  }
+}
+
+/** Why the store did not take a write, for vqs_store_write_failures_total. */
+export type WriteFailureCause =
+  "no_space" | "insufficient_resources" | "timeout" | "unavailable" | "other";
+
+/**
+ * Sorts a failed write. A disk that fills below JetStream's own limit makes nats-server log a
+ * critical write error and never answer the publish (a timeout); its own limit answers at once
+ * (10047); an API call on a full disk answers "no space left on device".
+ */
+export function writeFailureCause(err: unknown): WriteFailureCause {
+  const text = errorText(err);
+  if (/no space left on device/i.test(text)) return "no_space";
+  if (hasCode(err, INSUFFICIENT_RESOURCES) || /insufficient resources/i.test(text)) {
+    return "insufficient_resources";
+  }
+  if (/timeout/i.test(text)) return "timeout";
+  if (isNoResponders(err) || /not connected|connection (closed|draining)/i.test(text)) {
+    return "unavailable";
+  }
+  return "other";
+}
+
+/** JetStream's "insufficient resources" (a storage limit reached). */
+const INSUFFICIENT_RESOURCES = 10047;
+
+function hasCode(err: unknown, code: number): boolean {
+  if (isApiError(err, code)) return true;
+  return err instanceof Error && err.cause !== undefined && hasCode(err.cause, code);
+}
+
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  return `${err.name} ${err.message} ${err.cause !== undefined ? errorText(err.cause) : ""}`;
+}
+
+/**
+ * Resolves or rejects as `work` does, or rejects with `onTimeout()` once `ms` have passed; the
+ * work goes on, and its late outcome is dropped.
+ */
+export function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  work.catch(() => undefined);
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}

@@ -2,7 +2,7 @@
 // in headers. Times come from the server's timestamp of the stored message, never a gateway clock.
 import { headers, type MsgHdrs } from "@nats-io/transport-node";
 import { createHash } from "node:crypto";
-import type { NewMessage, StoredMessage } from "../../queue/broker.js";
+import type { NewMessage, StoredMessage, TraceContext } from "../../queue/broker.js";
 
 export const H = {
   nonce: "Vqs-Nonce",
@@ -13,7 +13,20 @@ export const H = {
   idSeq: "Vqs-Id-Seq",
   /** On a moved delayed message: the server time of the original publish (ms). */
   sentMs: "Vqs-Sent-Ms",
+  traceparent: "Vqs-Traceparent",
+  tracestate: "Vqs-Tracestate",
+  baggage: "Vqs-Baggage",
 } as const;
+
+/** The headers every copy of a message keeps (a delayed message's moved copy, a relocated one). */
+export const KEPT_HEADERS = [
+  H.nonce,
+  H.contentType,
+  H.retention,
+  H.traceparent,
+  H.tracestate,
+  H.baggage,
+] as const;
 
 /**
  * An idempotency key as a subject token and header value: base64url SHA-256 (43 characters of
@@ -29,13 +42,16 @@ export function encodeHeaders(message: NewMessage): MsgHdrs {
   if (message.contentType !== null) h.set(H.contentType, message.contentType);
   h.set(H.retention, String(message.retentionSeconds));
   if (message.delaySeconds > 0) h.set(H.delay, String(message.delaySeconds));
+  if (message.trace?.traceparent) h.set(H.traceparent, message.trace.traceparent);
+  if (message.trace?.tracestate) h.set(H.tracestate, message.trace.tracestate);
+  if (message.trace?.baggage) h.set(H.baggage, message.trace.baggage);
   return h;
 }
 
 /** The headers a delayed message keeps when it is copied to the ready subject. */
 export function movedHeaders(parked: MsgHdrs, idSeq: number, publishedAtMs: number): MsgHdrs {
   const h = headers();
-  for (const key of [H.nonce, H.contentType, H.retention]) {
+  for (const key of KEPT_HEADERS) {
     const v = parked.get(key);
     if (v) h.set(key, v);
   }
@@ -65,6 +81,19 @@ export function decodeMessage(
     publishedAtMs,
     expiresAtMs: publishedAtMs + retention * 1000,
     visibleAtMs: publishedAtMs + delay * 1000,
+    trace: decodeTrace(hdrs),
+  };
+}
+
+function decodeTrace(hdrs: MsgHdrs): TraceContext | null {
+  const traceparent = hdrs.get(H.traceparent);
+  const tracestate = hdrs.get(H.tracestate);
+  const baggage = hdrs.get(H.baggage);
+  if (!traceparent && !tracestate && !baggage) return null;
+  return {
+    ...(traceparent ? { traceparent } : {}),
+    ...(tracestate ? { tracestate } : {}),
+    ...(baggage ? { baggage } : {}),
   };
 }
 

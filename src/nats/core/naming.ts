@@ -107,3 +107,17 @@ function makeGroupNames(region: string, group: GroupAddress): GroupNames {
 export const SCHEDULE_STREAM = "VQS_SCHEDULE";
 export const SCHEDULE_SUBJECT = "vqs._schedule";
 export const SCHEDULE_CONSUMER = "scheduler";
+
+/**
+ * The KV key of a settings document: hashes of (region, namespace), of the topic or `prefix*`
+ * pattern, and of the group. A topic name cannot contain `*`, so a pattern and a topic never
+ * share a key.
+ */
+export function settingsKey(
+  region: string,
+  namespaceKey: string,
+  topicOrPattern: string,
+  group: string,
+): string {
+  return `${hex128(region, namespaceKey)}.${hex128(topicOrPattern)}.${hex128(group)}`;
+}

@@ -2,12 +2,24 @@
 // silently ignore stream settings they do not know, so a feature is used only when the version
 // says the server has it (see ../shared/design/jetstream-notes.md, "Versions").
 
-/** Per-message TTL (`Nats-TTL`, stream `allow_msg_ttl`): nats-server 2.11.0. */
-export function supportsMessageTtl(version: string | undefined): boolean {
+/** Whether `version` is at least 2.`minor` (false when it cannot be read). */
+function atLeast(version: string | undefined, minor: number): boolean {
   const m = /^v?(\d+)\.(\d+)\./.exec(version ?? "");
   if (!m) return false;
-  const [major, minor] = [Number(m[1]), Number(m[2])];
-  return major > 2 || (major === 2 && minor >= 11);
+  return Number(m[1]) > 2 || (Number(m[1]) === 2 && Number(m[2]) >= minor);
+}
+
+/** Per-message TTL (`Nats-TTL`, stream `allow_msg_ttl`): nats-server 2.11.0. */
+export function supportsMessageTtl(version: string | undefined): boolean {
+  return atLeast(version, 11);
+}
+
+/**
+ * Servers older than 2.10 are supported for compatibility only (docs/operations.md, "nats-server
+ * versions"): the gateway says so at start.
+ */
+export function isCompatibilityServer(version: string | undefined): boolean {
+  return !atLeast(version, 10);
 }
 
 /** The Nats-TTL of a copy of a message expiring at `expiresAtMs`: whole seconds, at least 1. */

@@ -29,7 +29,7 @@ import { makeNamespace, type TopicAddress } from "../../queue/namespace.js";
 import { parseAckSubject } from "../core/ack-subject.js";
 import { connectNats } from "../core/connection.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
-import { encodeHeaders, H, keyToken, nanosTokenToMs } from "../core/message-codec.js";
+import { encodeHeaders, H, KEPT_HEADERS, keyToken, nanosTokenToMs } from "../core/message-codec.js";
 import type { IdempotencyKeys } from "../storage/idempotency-keys.js";
 import { remainingTtl } from "../core/server-features.js";
 import { topicNames } from "../core/naming.js";
@@ -273,6 +273,7 @@ export class Failover implements Deferrer {
             ? { ttl: remainingTtl(sentMs + retention * 1000, this.#o.now()) }
             : {}),
         });
+      // Idempotent: it runs again when a retried move finds the copy an earlier one stored.
       const stored = async (seq: number) => {
         if (parked) await home.scheduler.schedule(names, seq);
       };
@@ -284,7 +285,8 @@ export class Failover implements Deferrer {
         await home.keys.publish(names, token, lifetimeMs, send, stored);
       } else {
         const ack = await send();
-        if (!ack.duplicate) await stored(ack.seq);
+        // Also for a copy an earlier attempt stored (deduplicated): its timer may have failed.
+        await stored(ack.seq);
       }
       msg.respond("+ACK"); // if this ack is lost, the redelivered copy is deduplicated at home
     } catch (err) {
@@ -301,7 +303,7 @@ export class Failover implements Deferrer {
 /** The message's own headers, with its original server time so TTL and delay keep counting. */
 function relocatedHeaders(deferred: MsgHdrs, sentMs: number): MsgHdrs {
   const h = headers();
-  for (const key of [H.nonce, H.contentType, H.retention, H.delay]) {
+  for (const key of [...KEPT_HEADERS, H.delay]) {
     const v = deferred.get(key);
     if (v) h.set(key, v);
   }

@@ -4,7 +4,7 @@
 // time left, so JetStream itself holds it until then (no gateway keeps timers in memory, and any
 // gateway can die). When due, the message is copied to the ready subject (idempotently, with
 // Nats-Msg-Id) and a forward pointer records where the copy is, for receive by ID. The same
-// timers delete an idempotency key's record when its message expires (see idempotency-keys.ts).
+// timers delete an idempotency key's records once its message has expired (idempotency-keys.ts).
 import {
   AckPolicy,
   DeliverPolicy,
@@ -24,7 +24,8 @@ import {
   type TopicNames,
 } from "../core/naming.js";
 import type { PullClient } from "../core/pull-client.js";
-import { directGet } from "../core/direct-get.js";
+import { currentGet, directGet, leaderGet } from "../core/reads.js";
+import { FORGET_MARGIN_MS, readKeyMessage, readKeyRecord } from "../storage/key-records.js";
 import { isNoResponders } from "../core/errors.js";
 import { remainingTtl } from "../core/server-features.js";
 import { Once } from "../core/once.js";
@@ -42,14 +43,27 @@ interface MoveTimer {
   readonly f: string;
 }
 
-/** Deletes an idempotency key's record (stream `s`, sequence `q`) at `x` (server time, ms). */
+/**
+ * Deletes an idempotency key's record (stream `s`, sequence `q`) at `x` (server time, ms). Written
+ * by gateways before key timers (below); still handled for timers they left in the stream.
+ */
 interface ForgetTimer {
   readonly s: string;
   readonly q: number;
   readonly x: number;
 }
 
-type Timer = MoveTimer | ForgetTimer;
+/**
+ * From `x` (server time, ms) on, deletes the records of the key on subject `k` of stream `s` once
+ * the message they point at has expired (waiting for it while it lives).
+ */
+interface KeyTimer {
+  readonly s: string;
+  readonly k: string;
+  readonly x: number;
+}
+
+type Timer = MoveTimer | ForgetTimer | KeyTimer;
 
 export interface DelaySchedulerDeps {
   readonly js: JetStreamClient;
@@ -128,11 +142,15 @@ export class DelayScheduler {
     );
   }
 
-  /** Adds a timer that deletes message `seq` of `stream` (a key record) at `atMs`. */
-  async forget(stream: string, seq: number, atMs: number): Promise<void> {
+  /**
+   * Adds a timer that deletes the records of the key on `subject` once their message has expired,
+   * looking first at `atMs`. `id` names the publish it is for (repeats within the schedule's
+   * duplicate window add nothing; extra timers for one key are harmless).
+   */
+  async forgetKey(stream: string, subject: string, atMs: number, id: string): Promise<void> {
     await this.#ensure();
-    const timer: ForgetTimer = { s: stream, q: seq, x: atMs };
-    await this.#add(timer, `x.${stream}.${seq}`);
+    const timer: KeyTimer = { s: stream, k: subject, x: atMs };
+    await this.#add(timer, `k.${stream}.${id}`);
   }
 
   async #add(timer: Timer, msgID: string): Promise<void> {
@@ -195,7 +213,8 @@ export class DelayScheduler {
       return;
     }
     try {
-      if ("x" in timer) await this.#forget(msg, timer);
+      if ("k" in timer) await this.#forgetKey(msg, timer);
+      else if ("x" in timer) await this.#forget(msg, timer);
       else await this.#move(msg, timer);
     } catch (err) {
       // Left unacknowledged: JetStream redelivers the timer after its ack wait (30 s).
@@ -204,11 +223,7 @@ export class DelayScheduler {
   }
 
   async #forget(msg: Msg, timer: ForgetTimer): Promise<void> {
-    const wait = timer.x - this.#d.now();
-    if (wait > EARLY_TOLERANCE_MS) {
-      msg.respond(`-NAK ${JSON.stringify({ delay: wait * 1_000_000 })}`);
-      return;
-    }
+    if (this.#notDue(msg, timer.x)) return;
     try {
       await this.#d.jsm.streams.deleteMessage(timer.s, timer.q, false);
     } catch (err) {
@@ -220,6 +235,40 @@ export class DelayScheduler {
     msg.respond("+ACK");
   }
 
+  async #forgetKey(msg: Msg, timer: KeyTimer): Promise<void> {
+    if (this.#notDue(msg, timer.x)) return;
+    try {
+      const head = await readKeyRecord(this.#d.jsm, timer.s, timer.k);
+      if (head) {
+        const now = this.#d.now();
+        const message = await readKeyMessage(this.#d.jsm, timer.s, head.messageSeq, null, now);
+        // The key holds a live message (a later publish took it): look again once it expires.
+        if (message.live) {
+          this.#nak(msg, message.expiresAtMs + FORGET_MARGIN_MS - now);
+          return;
+        }
+        // Every record of the key up to the current one: a record a publish writes meanwhile has
+        // a higher sequence and stays (and a racer that read the deleted one reads again).
+        await this.#d.jsm.streams.purge(timer.s, { filter: timer.k, seq: head.recordSeq + 1 });
+      }
+    } catch (err) {
+      if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+    }
+    msg.respond("+ACK");
+  }
+
+  /** NAKs a timer until `atMs` (true) when it is not due yet. */
+  #notDue(msg: Msg, atMs: number): boolean {
+    const wait = atMs - this.#d.now();
+    if (wait <= EARLY_TOLERANCE_MS) return false;
+    this.#nak(msg, wait);
+    return true;
+  }
+
+  #nak(msg: Msg, delayMs: number): void {
+    msg.respond(`-NAK ${JSON.stringify({ delay: Math.max(1, Math.round(delayMs)) * 1_000_000 })}`);
+  }
+
   async #move(msg: Msg, timer: MoveTimer): Promise<void> {
     const parked = await this.#parked(timer);
     const message = parked
@@ -229,11 +278,7 @@ export class DelayScheduler {
       msg.respond("+ACK"); // gone, not a parked message, or expired before it was due
       return;
     }
-    const wait = message.visibleAtMs - this.#d.now();
-    if (wait > EARLY_TOLERANCE_MS) {
-      msg.respond(`-NAK ${JSON.stringify({ delay: wait * 1_000_000 })}`);
-      return;
-    }
+    if (this.#notDue(msg, message.visibleAtMs)) return;
     // Moved already (a repeated timer, or a retry after the pointer was written): the copy's
     // Nats-Msg-Id only deduplicates within the stream's short duplicate window.
     if (await this.#moved(timer)) {
@@ -256,20 +301,26 @@ export class DelayScheduler {
     msg.respond("+ACK");
   }
 
+  /** Whether the forward pointer exists; a replica's "no" is confirmed by the leader. */
   async #moved(timer: MoveTimer): Promise<boolean> {
-    const pointer = await directGet(this.#d.jsm, timer.s, {
-      last_by_subj: `${timer.f}.${timer.q.toString(36)}`,
-    });
-    return pointer !== null;
+    const subject = `${timer.f}.${timer.q.toString(36)}`;
+    return (
+      (await directGet(this.#d.jsm, timer.s, { last_by_subj: subject })) !== null ||
+      (await leaderGet(this.#d.jsm, timer.s, { last_by_subj: subject })) !== null
+    );
   }
 
-  /** The parked message of a timer; null only when it is certainly gone or not parked. */
+  /**
+   * The parked message of a timer; null only when it is certainly gone or not parked (a stored
+   * message never changes, so a replica that has it is right; its "no message" is confirmed by
+   * the leader, or a lagging replica would drop the delayed message).
+   */
   async #parked(timer: MoveTimer) {
     try {
-      const m = await this.#d.jsm.direct.getMessage(timer.s, { seq: timer.q });
+      const m = await currentGet(this.#d.jsm, timer.s, { seq: timer.q });
       return m && m.subject === timer.p ? m : null;
     } catch (err) {
-      if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return null;
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return null;
       // Direct Get of a removed stream times out rather than failing: ask the API.
       const exists = await this.#d.jsm.streams.info(timer.s).then(
         () => true,
@@ -281,6 +332,9 @@ export class DelayScheduler {
   }
 }
 
+const TOPIC_STREAM = /^VQS_[0-9a-f]{32}$/;
+const KEY_SUBJECT = /^vqs\.[0-9a-f]{16}\.[0-9a-f]{32}\.k\.[A-Za-z0-9_-]{43}$/;
+
 function parseTimer(data: Uint8Array): Timer | null {
   let t: Record<string, unknown>;
   try {
@@ -288,8 +342,12 @@ function parseTimer(data: Uint8Array): Timer | null {
   } catch {
     return null;
   }
-  if (typeof t !== "object" || t === null) return null;
-  if (typeof t.s !== "string" || !Number.isSafeInteger(t.q)) return null;
+  if (typeof t !== "object" || t === null || typeof t.s !== "string") return null;
+  // A key timer purges a subject: only one of a topic stream's key subjects is accepted.
+  if (typeof t.k === "string" && typeof t.x === "number") {
+    return TOPIC_STREAM.test(t.s) && KEY_SUBJECT.test(t.k) ? (t as unknown as KeyTimer) : null;
+  }
+  if (!Number.isSafeInteger(t.q)) return null;
   if (typeof t.x === "number") return t as unknown as ForgetTimer;
   const subjects = [t.p, t.r, t.f];
   return subjects.every((v) => typeof v === "string") ? (t as unknown as MoveTimer) : null;

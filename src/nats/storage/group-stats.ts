@@ -2,6 +2,7 @@
 // region reports the same values): backlog (not yet delivered), in flight (delivered, not yet
 // acknowledged) and the age of the oldest message the group has not acknowledged.
 import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
+import { namespaceLabel } from "../../queue/namespace.js";
 import type { GroupStat } from "../../metrics.js";
 import { H, rfc3339ToMs } from "../core/message-codec.js";
 
@@ -12,15 +13,6 @@ interface StreamIdentity {
 }
 
 /** "team/project/environment[/deployment]" from the namespace's canonical JSON. */
-function namespaceLabel(key: string): string {
-  try {
-    const parts = JSON.parse(key) as (string | null)[];
-    return parts.filter((p) => p !== null).join("/");
-  } catch {
-    return "?";
-  }
-}
-
 function identity(description: string | undefined): StreamIdentity | null {
   try {
     const d = JSON.parse(description ?? "") as Partial<StreamIdentity> & { vqs?: number };
@@ -62,7 +54,7 @@ export async function readGroupStats(
       if (group === null) continue;
       if (stats.length >= max) return { stats, truncated: true };
       stats.push({
-        namespace: namespaceLabel(id.namespace),
+        namespace: namespaceLabel({ key: id.namespace }),
         topic: id.topic,
         group,
         backlog: c.num_pending,

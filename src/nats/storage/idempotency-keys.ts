@@ -1,22 +1,26 @@
 // Idempotency keys with a window of exactly the original's lifetime. A key's current message is
-// recorded in the topic's own stream, on `vqs.<h>.k.<token>`, as that message's sequence. A
-// publish reads the record (one Direct Get): while its message lives, the publish is a duplicate
-// and nothing is stored. Otherwise it stores the message and moves the record to it with a
-// compare-and-set (Nats-Expected-Last-Subject-Sequence), so of any number of racing publishes
-// exactly one message holds the key. Racers that read the same record also share one Nats-Msg-Id
-// (`k.<token>.<record seq>`), so within the stream's short duplicate window they do not even
-// store a second copy; a racer slower than the window loses the compare-and-set and deletes its
-// copy. Each record is deleted when its message expires (a timer in the schedule stream), so
-// records are bounded by live keys. See docs/architecture.md, "Idempotency keys".
+// recorded in the topic's own stream (key-records.ts). A publish reads the record and its message
+// from the stream leader: while the message lives, the publish is a duplicate and nothing is
+// stored. Otherwise it stores the message and moves the record to it with a compare-and-set
+// (Nats-Expected-Last-Subject-Sequence), so of any number of racing publishes exactly one message
+// holds the key. Racers that read the same record share one Nats-Msg-Id, so within the stream's
+// short duplicate window they store one copy (and so does a client's retry after a failure). The
+// timer that deletes the key's records once its message expires is added before anything is
+// stored. See docs/architecture.md, "Idempotency keys" and "A retried publish".
 import { JetStreamApiCodes, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { AppError } from "../../errors.js";
 import type { PublishOutcome } from "../../queue/broker.js";
-import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
-import { decodeMessage, rfc3339ToMs } from "../core/message-codec.js";
-import { directGet } from "../core/direct-get.js";
+import { isApiError, isNoResponders, StreamGoneError } from "../core/errors.js";
 import type { TopicNames } from "../core/naming.js";
 import type { PubAck } from "../core/requests.js";
-import { isApiError } from "../core/errors.js";
+import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
+import {
+  FORGET_MARGIN_MS,
+  readKeyMessage,
+  readKeyRecord,
+  type KeyMessage,
+  type KeyRecord,
+} from "./key-records.js";
 
 export interface IdempotencyKeysDeps {
   readonly js: JetStreamClient;
@@ -29,21 +33,9 @@ export interface IdempotencyKeysDeps {
 /** Stores the message with the given Nats-Msg-Id. */
 export type KeyedSend = (msgId: string) => Promise<PubAck>;
 
-interface KeyRecord {
-  readonly recordSeq: number;
-  readonly messageSeq: number;
-}
-
-type Original =
-  | { readonly live: false }
-  | { readonly live: true; readonly parked: boolean; readonly expiresAtMs: number };
-
 /** Rounds of read and compare-and-set before giving up (a lost round means the record moved:
  * the next round normally ends as a duplicate of the winner). */
 const MAX_ROUNDS = 6;
-
-/** A record's expiry timer fires this long after its message's expiry (clock estimates). */
-const FORGET_MARGIN_MS = 1000;
 
 export class IdempotencyKeys {
   readonly #d: IdempotencyKeysDeps;
@@ -56,7 +48,8 @@ export class IdempotencyKeys {
    * Publishes a keyed message: stored, or a duplicate of the key's live message. `lifetimeMs` is
    * how long the message has to live from now (its retention, less any time already spent).
    * `onStored` runs once the message is stored and before it takes the key (the delayed
-   * message's timer).
+   * message's timer); it must be idempotent. Throws StreamGoneError when the topic's stream is
+   * missing and nothing was stored.
    */
   async publish(
     names: TopicNames,
@@ -65,17 +58,19 @@ export class IdempotencyKeys {
     send: KeyedSend,
     onStored: (seq: number) => Promise<void>,
   ): Promise<PublishOutcome> {
-    let head = await this.#head(names, token);
+    const subject = `${names.keyPrefix}.${token}`;
+    let head = await this.#head(names, subject);
     let ours: PubAck | null = null;
+    /** A Nats-Msg-Id of this round's record that led to a message no longer there. */
+    let burnt = false;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (head && ours && head.messageSeq === ours.seq) {
         return outcome(ours); // our compare-and-set landed although its answer was lost
       }
       if (head) {
-        const original = await this.#original(names, head.messageSeq);
+        const original = await this.#message(names, head.messageSeq);
         if (original.live) {
-          // Another publish of the key holds it: ours (stored by a racer slower than the
-          // duplicate window) must not be delivered.
+          // Another publish of the key holds it: a copy we stored must not be delivered.
           if (ours && !ours.duplicate) await this.#discard(names, ours.seq);
           if (original.parked) await this.#d.scheduler.schedule(names, head.messageSeq, true);
           return { kind: "duplicate", originalSeq: head.messageSeq };
@@ -83,63 +78,91 @@ export class IdempotencyKeys {
       }
       const expected = head?.recordSeq ?? 0;
       if (!ours) {
-        ours = await send(`k.${token}.${expected.toString(36)}`);
-        if (!ours.duplicate) await onStored(ours.seq);
+        // First the timer that deletes the key's records once its message has expired, so that
+        // whatever fails later, no record is left that nothing deletes.
+        await this.#d.scheduler.forgetKey(
+          names.stream,
+          subject,
+          this.#d.now() + lifetimeMs + FORGET_MARGIN_MS,
+          `${token}.${expected}`,
+        );
+        // Racers that read the same record share the Nats-Msg-Id, so they store one copy. Once
+        // that ID led to a copy that is gone (discarded) or expired, a fresh one is used.
+        const msgId = `k.${token}.${expected.toString(36)}${burnt ? `.${round}` : ""}`;
+        ours = await this.#send(names, send, msgId);
+        // Should this fail (a delayed message's timer), the copy stays: no key holds it and,
+        // parked without a timer, it is never delivered; the client's retry within the
+        // duplicate window finds it by its Nats-Msg-Id and completes it.
+        await onStored(ours.seq);
       }
-      const recordSeq = await this.#claim(names, token, expected, ours.seq);
-      if (recordSeq !== null) {
-        // A message we stored just now expires no sooner than `lifetimeMs` from its store; a
-        // duplicate's original is read back (it may be one that has just expired).
-        const expiresAtMs = ours.duplicate
-          ? await this.#original(names, ours.seq).then((o) => (o.live ? o.expiresAtMs : null))
-          : this.#d.now() + lifetimeMs + FORGET_MARGIN_MS;
-        if (expiresAtMs !== null) {
-          await this.#d.scheduler.forget(names.stream, recordSeq, expiresAtMs);
-          return outcome(ours);
+      if (ours.duplicate) {
+        // Stored under this Nats-Msg-Id by another publish within the duplicate window (a racer,
+        // or a client's earlier attempt that failed after storing): it takes the key if it lives.
+        if (!(await this.#message(names, ours.seq)).live) {
+          ours = null;
+          burnt = true;
+          head = await this.#head(names, subject);
+          continue;
         }
-        ours = null; // a same-window duplicate of a message that has just expired: store anew
       }
+      if (await this.#claim(names, subject, expected, ours)) return outcome(ours);
       // The record moved (a racer took the key, or the record of an expired message was
-      // deleted): look again. A message we stored is kept unless another one holds the key.
-      head = await this.#head(names, token);
+      // deleted): look again.
+      head = await this.#head(names, subject);
     }
     throw new AppError("storage_unavailable", {
       message: "Too many concurrent publishes with this idempotency key; try again.",
     });
   }
 
-  async #head(names: TopicNames, token: string): Promise<KeyRecord | null> {
-    const m = await directGet(this.#d.jsm, names.stream, {
-      last_by_subj: `${names.keyPrefix}.${token}`,
-    });
-    if (!m) return null;
-    const messageSeq = Number(m.string());
-    return Number.isSafeInteger(messageSeq) ? { recordSeq: m.seq, messageSeq } : null;
+  async #head(names: TopicNames, subject: string): Promise<KeyRecord | null> {
+    try {
+      return await readKeyRecord(this.#d.jsm, names.stream, subject);
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) {
+        throw new StreamGoneError(names.stream, err);
+      }
+      throw err;
+    }
   }
 
-  /** Whether the message a record points at still lives (exactly: its server time plus TTL). */
-  async #original(names: TopicNames, seq: number): Promise<Original> {
-    const m = await directGet(this.#d.jsm, names.stream, { seq });
-    const message = m ? decodeMessage(m.seq, rfc3339ToMs(m.timestamp), m.header, m.data) : null;
-    if (!m || !message || message.expiresAtMs <= this.#d.now()) return { live: false };
-    return { live: true, parked: m.subject === names.delayed, expiresAtMs: message.expiresAtMs };
+  #message(names: TopicNames, seq: number): Promise<KeyMessage> {
+    return readKeyMessage(this.#d.jsm, names.stream, seq, names.delayed, this.#d.now());
   }
 
-  /** Points the key at `messageSeq` if its record is still `expected` (0: none); null if not. */
+  async #send(names: TopicNames, send: KeyedSend, msgId: string): Promise<PubAck> {
+    try {
+      return await send(msgId);
+    } catch (err) {
+      if (isNoResponders(err)) throw new StreamGoneError(names.stream, err);
+      throw err;
+    }
+  }
+
+  /**
+   * Points the key at our message if its record is still `expected` (0: none). True when it did;
+   * false when the record had moved. When the answer is lost, the leader is asked where the
+   * record points. A copy no key holds is never deleted after a failure: the compare-and-set may
+   * still land (a timeout), or the client's retry may already have found the copy by its
+   * Nats-Msg-Id and taken the key for it; deleting it then would lose an acknowledged message.
+   */
   async #claim(
     names: TopicNames,
-    token: string,
+    subject: string,
     expected: number,
-    messageSeq: number,
-  ): Promise<number | null> {
+    ours: PubAck,
+  ): Promise<boolean> {
     try {
-      const ack = await this.#d.js.publish(`${names.keyPrefix}.${token}`, String(messageSeq), {
+      await this.#d.js.publish(subject, String(ours.seq), {
         expect: { lastSubjectSequence: expected, streamName: names.stream },
         timeout: this.#d.requestTimeoutMs,
       });
-      return ack.seq;
+      return true;
     } catch (err) {
-      if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence)) return null;
+      if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence)) return false;
+      if (isNoResponders(err)) throw new StreamGoneError(names.stream, err);
+      const head = await this.#head(names, subject).catch(() => null);
+      if (head?.messageSeq === ours.seq) return true;
       throw err;
     }
   }

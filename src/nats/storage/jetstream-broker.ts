@@ -4,7 +4,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
-import { AppError } from "../../errors.js";
+import { AppError, isAppError } from "../../errors.js";
 import type {
   Broker,
   CursorLease,
@@ -17,21 +17,24 @@ import type {
   PublishOutcome,
 } from "../../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
-import { ackSubject, parseAckSubject } from "../core/ack-subject.js";
+import { ackSubject } from "../core/ack-subject.js";
+import { toDelivery } from "./deliveries.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
-import { isApiError, isNoResponders, toStorageError } from "../core/errors.js";
+import {
+  isApiError,
+  isNoResponders,
+  StreamGoneError,
+  toStorageError,
+  withDeadline,
+  writeFailureCause,
+  type WriteFailureCause,
+} from "../core/errors.js";
 import type { CutLeases } from "./cut-leases.js";
-import { directGet } from "../core/direct-get.js";
-import type { Requests } from "../core/requests.js";
+import { currentGet, directGet, leaderGet } from "../core/reads.js";
+import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
-import {
-  decodeMessage,
-  encodeHeaders,
-  keyToken,
-  nanosTokenToMs,
-  rfc3339ToMs,
-} from "../core/message-codec.js";
+import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../core/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../core/pull-client.js";
 import type { Topology } from "./topology.js";
@@ -55,6 +58,8 @@ export interface JetStreamBrokerDeps {
   readonly defaultLeaseMs: number;
   /** Receives the duration of every store operation. */
   readonly observe: (operation: string, seconds: number) => void;
+  /** Told of every publish the store did not take, with why. */
+  readonly observeWriteFailure: (cause: WriteFailureCause) => void;
   /** False while the connection to NATS is down: publishes then fail at once (and fail over). */
   readonly isConnected: () => boolean;
 }
@@ -98,38 +103,64 @@ export class JetStreamBroker implements Broker {
         headers,
       );
     };
+    // Idempotent (a delayed message's timer is deduplicated by its sequence): it runs again
+    // when a keyed publish finds the copy an earlier attempt stored.
     const stored = async (seq: number) => {
       this.#notePublish(names.stream);
       if (delayed) await this.#d.scheduler.schedule(names, seq);
     };
-    return this.#op("publish", async () => {
-      if (!this.#d.isConnected()) {
-        throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
+    // One bound for the whole publish, however many round trips it takes: a store that cannot
+    // write (a full disk) does not answer at all, and each step would otherwise wait its own
+    // timeout. Twice the request timeout leaves a keyed publish room to settle a lost answer
+    // (one timeout, then a read); a store that does not answer fails the first write after one
+    // timeout. The work goes on after the deadline; a keyed retry by the client finds its copy.
+    const ms = 2 * this.#d.requestTimeoutMs;
+    return this.#op("publish", () =>
+      withDeadline(
+        this.#publish(names, message, send, stored),
+        ms,
+        () => new RequestTimeoutError(`a publish to ${names.stream}`, ms),
+      ).catch((err: unknown) => {
+        if (!isAppError(err)) this.#d.observeWriteFailure(writeFailureCause(err));
+        throw err;
+      }),
+    );
+  }
+
+  async #publish(
+    names: TopicNames,
+    message: NewMessage,
+    send: (msgID?: string) => Promise<PubAck>,
+    stored: (seq: number) => Promise<void>,
+  ): Promise<PublishOutcome> {
+    if (!this.#d.isConnected()) {
+      throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
+    }
+    await this.#d.topology.ensureStream(names);
+    const attempt = async (): Promise<PublishOutcome> => {
+      if (message.idempotencyKey !== null) {
+        const token = keyToken(message.idempotencyKey);
+        const lifetimeMs = message.retentionSeconds * 1000;
+        return this.#d.keys.publish(names, token, lifetimeMs, send, stored);
       }
+      const ack = await send().catch((err: unknown) => {
+        throw isNoResponders(err) ? new StreamGoneError(names.stream, err) : err;
+      });
+      await stored(ack.seq);
+      return { kind: "stored", seq: ack.seq };
+    };
+    try {
+      return await attempt();
+    } catch (err) {
+      // The stream was removed under us (idle clean-up or an operator) before anything was
+      // stored: recreate it and try once more. Any other failure may have come after the
+      // message was stored, so it is not retried here (a keyed retry by the client finds the
+      // copy; see idempotency-keys.ts): the client gets a 503.
+      if (!(err instanceof StreamGoneError)) throw err;
+      this.#d.topology.forgetStream(names.stream);
       await this.#d.topology.ensureStream(names);
-      const attempt = async (): Promise<PublishOutcome> => {
-        if (message.idempotencyKey !== null) {
-          const token = keyToken(message.idempotencyKey);
-          const lifetimeMs = message.retentionSeconds * 1000;
-          return this.#d.keys.publish(names, token, lifetimeMs, send, stored);
-        }
-        const ack = await send();
-        await stored(ack.seq);
-        return { kind: "stored", seq: ack.seq };
-      };
-      try {
-        return await attempt();
-      } catch (err) {
-        // The stream was removed under us (idle clean-up or an operator): nobody serves the
-        // subject, or a keyed publish's first Direct Get timed out. Recreate it and try once
-        // more. Any other failure (a timeout above all) may have stored the message, so it is
-        // not retried here: the client gets a 503.
-        if (!isNoResponders(err) && !(await this.#streamRemoved(names, err))) throw err;
-        this.#d.topology.forgetStream(names.stream);
-        await this.#d.topology.ensureStream(names);
-        return attempt();
-      }
-    });
+      return attempt();
+    }
   }
 
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
@@ -208,11 +239,16 @@ export class JetStreamBroker implements Broker {
     }
   }
 
+  /**
+   * Stored messages never change, so a replica that has one answers right: each read is Direct
+   * Get, and only a "no message" (which a lagging replica may say of a message just stored or
+   * just moved) is confirmed by the stream leader.
+   */
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup> {
     const names = topicNames(this.#d.region, topic);
     return this.#op("lookup", async () => {
       if (!(await this.#d.topology.streamExists(names))) return { kind: "missing" };
-      const stored = await directGet(this.#d.jsm, names.stream, { seq: idSeq });
+      const stored = await currentGet(this.#d.jsm, names.stream, { seq: idSeq });
       if (!stored) return { kind: "missing" };
       const message = decodeMessage(
         stored.seq,
@@ -223,12 +259,13 @@ export class JetStreamBroker implements Broker {
       if (!message) return { kind: "missing" };
       if (stored.subject === names.ready) return { kind: "ready", message, streamSeq: stored.seq };
       if (stored.subject !== names.delayed) return { kind: "missing" };
-      const pointer = await directGet(this.#d.jsm, names.stream, {
-        last_by_subj: `${names.forwardPrefix}.${idSeq.toString(36)}`,
-      });
+      const subject = `${names.forwardPrefix}.${idSeq.toString(36)}`;
+      const pointer =
+        (await directGet(this.#d.jsm, names.stream, { last_by_subj: subject })) ??
+        (await leaderGet(this.#d.jsm, names.stream, { last_by_subj: subject }));
       if (!pointer) return { kind: "delayed", message };
       const readySeq = Number(new TextDecoder().decode(pointer.data));
-      const ready = await directGet(this.#d.jsm, names.stream, { seq: readySeq });
+      const ready = await currentGet(this.#d.jsm, names.stream, { seq: readySeq });
       if (!ready) return { kind: "missing" };
       const moved = decodeMessage(
         ready.seq,
@@ -249,6 +286,30 @@ export class JetStreamBroker implements Broker {
   currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null> {
     return this.#op("current_delivery", () =>
       this.#d.records.currentDelivery(this.#g(group), streamSeq),
+    );
+  }
+
+  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
+    return this.#op("push_holdback_put", () =>
+      this.#d.records.putCount(this.#g(group), streamSeq, "b", count),
+    );
+  }
+
+  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number> {
+    return this.#op("push_holdback_get", async () => {
+      return (await this.#d.records.getCount(this.#g(group), streamSeq, "b")) ?? 0;
+    });
+  }
+
+  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void> {
+    return this.#op("handler_lease_put", () =>
+      this.#d.records.putCount(this.#g(group), streamSeq, "h", deliveryCount),
+    );
+  }
+
+  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null> {
+    return this.#op("handler_lease_get", () =>
+      this.#d.records.getCount(this.#g(group), streamSeq, "h"),
     );
   }
 
@@ -300,17 +361,6 @@ export class JetStreamBroker implements Broker {
     }
   }
 
-  /** After a failure: whether it was because the topic's stream no longer exists. */
-  async #streamRemoved(names: TopicNames, err: unknown): Promise<boolean> {
-    if (!(err instanceof Error) || !/timeout/i.test(err.name + err.message)) return false;
-    try {
-      await this.#d.jsm.streams.info(names.stream);
-      return false;
-    } catch (e) {
-      return isApiError(e, JetStreamApiCodes.StreamNotFound);
-    }
-  }
-
   /** Runs one store operation: timed for vqs_jetstream_request_duration_seconds, and its
    * failures translated into the error catalogue. */
   async #op<T>(operation: string, fn: () => Promise<T>): Promise<T> {
@@ -345,21 +395,10 @@ export class JetStreamBroker implements Broker {
   #toDeliveries(messages: Msg[]): Delivery[] {
     const out: Delivery[] = [];
     for (const msg of messages) {
-      const info = msg.reply ? parseAckSubject(msg.reply) : null;
-      const message = info
-        ? decodeMessage(info.streamSeq, nanosTokenToMs(info.timestampToken), msg.headers, msg.data)
-        : null;
-      if (!info || !message) {
-        // Not a queue message (someone published raw to the subject): take it out of the way.
-        if (msg.reply) this.#d.nc.publish(msg.reply, "+TERM");
-        continue;
-      }
-      out.push({
-        message,
-        streamSeq: info.streamSeq,
-        deliverySeq: info.deliverySeq,
-        deliveryCount: info.deliveryCount,
-      });
+      const d = toDelivery(msg);
+      if (d) out.push(d);
+      // Not a queue message (someone published raw to the subject): take it out of the way.
+      else if (msg.reply) this.#d.nc.publish(msg.reply, "+TERM");
     }
     return out;
   }

@@ -42,6 +42,9 @@ export class LeaseRecords {
         ttl: this.#opts.ttlMs,
         storage: StorageType.File,
         timeout: this.#opts.timeoutMs,
+        // Every read here decides (is a handle stale, is a message leased by ID, does the group
+        // use receive by ID): gets go to the stream leader, never to a replica that may lag.
+        allow_direct: false,
       }),
     );
   }
@@ -56,6 +59,17 @@ export class LeaseRecords {
   /** The current delivery number of `seq` when it was ever redelivered, else null. */
   async currentDelivery(g: GroupNames, seq: number): Promise<number | null> {
     const e = await (await this.bucket()).get(key(g, seq, "d"));
+    return e && e.operation === "PUT" ? Number(e.string()) : null;
+  }
+
+  // --- pushed groups: held-back deliveries, leases set by the handler ---
+
+  async putCount(g: GroupNames, seq: number, kind: "b" | "h", n: number): Promise<void> {
+    await (await this.bucket()).put(key(g, seq, kind), String(n));
+  }
+
+  async getCount(g: GroupNames, seq: number, kind: "b" | "h"): Promise<number | null> {
+    const e = await (await this.bucket()).get(key(g, seq, kind));
     return e && e.operation === "PUT" ? Number(e.string()) : null;
   }
 
@@ -152,7 +166,7 @@ export class LeaseRecords {
 
 const FLAG_REFRESH_MS = 24 * 3600 * 1000;
 
-function key(g: GroupNames, seq: number, kind: "d" | "i" | "c"): string {
+function key(g: GroupNames, seq: number, kind: "d" | "i" | "c" | "b" | "h"): string {
   return `${g.stream}.${g.consumer}.${seq}.${kind}`;
 }
 

@@ -1,0 +1,275 @@
+// Which groups are pushed, and a waiting pull on each of them. Every gateway runs this for every
+// pushed group of the region (no gateway is special): from the settings documents it follows in
+// memory, with `prefix*` patterns expanded to the namespace's topics (existing ones, and new ones
+// as JetStream announces their streams), it opens a feed on each pushed group's durable consumer
+// and hands what arrives to the pusher. JetStream shares the work: the consumer's
+// `max_ack_pending` is the group's `push.maxConcurrency`, so all gateways together never have
+// more of its messages out than that; each gateway pulls only what it can push at once.
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Logger } from "../../logger.js";
+import type { Delivery } from "../../queue/broker.js";
+import type { GroupAddress, Namespace } from "../../queue/namespace.js";
+import type { PushedSettings } from "../../queue/push/pusher.js";
+import type { SettingsStore } from "../../queue/settings/settings-store.js";
+import { appliesTo, patternPrefix } from "../../queue/settings/topic-pattern.js";
+import type { ConsumerFeed, FeedHandle } from "../core/consumer-feed.js";
+import { groupNames, type GroupNames } from "../core/naming.js";
+import { toDelivery } from "../storage/deliveries.js";
+import type { Topology } from "../storage/topology.js";
+
+export interface PushFeedsDeps {
+  readonly settings: SettingsStore;
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+  readonly topology: Topology;
+  readonly feed: ConsumerFeed;
+  readonly region: string;
+  readonly log: Logger;
+  /** Pushes one delivery; resolves once it is settled or released. */
+  readonly push: (group: GroupAddress, d: Delivery, settings: PushedSettings) => Promise<void>;
+  /** How often everything is looked at again (topics of patterns, missing topics, caps). */
+  readonly resyncMs?: number;
+}
+
+const STREAM_CREATED = "$JS.EVENT.ADVISORY.STREAM.CREATED.>";
+
+export class PushFeeds {
+  readonly #d: PushFeedsDeps;
+  readonly #runners = new Map<string, GroupRunner>();
+  /** The region's topics by namespace key, for patterns (filled by listing and by advisories). */
+  readonly #topics = new Map<string, Set<string>>();
+  #listed = false;
+  #timer: NodeJS.Timeout | null = null;
+  #soon: NodeJS.Timeout | null = null;
+  #advisories: Subscription | null = null;
+  #unlisten: (() => void) | null = null;
+  #running = false;
+  #resyncing: Promise<void> = Promise.resolve();
+
+  constructor(deps: PushFeedsDeps) {
+    this.#d = deps;
+  }
+
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#unlisten = this.#d.settings.onChange(() => this.#resyncSoon());
+    // A topic created after a pattern was stored: its stream is announced at once.
+    this.#advisories = this.#d.nc.subscribe(STREAM_CREATED, {
+      callback: (_err, msg) => this.#onStreamCreated(msg),
+    });
+    const every = this.#d.resyncMs ?? 10_000;
+    this.#timer = setInterval(() => this.#resyncSoon(true), every);
+    this.#timer.unref();
+    this.#resyncSoon(true);
+  }
+
+  /** Stops pulling; pushes under way finish (bounded by their timeout) before this resolves. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#unlisten?.();
+    this.#advisories?.unsubscribe();
+    if (this.#timer) clearInterval(this.#timer);
+    if (this.#soon) clearTimeout(this.#soon);
+    await this.#resyncing;
+    const runners = [...this.#runners.values()];
+    this.#runners.clear();
+    for (const r of runners) r.close();
+    await Promise.all(runners.map((r) => r.drained()));
+  }
+
+  /** Pushed groups this gateway feeds now (for tests and metrics). */
+  get groups(): number {
+    return this.#runners.size;
+  }
+
+  #resyncSoon(relist = false): void {
+    if (relist) this.#listed = false;
+    if (this.#soon || !this.#running) return;
+    this.#soon = setTimeout(() => {
+      this.#soon = null;
+      this.#resyncing = this.#resyncing.then(() => this.#resync());
+    }, 50);
+    this.#soon.unref();
+  }
+
+  async #resync(): Promise<void> {
+    if (!this.#running) return;
+    try {
+      const desired = await this.#desired();
+      for (const [key, runner] of this.#runners) {
+        if (desired.has(key)) continue;
+        this.#runners.delete(key);
+        runner.close();
+        void runner.drained().then(() => runner.uncap());
+      }
+      for (const [key, want] of desired) {
+        let runner = this.#runners.get(key);
+        if (!runner) {
+          runner = new GroupRunner(this.#d, want.group, want.settings);
+          this.#runners.set(key, runner);
+        }
+        await runner.ensure(want.settings);
+      }
+    } catch (err) {
+      this.#d.log.warn({ err }, "push: could not look at the pushed groups; trying again soon");
+    }
+  }
+
+  /** Every concrete (namespace, topic, group) whose effective settings push. */
+  async #desired(): Promise<Map<string, { group: GroupAddress; settings: PushedSettings }>> {
+    const entries = [...this.#d.settings.entries()];
+    if (!this.#listed && entries.some((e) => patternPrefix(e.topic) !== null)) {
+      await this.#listTopics();
+    }
+    const out = new Map<string, { group: GroupAddress; settings: PushedSettings }>();
+    const add = (namespace: Namespace, topic: string, group: string) => {
+      const settings = this.#d.settings.effective(namespace, topic, group);
+      if (!settings?.push) return;
+      const address = { namespace, topic, group };
+      out.set(runnerKey(address), { group: address, settings: settings as PushedSettings });
+    };
+    for (const e of entries) {
+      if (patternPrefix(e.topic) === null) {
+        add(e.namespace, e.topic, e.group);
+        continue;
+      }
+      for (const topic of this.#topics.get(e.namespace.key) ?? []) {
+        if (appliesTo(e.topic, topic)) add(e.namespace, topic, e.group);
+      }
+    }
+    return out;
+  }
+
+  /** Reads every topic of the region from its streams' descriptions. */
+  async #listTopics(): Promise<void> {
+    this.#topics.clear();
+    for await (const info of this.#d.jsm.streams.list()) this.#noteTopic(info.config.description);
+    this.#listed = true;
+  }
+
+  #onStreamCreated(msg: Msg): void {
+    const stream = msg.subject.slice(STREAM_CREATED.length - 1);
+    if (!/^VQS_[0-9a-f]{32}$/.test(stream)) return;
+    void this.#d.jsm.streams
+      .info(stream)
+      .then((info) => {
+        if (this.#noteTopic(info.config.description)) this.#resyncSoon();
+      })
+      .catch(() => undefined);
+  }
+
+  /** Adds a topic stream's identity to the index; true when it is one of this region's. */
+  #noteTopic(description: string | undefined): boolean {
+    let d: { vqs?: number; region?: string; namespace?: string; topic?: string };
+    try {
+      d = JSON.parse(description ?? "") as typeof d;
+    } catch {
+      return false;
+    }
+    if (d.vqs !== 1 || d.region !== this.#d.region || !d.namespace || !d.topic) return false;
+    let topics = this.#topics.get(d.namespace);
+    if (!topics) this.#topics.set(d.namespace, (topics = new Set()));
+    topics.add(d.topic);
+    return true;
+  }
+}
+
+/** One pushed group on this gateway: its consumer's cap, and a feed sized to free push slots. */
+class GroupRunner {
+  readonly #d: PushFeedsDeps;
+  readonly #group: GroupAddress;
+  readonly #names: GroupNames;
+  #settings: PushedSettings;
+  #handle: FeedHandle | null = null;
+  #cap: number | null = null;
+  #inFlight = 0;
+  #closed = false;
+  readonly #idle: (() => void)[] = [];
+
+  constructor(d: PushFeedsDeps, group: GroupAddress, settings: PushedSettings) {
+    this.#d = d;
+    this.#group = group;
+    this.#names = groupNames(d.region, group);
+    this.#settings = settings;
+  }
+
+  /** Opens the feed once the topic exists, and keeps the consumer's cap as configured. */
+  async ensure(settings: PushedSettings): Promise<void> {
+    if (this.#closed) return;
+    this.#settings = settings;
+    if (!this.#handle) {
+      // A topic that does not exist yet is looked at again later (or when it is created).
+      if (!(await this.#d.topology.ensureConsumer(this.#names))) return;
+      await this.#setCap(settings.push.maxConcurrency);
+      if (this.#closed) return;
+      this.#handle = this.#d.feed.open(this.#names.stream, this.#names.consumer, {
+        demand: () => (this.#closed ? 0 : this.#settings.push.maxConcurrency - this.#inFlight),
+        take: (msg) => this.#take(msg),
+        gone: () => this.#gone(),
+      });
+    } else if (this.#cap !== settings.push.maxConcurrency) {
+      await this.#setCap(settings.push.maxConcurrency);
+    }
+    this.#handle.wake();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#handle?.close();
+    this.#handle = null;
+  }
+
+  /** Resolves once no push of this group is under way. */
+  drained(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** The group is no longer pushed: its consumer has no cap again (as a polled group). */
+  async uncap(): Promise<void> {
+    try {
+      await this.#d.jsm.consumers.update(this.#names.stream, this.#names.consumer, {
+        max_ack_pending: -1,
+      });
+    } catch {
+      // Gone, or the store is away: a consumer made later has no cap anyway.
+    }
+  }
+
+  async #setCap(cap: number): Promise<void> {
+    const info = await this.#d.jsm.consumers.info(this.#names.stream, this.#names.consumer);
+    if (info.config.max_ack_pending !== cap) {
+      await this.#d.jsm.consumers.update(this.#names.stream, this.#names.consumer, {
+        max_ack_pending: cap,
+      });
+    }
+    this.#cap = cap;
+  }
+
+  #take(msg: Msg): void {
+    const d = toDelivery(msg);
+    if (!d) {
+      msg.respond("+TERM"); // not a queue message: take it out of the way
+      return;
+    }
+    this.#inFlight++;
+    void this.#d.push(this.#group, d, this.#settings).finally(() => {
+      this.#inFlight--;
+      if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
+      this.#handle?.wake();
+    });
+  }
+
+  /** The consumer (or its topic) went away: open again at the next look, if still wanted. */
+  #gone(): void {
+    this.#d.topology.forgetConsumer(this.#names);
+    this.#handle?.close();
+    this.#handle = null;
+  }
+}
+
+function runnerKey(g: GroupAddress): string {
+  return JSON.stringify([g.namespace.key, g.topic, g.group]);
+}

@@ -1,0 +1,59 @@
+// The push request: a binary-mode CloudEvent of type com.vercel.queue.v2beta, exactly what
+// `@vercel/queue`'s handleCallback parses (consumer-settings.md, "The push request"). Metadata in
+// `ce-*` headers, the payload as the body; above the inline limit neither body nor receipt handle
+// is sent, and the client leases the message by ID itself.
+import { randomUUID } from "node:crypto";
+import type { ReceivedMessage } from "../queue-service.js";
+
+export const CLOUD_EVENT_TYPE = "com.vercel.queue.v2beta";
+
+/** What the client accepts in `ce-vqsregion` (it answers 400 to anything else). */
+const CLIENT_REGION = /^[a-z]{2,5}[0-9]{1,2}$/;
+
+export interface PushEvent {
+  readonly region: string;
+  readonly topic: string;
+  readonly group: string;
+  readonly message: ReceivedMessage;
+  /** When the push's lease ends (the client extends it before then). */
+  readonly visibilityDeadline: Date;
+  /** false: the payload is above the inline limit; no body, no receipt handle. */
+  readonly inline: boolean;
+  /** `Bearer` token for the destination. */
+  readonly jwt: string;
+}
+
+export interface PushRequest {
+  readonly headers: Record<string, string>;
+  readonly body: Uint8Array;
+}
+
+export function pushRequest(e: PushEvent): PushRequest {
+  const m = e.message;
+  const headers: Record<string, string> = {
+    "ce-specversion": "1.0",
+    "ce-type": CLOUD_EVENT_TYPE,
+    "ce-id": randomUUID(),
+    "ce-source": `/vqs/${e.region}/topics/${e.topic}`,
+    "ce-time": new Date().toISOString(),
+    "ce-vqsqueuename": e.topic,
+    "ce-vqsconsumergroup": e.group,
+    "ce-vqsmessageid": m.messageId,
+    "ce-vqsdeliverycount": String(m.deliveryCount),
+    "ce-vqscreatedat": m.publishedAt.toISOString(),
+    "ce-vqsexpiresat": m.expiresAt.toISOString(),
+    authorization: `Bearer ${e.jwt}`,
+  };
+  if (CLIENT_REGION.test(e.region)) headers["ce-vqsregion"] = e.region;
+  if (m.trace?.traceparent) headers["x-vercel-queue-traceparent"] = m.trace.traceparent;
+  if (m.trace?.tracestate) headers["x-vercel-queue-tracestate"] = m.trace.tracestate;
+  if (m.trace?.baggage) headers["x-vercel-queue-baggage"] = m.trace.baggage;
+  if (!e.inline) {
+    // The client leases it by ID (receive by ID) and reads the payload from that answer.
+    return { headers, body: new Uint8Array() };
+  }
+  headers["ce-vqsreceipthandle"] = m.receiptHandle;
+  headers["ce-vqsvisibilitydeadline"] = e.visibilityDeadline.toISOString();
+  headers["content-type"] = m.contentType ?? "application/octet-stream";
+  return { headers, body: m.payload };
+}

@@ -1,0 +1,192 @@
+// Push delivery, one message at a time: a message pulled for a pushed group is handed out as a
+// receive would hand it out (lease, receipt handle), POSTed to the group's URL as a CloudEvent,
+// and settled by the outcome (consumer-settings.md): a 2xx ends the push (and with `autoAck`
+// acknowledges); anything else makes the message visible again after the retry delay, unless
+// the handler already set its lease through the API, which wins. The pulling (which groups, how
+// many at once) is the NATS adapter's (src/nats/push/); see docs/architecture.md, "Push delivery".
+import type { Logger } from "../../logger.js";
+import type { Broker, Delivery } from "../broker.js";
+import type { GroupAddress } from "../namespace.js";
+import type { Lease } from "../receipt-handle.js";
+import type { QueueService, ReceivedMessage } from "../queue-service.js";
+import type { ConsumerSettings, PushSettings } from "../settings/consumer-settings.js";
+import { isPushUrlAllowed, type PushUrlPrefix } from "../settings/push-destinations.js";
+import { pushRequest } from "./cloud-event.js";
+import type { PushObserver, PushOutcome, PushSigner, PushTransport } from "./push-ports.js";
+import { retryDelaySeconds } from "./retry-delay.js";
+
+export interface PusherDeps {
+  readonly queue: QueueService;
+  readonly broker: Broker;
+  readonly transport: PushTransport;
+  readonly signer: PushSigner;
+  readonly observer: PushObserver;
+  readonly log: Logger;
+  readonly region: string;
+  readonly now: () => number;
+  /** Payloads above this go without body and handle (the client leases them by ID). */
+  readonly inlineLimitBytes: number;
+  /** Where pushes may go (checked again before each push); null: push is off. */
+  readonly allowedUrls: readonly PushUrlPrefix[] | null;
+}
+
+/** A push's lease outlasts its request by this much, so a late answer still finds it leased. */
+const LEASE_MARGIN_MS = 2000;
+
+export type PushedSettings = ConsumerSettings & { readonly push: PushSettings };
+
+export class Pusher {
+  readonly #d: PusherDeps;
+
+  constructor(deps: PusherDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * Pushes one delivery pulled for a pushed group. Resolves once the message is settled,
+   * released for a retry, or held back (never rejects: failures are logged and the message's
+   * lease brings it back).
+   */
+  async push(group: GroupAddress, delivery: Delivery, settings: PushedSettings): Promise<void> {
+    try {
+      const d = await this.#deferred(group, delivery, settings);
+      if (d === null) return;
+      await this.#push(group, d, settings);
+    } catch (err) {
+      this.#d.log.warn(
+        { err, topic: group.topic, group: group.group },
+        "push: failed before its outcome was known; the message comes back when its lease ends",
+      );
+    }
+  }
+
+  /**
+   * `retry.initialDelaySeconds`: a message is first pushed this long after it became visible.
+   * Earlier, it is held back (released until then, counted so that its delivery count stays
+   * what the consumer saw); null when held back.
+   */
+  async #deferred(
+    group: GroupAddress,
+    d: Delivery,
+    settings: PushedSettings,
+  ): Promise<Delivery | null> {
+    const initialMs = settings.retry.initialDelaySeconds * 1000;
+    if (initialMs === 0) return d;
+    const held = d.deliveryCount > 1 ? await this.#d.broker.pushHoldbacks(group, d.streamSeq) : 0;
+    const count = d.deliveryCount - held;
+    const dueMs = d.message.visibleAtMs + initialMs;
+    const waitMs = dueMs - this.#d.now();
+    if (count <= 1 && waitMs > 0) {
+      await this.#d.broker.notePushHoldback(group, d.streamSeq, held + 1);
+      await this.#d.broker.setLease(group, d, waitMs);
+      return null;
+    }
+    return held === 0 ? d : { ...d, deliveryCount: count };
+  }
+
+  async #push(group: GroupAddress, d: Delivery, settings: PushedSettings): Promise<void> {
+    const push = settings.push;
+    const leaseMs = push.timeoutSeconds * 1000 + LEASE_MARGIN_MS;
+    const handed = await this.#d.queue.handOutPulled(group, [d], leaseMs);
+    const out = handed[0];
+    if (!out) return; // expired, or held by a lease taken by ID
+    const { lease, message } = out;
+    const allowed = this.#d.allowedUrls;
+    if (allowed === null || !isPushUrlAllowed(push.url, allowed)) {
+      // The operator narrowed the allow-list since the settings were stored.
+      this.#report(group, "blocked", 0, message, push, null);
+      await this.#release(group, lease, settings, message.deliveryCount);
+      return;
+    }
+    // Above the inline limit (and unless a 2xx acknowledges, which needs the body there) the
+    // client leases the message by ID: the cursor's lease is given up for that.
+    const inline = push.autoAck || message.payload.length <= this.#d.inlineLimitBytes;
+    if (!inline) await this.#d.queue.yieldToReceiveById(group, lease);
+    const subject = pushSubject(group);
+    const request = pushRequest({
+      region: this.#d.region,
+      topic: group.topic,
+      group: group.group,
+      message,
+      visibilityDeadline: new Date(lease.deadlineMs),
+      inline,
+      jwt: await this.#d.signer.sign(push.url, subject),
+    });
+    const started = performance.now();
+    this.#d.observer.inFlight(1);
+    let response;
+    try {
+      response = await this.#d.transport.post(
+        push.url,
+        request.headers,
+        request.body,
+        push.timeoutSeconds * 1000,
+      );
+    } finally {
+      this.#d.observer.inFlight(-1);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    this.#report(group, response.outcome, seconds, message, push, response.status);
+    if (response.outcome === "success") {
+      if (push.autoAck) await this.#d.queue.acknowledge(group, message.receiptHandle);
+      else if (!inline) await this.#d.queue.afterPushById(group, lease);
+      return;
+    }
+    // The handler set the message's lease itself (a retry directive, or extensions while it
+    // ran): its word stands.
+    if (await this.#d.queue.leaseSetByHandler(group, lease)) return;
+    await this.#release(group, lease, settings, message.deliveryCount);
+  }
+
+  async #release(
+    group: GroupAddress,
+    lease: Lease,
+    settings: PushedSettings,
+    attempt: number,
+  ): Promise<void> {
+    const seconds = retryDelaySeconds(settings.retry, attempt);
+    await this.#d.queue.releasePushed(group, lease, seconds);
+  }
+
+  #report(
+    group: GroupAddress,
+    outcome: PushOutcome,
+    seconds: number,
+    message: ReceivedMessage,
+    push: PushSettings,
+    status: number | null,
+  ): void {
+    this.#d.observer.pushed(outcome, seconds);
+    this.#d.observer.groupOutcome(group, outcome, this.#d.now());
+    const fields = {
+      topic: group.topic,
+      group: group.group,
+      messageId: message.messageId,
+      deliveryCount: message.deliveryCount,
+      // Origin and path only: a query string may carry a secret.
+      destination: destination(push.url),
+      outcome,
+      status,
+      ms: Math.round(seconds * 1000),
+    };
+    if (outcome === "success") this.#d.log.debug(fields, "push");
+    else this.#d.log.warn(fields, "push failed; the message will be retried");
+  }
+}
+
+/** The JWT's `sub`: namespace, topic and group, each URI-encoded, joined by "/". */
+function pushSubject(group: GroupAddress): string {
+  const ns = group.namespace;
+  return [ns.team, ns.project, ns.environment, ns.deployment ?? "", group.topic, group.group]
+    .map(encodeURIComponent)
+    .join("/");
+}
+
+function destination(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return "(invalid URL)";
+  }
+}

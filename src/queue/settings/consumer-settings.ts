@@ -1,0 +1,82 @@
+// A consumer group's settings: push delivery, retry timing and dead-lettering, with every default
+// filled in. One document per (namespace, topic or topic pattern, group); see
+// docs/architecture.md, "Consumer settings".
+import type { Namespace } from "../namespace.js";
+
+export interface PushSettings {
+  /** Absolute http(s) URL, normalized (WHATWG), without credentials or fragment. */
+  readonly url: string;
+  readonly maxConcurrency: number;
+  readonly timeoutSeconds: number;
+  /** true: a 2xx answer acknowledges the message; false: the handler settles it itself. */
+  readonly autoAck: boolean;
+}
+
+export interface RetrySettings {
+  readonly afterSeconds: number;
+  readonly initialDelaySeconds: number;
+  readonly maxBackoffSeconds: number;
+}
+
+export interface DeadLetterSettings {
+  /** A topic name of the same namespace. */
+  readonly topic: string;
+  readonly maxDeliveries: number;
+}
+
+export interface ConsumerSettings {
+  /** null: the group is polled. */
+  readonly push: PushSettings | null;
+  readonly retry: RetrySettings;
+  /** null: messages are retried until acknowledged or expired. */
+  readonly deadLetter: DeadLetterSettings | null;
+}
+
+/** A stored settings document and where it applies. */
+export interface SettingsEntry {
+  readonly namespace: Namespace;
+  /** A topic name, or a prefix pattern `prefix*` (see topic-pattern.ts). */
+  readonly topic: string;
+  readonly group: string;
+  readonly settings: ConsumerSettings;
+  /** ISO 8601, when the document was stored. */
+  readonly updatedAt: string;
+  /** Store revision: grows with every change of the region's settings. */
+  readonly revision: number;
+}
+
+/** Bounds and defaults of the settings body (consumer-settings.md, the field table). */
+export const SETTINGS_LIMITS = {
+  pushUrlMaxLength: 2048,
+  maxConcurrency: { min: 1, max: 1000, default: 10 },
+  timeoutSeconds: { min: 1, max: 3600, default: 300 },
+  autoAck: { default: false },
+  afterSeconds: { min: 0, max: 86_400, default: 60 },
+  initialDelaySeconds: { min: 0, max: 604_800, default: 0 },
+  /** The minimum is the document's own afterSeconds. */
+  maxBackoffSeconds: { max: 86_400, default: 3600 },
+  maxDeliveries: { min: 1, max: 1000 },
+} as const;
+
+/** What a group has without a settings document: polled, default retry timing, no dead letters. */
+export const DEFAULT_SETTINGS: ConsumerSettings = Object.freeze({
+  push: null,
+  retry: Object.freeze({
+    afterSeconds: SETTINGS_LIMITS.afterSeconds.default,
+    initialDelaySeconds: SETTINGS_LIMITS.initialDelaySeconds.default,
+    maxBackoffSeconds: SETTINGS_LIMITS.maxBackoffSeconds.default,
+  }),
+  deadLetter: null,
+});
+
+/** The HTTP shape of a document: the settings plus where they apply and when they were stored. */
+export function settingsBody(e: SettingsEntry): Record<string, unknown> {
+  return {
+    topic: e.topic,
+    consumerGroup: e.group,
+    push: e.settings.push,
+    retry: e.settings.retry,
+    deadLetter: e.settings.deadLetter,
+    updatedAt: e.updatedAt,
+  };
+}
