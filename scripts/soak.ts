@@ -85,6 +85,13 @@ process.once("SIGINT", () => {
   stopping = true;
   log("soak: stopping after this round (SIGINT)");
 });
+// Killed from outside: take the namespaces, mounts and processes down with us.
+for (const signal of ["SIGTERM", "SIGHUP"] as const) {
+  process.once(signal, () => {
+    log(`soak: ${signal}, cleaning up`);
+    void env.dispose().finally(() => process.exit(3));
+  });
+}
 try {
   for (let n = 1; Date.now() < end && !stopping; n++) {
     const schedule = makeSchedule();
