@@ -46,6 +46,9 @@ RUN --mount=type=cache,target=/root/.npm \
 # Files stay root-owned (read-only for the runtime user).
 COPY --from=build /app/dist ./dist
 
+# The `vqs` command-line tool on PATH: docker run --rm <image> vqs --help
+RUN ln -s /app/dist/cli/main.js /usr/local/bin/vqs
+
 # The official image's unprivileged "node" user (uid/gid 1000). Numeric so
 # Kubernetes runAsNonRoot can verify it.
 USER 1000:1000

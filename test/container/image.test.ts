@@ -6,7 +6,7 @@
 // Runs alone, after every other test (vitest.config.ts): the build is CPU-heavy.
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -91,19 +91,23 @@ async function buildImage(npmEtc: string): Promise<void> {
   buildMs = r.ms;
 }
 
+/** This machine's runc refuses higher limits than these, and podman's defaults are higher. */
+const RUNTIME = [
+  "--runtime",
+  "runc",
+  "--ulimit",
+  "nofile=20000:20000",
+  "--ulimit",
+  "nproc=4096:4096",
+] as const;
+
 async function startContainer(port: number): Promise<void> {
   await podman(base, [
     "run",
     "--detach",
     "--name",
     container,
-    // This machine's runc refuses higher limits than these, and podman's defaults are higher.
-    "--runtime",
-    "runc",
-    "--ulimit",
-    "nofile=20000:20000",
-    "--ulimit",
-    "nproc=4096:4096",
+    ...RUNTIME,
     // The host's network: nats-server and the issuer listen on the host's loopback, and the test
     // reaches the gateway there; with podman's bridge every hop would cross a private address.
     "--network",
@@ -235,14 +239,16 @@ describe.skipIf(skipReason !== null)("the container image", () => {
 
   it("holds dist/, production dependencies and package files only", async () => {
     const diff = await podman(base, ["image", "diff", image, base.image]);
-    // What the image adds to its base: /app, and the empty target of the npm cache mount
-    // (BuildKit leaves it too). "C" lines are directories whose times changed.
+    // What the image adds to its base: /app, the `vqs` tool's link on PATH, and the empty
+    // target of the npm cache mount (BuildKit leaves it too). "C" lines are directories whose
+    // times changed.
     const added = diff.stdout
       .split("\n")
       .filter((l) => l.startsWith("A ") || l.startsWith("D "))
       .map((l) => l.slice(2))
-      .filter((p) => p !== "/app" && !p.startsWith("/app/"));
-    expect(added).toEqual(["/root/.npm"]);
+      .filter((p) => p !== "/app" && !p.startsWith("/app/"))
+      .sort();
+    expect(added).toEqual(["/root/.npm", "/usr/local/bin/vqs"]);
 
     const mount = (await podman(base, ["image", "mount", image])).stdout.trim();
     try {
@@ -350,6 +356,72 @@ describe.skipIf(skipReason !== null)("the container image", () => {
     expect(part?.headers.get("vqs-message-id")).toBe(messageId);
     const handle = part?.headers.get("vqs-receipt-handle") ?? "";
     expect((await client.ack(topic, "workers", handle)).status).toBe(204);
+  });
+
+  it("runs the vqs tool: on PATH, with npx without a registry, and against the gateway", async () => {
+    const run = (args: string[]) =>
+      podman(base, ["run", "--rm", ...RUNTIME, "--network", "none", image, ...args]);
+    const help = await run(["vqs", "--help"]);
+    expect(help.stdout).toContain("triggers");
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+    // npx finds it on PATH from any folder but /app (where it would link the image's own
+    // package into its cache, and uid 1000 may not chmod the root-owned dist/cli/main.js).
+    const npx = await podman(base, [
+      "run",
+      "--rm",
+      ...RUNTIME,
+      "--network",
+      "none",
+      "--workdir",
+      "/tmp",
+      image,
+      ...["npx", "vqs", "--version"],
+    ]);
+    expect(npx.stdout.trim()).toBe(pkg.version);
+
+    // As an operator runs it: the app's vercel.json mounted, against the gateway above. The
+    // folder is readable by the image's uid 1000 (mkdtemp's is not).
+    const appDir = join(work, "app");
+    await mkdir(appDir, { mode: 0o755 });
+    await chmod(appDir, 0o755);
+    await writeFile(
+      join(appDir, "vercel.json"),
+      JSON.stringify({
+        functions: {
+          "app/api/orders/route.ts": {
+            experimentalTriggers: [{ type: "queue/v2beta", topic: "orders" }],
+          },
+        },
+      }),
+    );
+    const sync = await exec("podman", [
+      ...base.storageArgs,
+      "run",
+      "--rm",
+      ...RUNTIME,
+      "--network",
+      "host",
+      "--read-only",
+      "--volume",
+      `${appDir}:/work:ro`,
+      "--workdir",
+      "/work",
+      "--env",
+      `VQS_URL=${url}`,
+      "--env",
+      `VQS_TOKEN=${await issuer.token()}`,
+      image,
+      // Dry run: this gateway has no push allow-list (production), so a real PUT is a 403.
+      ...["vqs", "triggers", "sync", "--app-url", "http://orders.svc", "--dry-run", "--json"],
+    ]);
+    expect(sync.code, sync.stderr).toBe(0);
+    expect(JSON.parse(sync.stdout)).toEqual([
+      expect.objectContaining({
+        action: "created",
+        consumerGroup: "app_Sapi_Sorders_Sroute_Dts",
+        url: "http://orders.svc/api/orders",
+      }),
+    ]);
   });
 
   it("passes its HEALTHCHECK", async () => {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../helpers/fixture.js";
 import { killGatewayProcesses, spawnGateway } from "../helpers/gateway-process.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
+import { startTestNats } from "../helpers/nats.js";
 import { startPushApp, type PushApp } from "../helpers/push-app.js";
 
 const fx = useGateways(2);
@@ -207,12 +208,14 @@ describe("push across two gateways", () => {
 
 describe("a gateway killed mid-push", () => {
   it("leaves its pushes to the other gateway once their lease runs out", async () => {
+    // A server of its own: the fixture's gateways would push the group too.
+    const nats = await startTestNats();
     const env = { VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1" };
-    const a = await spawnGateway(fx.nats.url, fx.issuer, env);
+    const a = await spawnGateway(nats.url, fx.issuer, env);
     const topic = uniqueName("killed");
     // Holds every request until released: a's pushes hang until a is killed.
     let hold = true;
-    const received: { body: string; count: string }[] = [];
+    const received: { body: string; count: string; atMs: number }[] = [];
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
@@ -220,6 +223,7 @@ describe("a gateway killed mid-push", () => {
         received.push({
           body: Buffer.concat(chunks).toString(),
           count: String(req.headers["ce-vqsdeliverycount"]),
+          atMs: Date.now(),
         });
         const answer = setInterval(() => {
           if (hold) return;
@@ -234,27 +238,35 @@ describe("a gateway killed mid-push", () => {
       const qa = api(a.url, token);
       const put = await qa.call("PUT", `${topic}/consumer/workers/settings`, {
         headers: { "content-type": "application/json" },
+        // A timeout well beyond the kill (a loaded machine can take seconds to deliver a
+        // request), so a never releases the pushes itself; if it did, they would be back in 1 s.
         body: JSON.stringify({
-          push: { url, autoAck: true, timeoutSeconds: 2, maxConcurrency: 5 },
+          push: { url, autoAck: true, timeoutSeconds: 10, maxConcurrency: 5 },
+          retry: { afterSeconds: 1 },
         }),
       });
       expect(put.status, await put.clone().text()).toBe(200);
       for (let i = 0; i < 5; i++) expect((await qa.publish(topic, `k${i}`)).status).toBe(201);
       await until(() => received.length === 5, 10_000, "five pushes held by a");
-      // Killed well within the pushes' 2 s timeout (so a never releases them itself); b starts
-      // only now, so the five are all a's.
+      // b starts only after a is killed, so the five are all a's, and whatever arrives after
+      // the kill was pushed by b.
       a.kill();
+      const killedAt = Date.now();
       hold = false;
-      await spawnGateway(fx.nats.url, fx.issuer, env);
-      // a's pushes come back when their lease ends (2 s timeout + margin) and b pushes them.
+      await spawnGateway(nats.url, fx.issuer, env);
+      // a's pushes come back when their lease ends (10 s timeout + 2 s) and b pushes them.
       await until(
-        () => new Set(received.filter((r) => r.count === "2").map((r) => r.body)).size === 5,
-        30_000,
+        () =>
+          new Set(received.filter((r) => r.atMs > killedAt && r.count !== "1").map((r) => r.body))
+            .size === 5,
+        45_000,
         `redelivery of all five through the surviving gateway (${JSON.stringify(received)})`,
       );
     } finally {
+      killGatewayProcesses();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
+      await nats.dispose();
     }
-  }, 60_000);
+  }, 90_000);
 });

@@ -1,5 +1,6 @@
 // The production build: `npm run build` (what `npm start` and the container image run) compiles
-// src/ to a runnable dist/main.js, and every path the Dockerfile copies exists.
+// src/ to a runnable dist/main.js and the `vqs` tool's dist/cli/main.js, and every path the
+// Dockerfile copies exists.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -27,6 +28,22 @@ describe("production build", () => {
         { cwd: root, encoding: "utf8" },
       );
       expect(probe.status, probe.stderr).toBe(0);
+      // The `vqs` tool (package.json "bin"): an executable script that runs from the build.
+      const cli = join(out, "cli", "main.js");
+      expect(readFileSync(cli, "utf8")).toMatch(/^#!\/usr\/bin\/env node\n/);
+      const version = spawnSync(process.execPath, [cli, "--version"], {
+        cwd: root,
+        encoding: "utf8",
+      });
+      expect(version.status, version.stderr).toBe(0);
+      const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+        version: string;
+        bin: Record<string, string>;
+        scripts: Record<string, string>;
+      };
+      expect(version.stdout.trim()).toBe(pkg.version);
+      expect(pkg.bin).toEqual({ vqs: "dist/cli/main.js" });
+      expect(pkg.scripts.build).toContain("chmodSync('dist/cli/main.js', 0o755)");
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

@@ -1,0 +1,166 @@
+// What `triggers sync` changes, decided without I/O: the settings body for a declared trigger
+// merged into the stored document, the changes that makes, and which stored push settings
+// `--prune` removes. Decisions (docs/architecture.md, "The vqs tool"):
+// - vercel.json owns push.url, push.maxConcurrency, retry.afterSeconds and
+//   retry.initialDelaySeconds: a field the trigger leaves out goes back to its default;
+// - every other field (push.timeoutSeconds, push.autoAck, retry.maxBackoffSeconds, deadLetter),
+//   which an operator may have set, is kept as stored;
+// - --prune takes only documents with push whose (topic, group) is no longer declared: the push
+//   part is removed, and the document deleted when it has no dead-letter settings (retry timing
+//   applies to pushes only, so nothing else would remain in effect).
+import { SETTINGS_LIMITS as L } from "../../queue/settings/consumer-settings.js";
+import type { SettingsBody, SettingsDocument } from "../api-client.js";
+
+/** A trigger ready to sync: where it is declared, its group and the URL it is pushed to. */
+export interface DeclaredEntry {
+  readonly file: string;
+  readonly topic: string;
+  readonly group: string;
+  /** The route (`/api/orders`) or the absolute URL given with --route. */
+  readonly route: string;
+  readonly url: string;
+  readonly maxConcurrency?: number;
+  readonly retryAfterSeconds?: number;
+  readonly initialDelaySeconds?: number;
+}
+
+type Scalar = string | number | boolean;
+
+/** One field that differs: `from` undefined when it was not set, `to` when it goes away. */
+export interface Change {
+  readonly field: string;
+  readonly from?: Scalar;
+  readonly to?: Scalar;
+}
+
+type Settings = Pick<SettingsDocument, "push" | "retry" | "deadLetter">;
+
+/** The (topic, group) identity of a document. */
+export function entryKey(topic: string, group: string): string {
+  return JSON.stringify([topic, group]);
+}
+
+const defaultBackoff = (afterSeconds: number) =>
+  Math.max(L.maxBackoffSeconds.default, afterSeconds);
+
+/**
+ * Every field of a document with the gateway's defaults where it is silent, flattened to
+ * `push.url`-style names; a missing document is the defaults (polled, no dead letters). Without
+ * push, the push fields count as their defaults too, so that adding push reports its URL and
+ * only the fields set to something else (and removing it, the URL and what was not default).
+ */
+function flatten(doc: Settings | null): Map<string, Scalar | undefined> {
+  const after = doc?.retry?.afterSeconds ?? L.afterSeconds.default;
+  return new Map<string, Scalar | undefined>([
+    ["push.url", doc?.push?.url],
+    ["push.maxConcurrency", doc?.push?.maxConcurrency ?? L.maxConcurrency.default],
+    ["push.timeoutSeconds", doc?.push?.timeoutSeconds ?? L.timeoutSeconds.default],
+    ["push.autoAck", doc?.push?.autoAck ?? L.autoAck.default],
+    ["retry.afterSeconds", after],
+    ["retry.initialDelaySeconds", doc?.retry?.initialDelaySeconds ?? L.initialDelaySeconds.default],
+    ["retry.maxBackoffSeconds", doc?.retry?.maxBackoffSeconds ?? defaultBackoff(after)],
+    ["deadLetter.topic", doc?.deadLetter?.topic],
+    ["deadLetter.maxDeliveries", doc?.deadLetter?.maxDeliveries],
+  ]);
+}
+
+/** The fields in which `to` differs from `from`. */
+export function diff(from: Settings | null, to: Settings | null): Change[] {
+  const a = flatten(from);
+  const b = flatten(to);
+  const changes: Change[] = [];
+  // Push removed: its URL says it; the fields that went with it are not reported one by one.
+  const pushRemoved = a.get("push.url") !== undefined && b.get("push.url") === undefined;
+  for (const [field, before] of a) {
+    const after = b.get(field);
+    if (before === after) continue;
+    if (pushRemoved && field.startsWith("push.") && field !== "push.url") continue;
+    changes.push({
+      field,
+      ...(before !== undefined ? { from: before } : {}),
+      ...(after !== undefined ? { to: after } : {}),
+    });
+  }
+  return changes;
+}
+
+/** What the gateway stores for a body: the body with its defaults filled in. */
+export function withDefaults(body: SettingsBody): Settings {
+  const afterSeconds = body.retry?.afterSeconds ?? L.afterSeconds.default;
+  return {
+    push: body.push
+      ? {
+          url: body.push.url,
+          maxConcurrency: body.push.maxConcurrency ?? L.maxConcurrency.default,
+          timeoutSeconds: body.push.timeoutSeconds ?? L.timeoutSeconds.default,
+          autoAck: body.push.autoAck ?? L.autoAck.default,
+        }
+      : null,
+    retry: {
+      afterSeconds,
+      initialDelaySeconds: body.retry?.initialDelaySeconds ?? L.initialDelaySeconds.default,
+      maxBackoffSeconds: body.retry?.maxBackoffSeconds ?? defaultBackoff(afterSeconds),
+    },
+    deadLetter: body.deadLetter ?? null,
+  };
+}
+
+export interface Merge {
+  readonly action: "create" | "update" | "unchanged";
+  /** The body to PUT (nothing is PUT when unchanged). */
+  readonly body: SettingsBody;
+  readonly changes: Change[];
+}
+
+/** The declared trigger merged into the stored document (null: none stored). */
+export function mergeTrigger(entry: DeclaredEntry, current: SettingsDocument | null): Merge {
+  const push: NonNullable<SettingsBody["push"]> = {
+    url: entry.url,
+    ...(entry.maxConcurrency !== undefined ? { maxConcurrency: entry.maxConcurrency } : {}),
+    ...(current?.push
+      ? { timeoutSeconds: current.push.timeoutSeconds, autoAck: current.push.autoAck }
+      : {}),
+  };
+  // A backoff cap other than its default was chosen by someone: keep it. The default one is
+  // left out, so that the gateway derives it from the new afterSeconds.
+  const keptBackoff =
+    current && current.retry.maxBackoffSeconds !== defaultBackoff(current.retry.afterSeconds)
+      ? current.retry.maxBackoffSeconds
+      : undefined;
+  const retry: NonNullable<SettingsBody["retry"]> = {
+    ...(entry.retryAfterSeconds !== undefined ? { afterSeconds: entry.retryAfterSeconds } : {}),
+    ...(entry.initialDelaySeconds !== undefined
+      ? { initialDelaySeconds: entry.initialDelaySeconds }
+      : {}),
+    ...(keptBackoff !== undefined ? { maxBackoffSeconds: keptBackoff } : {}),
+  };
+  const body: SettingsBody = {
+    push,
+    ...(Object.keys(retry).length > 0 ? { retry } : {}),
+    ...(current?.deadLetter ? { deadLetter: current.deadLetter } : {}),
+  };
+
+  const changes = diff(current, withDefaults(body));
+  const action = current === null ? "create" : changes.length > 0 ? "update" : "unchanged";
+  return { action, body, changes };
+}
+
+/** Stored documents that --prune takes: with push, and no longer declared. */
+export function pruneCandidates(
+  stored: readonly SettingsDocument[],
+  declared: ReadonlySet<string>,
+): SettingsDocument[] {
+  return stored.filter((d) => d.push !== null && !declared.has(entryKey(d.topic, d.consumerGroup)));
+}
+
+export interface Prune {
+  /** null: DELETE the document; else PUT this body (the document without push). */
+  readonly body: SettingsBody | null;
+  readonly changes: Change[];
+}
+
+export function pruneDocument(doc: SettingsDocument): Prune {
+  if (doc.deadLetter === null) return { body: null, changes: diff(doc, null) };
+  const body: SettingsBody = { retry: { ...doc.retry }, deadLetter: doc.deadLetter };
+  return { body, changes: diff(doc, withDefaults(body)) };
+}

@@ -1,0 +1,87 @@
+// The queue triggers a `vercel.json` declares: `functions` entries whose `experimentalTriggers`
+// hold `{"type": "queue/v2beta", "topic": ...}`, read as `@vercel/queue`'s dev mode reads them
+// (getDevRouteMappings), but strict where the client is silent: a malformed file or trigger is
+// an error naming it, rather than a trigger quietly skipped.
+
+/** One declared trigger: the functions key (a file path) and what it asks for. */
+export interface Trigger {
+  /** The `functions` key, as written. */
+  readonly file: string;
+  /** A topic name, or a prefix pattern ending in `*`. */
+  readonly topic: string;
+  readonly retryAfterSeconds?: number;
+  readonly initialDelaySeconds?: number;
+  readonly maxConcurrency?: number;
+}
+
+export interface DeclaredTriggers {
+  readonly triggers: Trigger[];
+  /** Things skipped, for the user (other queue trigger versions, unknown fields). */
+  readonly warnings: string[];
+}
+
+/** What the file holds is not a usable vercel.json; the message names the place. */
+export class VercelJsonError extends Error {}
+
+const NUMERIC = ["retryAfterSeconds", "initialDelaySeconds", "maxConcurrency"] as const;
+const KNOWN = new Set<string>(["type", "topic", ...NUMERIC]);
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Parses the file's text; `source` names it in messages. */
+export function parseVercelJson(text: string, source: string): DeclaredTriggers {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new VercelJsonError(
+      `${source} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+  if (!isObject(doc)) throw new VercelJsonError(`${source} must hold a JSON object`);
+  const triggers: Trigger[] = [];
+  const warnings: string[] = [];
+  if (doc.functions === undefined) return { triggers, warnings };
+  if (!isObject(doc.functions))
+    throw new VercelJsonError(`${source}: "functions" must be an object`);
+
+  for (const [file, config] of Object.entries(doc.functions)) {
+    const at = `${source}: functions[${JSON.stringify(file)}]`;
+    if (!isObject(config)) throw new VercelJsonError(`${at} must be an object`);
+    const list = config.experimentalTriggers;
+    if (list === undefined) continue;
+    if (!Array.isArray(list))
+      throw new VercelJsonError(`${at}.experimentalTriggers must be an array`);
+    list.forEach((t: unknown, i) => {
+      const here = `${at}.experimentalTriggers[${i}]`;
+      if (!isObject(t)) throw new VercelJsonError(`${here} must be an object`);
+      // Other kinds of triggers are not ours; other queue versions are skipped, as the client
+      // skips them (with a warning).
+      if (typeof t.type !== "string" || !t.type.startsWith("queue/")) return;
+      if (t.type !== "queue/v2beta") {
+        warnings.push(`${here}: type "${t.type}" is not supported (use "queue/v2beta"); skipped`);
+        return;
+      }
+      if (typeof t.topic !== "string" || t.topic === "") {
+        throw new VercelJsonError(`${here}.topic must be a topic name or a prefix ending in '*'`);
+      }
+      const trigger: { -readonly [K in keyof Trigger]: Trigger[K] } = { file, topic: t.topic };
+      for (const key of NUMERIC) {
+        const v = t[key];
+        if (v === undefined) continue;
+        // Type only: the gateway checks the bounds, and says which (shown per entry).
+        if (typeof v !== "number" || !Number.isFinite(v)) {
+          throw new VercelJsonError(`${here}.${key} must be a number`);
+        }
+        trigger[key] = v;
+      }
+      for (const key of Object.keys(t)) {
+        if (!KNOWN.has(key)) warnings.push(`${here}: "${key}" is not synced; ignored`);
+      }
+      triggers.push(trigger);
+    });
+  }
+  return { triggers, warnings };
+}

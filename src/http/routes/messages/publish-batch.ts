@@ -1,0 +1,72 @@
+// Batch publish (the client's experimental_sendBatch): POST /api/v3/topic/{topic}/batch with a
+// multipart/mixed body of 1 to 100 messages, each part with its own Content-Type and Vqs-*
+// headers. Answers {results: [...]}: one entry per part, in order; a bad part fails alone.
+import type { FastifyInstance } from "fastify";
+import { parseMultipartStream } from "mixpart";
+import { AppError, isAppError } from "../../../errors.js";
+import { LIMITS } from "../../../queue/limits.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { topicOf } from "../../params.js";
+import { publishInput } from "./publish-input.js";
+
+type BatchResult =
+  | { status: "sent"; messageId: string }
+  | { status: "deferred"; messageId: null }
+  | { status: "failed"; statusCode: number; error: string; retryable: boolean };
+
+interface Part {
+  readonly headers: Record<string, string>;
+  readonly payload: Buffer;
+}
+
+async function readParts(contentType: string | undefined, body: Buffer): Promise<Part[]> {
+  if (!contentType || !/^multipart\/mixed\s*;/i.test(contentType)) {
+    throw new AppError("invalid_batch");
+  }
+  const parts: Part[] = [];
+  try {
+    const response = new Response(body, { headers: { "content-type": contentType } });
+    for await (const part of parseMultipartStream(response)) {
+      const payload = Buffer.from(await new Response(part.payload).arrayBuffer());
+      parts.push({ headers: Object.fromEntries(part.headers.entries()), payload });
+      if (parts.length > LIMITS.batchMaxMessages) throw new AppError("invalid_batch");
+    }
+  } catch (err) {
+    throw isAppError(err) ? err : new AppError("invalid_batch", { cause: err });
+  }
+  if (parts.length === 0) throw new AppError("invalid_batch");
+  return parts;
+}
+
+export function publishBatchRoute(
+  app: FastifyInstance,
+  queue: QueueService,
+  maxMessageBytes: number,
+  maxBatchBytes: number,
+): void {
+  app.post("/api/v3/topic/:topic/batch", { bodyLimit: maxBatchBytes }, async (request) => {
+    const topic = topicOf(request);
+    const parts = await readParts(request.headers["content-type"], request.body as Buffer);
+    const results = await Promise.all(
+      parts.map(async (part): Promise<BatchResult> => {
+        try {
+          if (part.payload.length > maxMessageBytes) throw new AppError("payload_too_large");
+          const result = await queue.publish(topic, publishInput(part.headers, part.payload));
+          return result.deferred
+            ? { status: "deferred", messageId: null }
+            : { status: "sent", messageId: result.messageId };
+        } catch (err) {
+          const e = isAppError(err) ? err : new AppError("internal_error", { cause: err });
+          if (e.status >= 500) request.log.warn({ err }, "batch part failed");
+          return {
+            status: "failed",
+            statusCode: e.status,
+            error: e.message,
+            retryable: e.status >= 429,
+          };
+        }
+      }),
+    );
+    return { results };
+  });
+}

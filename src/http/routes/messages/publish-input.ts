@@ -1,0 +1,64 @@
+// The per-message publish headers, shared by single and batch publish.
+import { AppError } from "../../../errors.js";
+import { LIMITS } from "../../../queue/limits.js";
+import type { TraceContext } from "../../../queue/broker.js";
+import type { PublishInput } from "../../../queue/queue-service.js";
+import { intHeader, stringHeader } from "../../encoding/headers.js";
+
+type Headers = Record<string, string | string[] | undefined>;
+
+export function publishInput(headers: Headers, payload: Uint8Array): PublishInput {
+  const contentType = headers["content-type"];
+  if (Array.isArray(contentType) || (contentType !== undefined && contentType.length > 255)) {
+    throw new AppError("invalid_content_type");
+  }
+  return {
+    payload,
+    contentType: contentType || null,
+    retentionSeconds: intHeader(
+      headers["vqs-retention-seconds"],
+      LIMITS.retentionSeconds,
+      LIMITS.retentionSeconds.default,
+      "invalid_retention_seconds",
+    ),
+    delaySeconds: intHeader(
+      headers["vqs-delay-seconds"],
+      LIMITS.delaySeconds,
+      LIMITS.delaySeconds.default,
+      "invalid_delay_seconds",
+    ),
+    idempotencyKey: stringHeader(
+      headers["vqs-idempotency-key"],
+      LIMITS.idempotencyKeyMaxLength,
+      "invalid_idempotency_key",
+    ),
+    trace: traceContext(headers),
+  };
+}
+
+/** W3C traceparent: version-trace id-parent id-flags, lower-case hex; version ff is invalid. */
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+/** Printable ASCII (what HTTP and NATS headers carry safely). */
+const PRINTABLE = /^[\x20-\x7e]*$/;
+
+/**
+ * The trace context of a publish (the client injects it with OpenTelemetry), kept for a push.
+ * Like OpenTelemetry's propagators, a malformed or oversized field is dropped, never an error.
+ */
+function traceContext(headers: Headers): TraceContext | null {
+  const one = (name: string, max: number, valid: (v: string) => boolean) => {
+    const v = headers[name];
+    return typeof v === "string" && v.length <= max && PRINTABLE.test(v) && valid(v)
+      ? v
+      : undefined;
+  };
+  const traceparent = one("traceparent", 55, (v) => TRACEPARENT.test(v));
+  const tracestate = one("tracestate", 512, (v) => v.trim() !== "");
+  const baggage = one("baggage", 8192, (v) => v.trim() !== "");
+  if (!traceparent && !tracestate && !baggage) return null;
+  return {
+    ...(traceparent ? { traceparent } : {}),
+    ...(tracestate ? { tracestate } : {}),
+    ...(baggage ? { baggage } : {}),
+  };
+}

@@ -1,0 +1,27 @@
+// The consumer settings resource: PUT, GET and DELETE /api/v3/topic/{topic or prefix*}/consumer/
+// {group}/settings, and GET /api/v3/settings (every document of the namespace). Four thin
+// handlers over SettingsService, kept in one file since they share the body shape.
+import type { FastifyInstance } from "fastify";
+import { jsonBody } from "../../encoding/json-body.js";
+import { settingsBody } from "../../../queue/settings/consumer-settings.js";
+import type { SettingsService } from "../../../queue/settings/settings-service.js";
+import { settingsAddressOf } from "../../params.js";
+
+/** Largest settings body (a full document is well under 3 KiB). */
+const MAX_BODY_BYTES = 16 * 1024;
+
+export function consumerSettingsRoutes(app: FastifyInstance, settings: SettingsService): void {
+  const path = "/api/v3/topic/:topic/consumer/:group/settings";
+  app.put(path, { bodyLimit: MAX_BODY_BYTES }, async (request) => {
+    const at = settingsAddressOf(request);
+    return settingsBody(await settings.put(at, jsonBody(request.body)));
+  });
+  app.get(path, async (request) => settingsBody(await settings.get(settingsAddressOf(request))));
+  app.delete(path, async (request, reply) => {
+    await settings.delete(settingsAddressOf(request));
+    return reply.code(204).send();
+  });
+  app.get("/api/v3/settings", (request, reply) =>
+    reply.send({ settings: settings.list(request.namespace).map(settingsBody) }),
+  );
+}

@@ -1,0 +1,142 @@
+// How a queue message is stored in JetStream: the payload as the NATS payload, everything else
+// in headers. Times come from the server's timestamp of the stored message, never a gateway clock.
+import { headers, type MsgHdrs } from "@nats-io/transport-node";
+import { createHash } from "node:crypto";
+import type {
+  DeadLetterOrigin,
+  NewMessage,
+  StoredMessage,
+  TraceContext,
+} from "../../queue/broker.js";
+
+export const H = {
+  nonce: "Vqs-Nonce",
+  contentType: "Vqs-Content-Type",
+  retention: "Vqs-Retention",
+  delay: "Vqs-Delay",
+  /** On a moved delayed message: the sequence its ID was made from. */
+  idSeq: "Vqs-Id-Seq",
+  /** On a moved delayed message: the server time of the original publish (ms). */
+  sentMs: "Vqs-Sent-Ms",
+  deadLetterTopic: "Vqs-Dead-Letter-Topic",
+  deadLetterGroup: "Vqs-Dead-Letter-Consumer-Group",
+  deadLetterMessageId: "Vqs-Dead-Letter-Message-Id",
+  deadLetterDeliveryCount: "Vqs-Dead-Letter-Delivery-Count",
+  traceparent: "Vqs-Traceparent",
+  tracestate: "Vqs-Tracestate",
+  baggage: "Vqs-Baggage",
+} as const;
+
+/** The headers every copy of a message keeps (a delayed message's moved copy, a relocated one). */
+export const KEPT_HEADERS = [
+  H.nonce,
+  H.contentType,
+  H.retention,
+  H.traceparent,
+  H.tracestate,
+  H.baggage,
+  H.deadLetterTopic,
+  H.deadLetterGroup,
+  H.deadLetterMessageId,
+  H.deadLetterDeliveryCount,
+] as const;
+
+/**
+ * An idempotency key as a subject token and header value: base64url SHA-256 (43 characters of
+ * `[A-Za-z0-9_-]`), so no user text reaches a subject.
+ */
+export function keyToken(idempotencyKey: string): string {
+  return createHash("sha256").update(idempotencyKey).digest("base64url");
+}
+
+export function encodeHeaders(message: NewMessage): MsgHdrs {
+  const h = headers();
+  h.set(H.nonce, message.nonce);
+  if (message.contentType !== null) h.set(H.contentType, message.contentType);
+  h.set(H.retention, String(message.retentionSeconds));
+  if (message.delaySeconds > 0) h.set(H.delay, String(message.delaySeconds));
+  if (message.trace?.traceparent) h.set(H.traceparent, message.trace.traceparent);
+  if (message.trace?.tracestate) h.set(H.tracestate, message.trace.tracestate);
+  if (message.trace?.baggage) h.set(H.baggage, message.trace.baggage);
+  const dl = message.deadLetter;
+  if (dl) {
+    h.set(H.deadLetterTopic, dl.topic);
+    h.set(H.deadLetterGroup, dl.consumerGroup);
+    h.set(H.deadLetterMessageId, dl.messageId);
+    h.set(H.deadLetterDeliveryCount, String(dl.deliveryCount));
+  }
+  return h;
+}
+
+/** The headers a delayed message keeps when it is copied to the ready subject. */
+export function movedHeaders(parked: MsgHdrs, idSeq: number, publishedAtMs: number): MsgHdrs {
+  const h = headers();
+  for (const key of KEPT_HEADERS) {
+    const v = parked.get(key);
+    if (v) h.set(key, v);
+  }
+  h.set(H.idSeq, String(idSeq));
+  h.set(H.sentMs, String(publishedAtMs));
+  return h;
+}
+
+/** Decodes a stored message; null when it is not one of ours. */
+export function decodeMessage(
+  seq: number,
+  serverTimeMs: number,
+  hdrs: MsgHdrs | undefined,
+  payload: Uint8Array,
+): StoredMessage | null {
+  const nonce = hdrs?.get(H.nonce);
+  const retention = Number(hdrs?.get(H.retention));
+  if (!hdrs || !nonce || !Number.isSafeInteger(retention)) return null;
+  const delay = Number(hdrs.get(H.delay) || "0");
+  const idSeq = Number(hdrs.get(H.idSeq) || seq);
+  const publishedAtMs = Number(hdrs.get(H.sentMs) || serverTimeMs);
+  return {
+    idSeq,
+    nonce,
+    payload,
+    contentType: hdrs.get(H.contentType) || null,
+    publishedAtMs,
+    expiresAtMs: publishedAtMs + retention * 1000,
+    visibleAtMs: publishedAtMs + delay * 1000,
+    trace: decodeTrace(hdrs),
+    deadLetter: decodeDeadLetter(hdrs),
+  };
+}
+
+function decodeDeadLetter(hdrs: MsgHdrs): DeadLetterOrigin | null {
+  const topic = hdrs.get(H.deadLetterTopic);
+  const consumerGroup = hdrs.get(H.deadLetterGroup);
+  const messageId = hdrs.get(H.deadLetterMessageId);
+  const deliveryCount = Number(hdrs.get(H.deadLetterDeliveryCount));
+  if (!topic || !consumerGroup || !messageId || !Number.isSafeInteger(deliveryCount)) return null;
+  return { topic, consumerGroup, messageId, deliveryCount };
+}
+
+function decodeTrace(hdrs: MsgHdrs): TraceContext | null {
+  const traceparent = hdrs.get(H.traceparent);
+  const tracestate = hdrs.get(H.tracestate);
+  const baggage = hdrs.get(H.baggage);
+  if (!traceparent && !tracestate && !baggage) return null;
+  return {
+    ...(traceparent ? { traceparent } : {}),
+    ...(tracestate ? { tracestate } : {}),
+    ...(baggage ? { baggage } : {}),
+  };
+}
+
+/** Milliseconds of an RFC 3339 timestamp with up to nanosecond digits (Nats-Time-Stamp). */
+export function rfc3339ToMs(ts: string): number {
+  const m = /^(.+T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/.exec(ts);
+  if (!m) return Date.parse(ts);
+  const whole = Date.parse(`${m[1]!}${m[3]!}`);
+  const frac = (m[2] ?? "").padEnd(3, "0").slice(0, 3);
+  return whole + Number(frac);
+}
+
+/** Milliseconds of a nanosecond timestamp token (the ack reply subject's). */
+export function nanosTokenToMs(token: string): number {
+  return token.length > 6 ? Number(token.slice(0, -6)) : 0;
+}
