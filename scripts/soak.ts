@@ -10,9 +10,9 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { natsServerBinary } from "../src/dev/nats-server-process.js";
-import { ANOMALIES } from "../test/nemesis/checker.js";
-import { startEnvironment } from "../test/nemesis/environment.js";
-import { missingPrerequisites } from "../test/nemesis/prerequisites.js";
+import { ANOMALIES } from "../test/nemesis/check/checker.js";
+import { startEnvironment } from "../test/nemesis/lab/environment.js";
+import { missingPrerequisites } from "../test/nemesis/lab/prerequisites.js";
 import { runRound, type RoundResult } from "../test/nemesis/round.js";
 import {
   killsSchedule,
@@ -22,7 +22,7 @@ import {
   shortSchedule,
   type Schedule,
 } from "../test/nemesis/schedules.js";
-import { anomalyTable, details } from "../test/nemesis/table.js";
+import { anomalyTable, details } from "../test/nemesis/check/table.js";
 
 const { values } = parseArgs({
   options: {

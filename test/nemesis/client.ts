@@ -9,7 +9,7 @@ import type {
   Invoke,
   Operation,
   Unstamped,
-} from "./history.js";
+} from "./check/history.js";
 
 /** A request still unanswered after this long is abandoned (and reported if nothing excuses it). */
 export const CLIENT_BOUND_MS = 30_000;

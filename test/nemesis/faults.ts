@@ -4,9 +4,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RecordingClient } from "./client.js";
-import type { NemesisEnvironment } from "./environment.js";
-import type { HistoryWriter } from "./history.js";
-import { NODE_HOSTS } from "./nodes.js";
+import type { NemesisEnvironment } from "./lab/environment.js";
+import type { HistoryWriter } from "./check/history.js";
+import { NODE_HOSTS } from "./lab/nodes.js";
 
 export interface FaultContext {
   readonly env: NemesisEnvironment;

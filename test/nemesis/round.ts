@@ -3,11 +3,11 @@
 // group reads the whole topic, the stream is inspected, and the checker reads the history.
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { check, DEFAULT_CHECK, type CheckReport } from "./checker.js";
+import { check, DEFAULT_CHECK, type CheckReport } from "./check/checker.js";
 import { RecordingClient } from "./client.js";
-import type { NemesisEnvironment } from "./environment.js";
-import { openHistory, readHistory, type NemesisEvent } from "./history.js";
-import { inspectTopic, streamOf, type Inspection } from "./inspect.js";
+import type { NemesisEnvironment } from "./lab/environment.js";
+import { openHistory, readHistory, type NemesisEvent } from "./check/history.js";
+import { inspectTopic, streamOf, type Inspection } from "./check/inspect.js";
 import type { Schedule } from "./schedules.js";
 import { AUDIT_GROUP, GROUP, Workload } from "./workload.js";
 

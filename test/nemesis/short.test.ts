@@ -10,11 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { natsServerBinary } from "../../src/dev/nats-server-process.js";
-import { startEnvironment } from "./environment.js";
-import { missingPrerequisites } from "./prerequisites.js";
+import { startEnvironment } from "./lab/environment.js";
+import { missingPrerequisites } from "./lab/prerequisites.js";
 import { runRound } from "./round.js";
 import { seededRandom, shortSchedule } from "./schedules.js";
-import { anomalyTable, details } from "./table.js";
+import { anomalyTable, details } from "./check/table.js";
 
 const missing = missingPrerequisites();
 if (missing.length > 0) {

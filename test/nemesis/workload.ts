@@ -4,7 +4,7 @@
 // their lease, as a crashed consumer would); a readiness poller per gateway. After the faults:
 // a drain that runs until every acknowledged publish was acknowledged by the group (or a
 // deadline), and a fresh group that reads the whole topic once more (the audit).
-import type { Complete } from "./history.js";
+import type { Complete } from "./check/history.js";
 import type { RecordingClient } from "./client.js";
 
 export const GROUP = "workers";

@@ -7,7 +7,7 @@ import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from "@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { natsServerVersion } from "../../../src/dev/nats-server-process.js";
 import { startTestCluster } from "../../helpers/cluster.js";
-import { versionAtLeast } from "../nodes.js";
+import { versionAtLeast } from "../lab/nodes.js";
 
 const bin = process.argv[2] ?? ".cache/nats-current/nats-server";
 const tries = Number(process.argv[3] ?? 10);

@@ -1,7 +1,7 @@
 // Everything a nemesis run needs, started once and shared by its rounds: the lab network, three
 // nats-server nodes, a token issuer on the bridge's address, and two gateway processes.
 import { join } from "node:path";
-import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../helpers/issuer.js";
+import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { GATEWAY_HOSTS, startGateways, type NemesisGateway } from "./gateways.js";
 import { createLab, type Lab } from "./lab.js";
 import { NODE_HOSTS, startNodes, type NemesisNodes } from "./nodes.js";

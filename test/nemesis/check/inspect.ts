@@ -9,9 +9,9 @@ import {
   SCHEDULE_CONSUMER,
   SCHEDULE_STREAM,
   topicNames,
-} from "../../src/nats/core/naming.js";
-import { makeNamespace } from "../../src/queue/namespace.js";
-import { TEAM_A } from "../helpers/issuer.js";
+} from "../../../src/nats/core/naming.js";
+import { makeNamespace } from "../../../src/queue/namespace.js";
+import { TEAM_A } from "../../helpers/issuer.js";
 
 export const REGION = "iad1";
 

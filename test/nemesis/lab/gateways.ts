@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { startGatewayProcess, type GatewayProcess } from "../../src/dev/spawn-gateway.js";
+import { startGatewayProcess, type GatewayProcess } from "../../../src/dev/spawn-gateway.js";
 import type { Lab } from "./lab.js";
 
 export const GATEWAY_HOSTS = ["g0", "g1"] as const;

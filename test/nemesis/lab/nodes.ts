@@ -11,7 +11,7 @@ import {
   startNatsServer,
   type NatsServerOptions,
   type NatsServerProcess,
-} from "../../src/dev/nats-server-process.js";
+} from "../../../src/dev/nats-server-process.js";
 import { mountDisk, unmountDisk, type Disk } from "./disks.js";
 import type { Lab } from "./lab.js";
 
