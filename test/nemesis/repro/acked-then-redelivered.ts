@@ -31,15 +31,18 @@ let redelivered = 0;
 let done = 0;
 try {
   nc = await connect({ servers: cluster.url.split(","), maxReconnectAttempts: -1 });
-  let jsm = await jetstreamManager(nc);
-  for (let i = 0; i < 60; i++) {
+  let jsm: JetStreamManager | null = null;
+  for (let i = 0; i < 60 && !jsm; i++) {
     try {
-      await jsm.streams.add({ name: STREAM, subjects: ["ackrepro"], num_replicas: 3 });
-      break;
+      // The new cluster elects its meta leader first (jetstreamManager asks for account info).
+      const m = await jetstreamManager(nc);
+      await m.streams.add({ name: STREAM, subjects: ["ackrepro"], num_replicas: 3 });
+      jsm = m;
     } catch {
-      await sleep(500); // the new cluster elects its meta leader first
+      await sleep(500);
     }
   }
+  if (!jsm) throw new Error("no JetStream meta leader within 30 s");
   await jsm.consumers.add(STREAM, {
     durable_name: "c",
     ack_policy: AckPolicy.Explicit,
@@ -57,7 +60,14 @@ try {
     await cluster.kill(leader); // right after the reply: "acknowledged"
     await sleep(1000);
     await cluster.restart(leader);
-    jsm = await jetstreamManager(nc);
+    for (let i = 0; i < 40; i++) {
+      const m = await jetstreamManager(nc).catch(() => null);
+      if (m) {
+        jsm = m;
+        break;
+      }
+      await sleep(250);
+    }
     // A new leader, then the ack wait: an unreplicated ack makes the message pending again.
     for (let i = 0; i < 40 && (await consumerLeader(jsm)) === null; i++) await sleep(250);
     const again = await (
