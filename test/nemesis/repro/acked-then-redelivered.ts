@@ -3,6 +3,8 @@
 // with a request (+ACK, whose reply the gateway takes as "acknowledged"), then the consumer's leader
 // SIGKILLed the moment the reply arrives. After the failover, is the acknowledged message
 // delivered again? Run: `npx tsx test/nemesis/repro/acked-then-redelivered.ts [nats-server] [tries]`.
+// Measured 2026-11-23 on the loaded 2-core machine: nats-server 2.9.10 delivered 2 of 10 such
+// messages again (deliveryCount 2); 2.15.1 with sync_interval always 0 of 10.
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { natsServerVersion } from "../../../src/dev/nats-server-process.js";
