@@ -1,6 +1,6 @@
 // `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n]`: is B's gateway
-// faster than A's? Both gateways run at once against one nats-server (each from its own
-// checkout's bench/gateway-process.ts, B defaulting to this one), and the load generator moves
+// faster than A's? Both gateways run at once against one nats-server (each started by its own
+// checkout's bench/lib/gateways.ts, B defaulting to this one), and the load generator moves
 // between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
 // the median of the paired slice ratios B/A. Modes: receive (receive 10 + ack each), publish,
 // keyed (publish with a new idempotency key each), duplicate (publish with a key whose message

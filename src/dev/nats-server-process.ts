@@ -1,7 +1,7 @@
 // Starts and stops real nats-server processes on loopback: the embedded single node of
 // `npm start` without NATS_URL, and every server the tests run (one node or a cluster).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { createWriteStream, existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -9,6 +9,8 @@ import { fileURLToPath } from "node:url";
 
 export interface NatsServerOptions {
   readonly storeDir: string;
+  /** Address to listen on for clients and routes (default 127.0.0.1). */
+  readonly host?: string;
   readonly port?: number;
   readonly serverName?: string;
   /** Largest NATS message; the default leaves room for 1 MiB payloads plus headers. */
@@ -16,7 +18,8 @@ export interface NatsServerOptions {
   readonly cluster?: {
     readonly name: string;
     readonly port: number;
-    readonly routes: readonly number[];
+    /** Other nodes' route ports on 127.0.0.1, or "host:port". */
+    readonly routes: readonly (number | string)[];
   };
   /** fsync every write before acknowledging it (JetStream `sync_interval: always`, 2.10+). */
   readonly syncAlways?: boolean;
@@ -24,6 +27,10 @@ export interface NatsServerOptions {
   readonly maxFileStore?: number;
   /** The binary to run (default: natsServerBinary()). */
   readonly bin?: string;
+  /** A command the server runs under, e.g. `nsenter --net=...` (it must exec the server). */
+  readonly wrapper?: readonly string[];
+  /** The server's log (its stderr) is appended to this file. */
+  readonly logFile?: string;
 }
 
 export interface NatsServerProcess {
@@ -89,8 +96,9 @@ export async function freePort(): Promise<number> {
 }
 
 function configText(o: NatsServerOptions, port: number): string {
+  const host = o.host ?? "127.0.0.1";
   const lines = [
-    `listen: "127.0.0.1:${port}"`,
+    `listen: "${host}:${port}"`,
     `server_name: "${o.serverName ?? `vqs-${port}`}"`,
     `max_payload: ${o.maxPayload ?? 2 * 1024 * 1024}`,
     "jetstream {",
@@ -104,8 +112,8 @@ function configText(o: NatsServerOptions, port: number): string {
     lines.push(
       "cluster {",
       `  name: "${o.cluster.name}"`,
-      `  listen: "127.0.0.1:${o.cluster.port}"`,
-      `  routes: [${o.cluster.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ")}]`,
+      `  listen: "${host}:${o.cluster.port}"`,
+      `  routes: [${o.cluster.routes.map((r) => `"nats-route://${typeof r === "number" ? `127.0.0.1:${r}` : r}"`).join(", ")}]`,
       "}",
     );
   }
@@ -120,8 +128,13 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   const confFile = join(options.storeDir, `nats-server-${port}.conf`);
   await writeFile(confFile, configText(options, port));
 
-  const child = spawn(bin, ["-c", confFile], { stdio: ["ignore", "ignore", "pipe"] });
+  const argv = [...(options.wrapper ?? []), bin, "-c", confFile];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "ignore", "pipe"] });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  if (options.logFile) {
+    const log = createWriteStream(options.logFile, { flags: "a" });
+    child.stderr?.pipe(log);
+  }
   await waitReady(child);
 
   const signal = async (sig: NodeJS.Signals, graceMs: number) => {
@@ -132,7 +145,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
     clearTimeout(timer);
   };
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `nats://${options.host ?? "127.0.0.1"}:${port}`,
     port,
     options: { ...options, port },
     stop: (graceMs = 5000) => signal("SIGTERM", graceMs),

@@ -30,7 +30,9 @@ export const TEAM_A: Claims = {
   environment: "production",
 };
 
-export async function startIssuer(): Promise<TestIssuer> {
+/** `host`: the address to serve the JWKS on (default loopback). */
+export async function startIssuer(options: { host?: string } = {}): Promise<TestIssuer> {
+  const host = options.host ?? "127.0.0.1";
   const { publicKey, privateKey } = await generateKeyPair("RS256");
   const foreign = await generateKeyPair("RS256");
   const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256", use: "sig" };
@@ -42,7 +44,7 @@ export async function startIssuer(): Promise<TestIssuer> {
     }
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: [jwk] }));
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  await new Promise<void>((r) => server.listen(0, host, r));
   const addr = server.address();
   const port = typeof addr === "object" && addr ? addr.port : 0;
 
@@ -60,7 +62,7 @@ export async function startIssuer(): Promise<TestIssuer> {
       .sign(key);
 
   return {
-    jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks`,
+    jwksUrl: `http://${host}:${port}/.well-known/jwks`,
     token: (claims = {}, o = {}) => sign(privateKey, claims, o),
     foreignToken: (claims = {}) => sign(foreign.privateKey, claims),
     tokenWithoutExpiry: () =>

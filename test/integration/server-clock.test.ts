@@ -1,5 +1,6 @@
 // The gateways' common clock follows the NATS server's, whatever the host's clock says: a
-// gateway whose clock is 10 minutes off still computes the same "now" as the server.
+// gateway whose clock is 10 minutes off, or is stepped by minutes while it runs, still computes
+// the same "now" as the server.
 import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -29,6 +30,17 @@ describe("server clock", () => {
       // The server runs on this machine, so its time is this machine's (within a round trip).
       expect(Math.abs(clock.now() - Date.now())).toBeLessThan(250);
       expect(Math.abs(clock.offsetMs + skewMs)).toBeLessThan(250);
+    }
+  });
+
+  it("keeps the server's time when the host clock is stepped after a measurement", async () => {
+    const kv = await new Kvm(jetstream(nc)).create("CLOCK_STEP_TEST", { history: 1 });
+    let stepMs = 0;
+    const clock = new ServerClock(() => Date.now() + stepMs);
+    await clock.sync(kv, "clock.step");
+    for (const step of [5 * 60_000, -5 * 60_000]) {
+      stepMs = step; // as NTP stepping the host clock between two measurements
+      expect(Math.abs(clock.now() - Date.now())).toBeLessThan(250);
     }
   });
 });

@@ -1,14 +1,15 @@
-// One gateway in its own process, for the benchmark: the production composition (createGateway)
-// configured from the environment by loadConfig, listening on $HOST:$PORT. Started by
-// bench/lib/gateways.ts as `node --import tsx bench/gateway-process.ts`, so the load generator's
-// CPU and the gateway's are measured apart. Talks to its parent over the IPC channel:
+// One gateway in its own process, for the benchmark and the nemesis tests: the production
+// composition (createGateway) configured from the environment by loadConfig, listening on
+// $HOST:$PORT. Started by spawn-gateway.ts as `node --import tsx src/dev/gateway-process.ts`, so
+// its CPU is measured apart from the load generator's, and it can be paused or killed alone.
+// Talks to its parent over the IPC channel:
 //   -> {type: "listening", url}          once listening
 //   <- {type: "stats"}  -> {type: "stats", memory, cpu}   (after a full GC with --expose-gc)
 //   <- {type: "stop"} or SIGTERM: closes the gateway and exits (a --cpu-prof profile is written)
 // Exits by itself when the parent goes away.
-import { loadConfig } from "../src/config.js";
-import { createGateway } from "../src/gateway.js";
-import { createLogger } from "../src/logger.js";
+import { loadConfig } from "../config.js";
+import { createGateway } from "../gateway.js";
+import { createLogger } from "../logger.js";
 
 const config = loadConfig(process.env);
 if (!config.natsServers) throw new Error("gateway-process needs NATS_URL");

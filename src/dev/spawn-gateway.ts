@@ -1,0 +1,109 @@
+// Starts a gateway in its own process (gateway-process.ts) and talks to it: its URL, its process
+// ID (for CPU readings and signals), its heap statistics. Used by the benchmark and the nemesis.
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+
+const DEV_DIR = dirname(fileURLToPath(import.meta.url));
+const REPO_DIR = dirname(dirname(DEV_DIR));
+
+export interface GatewayProcess {
+  readonly url: string;
+  readonly pid: number;
+  /** process.memoryUsage() of the gateway (rss, heapUsed, ...), or null without an answer. */
+  memory(): Promise<NodeJS.MemoryUsage | null>;
+  /** SIGTERM (a graceful close), then SIGKILL after 20 s. */
+  stop(): Promise<void>;
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a stalled gateway that keeps its connections. */
+  pause(): void;
+  resume(): void;
+}
+
+export interface GatewayProcessOptions {
+  readonly env: Record<string, string>;
+  /** Extra Node.js flags (e.g. --cpu-prof). */
+  readonly nodeFlags?: readonly string[];
+  /** The gateway's log (stdout and stderr) is appended here. */
+  readonly logFile: string;
+  /** A command the gateway runs under, e.g. `nsenter --net=...` (it must exec node). */
+  readonly wrapper?: readonly string[];
+}
+
+export async function startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess> {
+  const log = openSync(o.logFile, "a");
+  const node = [
+    process.execPath,
+    "--expose-gc",
+    ...(o.nodeFlags ?? []),
+    "--import",
+    "tsx",
+    join(DEV_DIR, "gateway-process.ts"),
+  ];
+  const argv = [...(o.wrapper ?? []), ...node];
+  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
+    cwd: REPO_DIR,
+    env: { ...process.env, ...o.env, NODE_ENV: "" },
+    stdio: ["ignore", log, log, "ipc"],
+  });
+  closeSync(log); // the child has its own copy
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error("gateway process did not listen within 30 s"));
+    }, 30_000);
+    const onMessage = (m: unknown) => {
+      const msg = m as { type?: string; url?: string };
+      if (msg.type === "listening" && msg.url) {
+        clearTimeout(timer);
+        child.off("message", onMessage);
+        resolve(msg.url);
+      }
+    };
+    child.on("message", onMessage);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway process exited (${String(code)}) before listening`));
+    });
+  });
+  return {
+    url,
+    pid: child.pid ?? 0,
+    memory() {
+      return new Promise((resolve) => {
+        if (!child.connected) return resolve(null);
+        const timer = setTimeout(() => {
+          child.off("message", onMessage);
+          resolve(null);
+        }, 5000);
+        const onMessage = (m: unknown) => {
+          const msg = m as { type?: string; memory?: NodeJS.MemoryUsage };
+          if (msg.type !== "stats") return;
+          clearTimeout(timer);
+          child.off("message", onMessage);
+          resolve(msg.memory ?? null);
+        };
+        child.on("message", onMessage);
+        child.send({ type: "stats" });
+      });
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGCONT");
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      await exited;
+      clearTimeout(timer);
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGKILL");
+      await exited;
+    },
+    pause: () => void child.kill("SIGSTOP"),
+    resume: () => void child.kill("SIGCONT"),
+  };
+}

@@ -1,0 +1,73 @@
+// The checker's report as text: the anomaly table (what the soak prints and docs/reliability.md
+// quotes), the first few findings of each kind, and what clients saw during each fault.
+import { ANOMALIES, type CheckReport } from "./checker.js";
+
+export interface RoundSummary {
+  readonly label: string;
+  readonly report: CheckReport;
+}
+
+/** One Markdown table row per round, plus a total row when there are several. */
+export function anomalyTable(rounds: readonly RoundSummary[]): string {
+  const head = [
+    "round",
+    "faults",
+    "publishes 201/202",
+    "keys",
+    "deliveries",
+    ...ANOMALIES,
+    "early",
+    "slowest 1st delivery",
+  ];
+  const rows = rounds.map(({ label, report: r }) => [
+    label,
+    String(r.faults.length),
+    String(r.acknowledgedPublishes),
+    String(r.keys),
+    String(r.deliveries),
+    ...ANOMALIES.map((k) => String(r.anomalies[k].length)),
+    String(r.early),
+    `${Math.round((r.slowestFirstDeliveryMs.workers ?? 0) / 100) / 10} s`,
+  ]);
+  if (rounds.length > 1) {
+    const sum = (f: (r: CheckReport) => number) =>
+      String(rounds.reduce((n, x) => n + f(x.report), 0));
+    rows.push([
+      "**total**",
+      sum((r) => r.faults.length),
+      sum((r) => r.acknowledgedPublishes),
+      sum((r) => r.keys),
+      sum((r) => r.deliveries),
+      ...ANOMALIES.map((k) => sum((r) => r.anomalies[k].length)),
+      sum((r) => r.early),
+      `${Math.round(Math.max(...rounds.map((x) => x.report.slowestFirstDeliveryMs.workers ?? 0)) / 100) / 10} s`,
+    ]);
+  }
+  return [head, head.map(() => "---"), ...rows].map((r) => `| ${r.join(" | ")} |`).join("\n");
+}
+
+/** The findings themselves (at most `max` of each kind) and the statuses seen during faults. */
+export function details(report: CheckReport, max = 5): string {
+  const out: string[] = [];
+  for (const kind of ANOMALIES) {
+    const list = report.anomalies[kind] as readonly unknown[];
+    if (list.length === 0) continue;
+    out.push(`${kind} (${list.length}):`);
+    for (const f of list.slice(0, max)) out.push(`  ${JSON.stringify(f)}`);
+  }
+  for (const [group, n] of Object.entries(report.ackUnconfirmed)) {
+    const end = report.groupsAtEnd?.[group];
+    out.push(
+      `${group}: ${n} messages whose acknowledgements all failed never came back` +
+        (end ? ` (consumer at the end: ${JSON.stringify(end)})` : ""),
+    );
+  }
+  for (const [fault, statuses] of Object.entries(report.duringFaults)) {
+    const s = Object.entries(statuses)
+      .sort()
+      .map(([k, n]) => `${k}: ${n}`)
+      .join(", ");
+    out.push(`during ${fault}: ${s}`);
+  }
+  return out.join("\n");
+}
