@@ -8,17 +8,12 @@ const CURRENT_NATS = process.env.NATS_SERVER_CURRENT_BIN ?? ".cache/nats-current
 const COMPAT_NATS = process.env.NATS_SERVER_COMPAT_BIN ?? "nats-server";
 const COMPAT_TESTS = [
   "test/faults/**/*.test.ts",
-  ...[
-    "api",
-    "auth-isolation",
-    "client",
-    "dedup",
-    "hygiene",
-    "shutdown",
-    "stale-handles",
-    "storage-outage",
-    "ttl",
-  ].map((name) => `test/integration/${name}.test.ts`),
+  ...["api", "client", "dedup", "stale-handles", "ttl"].map(
+    (name) => `test/integration/messages/${name}.test.ts`,
+  ),
+  ...["auth-isolation", "hygiene", "shutdown", "storage-outage"].map(
+    (name) => `test/integration/service/${name}.test.ts`,
+  ),
 ];
 
 export default defineConfig({

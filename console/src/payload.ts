@@ -1,5 +1,5 @@
 // How a message's payload is shown: JSON pretty-printed, UTF-8 text as it is, anything else as a
-// hex dump. Pure functions (no DOM), unit-tested in test/unit/console-payload.test.ts.
+// hex dump. Pure functions (no DOM), unit-tested in test/console/payload.test.ts.
 
 export type PayloadKind = "json" | "text" | "hex";
 

@@ -19,11 +19,11 @@ import {
   podman,
   ROOT,
   type ContainerBase,
-} from "../helpers/container.js";
+} from "../helpers/processes/container.js";
 import { RECEIPT_SECRET } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../helpers/nats.js";
+import { startTestNats, type TestNats } from "../helpers/processes/nats.js";
 
 const t0 = Date.now(); // before the tools' install, which is part of a cold run
 const skipReason = containerSkipReason();

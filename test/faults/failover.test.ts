@@ -8,7 +8,7 @@ import { startNatsServer } from "../../src/dev/nats-server-process.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, errorCode, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../helpers/nats.js";
+import { startTestNats, type TestNats } from "../helpers/processes/nats.js";
 
 let home: TestNats;
 let neighbour: TestNats;

@@ -6,10 +6,13 @@
 // - killed after publishing delayed messages, with NATS restarted too: the timers live in
 //   JetStream, so another gateway delivers every message when due, once, with deliveryCount 1.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killGatewayProcesses, spawnGateway as spawnOn } from "../helpers/gateway-process.js";
+import {
+  killGatewayProcesses,
+  spawnGateway as spawnOn,
+} from "../helpers/processes/gateway-process.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../helpers/nats.js";
+import { startTestNats, type TestNats } from "../helpers/processes/nats.js";
 import { startNatsServer, type NatsServerProcess } from "../../src/dev/nats-server-process.js";
 
 let nats: TestNats;

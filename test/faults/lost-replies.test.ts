@@ -12,8 +12,8 @@ import { makeNamespace } from "../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../helpers/nats.js";
-import { startNatsProxy, type NatsProxy } from "../helpers/nats-proxy.js";
+import { startTestNats, type TestNats } from "../helpers/processes/nats.js";
+import { startNatsProxy, type NatsProxy } from "../helpers/processes/nats-proxy.js";
 
 let nats: TestNats;
 let proxy: NatsProxy;

@@ -7,9 +7,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../helpers/fixture.js";
-import { killGatewayProcesses, spawnGateway } from "../helpers/gateway-process.js";
+import { killGatewayProcesses, spawnGateway } from "../helpers/processes/gateway-process.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
-import { startTestNats } from "../helpers/nats.js";
+import { startTestNats } from "../helpers/processes/nats.js";
 import { startPushApp, type PushApp } from "../helpers/push-app.js";
 
 const fx = useGateways(2);

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { startGateway, type TestGateway, type TestGatewayOptions } from "./gateway.js";
 import { startIssuer, type TestIssuer } from "./issuer.js";
-import { startTestNats, type TestNats } from "./nats.js";
+import { startTestNats, type TestNats } from "./processes/nats.js";
 
 export interface Fixture {
   readonly nats: TestNats;

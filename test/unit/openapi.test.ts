@@ -1,6 +1,6 @@
 // The OpenAPI document (src/http/openapi/): valid OpenAPI 3.1, committed as docs/openapi.json
 // (`npm run openapi`), and in step with the README's API tables. The served document and the
-// gateway's routes: test/integration/openapi.test.ts.
+// gateway's routes: test/integration/management/openapi.test.ts.
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";

@@ -1,7 +1,7 @@
 // The consumer group name of a `vercel.json` functions entry: the same name `@vercel/queue`'s dev
 // mode gives it (its unexported `filePathToConsumerGroup`, 0.6.0), so a group synced here and the
 // one the client uses in development are the same group. Written here, not copied at runtime;
-// test/unit/cli-consumer-group.test.ts and test/integration/cli-triggers.test.ts hold it equal
+// test/unit/cli/triggers.test.ts and test/integration/cli/triggers.test.ts hold it equal
 // to the client's own output.
 //
 // Per code point: `_` -> `__`, `/` -> `_S`, `.` -> `_D`, A-Z a-z 0-9 `-` kept, anything else

@@ -1,0 +1,61 @@
+// A gateway in a process of its own (`src/main.ts`, configured like production), for tests that
+// must SIGKILL or SIGSTOP a gateway. One process (`node --import tsx`), not the tsx CLI, which
+// runs the program in a child: a signal must hit the gateway itself.
+import { spawn, type ChildProcess } from "node:child_process";
+import { RECEIPT_SECRET } from "../gateway.js";
+import { AUDIENCE, ISSUER, type TestIssuer } from "../issuer.js";
+
+export interface GatewayProcess {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** SIGKILL: a crash. */
+  kill(): void;
+}
+
+const started = new Set<ChildProcess>();
+
+export async function spawnGateway(
+  natsUrl: string,
+  issuer: TestIssuer,
+  env: Record<string, string> = {},
+): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: {
+      ...process.env,
+      NODE_ENV: "production",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      NATS_URL: natsUrl,
+      VQS_REGION: "iad1",
+      VQS_OIDC_JWKS_URL: issuer.jwksUrl,
+      VQS_OIDC_ISSUER: ISSUER,
+      VQS_OIDC_AUDIENCE: AUDIENCE,
+      VQS_RECEIPT_SECRET: RECEIPT_SECRET,
+      LOG_LEVEL: "info",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  started.add(child);
+  child.once("exit", () => started.delete(child));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.once("exit", () => reject(new Error(`gateway exited:\n${out}`)));
+  });
+  return { url, child, kill: () => void child.kill("SIGKILL") };
+}
+
+/** SIGKILLs every gateway process still running (for afterAll). */
+export function killGatewayProcesses(): void {
+  for (const c of started) c.kill("SIGKILL");
+}

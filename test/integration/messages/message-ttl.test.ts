@@ -1,0 +1,133 @@
+// Per-message TTL on a current nats-server (2.11+): storage is freed when a message expires, not
+// at the stream's 7-day max age. Runs against the current server fetched by
+// scripts/ensure-current-nats.mjs (the rest of the suite runs on the distribution's 2.9.10,
+// where the feature does not exist and streams keep messages for max_age).
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { topicNames } from "../../../src/nats/core/naming.js";
+import { supportsMessageTtl } from "../../../src/nats/core/server-features.js";
+import { newNonce } from "../../../src/queue/message-id.js";
+import { makeNamespace } from "../../../src/queue/namespace.js";
+import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
+import {
+  currentNatsServerBinary,
+  startTestNats,
+  type TestNats,
+} from "../../helpers/processes/nats.js";
+
+let nats: TestNats;
+let issuer: TestIssuer;
+let gw: TestGateway;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+
+const namespace = makeNamespace("team_a", "prj_1", "production", null);
+const names = (topic: string) => topicNames("iad1", { namespace, topic });
+
+beforeAll(async () => {
+  nats = await startTestNats({ bin: currentNatsServerBinary() });
+  issuer = await startIssuer();
+  gw = await startGateway(nats.url, issuer);
+  nc = await connect({ servers: nats.url });
+  jsm = await jetstreamManager(nc);
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await gw?.close();
+  await issuer?.close();
+  await nats?.dispose();
+});
+
+/** Stores a message with a TTL shorter than the API allows (60 s), to see storage freed soon. */
+function publishShort(topic: string, body: string, retentionSeconds: number, delaySeconds = 0) {
+  return gw.gateway.store.broker.publish(
+    { namespace, topic },
+    {
+      payload: new TextEncoder().encode(body),
+      contentType: null,
+      retentionSeconds,
+      delaySeconds,
+      idempotencyKey: null,
+      trace: null,
+      nonce: newNonce(),
+    },
+  );
+}
+
+async function storedOnSubject(topic: string, suffix: "m" | "d" | "f.>"): Promise<number> {
+  const n = names(topic);
+  const info = await jsm.streams.info(n.stream, {
+    subjects_filter: n.ready.replace(/\.m$/, `.${suffix}`),
+  });
+  return Object.values(info.state.subjects ?? {}).reduce((s, c) => s + c, 0);
+}
+
+describe("per-message TTL (nats-server 2.11+)", () => {
+  it("runs on a server that has it", () => {
+    expect(supportsMessageTtl(nc.info?.version)).toBe(true);
+    expect(supportsMessageTtl("2.9.10")).toBe(false);
+    expect(supportsMessageTtl("2.10.27")).toBe(false);
+    expect(supportsMessageTtl("2.11.0")).toBe(true);
+  });
+
+  it("stamps each message with its retention and frees its storage when it expires", async () => {
+    const topic = uniqueName("ttl");
+    const q = api(gw.url, await issuer.token());
+    const res = await q.publish(topic, "kept", { "vqs-retention-seconds": "120" });
+    const { messageId } = (await res.json()) as { messageId: string };
+    const seq = parseInt(messageId.slice(1, messageId.indexOf("_")), 36);
+    const stored = await jsm.direct.getMessage(names(topic).stream, { seq });
+    expect(stored?.header.get("Nats-TTL")).toBe("120");
+    expect((await jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBe(true);
+
+    await publishShort(topic, "short", 2);
+    expect(await storedOnSubject(topic, "m")).toBe(2);
+    await expect.poll(() => storedOnSubject(topic, "m"), { timeout: 8000, interval: 250 }).toBe(1);
+    const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));
+    expect(got.map((p) => p.body.toString())).toEqual(["kept"]);
+  });
+
+  it("gives a delayed message's visible copy and its pointer the time left, so all of it goes", async () => {
+    const topic = uniqueName("ttl-delay");
+    const q = api(gw.url, await issuer.token());
+    await publishShort(topic, "soon", 4, 1);
+    await sleep(1500);
+    const got = await parts(await q.receive(topic, "g"));
+    expect(got.map((p) => p.body.toString())).toEqual(["soon"]);
+    expect(await storedOnSubject(topic, "f.>")).toBe(1);
+    await expect
+      .poll(
+        async () =>
+          (await storedOnSubject(topic, "m")) +
+          (await storedOnSubject(topic, "d")) +
+          (await storedOnSubject(topic, "f.>")),
+        { timeout: 10_000, interval: 250 },
+      )
+      .toBe(0);
+  });
+
+  it("turns it on for a topic stream made without it", async () => {
+    const topic = uniqueName("ttl-old");
+    const old = await startGateway(nats.url, issuer, { env: { VQS_MESSAGE_TTL: "off" } });
+    try {
+      const token = await issuer.token();
+      expect((await api(old.url, token).publish(topic, "before")).status).toBe(201);
+      expect((await jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBeFalsy();
+      const fresh = await startGateway(nats.url, issuer);
+      try {
+        expect((await api(fresh.url, token).publish(topic, "after")).status).toBe(201);
+        expect((await jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBe(true);
+      } finally {
+        await fresh.close();
+      }
+      // A gateway with it off sends no Nats-TTL, which a stream that allows it accepts.
+      expect((await api(old.url, token).publish(topic, "again")).status).toBe(201);
+    } finally {
+      await old.close();
+    }
+  });
+});
