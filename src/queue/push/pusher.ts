@@ -128,7 +128,7 @@ export class Pusher {
     const seconds = (performance.now() - started) / 1000;
     this.#report(group, response.outcome, seconds, message, push, response.status);
     if (response.outcome === "success") {
-      if (push.autoAck) await this.#d.queue.acknowledge(group, message.receiptHandle);
+      if (push.autoAck) await this.#d.queue.acknowledgeLease(group, lease);
       else if (!inline) await this.#d.queue.afterPushById(group, lease);
       return;
     }
@@ -158,6 +158,9 @@ export class Pusher {
   ): void {
     this.#d.observer.pushed(outcome, seconds);
     this.#d.observer.groupOutcome(group, outcome, this.#d.now());
+    const success = outcome === "success";
+    // Successes log at debug, off in production: no fields (nor a URL parse) per push for it.
+    if (success && !this.#d.log.isLevelEnabled("debug")) return;
     const fields = {
       topic: group.topic,
       group: group.group,
@@ -169,7 +172,7 @@ export class Pusher {
       status,
       ms: Math.round(seconds * 1000),
     };
-    if (outcome === "success") this.#d.log.debug(fields, "push");
+    if (success) this.#d.log.debug(fields, "push");
     else this.#d.log.warn(fields, "push failed; the message will be retried");
   }
 }
