@@ -99,7 +99,7 @@ try {
     {
       api: new GatewayApi(client, issuer.token),
       gatewayUrl: gateway.url,
-      gatewayPid: gateway.pid,
+      gatewayPids: [gateway.pid],
       natsPid: nats.pid,
       token: issuer.token,
       js: jetstream(nc),

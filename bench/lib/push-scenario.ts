@@ -3,6 +3,7 @@
 // (push-throughput.ts), then publish-to-handler latency (push-latency.ts); its table and targets.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { randomBytes } from "node:crypto";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { GatewayApi } from "./gw.js";
 import { loadAverage } from "./proc.js";
@@ -18,8 +19,9 @@ export interface PushOptions {
 
 export interface PushContext {
   readonly api: GatewayApi;
+  /** The gateway the callback endpoint's client acknowledges through. */
   readonly gatewayUrl: string;
-  readonly gatewayPid: number;
+  readonly gatewayPids: readonly number[];
   readonly natsPid: number;
   readonly token: string;
   readonly js: JetStreamClient;
@@ -52,13 +54,10 @@ export async function pushScenario(ctx: PushContext, o: PushOptions): Promise<Pu
   const endpoints: PushEndpoint[] = [];
   try {
     for (const mode of ["plain", "callback"] as const) {
+      const logFile = join(ctx.logDir, `push-endpoint-${mode}.log`);
+      await writeFile(logFile, ""); // this run's lines only (the client logs failed callbacks)
       endpoints.push(
-        await startPushEndpoint({
-          mode,
-          gatewayUrl: ctx.gatewayUrl,
-          token: ctx.token,
-          logFile: join(ctx.logDir, `push-endpoint-${mode}.log`),
-        }),
+        await startPushEndpoint({ mode, gatewayUrl: ctx.gatewayUrl, token: ctx.token, logFile }),
       );
     }
     const [plain, callback] = endpoints as [PushEndpoint, PushEndpoint];

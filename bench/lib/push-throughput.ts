@@ -35,7 +35,8 @@ export interface ThroughputContext {
   readonly api: GatewayApi;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
-  readonly gatewayPid: number;
+  /** Every gateway process (all of them push a pushed group): their CPU is added up. */
+  readonly gatewayPids: readonly number[];
   readonly natsPid: number;
   readonly plain: PushEndpoint;
   readonly callback: PushEndpoint;
@@ -208,7 +209,7 @@ class Session {
           : await endpointOf(this.#ctx, m).read();
       return {
         r,
-        gateway: sampleProc(this.#ctx.gatewayPid),
+        gateways: this.#ctx.gatewayPids.map((pid) => sampleProc(pid)),
         consumer: sampleProc(consumerPid),
         nats: sampleProc(this.#ctx.natsPid),
         machine: sampleMachine(),
@@ -226,7 +227,7 @@ class Session {
       seconds,
       errors: b.r.failed - a.r.failed,
       cpu: {
-        gateway: cpuSeconds(a.gateway, b.gateway),
+        gateway: a.gateways.reduce((sum, g, i) => sum + cpuSeconds(g, b.gateways[i] ?? null), 0),
         consumer: cpuSeconds(a.consumer, b.consumer),
         nats: cpuSeconds(a.nats, b.nats),
       },
