@@ -26,6 +26,11 @@ export const ERRORS = {
     status: 400,
     message: "Content-Type must be a single value of at most 255 characters.",
   },
+  invalid_namespace: {
+    status: 400,
+    message:
+      "Vqs-Namespace must be team/project/environment[/deployment], each part percent-encoded.",
+  },
   invalid_deployment_id: {
     status: 400,
     message: "Vqs-Deployment-Id must be 1 to 256 printable ASCII characters.",
@@ -38,6 +43,10 @@ export const ERRORS = {
     status: 400,
     message: "The visibility timeout must be an integer from 0 to 3600 seconds.",
   },
+  invalid_wait_seconds: {
+    status: 400,
+    message: "Vqs-Wait-Seconds must be an integer from 0 to 20.",
+  },
   invalid_max_concurrency: {
     status: 400,
     message: "Vqs-Max-Concurrency must be a positive integer.",
@@ -45,6 +54,10 @@ export const ERRORS = {
   unsupported_accept: {
     status: 400,
     message: "The Accept header must include multipart/mixed or application/x-ndjson.",
+  },
+  invalid_query: {
+    status: 400,
+    message: "A query parameter is malformed.",
   },
   invalid_request_body: {
     status: 400,
@@ -80,6 +93,10 @@ export const ERRORS = {
     status: 401,
     message: "The bearer token is malformed, expired, or not signed by a trusted issuer.",
   },
+  operator_only: {
+    status: 403,
+    message: "Only an operator's token may do this (list namespaces, or act in another namespace).",
+  },
   tenant_not_allowed: {
     status: 403,
     message: "This service does not serve the team, project or environment of the token.",
@@ -103,6 +120,14 @@ export const ERRORS = {
     status: 403,
     message:
       "This namespace has as many consumer settings as the service allows; delete unused ones or ask the operator for a higher limit.",
+  },
+  topic_not_found: {
+    status: 404,
+    message: "No such topic in this namespace.",
+  },
+  group_not_found: {
+    status: 404,
+    message: "No such consumer group of this topic.",
   },
   message_not_found: {
     status: 404,
@@ -131,6 +156,11 @@ export const ERRORS = {
   message_already_acknowledged: {
     status: 410,
     message: "This consumer group has already acknowledged the message.",
+  },
+  message_dead_lettered: {
+    status: 410,
+    message:
+      "The message was delivered to this consumer group as often as its settings allow and has moved to the dead-letter topic.",
   },
   payload_too_large: {
     status: 413,

@@ -12,6 +12,7 @@ import { QueueService } from "./queue/queue-service.js";
 import { SettingsService } from "./queue/settings/settings-service.js";
 import type { SettingsStore } from "./queue/settings/settings-store.js";
 import { deriveSecretKeys } from "./queue/secret-keys.js";
+import { ManagementService } from "./queue/management/management-service.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";
 import { createMetrics } from "./metrics.js";
@@ -38,6 +39,8 @@ export interface GatewayOptions {
 export interface Gateway {
   readonly app: FastifyInstance;
   readonly store: JetStreamStore;
+  /** The queue domain (waiting receives, for metrics and tests). */
+  readonly queue: QueueService;
   /** Consumer group settings of the region, kept current in memory (for the pusher). */
   readonly settings: SettingsStore;
   readonly maxMessageBytes: number;
@@ -110,13 +113,15 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       "VQS_MAX_MESSAGE_BYTES is above what the NATS server's max_payload allows; using the smaller",
     );
   }
+  const secretKeys = deriveSecretKeys(secret, config.region);
   const queue = new QueueService({
     broker: store.broker,
-    keys: deriveSecretKeys(secret, config.region),
+    keys: secretKeys,
     now: store.now,
     observer: metrics.observer,
     ...(store.failover ? { deferrer: store.failover } : {}),
-    isPushed: (g) => store.settings.effective(g.namespace, g.topic, g.group)?.push != null,
+    settingsOf: (g) => store.settings.effective(g.namespace, g.topic, g.group),
+    log: logger,
   });
   const pushKeys = new PushSigningKeys({
     secret,
@@ -143,11 +148,22 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     pushAllowedUrls: config.pushAllowedUrls,
     maxPerNamespace: config.maxSettingsPerNamespace,
   });
+  const management = new ManagementService({
+    admin: store.admin,
+    broker: store.broker,
+    settings: store.settings,
+    duplicateIdKey: secretKeys.duplicateId,
+    now: store.now,
+  });
+  // Audit events are logged whatever LOG_LEVEL says.
+  const audit = logger.child({ component: "audit" }, { level: "info" });
   let ready = true;
   const app = await buildApp({
     config,
     queue,
     settings,
+    management,
+    audit,
     pushKeys: () => pushKeys.jwks(),
     verifier,
     now: localNow,
@@ -166,6 +182,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   return {
     app,
     store,
+    queue,
     settings: store.settings,
     maxMessageBytes,
     stopBeingReady() {
@@ -173,6 +190,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     },
     async close() {
       ready = false;
+      // Waiting receives answer 204 at once, so in-flight requests can finish within the grace.
+      queue.stopWaiting();
       // Stop listening; answer what arrives on open connections (503 while closing); then
       // close the connections still idle. In-flight requests finish either way.
       const idle = setTimeout(() => app.server.closeIdleConnections(), IDLE_CLOSE_DELAY_MS);
@@ -197,6 +216,7 @@ function makeVerifier(o: GatewayOptions, now: () => number): TokenVerifier {
     issuers,
     audiences,
     claims: o.config.tenantClaims,
+    operatorClaim: o.config.operatorClaim,
     clockToleranceSeconds: oidc?.clockToleranceSeconds ?? 5,
     now,
   });

@@ -112,6 +112,12 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     registers: [registry],
   });
   const push = pushMetrics(registry, options.maxPushGroups ?? 1000);
+  const deadLetters = deadLetterMetrics(registry, options.maxPushGroups ?? 1000);
+  const redriven = new Counter({
+    name: "vqs_messages_redriven_total",
+    help: "Messages moved back from a dead-letter topic (redrive).",
+    registers: [registry],
+  });
   const httpSeries = seriesCache<Histogram.Internal<"method" | "route" | "status_code">>();
   const jetstreamSeries = seriesCache<Histogram.Internal<"operation">>();
   return {
@@ -135,6 +141,8 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
       delivered: (deliveryCount) =>
         delivered.inc({ redelivery: deliveryCount > 1 ? "true" : "false" }),
       acknowledged: () => acknowledged.inc(),
+      deadLettered: (group) => deadLetters(group),
+      redriven: (count) => redriven.inc(count),
     },
   };
 }
@@ -317,5 +325,46 @@ function pushMetrics(registry: Registry, maxGroups: number): PushObserver {
       if (outcome === "success") h.ok = atMs;
       else h.failed = atMs;
     },
+  };
+}
+
+/**
+ * Dead-lettered messages: a total, and per source group (bounded like the other per-group
+ * series: the most recently seen `maxGroups` groups keep a series; an older one is dropped, which
+ * Prometheus reads as a counter reset).
+ */
+function deadLetterMetrics(registry: Registry, maxGroups: number): (group: GroupAddress) => void {
+  const total = new Counter({
+    name: "vqs_messages_dead_lettered_total",
+    help: "Messages moved to a dead-letter topic after their group's maxDeliveries.",
+    registers: [registry],
+  });
+  const perGroup = new Counter({
+    name: "vqs_consumer_dead_lettered_total",
+    help: "Messages of the group moved to its dead-letter topic (by this gateway; sum across gateways).",
+    labelNames: GROUP_LABELS,
+    registers: [registry],
+  });
+  const seen = new Map<string, Record<string, string>>();
+  return (group) => {
+    total.inc();
+    const key = JSON.stringify([group.namespace.key, group.topic, group.group]);
+    let labels = seen.get(key);
+    if (labels) {
+      seen.delete(key);
+    } else {
+      if (seen.size >= maxGroups) {
+        const [oldest, oldLabels] = seen.entries().next().value!;
+        seen.delete(oldest);
+        perGroup.remove(oldLabels);
+      }
+      labels = {
+        queue_namespace: namespaceLabel(group.namespace),
+        topic: group.topic,
+        consumer_group: group.group,
+      };
+    }
+    seen.set(key, labels);
+    perGroup.inc(labels);
   };
 }

@@ -12,6 +12,14 @@ export interface TraceContext {
   readonly baggage?: string;
 }
 
+/** Where a dead-lettered message came from (the four `Vqs-Dead-Letter-*` fields). */
+export interface DeadLetterOrigin {
+  readonly topic: string;
+  readonly consumerGroup: string;
+  readonly messageId: string;
+  readonly deliveryCount: number;
+}
+
 export interface NewMessage {
   readonly payload: Uint8Array;
   readonly contentType: string | null;
@@ -22,6 +30,13 @@ export interface NewMessage {
   readonly idempotencyKey: string | null;
   readonly nonce: string;
   readonly trace: TraceContext | null;
+  /** Set on a dead-letter copy. */
+  readonly deadLetter?: DeadLetterOrigin;
+  /**
+   * Makes the store keep one copy of publishes with the same token within its duplicate window
+   * (a dead-letter copy, a redriven message, retried after a failure or raced by two gateways).
+   */
+  readonly dedupToken?: string;
 }
 
 export type PublishOutcome =
@@ -40,6 +55,7 @@ export interface StoredMessage {
   readonly expiresAtMs: number;
   readonly visibleAtMs: number;
   readonly trace: TraceContext | null;
+  readonly deadLetter: DeadLetterOrigin | null;
 }
 
 /** A message handed to a group, before the gateway turns it into a receipt handle. */
@@ -103,6 +119,22 @@ export interface GroupProgress {
   readonly inFlight: number;
 }
 
+/** Who takes what a group's feed brings (long polling). */
+export interface DeliveryTaker {
+  /** How many more deliveries it wants now. */
+  demand(): number;
+  /** A delivery, leased to this gateway for the consumer's default lease. */
+  take(delivery: Delivery): void;
+  /** The group or its topic went away. */
+  gone(): void;
+}
+
+export interface Feed {
+  /** Demand may have grown. */
+  wake(): void;
+  close(): void;
+}
+
 export interface Broker {
   /** The lease length a delivery gets without `setLease`. */
   readonly defaultLeaseMs: number;
@@ -137,6 +169,12 @@ export interface Broker {
   pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number>;
   noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void>;
   handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null>;
+  /** One more message of the group moved to its dead-letter topic (best effort). */
+  noteDeadLettered(group: GroupAddress): Promise<void>;
+  /** A push of the group ended with `outcome` ("success" or a failure): its push health. */
+  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
+  /** The group's epoch (grows with every seek or deletion of the group), from memory. */
+  groupEpoch(group: GroupAddress): number;
   /** Whether the group ever used receive by ID (so ordinary receives must honour ID leases). */
   usesIdLeases(group: GroupAddress): Promise<boolean>;
   /** Marks the group as using receive by ID; resolves once every gateway honours it. */
@@ -152,6 +190,25 @@ export interface Broker {
     lease: Omit<IdLease, "revision">,
     expectedRevision: number | null,
   ): Promise<number | null>;
+  /**
+   * Up to `max` messages consumer groups see (not delayed ones, not records), from stream
+   * sequence `fromSeq` on, oldest first, read from the stream leader; empty when the topic does
+   * not exist.
+   */
+  readTopic(
+    topic: TopicAddress,
+    fromSeq: number,
+    max: number,
+  ): Promise<{ readonly streamSeq: number; readonly message: StoredMessage }[]>;
+  /** Removes one message from the topic, for every group (gone already: nothing happens). */
+  removeMessage(topic: TopicAddress, streamSeq: number): Promise<void>;
+  /** How many messages consumer groups can see in the topic; null when it does not exist. */
+  countMessages(topic: TopicAddress): Promise<number | null>;
+  /**
+   * Keeps a waiting pull open on the group (shared with everyone else feeding from it on this
+   * gateway), sized to the takers' demand; null when the topic does not exist.
+   */
+  openFeed(group: GroupAddress, taker: DeliveryTaker): Promise<Feed | null>;
   /** True when the store answers. */
   isReady(): Promise<boolean>;
 }

@@ -7,6 +7,7 @@ export const LIMITS = {
   idempotencyKeyMaxLength: 256,
   deploymentIdMaxLength: 256,
   maxMessages: { min: 1, max: 10, default: 1 },
+  waitSeconds: { min: 0, max: 20, default: 0 },
   visibilityTimeoutSeconds: { min: 0, max: 3600, default: 60 },
   maxConcurrency: { min: 1, max: 1_000_000 },
   batchMaxMessages: 100,

@@ -1,4 +1,5 @@
 // What the queue domain reports about itself (metrics implement it; tests may ignore it).
+import type { GroupAddress } from "./namespace.js";
 
 export interface QueueObserver {
   published(duplicate: boolean): void;
@@ -6,6 +7,10 @@ export interface QueueObserver {
   deferred(): void;
   delivered(deliveryCount: number): void;
   acknowledged(): void;
+  /** A message of `group` moved to its dead-letter topic. */
+  deadLettered(group: GroupAddress): void;
+  /** Messages moved back from a dead-letter topic. */
+  redriven(count: number): void;
 }
 
 export const NO_OBSERVER: QueueObserver = {
@@ -13,4 +18,6 @@ export const NO_OBSERVER: QueueObserver = {
   deferred: () => undefined,
   delivered: () => undefined,
   acknowledged: () => undefined,
+  deadLettered: () => undefined,
+  redriven: () => undefined,
 };

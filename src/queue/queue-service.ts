@@ -1,13 +1,24 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
 import { AppError, isAppError } from "../errors.js";
-import type { Broker, Deferrer, Delivery, StoredMessage, TraceContext } from "./broker.js";
+import type {
+  Broker,
+  DeadLetterOrigin,
+  Deferrer,
+  Delivery,
+  StoredMessage,
+  TraceContext,
+} from "./broker.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
+import { LongPolls } from "./long-polls.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
 import { NO_OBSERVER, type QueueObserver } from "./observer.js";
+import type { Logger } from "../logger.js";
+import { LIMITS } from "./limits.js";
+import type { ConsumerSettings, DeadLetterSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./secret-keys.js";
 
 export interface PublishInput {
@@ -28,6 +39,10 @@ export interface ReceiveOptions {
   readonly maxMessages: number;
   readonly visibilityTimeoutSeconds: number;
   readonly maxConcurrency: number | null;
+  /** With nothing to hand out at once, wait up to this long for a message (long polling). */
+  readonly waitSeconds?: number;
+  /** Aborts when the client hangs up: a waiting receive ends, and nothing stays leased. */
+  readonly signal?: AbortSignal;
 }
 
 export interface ReceivedMessage {
@@ -40,6 +55,8 @@ export interface ReceivedMessage {
   readonly payload: Uint8Array;
   /** The trace context its publish carried. */
   readonly trace: TraceContext | null;
+  /** Where it came from, when it is a dead-letter copy. */
+  readonly deadLetter: DeadLetterOrigin | null;
 }
 
 export interface QueueServiceDeps {
@@ -49,9 +66,17 @@ export interface QueueServiceDeps {
   readonly observer?: QueueObserver;
   /** Regional failover; without it a publish the store cannot take answers 503. */
   readonly deferrer?: Deferrer;
-  /** Whether a group is consumed by push (its settings have `push`), from memory. */
-  readonly isPushed?: (group: GroupAddress) => boolean;
+  /** A group's effective settings (push, retry, dead letters), from memory; null: none. */
+  readonly settingsOf?: (group: GroupAddress) => ConsumerSettings | null;
+  /** Where failures that reach no client are told (dead-lettering that must be retried). */
+  readonly log?: Pick<Logger, "warn">;
 }
+
+/** Messages read from a dead-letter topic at a time by redrive. */
+const REDRIVE_BATCH = 100;
+
+/** A message whose move to the dead-letter topic failed comes back this much later. */
+const DEAD_LETTER_RETRY_MS = 5000;
 
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
@@ -66,8 +91,10 @@ export class QueueService {
   readonly #observer: QueueObserver;
   readonly #deferrer: Deferrer | null;
   readonly #idLeases: IdLeases;
-  readonly #isPushed: (group: GroupAddress) => boolean;
+  readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
+  readonly #log: Pick<Logger, "warn"> | null;
   readonly #concurrencyTurns = new KeyedLock();
+  readonly #longPolls: LongPolls;
 
   constructor(deps: QueueServiceDeps) {
     this.#deferrer = deps.deferrer ?? null;
@@ -76,7 +103,9 @@ export class QueueService {
     this.#now = deps.now;
     this.#observer = deps.observer ?? NO_OBSERVER;
     this.#idLeases = new IdLeases(deps.broker, deps.now);
-    this.#isPushed = deps.isPushed ?? (() => false);
+    this.#longPolls = new LongPolls(deps.broker);
+    this.#settingsOf = deps.settingsOf ?? (() => null);
+    this.#log = deps.log ?? null;
   }
 
   /**
@@ -118,14 +147,53 @@ export class QueueService {
   }
 
   async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
-    if (options.maxConcurrency === null) return this.#receive(group, options, options.maxMessages);
+    const now = await this.#receiveNow(group, options, this.#longPolls.takeSpare(group));
+    const waitMs = (options.waitSeconds ?? 0) * 1000;
+    if (now.length > 0 || waitMs === 0) return now;
+    // Long polling: wait for a delivery (one shared feed per group on this gateway), then hand
+    // it out like the first message of a pull; one that may not be handed out (expired, held by
+    // ID, dead-lettered, over the concurrency limit) means waiting on.
+    const untilMs = Date.now() + waitMs;
+    for (;;) {
+      const d = await this.#longPolls.wait(group, untilMs, options.signal ?? null);
+      if (d === null) return [];
+      const got = await this.#receiveNow(group, options, d);
+      if (got.length > 0) return got;
+    }
+  }
+
+  /** Answers every waiting receive of this gateway now (with nothing): it is shutting down. */
+  stopWaiting(): void {
+    this.#longPolls.close();
+  }
+
+  /** Waiting receives on this gateway. */
+  get waitingReceives(): number {
+    return this.#longPolls.waiting;
+  }
+
+  /** A receive that does not wait; `first` is a delivery a waiting receive was woken with. */
+  async #receiveNow(
+    group: GroupAddress,
+    options: ReceiveOptions,
+    first: Delivery | null,
+  ): Promise<ReceivedMessage[]> {
+    if (options.maxConcurrency === null) {
+      return this.#receive(group, options, options.maxMessages, undefined, first);
+    }
     // The in-flight count is read, then the pull made: receives of one group with a limit take
     // turns on this gateway, so only receives racing through different gateways can overshoot.
     const release = await this.#concurrencyTurns.acquire(groupKey(group));
     try {
       const progress = await this.#broker.progress(group);
-      const inFlight = progress?.inFlight ?? 0;
+      // A delivery a waiting receive was woken with is already counted in flight.
+      const inFlight = (progress?.inFlight ?? 0) - (first ? 1 : 0);
       if (inFlight >= options.maxConcurrency) {
+        if (first) {
+          // Others took the group to its limit while this receive waited: not this one.
+          await this.#broker.setLease(group, first, 0);
+          return [];
+        }
         throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
       }
       return await this.#receive(
@@ -133,6 +201,7 @@ export class QueueService {
         options,
         Math.min(options.maxMessages, options.maxConcurrency - inFlight),
         release,
+        first,
       );
     } finally {
       release();
@@ -145,6 +214,7 @@ export class QueueService {
     options: ReceiveOptions,
     want: number,
     pulled: () => void = () => undefined,
+    first: Delivery | null = null,
   ): Promise<ReceivedMessage[]> {
     const leaseMs = options.visibilityTimeoutSeconds * 1000;
     // Taken before the pull: the server's lease starts later, so a handle never claims more time
@@ -155,11 +225,13 @@ export class QueueService {
     try {
       for (let pulls = 0; pulls < MAX_PULLS_PER_RECEIVE && live.length < want; pulls++) {
         const asked = want - live.length;
-        const batch = await this.#broker.pull(group, asked);
+        const batch = first ? [first] : await this.#broker.pull(group, asked);
+        const woken = first !== null;
+        first = null;
         if (batch === null || batch.length === 0) break;
         taken.push(...batch);
         live.push(...(await this.#admit(group, batch, deadlineMs)));
-        if (batch.length < asked) break; // the group has nothing more right now
+        if (!woken && batch.length < asked) break; // the group has nothing more right now
       }
       pulled();
       await this.#lease(group, live, leaseMs);
@@ -167,6 +239,11 @@ export class QueueService {
       // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
       await Promise.allSettled(taken.map((d) => this.#broker.setLease(group, d, 0)));
       throw err;
+    }
+    if (options.signal?.aborted) {
+      // The client hung up while this receive waited or pulled: nothing stays leased to it.
+      await Promise.allSettled(live.map((d) => this.#broker.setLease(group, d, 0)));
+      return [];
     }
     return live.map((d) => this.#handOut(group, d, deadlineMs));
   }
@@ -211,8 +288,82 @@ export class QueueService {
     const expired = batch.filter((d) => d.message.expiresAtMs <= now);
     await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
     const fresh = batch.filter((d) => d.message.expiresAtMs > now);
-    if (!(await this.#broker.usesIdLeases(group))) return fresh;
-    return this.#idLeases.honour(group, fresh, deadlineMs);
+    const admitted = (await this.#broker.usesIdLeases(group))
+      ? await this.#idLeases.honour(group, fresh, deadlineMs)
+      : fresh;
+    const dl = this.#settingsOf(group)?.deadLetter;
+    if (!dl) return admitted;
+    const kept = await Promise.all(
+      admitted.map(async (d) => {
+        if (d.deliveryCount <= dl.maxDeliveries) return d;
+        await this.#deadLetterDelivery(group, d, dl);
+        return null;
+      }),
+    );
+    return kept.filter((d): d is Delivery => d !== null);
+  }
+
+  /**
+   * A delivery past the group's `maxDeliveries` goes to the dead-letter topic instead and leaves
+   * the group (acknowledged there). If that fails, the message comes back soon and is tried
+   * again; the copy is stored once whichever attempt (or gateway) makes it.
+   */
+  async #deadLetterDelivery(
+    group: GroupAddress,
+    d: Delivery,
+    dl: DeadLetterSettings,
+  ): Promise<void> {
+    try {
+      await this.#copyToDeadLetter(group, d.message, d.streamSeq, d.deliveryCount, dl);
+      await this.#broker.ack(group, d);
+      const now = this.#now();
+      await this.#idLeases.noteCursorChange(group, groupLease(d, now), now, true);
+      this.#observer.deadLettered(group);
+      await this.#broker.noteDeadLettered(group).catch(() => undefined);
+    } catch (err) {
+      this.#log?.warn(
+        { err, topic: group.topic, group: group.group, deadLetterTopic: dl.topic },
+        "could not move a message to its dead-letter topic; it comes back and is tried again",
+      );
+      await this.#broker.setLease(group, d, DEAD_LETTER_RETRY_MS).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Publishes the dead-letter copy: payload, content type and trace unchanged, the time the
+   * message had left (at least the minimum retention), and where it came from. One copy per
+   * message and group: every attempt uses the same deduplication token.
+   */
+  async #copyToDeadLetter(
+    group: GroupAddress,
+    message: StoredMessage,
+    streamSeq: number,
+    deliveryCount: number,
+    dl: DeadLetterSettings,
+  ): Promise<void> {
+    const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
+    await this.#broker.publish(
+      { namespace: group.namespace, topic: dl.topic },
+      {
+        payload: message.payload,
+        contentType: message.contentType,
+        retentionSeconds: Math.min(
+          LIMITS.retentionSeconds.max,
+          Math.max(LIMITS.retentionSeconds.min, left),
+        ),
+        delaySeconds: 0,
+        idempotencyKey: null,
+        nonce: newNonce(),
+        trace: message.trace,
+        deadLetter: {
+          topic: group.topic,
+          consumerGroup: group.group,
+          messageId: idOf(message),
+          deliveryCount,
+        },
+        dedupToken: `dead-letter\n${group.topic}\n${group.group}\n${streamSeq}`,
+      },
+    );
   }
 
   /** Gives each delivery its lease, and records which delivery is current after a redelivery. */
@@ -244,12 +395,21 @@ export class QueueService {
     await this.acknowledgeLease(group, this.#decodeHandle(group, receiptHandle));
   }
 
+  /** The group's epoch (bumped by a seek or the group's deletion), for `acknowledgeLease`. */
+  groupEpoch(group: GroupAddress): number {
+    return this.#broker.groupEpoch(group);
+  }
+
   /**
    * `acknowledge` of the delivery a lease names, for the pusher's `autoAck`: it holds the lease
    * it made the push's handle from, so decoding the handle (and checking its MAC) again would
-   * only cost time.
+   * only cost time. `epoch`: the group's epoch when the lease was handed out; a lease of an
+   * earlier epoch (a seek since) is stale, as its handle would be.
    */
-  async acknowledgeLease(group: GroupAddress, lease: Lease): Promise<void> {
+  async acknowledgeLease(group: GroupAddress, lease: Lease, epoch?: number): Promise<void> {
+    if (epoch !== undefined && epoch !== this.#broker.groupEpoch(group)) {
+      throw new AppError("receipt_handle_stale");
+    }
     if (lease.kind === "id") {
       await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
     } else {
@@ -276,7 +436,7 @@ export class QueueService {
     } else {
       await this.#assertCurrent(group, lease);
       // A pushed message's handler set its lease: the pusher must not override it afterwards.
-      if (this.#isPushed(group)) {
+      if (this.#settingsOf(group)?.push) {
         await this.#broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
       }
       await this.#setGroupLease(group, lease, deadlineMs);
@@ -377,13 +537,82 @@ export class QueueService {
       options.visibilityTimeoutSeconds,
       options.maxConcurrency,
     );
+    const dl = this.#settingsOf(group)?.deadLetter;
+    if (dl && lease.deliveryCount > dl.maxDeliveries) {
+      // Leased by ID first, so nobody else has it while it moves; if this gateway dies now, the
+      // lease runs out and the next delivery moves it (the copy is stored once).
+      await this.#copyToDeadLetter(group, found.message, found.streamSeq, lease.deliveryCount, dl);
+      await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
+      this.#observer.deadLettered(group);
+      await this.#broker.noteDeadLettered(group).catch(() => undefined);
+      throw new AppError("message_dead_lettered");
+    }
     this.#observer.delivered(lease.deliveryCount);
     return this.#received(group, found.message, lease);
   }
 
+  /**
+   * Moves up to `limit` messages of a dead-letter topic back, oldest first: each to `target`,
+   * or (without one) to the topic it was dead-lettered from, as a new message (its delivery
+   * count starts again at 1) with the time it had left; then removes it from the dead-letter
+   * topic. A message that is not a dead-letter copy stays unless a target is given; an expired
+   * one is removed. Each is copied once, whichever redrive (or retry of one) moves it: the copy
+   * carries a deduplication token of its place in the dead-letter topic.
+   */
+  async redrive(
+    deadLetters: TopicAddress,
+    options: { readonly target: string | null; readonly limit: number },
+  ): Promise<{ readonly moved: number; readonly remaining: number }> {
+    if ((await this.#broker.countMessages(deadLetters)) === null) {
+      throw new AppError("topic_not_found");
+    }
+    if (options.target === deadLetters.topic) {
+      throw new AppError("invalid_request_body", {
+        message: "A dead-letter topic cannot be redriven into itself.",
+      });
+    }
+    let moved = 0;
+    let from = 1;
+    while (moved < options.limit) {
+      const batch = await this.#broker.readTopic(deadLetters, from, REDRIVE_BATCH);
+      if (batch.length === 0) break;
+      for (const { streamSeq, message } of batch) {
+        from = streamSeq + 1;
+        if (message.expiresAtMs <= this.#now()) {
+          await this.#broker.removeMessage(deadLetters, streamSeq);
+          continue;
+        }
+        const target = options.target ?? message.deadLetter?.topic;
+        if (!target || target === deadLetters.topic) continue; // nowhere to go: it stays
+        const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
+        await this.#broker.publish(
+          { namespace: deadLetters.namespace, topic: target },
+          {
+            payload: message.payload,
+            contentType: message.contentType,
+            retentionSeconds: Math.max(LIMITS.retentionSeconds.min, left),
+            delaySeconds: 0,
+            idempotencyKey: null,
+            nonce: newNonce(),
+            trace: message.trace,
+            dedupToken: `redrive\n${deadLetters.topic}\n${streamSeq}`,
+          },
+        );
+        await this.#broker.removeMessage(deadLetters, streamSeq);
+        moved++;
+        if (moved >= options.limit) break;
+      }
+    }
+    this.#observer.redriven(moved);
+    return { moved, remaining: (await this.#broker.countMessages(deadLetters)) ?? 0 };
+  }
+
   #decodeHandle(group: GroupAddress, receiptHandle: string): Lease {
-    const lease = decodeReceiptHandle(this.#keys.receiptHandle, group, receiptHandle);
+    const epoch = this.#broker.groupEpoch(group);
+    const lease = decodeReceiptHandle(this.#keys.receiptHandle, group, receiptHandle, epoch);
     if (lease === null) throw new AppError("invalid_receipt_handle");
+    // Handed out before the group's position was reset (seek) or the group deleted.
+    if (lease === "stale") throw new AppError("receipt_handle_stale");
     return lease;
   }
 
@@ -394,13 +623,19 @@ export class QueueService {
   #received(group: GroupAddress, message: StoredMessage, lease: Lease): ReceivedMessage {
     return {
       messageId: idOf(message),
-      receiptHandle: encodeReceiptHandle(this.#keys.receiptHandle, group, lease),
+      receiptHandle: encodeReceiptHandle(
+        this.#keys.receiptHandle,
+        group,
+        lease,
+        this.#broker.groupEpoch(group),
+      ),
       deliveryCount: lease.deliveryCount,
       publishedAt: new Date(message.publishedAtMs),
       expiresAt: new Date(message.expiresAtMs),
       contentType: message.contentType,
       payload: message.payload,
       trace: message.trace,
+      deadLetter: message.deadLetter,
     };
   }
 }

@@ -61,6 +61,7 @@ function message(payload: Buffer, i: number): ReceivedMessage {
     publishedAt: new Date(1_700_000_000_000),
     expiresAt: new Date(1_700_086_400_000),
     trace: null,
+    deadLetter: null,
     contentType: i === 0 ? null : "text/plain",
     payload,
   };

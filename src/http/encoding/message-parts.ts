@@ -30,6 +30,7 @@ export function renderMultipart(messages: readonly ReceivedMessage[]): RenderedB
       `Vqs-Delivery-Count: ${m.deliveryCount}\r\n` +
       `Vqs-Timestamp: ${m.publishedAt.toISOString()}\r\n` +
       `Vqs-Expires-At: ${m.expiresAt.toISOString()}\r\n` +
+      deadLetterHeaders(m) +
       `Content-Length: ${payloads[i]!.length}\r\n\r\n`;
     chunks.push(Buffer.from(head, "latin1"), payloads[i]!, Buffer.from("\r\n"));
   });
@@ -38,6 +39,18 @@ export function renderMultipart(messages: readonly ReceivedMessage[]): RenderedB
     contentType: `multipart/mixed; boundary=${boundary}`,
     body: Readable.from(chunks, { objectMode: false }),
   };
+}
+
+/** The four `Vqs-Dead-Letter-*` part headers of a dead-letter copy (names and IDs: ASCII). */
+function deadLetterHeaders(m: ReceivedMessage): string {
+  const dl = m.deadLetter;
+  if (!dl) return "";
+  return (
+    `Vqs-Dead-Letter-Topic: ${dl.topic}\r\n` +
+    `Vqs-Dead-Letter-Consumer-Group: ${dl.consumerGroup}\r\n` +
+    `Vqs-Dead-Letter-Message-Id: ${dl.messageId}\r\n` +
+    `Vqs-Dead-Letter-Delivery-Count: ${dl.deliveryCount}\r\n`
+  );
 }
 
 export function renderNdjson(messages: readonly ReceivedMessage[]): RenderedBody {
@@ -50,6 +63,7 @@ export function renderNdjson(messages: readonly ReceivedMessage[]): RenderedBody
         timestamp: m.publishedAt.toISOString(),
         expiresAt: m.expiresAt.toISOString(),
         contentType: m.contentType ?? DEFAULT_CONTENT_TYPE,
+        ...(m.deadLetter ? { deadLetter: m.deadLetter } : {}),
         body: asBuffer(m.payload).toString("base64"),
       }) + "\n",
   );

@@ -2,7 +2,7 @@
 // the store could not do is "storage unavailable" (503, retryable), never a 500 with internals.
 import { NoRespondersError, RequestError } from "@nats-io/transport-node";
 import { AppError, isAppError } from "../../errors.js";
-import { JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { NoRespondersError as OurNoResponders, PubAckError } from "./requests.js";
 
 export function toStorageError(err: unknown): AppError {
@@ -86,4 +86,18 @@ export function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => E
   });
   work.catch(() => undefined);
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** JetStream's answer to deleting a message that is not there (10057, "no message found"). */
+const MESSAGE_DELETE_FAILED = 10057;
+
+/**
+ * The message is not there: a get's "no message found" (10037), or a delete's (10057 with that
+ * text; other delete failures share the code).
+ */
+export function isMessageGone(err: unknown): boolean {
+  return (
+    isApiError(err, JetStreamApiCodes.NoMessageFound) ||
+    (isApiError(err, MESSAGE_DELETE_FAILED) && /no message found/i.test(errorText(err)))
+  );
 }

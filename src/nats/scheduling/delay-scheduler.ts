@@ -16,20 +16,20 @@ import {
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import { nanos, type Msg } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
-import { decodeMessage, movedHeaders, rfc3339ToMs } from "../core/message-codec.js";
+import { decodeMessage, movedHeaders, rfc3339ToMs } from "../messages/message-codec.js";
 import {
   SCHEDULE_CONSUMER,
   SCHEDULE_STREAM,
   SCHEDULE_SUBJECT,
   type TopicNames,
 } from "../core/naming.js";
-import type { PullClient } from "../core/pull-client.js";
-import { currentGet, directGet, leaderGet } from "../core/reads.js";
+import type { PullClient } from "../pulls/pull-client.js";
+import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { FORGET_MARGIN_MS, readKeyMessage, readKeyRecord } from "../storage/key-records.js";
 import { isNoResponders } from "../core/errors.js";
 import { remainingTtl } from "../core/server-features.js";
 import { Once } from "../core/once.js";
-import { isApiError } from "../core/errors.js";
+import { isApiError, isMessageGone } from "../core/errors.js";
 import type { Topology } from "../storage/topology.js";
 
 /** Moves a parked message to the ready subject when it is due. */
@@ -227,9 +227,7 @@ export class DelayScheduler {
     try {
       await this.#d.jsm.streams.deleteMessage(timer.s, timer.q, false);
     } catch (err) {
-      const gone =
-        isApiError(err, JetStreamApiCodes.NoMessageFound) ||
-        isApiError(err, JetStreamApiCodes.StreamNotFound);
+      const gone = isMessageGone(err) || isApiError(err, JetStreamApiCodes.StreamNotFound);
       if (!gone) throw err;
     }
     msg.respond("+ACK");

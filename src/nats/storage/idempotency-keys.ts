@@ -10,7 +10,7 @@
 import { JetStreamApiCodes, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { AppError } from "../../errors.js";
 import type { PublishOutcome } from "../../queue/broker.js";
-import { isApiError, isNoResponders, StreamGoneError } from "../core/errors.js";
+import { isApiError, isMessageGone, isNoResponders, StreamGoneError } from "../core/errors.js";
 import type { TopicNames } from "../core/naming.js";
 import type { PubAck } from "../core/requests.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
@@ -171,7 +171,7 @@ export class IdempotencyKeys {
     try {
       await this.#d.jsm.streams.deleteMessage(names.stream, seq, false);
     } catch (err) {
-      if (!isApiError(err, JetStreamApiCodes.NoMessageFound)) throw err;
+      if (!isMessageGone(err)) throw err;
     }
   }
 }

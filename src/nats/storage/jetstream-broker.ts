@@ -15,13 +15,18 @@ import type {
   MessageLookup,
   NewMessage,
   PublishOutcome,
+  StoredMessage,
+  DeliveryTaker,
+  Feed,
 } from "../../queue/broker.js";
+import type { ConsumerFeed } from "../pulls/consumer-feed.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
-import { ackSubject } from "../core/ack-subject.js";
-import { toDelivery } from "./deliveries.js";
+import { ackSubject } from "../messages/ack-subject.js";
+import { toDelivery } from "../messages/deliveries.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
 import {
   isApiError,
+  isMessageGone,
   isNoResponders,
   StreamGoneError,
   toStorageError,
@@ -30,13 +35,15 @@ import {
   type WriteFailureCause,
 } from "../core/errors.js";
 import type { CutLeases } from "./cut-leases.js";
-import { currentGet, directGet, leaderGet } from "../core/reads.js";
+import type { GroupEpochs } from "./group-epochs.js";
+import type { PushHealthRecorder } from "../push/push-health.js";
+import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
-import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../core/message-codec.js";
+import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
-import type { PullClient } from "../core/pull-client.js";
+import type { PullClient } from "../pulls/pull-client.js";
 import type { Topology } from "./topology.js";
 
 export interface JetStreamBrokerDeps {
@@ -49,8 +56,12 @@ export interface JetStreamBrokerDeps {
   readonly records: LeaseRecords;
   readonly keys: IdempotencyKeys;
   readonly cuts: CutLeases;
+  readonly epochs: GroupEpochs;
+  readonly pushHealth: PushHealthRecorder;
   /** Request-reply for publishes and acks (one inbox, no per-request timers). */
   readonly requests: Requests;
+  /** Waiting pulls shared with the pusher (long polling). */
+  readonly feed: ConsumerFeed;
   /** Send Nats-TTL with every message (the streams allow per-message TTL). */
   readonly messageTtl: boolean;
   readonly region: string;
@@ -93,6 +104,9 @@ export class JetStreamBroker implements Broker {
     const delayed = message.delaySeconds > 0;
     const headers = encodeHeaders(message);
     headers.set("Nats-Expected-Stream", names.stream);
+    if (message.dedupToken !== undefined) {
+      headers.set("Nats-Msg-Id", `t.${keyToken(message.dedupToken)}`);
+    }
     if (this.#d.messageTtl) headers.set("Nats-TTL", String(message.retentionSeconds));
     const send = (msgID?: string) => {
       if (msgID !== undefined) headers.set("Nats-Msg-Id", msgID);
@@ -313,6 +327,18 @@ export class JetStreamBroker implements Broker {
     );
   }
 
+  noteDeadLettered(group: GroupAddress): Promise<void> {
+    return this.#op("dead_lettered_count", () => this.#d.records.countDeadLettered(this.#g(group)));
+  }
+
+  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {
+    this.#d.pushHealth.note(this.#g(group), outcome, atMs);
+  }
+
+  groupEpoch(group: GroupAddress): number {
+    return this.#d.epochs.epoch(this.#g(group));
+  }
+
   usesIdLeases(group: GroupAddress): Promise<boolean> {
     const g = this.#g(group);
     // Asked on every acknowledge: a cached answer is no JetStream operation, so it is not timed.
@@ -350,6 +376,71 @@ export class JetStreamBroker implements Broker {
     return this.#op("id_lease_put", () =>
       this.#d.records.putIdLease(this.#g(group), streamSeq, lease, expectedRevision),
     );
+  }
+
+  readTopic(
+    topic: TopicAddress,
+    fromSeq: number,
+    max: number,
+  ): Promise<{ readonly streamSeq: number; readonly message: StoredMessage }[]> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#op("read_topic", async () => {
+      if (!(await this.#d.topology.streamExists(names))) return [];
+      const out: { streamSeq: number; message: StoredMessage }[] = [];
+      for (let seq = Math.max(1, fromSeq); out.length < max;) {
+        const m = await leaderGet(this.#d.jsm, names.stream, { seq, next_by_subj: names.ready });
+        if (!m) break;
+        const message = decodeMessage(m.seq, rfc3339ToMs(m.timestamp), m.header, m.data);
+        if (message) out.push({ streamSeq: m.seq, message });
+        seq = m.seq + 1;
+      }
+      return out;
+    });
+  }
+
+  removeMessage(topic: TopicAddress, streamSeq: number): Promise<void> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#op("remove_message", async () => {
+      try {
+        await this.#d.jsm.streams.deleteMessage(names.stream, streamSeq, false);
+      } catch (err) {
+        if (!isMessageGone(err)) throw err;
+      }
+    });
+  }
+
+  countMessages(topic: TopicAddress): Promise<number | null> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#op("count_messages", async () => {
+      try {
+        const info = await this.#d.jsm.streams.info(names.stream, {
+          subjects_filter: names.ready,
+        });
+        return info.state.subjects?.[names.ready] ?? 0;
+      } catch (err) {
+        if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return null;
+        throw err;
+      }
+    });
+  }
+
+  openFeed(group: GroupAddress, taker: DeliveryTaker): Promise<Feed | null> {
+    const names = groupNames(this.#d.region, group);
+    return this.#op("open_feed", async () => {
+      if (!(await this.#d.topology.ensureConsumer(names))) return null;
+      return this.#d.feed.open(names.stream, names.consumer, {
+        demand: () => taker.demand(),
+        take: (msg) => {
+          const d = toDelivery(msg);
+          if (d) taker.take(d);
+          else msg.respond("+TERM"); // not a queue message: take it out of the way
+        },
+        gone: () => {
+          this.#d.topology.forgetConsumer(names);
+          taker.gone();
+        },
+      });
+    });
   }
 
   async isReady(): Promise<boolean> {

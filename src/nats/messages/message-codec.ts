@@ -2,7 +2,12 @@
 // in headers. Times come from the server's timestamp of the stored message, never a gateway clock.
 import { headers, type MsgHdrs } from "@nats-io/transport-node";
 import { createHash } from "node:crypto";
-import type { NewMessage, StoredMessage, TraceContext } from "../../queue/broker.js";
+import type {
+  DeadLetterOrigin,
+  NewMessage,
+  StoredMessage,
+  TraceContext,
+} from "../../queue/broker.js";
 
 export const H = {
   nonce: "Vqs-Nonce",
@@ -13,6 +18,10 @@ export const H = {
   idSeq: "Vqs-Id-Seq",
   /** On a moved delayed message: the server time of the original publish (ms). */
   sentMs: "Vqs-Sent-Ms",
+  deadLetterTopic: "Vqs-Dead-Letter-Topic",
+  deadLetterGroup: "Vqs-Dead-Letter-Consumer-Group",
+  deadLetterMessageId: "Vqs-Dead-Letter-Message-Id",
+  deadLetterDeliveryCount: "Vqs-Dead-Letter-Delivery-Count",
   traceparent: "Vqs-Traceparent",
   tracestate: "Vqs-Tracestate",
   baggage: "Vqs-Baggage",
@@ -26,6 +35,10 @@ export const KEPT_HEADERS = [
   H.traceparent,
   H.tracestate,
   H.baggage,
+  H.deadLetterTopic,
+  H.deadLetterGroup,
+  H.deadLetterMessageId,
+  H.deadLetterDeliveryCount,
 ] as const;
 
 /**
@@ -45,6 +58,13 @@ export function encodeHeaders(message: NewMessage): MsgHdrs {
   if (message.trace?.traceparent) h.set(H.traceparent, message.trace.traceparent);
   if (message.trace?.tracestate) h.set(H.tracestate, message.trace.tracestate);
   if (message.trace?.baggage) h.set(H.baggage, message.trace.baggage);
+  const dl = message.deadLetter;
+  if (dl) {
+    h.set(H.deadLetterTopic, dl.topic);
+    h.set(H.deadLetterGroup, dl.consumerGroup);
+    h.set(H.deadLetterMessageId, dl.messageId);
+    h.set(H.deadLetterDeliveryCount, String(dl.deliveryCount));
+  }
   return h;
 }
 
@@ -82,7 +102,17 @@ export function decodeMessage(
     expiresAtMs: publishedAtMs + retention * 1000,
     visibleAtMs: publishedAtMs + delay * 1000,
     trace: decodeTrace(hdrs),
+    deadLetter: decodeDeadLetter(hdrs),
   };
+}
+
+function decodeDeadLetter(hdrs: MsgHdrs): DeadLetterOrigin | null {
+  const topic = hdrs.get(H.deadLetterTopic);
+  const consumerGroup = hdrs.get(H.deadLetterGroup);
+  const messageId = hdrs.get(H.deadLetterMessageId);
+  const deliveryCount = Number(hdrs.get(H.deadLetterDeliveryCount));
+  if (!topic || !consumerGroup || !messageId || !Number.isSafeInteger(deliveryCount)) return null;
+  return { topic, consumerGroup, messageId, deliveryCount };
 }
 
 function decodeTrace(hdrs: MsgHdrs): TraceContext | null {

@@ -1,5 +1,6 @@
-// Waiting pulls on many consumers through one inbox subscription. The pusher (and long polling)
-// keep a pull open on each consumer they serve, sized to what they can take now; the messages
+// Waiting pulls on many consumers through one inbox subscription. The pusher and long polling
+// keep a pull open on each consumer they serve, sized to what they can take now (several takers
+// of one consumer share its pulls: a pushed group can be long-polled too); the messages
 // arrive on one wildcard subscription and are told apart by their ack subject, which names the
 // stream and consumer. JetStream serves a consumer's waiting pulls in order, one message at a
 // time to the oldest, so each message is counted against the oldest open pull of its consumer;
@@ -41,10 +42,18 @@ interface Pull {
 interface Feed {
   readonly key: string;
   readonly subject: string;
-  readonly taker: FeedTaker;
+  readonly takers: FeedTaker[];
   readonly pulls: Pull[];
-  closed: boolean;
+  /** A pull for the demand is due in this turn's check phase (wakes of one turn coalesce). */
+  due: boolean;
 }
+
+/**
+ * Pulls open at once on one consumer: a second covers demand that grew while the first waits;
+ * beyond that, demand waits for one of them to end (used up, expired), when a pull for the whole
+ * demand replaces it. So however many receives wait, a consumer has at most two pulls.
+ */
+const MAX_OPEN_PULLS = 2;
 
 export class ConsumerFeed {
   readonly #nc: NatsConnection;
@@ -67,20 +76,25 @@ export class ConsumerFeed {
 
   open(stream: string, consumer: string, taker: FeedTaker): FeedHandle {
     const key = `${stream} ${consumer}`;
-    if (this.#feeds.has(key)) throw new Error(`a feed is already open on ${stream}/${consumer}`);
-    const feed: Feed = {
-      key,
-      subject: `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
-      taker,
-      pulls: [],
-      closed: false,
-    };
-    this.#feeds.set(key, feed);
+    let feed = this.#feeds.get(key);
+    if (!feed) {
+      feed = {
+        key,
+        subject: `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
+        takers: [],
+        pulls: [],
+        due: false,
+      };
+      this.#feeds.set(key, feed);
+    }
+    feed.takers.push(taker);
+    const f = feed;
     return {
-      wake: () => this.#pull(feed),
+      wake: () => this.#pullSoon(f),
       close: () => {
-        feed.closed = true;
-        this.#feeds.delete(key);
+        const i = f.takers.indexOf(taker);
+        if (i >= 0) f.takers.splice(i, 1);
+        if (f.takers.length === 0 && this.#feeds.get(key) === f) this.#feeds.delete(key);
       },
     };
   }
@@ -88,15 +102,25 @@ export class ConsumerFeed {
   /** Stops everything: messages of open pulls are released as they arrive. */
   close(): void {
     clearInterval(this.#watchdog);
-    for (const feed of this.#feeds.values()) feed.closed = true;
+    for (const feed of this.#feeds.values()) feed.takers.length = 0;
     this.#feeds.clear();
+  }
+
+  #pullSoon(feed: Feed): void {
+    if (feed.due) return;
+    feed.due = true;
+    setImmediate(() => {
+      feed.due = false;
+      this.#pull(feed);
+    });
   }
 
   /** Opens a pull for whatever demand is not covered by the pulls already open. */
   #pull(feed: Feed): void {
-    if (feed.closed || this.#nc.isClosed()) return;
+    if (feed.takers.length === 0 || this.#nc.isClosed()) return;
+    if (feed.pulls.length >= MAX_OPEN_PULLS) return;
     const open = feed.pulls.reduce((n, p) => n + p.remaining, 0);
-    const want = feed.taker.demand() - open;
+    const want = feed.takers.reduce((n, t) => n + Math.max(0, t.demand()), 0) - open;
     if (want <= 0) return;
     const id = String(++this.#next);
     const pull: Pull = { id, remaining: want, lastHeardMs: Date.now() };
@@ -117,12 +141,17 @@ export class ConsumerFeed {
     if (msg.reply?.startsWith("$JS.ACK.")) {
       const feed = this.#feeds.get(consumerKey(msg.reply));
       const head = feed?.pulls[0];
-      if (!feed || !head) {
-        msg.respond("-NAK"); // its pull was given up: release it at once
+      if (head && --head.remaining <= 0) {
+        this.#end(feed, head);
+        this.#pullSoon(feed); // used up: one for the whole demand now
+      }
+      // The first taker that wants one gets it; the first taker at all if none does now.
+      const taker = feed?.takers.find((t) => t.demand() > 0) ?? feed?.takers[0];
+      if (!taker) {
+        msg.respond("-NAK"); // nobody takes it any more: release it at once
         return;
       }
-      if (--head.remaining <= 0) this.#end(feed, head);
-      feed.taker.take(msg);
+      taker.take(msg);
       return;
     }
     const id = msg.subject.slice(this.#prefix.length + 1);
@@ -137,7 +166,7 @@ export class ConsumerFeed {
     this.#end(feed, pull);
     if (code === 503) {
       // Nobody serves the consumer: it (or its stream) is gone.
-      feed.taker.gone();
+      for (const t of [...feed.takers]) t.gone();
       return;
     }
     this.#pull(feed); // expired (408) or ended (404/409): pull again for what is wanted

@@ -5,9 +5,12 @@
 // applied every acknowledged write. Which read each caller uses, and why a stale answer is
 // harmless where Direct Get stays: docs/architecture.md, "Reads that decide".
 import { JetStreamApiCodes, type JetStreamManager, type StoredMsg } from "@nats-io/jetstream";
-import { isApiError } from "./errors.js";
+import { isApiError } from "../core/errors.js";
 
 export type MessageQuery = { seq: number } | { last_by_subj: string };
+
+/** The first message on `next_by_subj` at or after `seq` (the leader's read only). */
+export type NextQuery = { seq: number; next_by_subj: string };
 
 /** Any replica's view: cheap, possibly behind. */
 export async function directGet(
@@ -30,7 +33,7 @@ export async function directGet(
 export function leaderGet(
   jsm: JetStreamManager,
   stream: string,
-  query: MessageQuery,
+  query: MessageQuery | NextQuery,
 ): Promise<StoredMsg | null> {
   return jsm.streams.getMessage(stream, query);
 }

@@ -2,28 +2,19 @@
 // {group}/settings, and GET /api/v3/settings (every document of the namespace). Four thin
 // handlers over SettingsService, kept in one file since they share the body shape.
 import type { FastifyInstance } from "fastify";
-import { AppError } from "../../errors.js";
-import { settingsBody } from "../../queue/settings/consumer-settings.js";
-import type { SettingsService } from "../../queue/settings/settings-service.js";
-import { settingsAddressOf } from "../params.js";
+import { jsonBody } from "../../encoding/json-body.js";
+import { settingsBody } from "../../../queue/settings/consumer-settings.js";
+import type { SettingsService } from "../../../queue/settings/settings-service.js";
+import { settingsAddressOf } from "../../params.js";
 
 /** Largest settings body (a full document is well under 3 KiB). */
 const MAX_BODY_BYTES = 16 * 1024;
-
-/** The API scope hands every body over as bytes; settings are JSON whatever the Content-Type. */
-function json(body: unknown): unknown {
-  try {
-    return JSON.parse(Buffer.isBuffer(body) ? body.toString("utf8") : "");
-  } catch {
-    throw new AppError("invalid_request_body");
-  }
-}
 
 export function consumerSettingsRoutes(app: FastifyInstance, settings: SettingsService): void {
   const path = "/api/v3/topic/:topic/consumer/:group/settings";
   app.put(path, { bodyLimit: MAX_BODY_BYTES }, async (request) => {
     const at = settingsAddressOf(request);
-    return settingsBody(await settings.put(at, json(request.body)));
+    return settingsBody(await settings.put(at, jsonBody(request.body)));
   });
   app.get(path, async (request) => settingsBody(await settings.get(settingsAddressOf(request))));
   app.delete(path, async (request, reply) => {

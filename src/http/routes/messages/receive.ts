@@ -1,0 +1,57 @@
+// ReceiveMessages: POST /api/v3/topic/{topic}/consumer/{group}: 200 with up to Vqs-Max-Messages
+// leased messages, or 204. At once, or with Vqs-Wait-Seconds as soon as one is there (long
+// polling); a client that hangs up while waiting leaves nothing leased.
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { LIMITS } from "../../../queue/limits.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { negotiateFormat } from "../../encoding/accept.js";
+import { intHeader } from "../../encoding/headers.js";
+import { groupOf } from "../../params.js";
+import { sendMessages } from "./send-messages.js";
+
+export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
+  app.post("/api/v3/topic/:topic/consumer/:group", async (request, reply) => {
+    const group = groupOf(request);
+    const format = negotiateFormat(request.headers.accept);
+    const h = request.headers;
+    const waitSeconds = intHeader(
+      h["vqs-wait-seconds"],
+      LIMITS.waitSeconds,
+      LIMITS.waitSeconds.default,
+      "invalid_wait_seconds",
+    );
+    const messages = await queue.receive(group, {
+      waitSeconds,
+      ...(waitSeconds > 0 ? { signal: hangUp(reply) } : {}),
+      maxMessages: intHeader(
+        h["vqs-max-messages"],
+        LIMITS.maxMessages,
+        LIMITS.maxMessages.default,
+        "invalid_max_messages",
+      ),
+      visibilityTimeoutSeconds: intHeader(
+        h["vqs-visibility-timeout-seconds"],
+        LIMITS.visibilityTimeoutSeconds,
+        LIMITS.visibilityTimeoutSeconds.default,
+        "invalid_visibility_timeout",
+      ),
+      maxConcurrency: intHeader(
+        h["vqs-max-concurrency"],
+        LIMITS.maxConcurrency,
+        null,
+        "invalid_max_concurrency",
+      ),
+    });
+    if (messages.length === 0) return reply.code(204).send();
+    return sendMessages(reply, format, messages);
+  });
+}
+
+/** Aborts when the connection closes before the answer went out (the client hung up). */
+function hangUp(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableEnded) controller.abort();
+  });
+  return controller.signal;
+}
