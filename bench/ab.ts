@@ -5,7 +5,7 @@
 // the median of the paired slice ratios B/A. Modes: receive (receive 10 + ack each), publish,
 // keyed (publish with a new idempotency key each), duplicate (publish with a key whose message
 // lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again), push
-// (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/ab-push.ts).
+// (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/push/ab.ts).
 //
 // Why: on a shared VM the speed of the whole machine drifts by ±30 % within minutes (neighbours,
 // steal), so two benchmark runs one after the other cannot tell a 10 % change from the drift. In
@@ -20,13 +20,13 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { GatewayProcess, GatewayProcessOptions } from "./lib/gateways.js";
-import { abPushSlices } from "./lib/ab-push.js";
+import { abPushSlices } from "./lib/push/ab.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats } from "./lib/nats-server.js";
 import { sampleProc } from "./lib/proc.js";
-import { startPushEndpoint } from "./lib/push-endpoints.js";
+import { startPushEndpoint } from "./lib/push/endpoints.js";
 import { sleep } from "./lib/stats.js";
 
 const HERE = dirname(dirname(fileURLToPath(import.meta.url)));

@@ -1,5 +1,5 @@
 // A push endpoint for the benchmark, in its own process so that its CPU is measured apart from
-// the gateway's and the load generator's. Started by bench/lib/push-endpoints.ts as
+// the gateway's and the load generator's. Started by bench/lib/push/endpoints.ts as
 // `node --import tsx bench/push-endpoint-process.ts <mode>`:
 //   plain     a node:http server answering 200 with an empty body to every POST (a webhook for
 //             `push.autoAck: true`): the least an endpoint can cost.
@@ -7,7 +7,7 @@
 //             QueueClient.handleCallback (Fetch-style, as a Next.js route gets it), with the
 //             Buffer transport and a no-op handler: the client acknowledges each message through
 //             the gateway's API ($VQS_BENCH_GATEWAY_URL, token $VQS_BENCH_TOKEN).
-// It counts answered pushes and, for payloads carrying a send time (see push-stamp.ts), records
+// It counts answered pushes and, for payloads carrying a send time (see lib/push/stamp.ts), records
 // the latency from the send to the handler. IPC with the parent:
 //   -> {type: "listening", url}
 //   <- {type: "read", id, takeLatencies}
@@ -16,7 +16,7 @@
 import { BufferTransport, QueueClient } from "@vercel/queue";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { latencyOf, nowMs } from "./lib/push-stamp.js";
+import { latencyOf, nowMs } from "./lib/push/stamp.js";
 
 const mode = process.argv[2];
 if (mode !== "plain" && mode !== "callback") {

@@ -1,7 +1,8 @@
-// `npm run bench:push [-- --quick] [options]`: the push scenario group alone (bench/lib/
-// push-scenario.ts) on its own nats-server and gateway process: push to a plain endpoint and to
-// handleCallback against polled receive 10 + ack, in paired slices, then publish-to-handler
-// latency. See bench/README.md. Never part of `npm test`; everything on 127.0.0.1, bounded.
+// `npm run bench:push [-- --quick] [options]`: the push scenario group alone
+// (bench/lib/push/scenario.ts) on its own nats-server and gateway process: push to a plain
+// endpoint and to handleCallback against polled receive 10 + ack, in paired slices, then
+// publish-to-handler latency. See bench/README.md. Never part of `npm test`; everything on
+// 127.0.0.1, bounded.
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -14,7 +15,7 @@ import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient } from "./lib/http-client.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
-import { pushScenario, pushTables, pushTargets } from "./lib/push-scenario.js";
+import { pushScenario, pushTables, pushTargets } from "./lib/push/scenario.js";
 import { targetsTable } from "./lib/report.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));

@@ -1,6 +1,6 @@
 // `npm run bench [-- --quick] [options]`: the gateway against raw JetStream, in one run, on one
 // local nats-server (file storage), with the same payloads and concurrency; then push delivery
-// against polling (bench/lib/push-scenario.ts). See bench/README.md.
+// against polling (bench/lib/push/scenario.ts). See bench/README.md.
 // Never part of `npm test`. All traffic stays on 127.0.0.1; every loop is bounded in count and time.
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -17,7 +17,7 @@ import { createHttpClient, parseMultipart, type HttpClient } from "./lib/http-cl
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
 import { loadAverage, sampleProc } from "./lib/proc.js";
-import { pushScenario, pushTables, pushTargets, type PushResult } from "./lib/push-scenario.js";
+import { pushScenario, pushTables, pushTargets, type PushResult } from "./lib/push/scenario.js";
 import {
   createRawConsumer,
   createRawStream,

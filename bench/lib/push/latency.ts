@@ -1,16 +1,16 @@
 // Publish-to-handler latency with an otherwise idle system: one message every `intervalMs`,
-// published through the gateway's API with its send time in the payload (push-stamp.ts), to a
+// published through the gateway's API with its send time in the payload (stamp.ts), to a
 // fresh topic whose group is pushed to the plain endpoint (autoAck), then to another pushed to
 // handleCallback; the endpoint notes handler time − send time. For comparison the same to a
 // polled group: one poller looping receive 10 (+ ack each) with a 2 ms pause after an empty
 // answer, as the main run's publish→delivery scenario does (no long polling: a message waits
 // for the next poll, so the pause and the empty polls are part of the figure).
-import type { GatewayApi } from "./gw.js";
-import { parseMultipart } from "./http-client.js";
-import { loadAverage, sampleMachine } from "./proc.js";
-import type { PushEndpoint } from "./push-endpoints.js";
-import { latencyOf, stampNow } from "./push-stamp.js";
-import { percentiles, round, sleep } from "./stats.js";
+import type { GatewayApi } from "../gw.js";
+import { parseMultipart } from "../http-client.js";
+import { loadAverage, sampleMachine } from "../proc.js";
+import type { PushEndpoint } from "./endpoints.js";
+import { latencyOf, stampNow } from "./stamp.js";
+import { percentiles, round, sleep } from "../stats.js";
 
 export interface LatencyOptions {
   readonly messages: number;

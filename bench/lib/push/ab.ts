@@ -4,12 +4,12 @@
 // pushes every pushed group of the region; a slice switches one group on through its gateway's
 // settings API and the other off. Counted at the endpoint; CPU of the active gateway.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import type { GatewayApi } from "./gw.js";
-import { sampleProc } from "./proc.js";
-import type { PushEndpoint } from "./push-endpoints.js";
-import { pushOff, pushOn, topicStream } from "./push-throughput.js";
-import { fillStream } from "./raw.js";
-import { sleep } from "./stats.js";
+import type { GatewayApi } from "../gw.js";
+import { sampleProc } from "../proc.js";
+import type { PushEndpoint } from "./endpoints.js";
+import { pushOff, pushOn, topicStream } from "./throughput.js";
+import { fillStream } from "../raw.js";
+import { sleep } from "../stats.js";
 
 export interface AbPushOptions {
   readonly apis: readonly [GatewayApi, GatewayApi];

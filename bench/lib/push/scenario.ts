@@ -1,16 +1,16 @@
 // The push scenario group of `npm run bench` (and all of `npm run bench:push`): the two push
 // endpoints in their own processes, throughput in paired slices against polling
-// (push-throughput.ts), then publish-to-handler latency (push-latency.ts); its table and targets.
+// (throughput.ts), then publish-to-handler latency (latency.ts); its table and targets.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { GatewayApi } from "./gw.js";
-import { loadAverage } from "./proc.js";
-import { startPushEndpoint, type PushEndpoint } from "./push-endpoints.js";
-import { pollLatency, pushLatency, type LatencyResult } from "./push-latency.js";
-import { pushThroughput, type LevelResult } from "./push-throughput.js";
-import type { Target } from "./report.js";
+import type { GatewayApi } from "../gw.js";
+import { loadAverage } from "../proc.js";
+import { startPushEndpoint, type PushEndpoint } from "./endpoints.js";
+import { pollLatency, pushLatency, type LatencyResult } from "./latency.js";
+import { pushThroughput, type LevelResult } from "./throughput.js";
+import type { Target } from "../report.js";
 
 export interface PushOptions {
   readonly quick: boolean;

@@ -7,13 +7,13 @@
 // round's ratios (plain/poll, callback/poll) are what carries over. A push group is switched on
 // and off through its settings (PUT with `push`, then PUT `{}`), as an operator would.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { gwReceiveOp, type GatewayApi } from "./gw.js";
-import { sampleMachine, sampleProc, type MachineSample, type ProcSample } from "./proc.js";
-import type { PushEndpoint } from "./push-endpoints.js";
-import { nowMs } from "./push-stamp.js";
-import { fillStream, headersLike, type RawStream } from "./raw.js";
-import { Window } from "./runner.js";
-import { Recorder, sleep } from "./stats.js";
+import { gwReceiveOp, type GatewayApi } from "../gw.js";
+import { sampleMachine, sampleProc, type MachineSample, type ProcSample } from "../proc.js";
+import type { PushEndpoint } from "./endpoints.js";
+import { nowMs } from "./stamp.js";
+import { fillStream, headersLike, type RawStream } from "../raw.js";
+import { Window } from "../runner.js";
+import { Recorder, sleep } from "../stats.js";
 
 export type Mode = "poll" | "plain" | "callback";
 export const MODES: readonly Mode[] = ["poll", "plain", "callback"];

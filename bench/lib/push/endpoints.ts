@@ -6,7 +6,7 @@ import { closeSync, openSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
+const BENCH_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const REPO_DIR = dirname(BENCH_DIR);
 
 export type EndpointMode = "plain" | "callback";
