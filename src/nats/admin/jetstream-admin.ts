@@ -152,6 +152,19 @@ export class JetStreamAdmin implements QueueAdmin {
   async deleteTopic(topic: TopicAddress): Promise<boolean> {
     const names = topicNames(this.#d.region, topic);
     if ((await this.topic(topic)) === null) return false;
+    // Its groups' handles turn stale first: a topic made again under the name starts at sequence
+    // 1 again, where an old handle's acknowledgement would otherwise settle a new message.
+    const groups: GroupNames[] = [];
+    try {
+      for await (const c of this.#d.jsm.consumers.list(names.stream)) {
+        const group = groupOf(c.config.description);
+        if (group !== null) groups.push(groupNames(this.#d.region, { ...topic, group }));
+      }
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
+      throw err;
+    }
+    for (const g of groups) await this.#d.epochs.advance(g);
     try {
       await this.#d.jsm.streams.delete(names.stream);
     } catch (err) {
