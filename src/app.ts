@@ -7,6 +7,7 @@ import type { Config } from "./config.js";
 import { frameworkError, installErrorHandling } from "./http/error-handler.js";
 import { installRateLimit } from "./http/plugins/rate-limit.js";
 import { installAuth } from "./http/plugins/auth.js";
+import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
 import { acknowledgeRoute } from "./http/routes/messages/acknowledge.js";
@@ -57,6 +58,8 @@ export interface AppDeps {
   readonly maxMessageBytes: number;
   /** Largest batch publish body. */
   readonly maxBatchBytes: number;
+  /** The web console at /console; null: off (/console is 404 route_not_found). */
+  readonly console: ConsoleOptions | null;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -92,6 +95,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installMetrics(app, deps.metrics);
   installHealth(app, { isReady: deps.isReady });
   jwksRoute(app, deps.pushKeys);
+  // Outside the API scope: the console's files need no token (its API calls carry one).
+  if (deps.console) await installConsole(app, deps.console);
 
   await app.register(async (api) => {
     // Message bodies are opaque bytes whatever their Content-Type: no parser may touch them.
