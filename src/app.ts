@@ -10,6 +10,7 @@ import { installAuth } from "./http/plugins/auth.js";
 import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
+import { installOpenApi } from "./http/openapi/plugin.js";
 import { acknowledgeRoute } from "./http/routes/messages/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/messages/change-visibility.js";
 import { consumerSettingsRoutes } from "./http/routes/settings/consumer-settings.js";
@@ -79,6 +80,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkError,
   });
   installErrorHandling(app);
+  // Before any route: it collects every route's schema, and makes schemas documentation only.
+  await installOpenApi(app);
   // Outside the API scope no route takes a body (health, readiness, metrics, and the 404
   // handler): none is parsed, so a body that would not parse cannot turn a 404 into a 400 or,
   // through Fastify's default JSON parser, into an error of its own. The unread body is

@@ -622,6 +622,7 @@ describe("namespaces and operators", () => {
       namespace: NS_A,
       who: { team: "ops", subject: "olga", operator: true },
     });
+    expect(events[6]).toMatchObject({ topic: `${topic}-dead`, target: null });
     for (const e of events) expect(typeof e.requestId).toBe("string");
   });
 });
