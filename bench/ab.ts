@@ -4,7 +4,8 @@
 // between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
 // the median of the paired slice ratios B/A. Modes: receive (receive 10 + ack each), publish,
 // keyed (publish with a new idempotency key each), duplicate (publish with a key whose message
-// lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again).
+// lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again), push
+// (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/push/ab.ts).
 //
 // Why: on a shared VM the speed of the whole machine drifts by ±30 % within minutes (neighbours,
 // steal), so two benchmark runs one after the other cannot tell a 10 % change from the drift. In
@@ -19,11 +20,13 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { GatewayProcess, GatewayProcessOptions } from "./lib/gateways.js";
+import { abPushSlices } from "./lib/push/ab.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats } from "./lib/nats-server.js";
 import { sampleProc } from "./lib/proc.js";
+import { startPushEndpoint } from "./lib/push/endpoints.js";
 import { sleep } from "./lib/stats.js";
 
 const HERE = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -34,7 +37,7 @@ const { values, positionals } = parseArgs({
     slices: { type: "string", default: "20" },
   },
 });
-const MODES = ["receive", "publish", "keyed", "duplicate", "by-id"] as const;
+const MODES = ["receive", "publish", "keyed", "duplicate", "by-id", "push"] as const;
 type Mode = (typeof MODES)[number];
 if (positionals.length < 1 || !(MODES as readonly string[]).includes(values.mode)) {
   console.error(`usage: npm run bench:ab -- <checkout A> [checkout B] [--mode ${MODES.join("|")}]`);
@@ -66,13 +69,20 @@ for (const [i, tree] of trees.entries()) {
   const lib = (await import(join(tree, "bench/lib/gateways.ts"))) as {
     startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess>;
   };
-  gateways.push(await lib.startGatewayProcess({ env, logFile: join(dir, `gw-${i}.log`) }));
+  // Push: a region each, or both gateways would push both groups (every gateway of a region does).
+  const region = mode === "push" ? { VQS_REGION: `bench${i + 1}` } : {};
+  gateways.push(
+    await lib.startGatewayProcess({
+      env: { ...env, ...region },
+      logFile: join(dir, `gw-${i}.log`),
+    }),
+  );
 }
 
 const topic = "ab";
 const payload = Buffer.alloc(1024, 120);
 const apis = gateways.map((g) => new GatewayApi(createHttpClient("node", [g.url]), issuer.token));
-if ((await apis[0]!.publish(topic, payload)).status !== 201)
+if (mode !== "push" && (await apis[0]!.publish(topic, payload)).status !== 201)
   throw new Error("first publish failed");
 // Enough for each group at 8,000 msg/s through its warm-up and its half of the slices.
 if (mode === "receive") await fillBacklog(Math.ceil((slices * 0.75 + 5) * 8_000));
@@ -120,29 +130,57 @@ const worker = async () => {
     }
   }
 };
-const workers = Array.from({ length: IN_FLIGHT }, worker);
-for (const i of [0, 1, 0, 1]) {
-  active = i; // warm-up: V8 optimises the hot paths of both
-  await sleep(2000);
-}
 const rates: [number[], number[]] = [[], []];
 const cpu: [number[], number[]] = [[], []];
-for (let s = 0; s < slices; s++) {
-  const i = ([0, 1, 1, 0] as const)[s % 4] ?? 0;
-  active = i;
-  await sleep(SETTLE_MS);
-  completed = 0;
-  const c0 = sampleProc(gateways[i]!.pid);
-  const t0 = performance.now();
-  await sleep(SLICE_MS);
-  const n = completed;
-  const seconds = (performance.now() - t0) / 1000;
-  const c1 = sampleProc(gateways[i]!.pid);
-  rates[i].push(n / seconds);
-  if (c0 && c1 && n > 0) cpu[i].push(((c1.cpuSeconds - c0.cpuSeconds) / n) * 1e6);
+if (mode === "push") {
+  const nc = await connect({ servers: nats.url });
+  const endpoint = await startPushEndpoint({
+    mode: "plain",
+    gatewayUrl: gateways[0]!.url,
+    token: issuer.token,
+    logFile: join(dir, "endpoint.log"),
+  });
+  const r = await abPushSlices({
+    apis: [apis[0]!, apis[1]!],
+    pids: [gateways[0]!.pid, gateways[1]!.pid],
+    endpoint,
+    js: jetstream(nc),
+    jsm: await jetstreamManager(nc),
+    payload,
+    slices,
+    sliceMs: SLICE_MS,
+    settleMs: SETTLE_MS,
+    inFlight: IN_FLIGHT,
+  });
+  rates[0].push(...r.rates[0]);
+  rates[1].push(...r.rates[1]);
+  cpu[0].push(...r.cpu[0]);
+  cpu[1].push(...r.cpu[1]);
+  await endpoint.stop();
+  await nc.close();
+} else {
+  const workers = Array.from({ length: IN_FLIGHT }, worker);
+  for (const i of [0, 1, 0, 1]) {
+    active = i; // warm-up: V8 optimises the hot paths of both
+    await sleep(2000);
+  }
+  for (let s = 0; s < slices; s++) {
+    const i = ([0, 1, 1, 0] as const)[s % 4] ?? 0;
+    active = i;
+    await sleep(SETTLE_MS);
+    completed = 0;
+    const c0 = sampleProc(gateways[i]!.pid);
+    const t0 = performance.now();
+    await sleep(SLICE_MS);
+    const n = completed;
+    const seconds = (performance.now() - t0) / 1000;
+    const c1 = sampleProc(gateways[i]!.pid);
+    rates[i].push(n / seconds);
+    if (c0 && c1 && n > 0) cpu[i].push(((c1.cpuSeconds - c0.cpuSeconds) / n) * 1e6);
+  }
+  stop = true;
+  await Promise.all(workers);
 }
-stop = true;
-await Promise.all(workers);
 
 const median = (a: readonly number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const ratios = rates[0].map((a, k) => rates[1][k]! / a);
@@ -156,6 +194,14 @@ console.log(
   `B/A, median of paired slices: ${median(ratios)?.toFixed(3)} ` +
     `(pairs: ${ratios.map((r) => r.toFixed(2)).join(" ")})`,
 );
+// CPU per message drifts less than the rate when the machine's other load comes and goes.
+const cpuRatios = cpu[0].length === cpu[1].length ? cpu[0].map((a, k) => cpu[1][k]! / a) : [];
+if (cpuRatios.length) {
+  console.log(
+    `gateway CPU per message B/A, median of paired slices: ${median(cpuRatios)?.toFixed(3)} ` +
+      `(pairs: ${cpuRatios.map((r) => r.toFixed(2)).join(" ")})`,
+  );
+}
 
 for (const g of gateways) await g.stop();
 await issuer.close();

@@ -1,5 +1,6 @@
 // `npm run bench [-- --quick] [options]`: the gateway against raw JetStream, in one run, on one
-// local nats-server (file storage), with the same payloads and concurrency. See bench/README.md.
+// local nats-server (file storage), with the same payloads and concurrency; then push delivery
+// against polling (bench/lib/push/scenario.ts). See bench/README.md.
 // Never part of `npm test`. All traffic stays on 127.0.0.1; every loop is bounded in count and time.
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -16,6 +17,7 @@ import { createHttpClient, parseMultipart, type HttpClient } from "./lib/http-cl
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
 import { loadAverage, sampleProc } from "./lib/proc.js";
+import { pushScenario, pushTables, pushTargets, type PushResult } from "./lib/push/scenario.js";
 import {
   createRawConsumer,
   createRawStream,
@@ -61,6 +63,9 @@ const HELP = `npm run bench -- [options]
   --topics <n>         topics of the scale scenario (default 10000)
   --groups <n>         consumer groups of the scale scenario (default 1000)
   --skip-backlog, --skip-scale   leave those scenarios out of a full run
+  --skip-push          leave out push delivery (in quick and full runs; npm run bench:push runs
+                       it alone)
+  --push-concurrency <list>  push.maxConcurrency = polled receives in flight (default 1,16,64)
   --e2e-load <f>       publish rate of the publish-to-delivery runs, as a fraction of the
                        gateway's publish/receive capacity at 16 in flight (default 0.3)
   --no-async-traces    the baseline's NATS connection with noAsyncTraces (no Error objects per
@@ -81,6 +86,8 @@ interface Options {
   readonly groups: number;
   readonly skipBacklog: boolean;
   readonly skipScale: boolean;
+  readonly skipPush: boolean;
+  readonly pushConcurrency: readonly number[];
   readonly e2eLoad: number;
   readonly cpuProf: boolean;
   readonly noAsyncTraces: boolean;
@@ -102,6 +109,8 @@ function parseOptions(): Options {
       groups: { type: "string", default: "1000" },
       "skip-backlog": { type: "boolean", default: false },
       "skip-scale": { type: "boolean", default: false },
+      "skip-push": { type: "boolean", default: false },
+      "push-concurrency": { type: "string", default: "1,16,64" },
       "e2e-load": { type: "string", default: "0.3" },
       "cpu-prof": { type: "boolean", default: false },
       "no-async-traces": { type: "boolean", default: false },
@@ -137,6 +146,8 @@ function parseOptions(): Options {
     groups: Math.round(num("groups", values.groups, 1, 100_000)),
     skipBacklog: values["skip-backlog"],
     skipScale: values["skip-scale"],
+    skipPush: values["skip-push"],
+    pushConcurrency: list("push-concurrency", values["push-concurrency"], 1, 1000),
     e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
     cpuProf: values["cpu-prof"],
     noAsyncTraces: values["no-async-traces"],
@@ -1001,6 +1012,23 @@ async function main(): Promise<void> {
     const rows = await mainScenarios(o, env);
     let backlog: BacklogResult | null = null;
     if (!o.quick && !o.skipBacklog) backlog = await backlogScenario(o, env, rows);
+    let push: PushResult | null = null;
+    if (!o.skipPush) {
+      push = await pushScenario(
+        {
+          api: env.api,
+          gatewayUrl: env.gateways[0]!.url,
+          gatewayPids: env.procs.gatewayPids,
+          natsPid: env.nats.pid,
+          token: issuer.token,
+          js: env.js,
+          jsm: env.jsm,
+          logDir: join(BENCH_DIR, "results"),
+          log,
+        },
+        { quick: o.quick, levels: o.pushConcurrency },
+      );
+    }
     await stopEnv(env);
     envs.splice(envs.indexOf(env), 1);
 
@@ -1014,7 +1042,7 @@ async function main(): Promise<void> {
       envs.splice(envs.indexOf(scaleEnv), 1);
     }
 
-    const t = targets(rows, backlog, scale, o);
+    const t = [...targets(rows, backlog, scale, o), ...pushTargets(push, "--skip-push")];
     const results = {
       tool: "vqs bench (bench/run.ts)",
       mode: o.quick ? "quick" : "full",
@@ -1029,11 +1057,13 @@ async function main(): Promise<void> {
         http: o.http,
         e2eLoad: o.e2eLoad,
         rawNoAsyncTraces: o.noAsyncTraces,
+        pushConcurrency: o.pushConcurrency,
       },
       machine: { ...machine, loadAverageAtEnd: loadAverage() },
       scenarios: rows,
       backlog: backlog ?? { skipped: o.quick ? "--quick" : "--skip-backlog" },
       scale: scale ?? { skipped: o.quick ? "--quick" : "--skip-scale" },
+      push: push ?? { skipped: "--skip-push" },
       targets: t,
     };
     await mkdir(dirname(o.out), { recursive: true });
@@ -1084,6 +1114,7 @@ async function main(): Promise<void> {
         "",
       );
     }
+    if (push) out.push(pushTables(push), "");
     out.push("Targets (ratios within this run):", "", targetsTable(t), "");
     const logLines = await Promise.all(
       Array.from({ length: o.gateways }, (_, i) =>

@@ -57,6 +57,16 @@ export class GatewayApi {
     );
   }
 
+  /** PUT a consumer group's settings document (JSON), e.g. `{push: {...}}`; `{}`: polled. */
+  putSettings(topic: string, group: string, settings: unknown) {
+    return this.#client.request(
+      "PUT",
+      `/api/v3/topic/${topic}/consumer/${group}/settings`,
+      { authorization: this.#auth, "content-type": "application/json" },
+      Buffer.from(JSON.stringify(settings)),
+    );
+  }
+
   get(path: string) {
     return this.#client.request("GET", path, {});
   }

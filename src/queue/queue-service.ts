@@ -392,7 +392,24 @@ export class QueueService {
   }
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
-    const lease = this.#decodeHandle(group, receiptHandle);
+    await this.acknowledgeLease(group, this.#decodeHandle(group, receiptHandle));
+  }
+
+  /** The group's epoch (bumped by a seek or the group's deletion), for `acknowledgeLease`. */
+  groupEpoch(group: GroupAddress): number {
+    return this.#broker.groupEpoch(group);
+  }
+
+  /**
+   * `acknowledge` of the delivery a lease names, for the pusher's `autoAck`: it holds the lease
+   * it made the push's handle from, so decoding the handle (and checking its MAC) again would
+   * only cost time. `epoch`: the group's epoch when the lease was handed out; a lease of an
+   * earlier epoch (a seek since) is stale, as its handle would be.
+   */
+  async acknowledgeLease(group: GroupAddress, lease: Lease, epoch?: number): Promise<void> {
+    if (epoch !== undefined && epoch !== this.#broker.groupEpoch(group)) {
+      throw new AppError("receipt_handle_stale");
+    }
     if (lease.kind === "id") {
       await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
     } else {

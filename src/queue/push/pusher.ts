@@ -87,6 +87,8 @@ export class Pusher {
   async #push(group: GroupAddress, d: Delivery, settings: PushedSettings): Promise<void> {
     const push = settings.push;
     const leaseMs = push.timeoutSeconds * 1000 + LEASE_MARGIN_MS;
+    // Taken before the handle is made: a seek in between makes the autoAck's lease stale.
+    const epoch = this.#d.queue.groupEpoch(group);
     const handed = await this.#d.queue.handOutPulled(group, [d], leaseMs);
     const out = handed[0];
     if (!out) return; // expired, or held by a lease taken by ID
@@ -128,7 +130,7 @@ export class Pusher {
     const seconds = (performance.now() - started) / 1000;
     this.#report(group, response.outcome, seconds, message, push, response.status);
     if (response.outcome === "success") {
-      if (push.autoAck) await this.#d.queue.acknowledge(group, message.receiptHandle);
+      if (push.autoAck) await this.#d.queue.acknowledgeLease(group, lease, epoch);
       else if (!inline) await this.#d.queue.afterPushById(group, lease);
       return;
     }
@@ -159,6 +161,9 @@ export class Pusher {
     this.#d.observer.pushed(outcome, seconds);
     this.#d.observer.groupOutcome(group, outcome, this.#d.now());
     this.#d.broker.notePushOutcome(group, outcome, Date.now());
+    const success = outcome === "success";
+    // Successes log at debug, off in production: no fields (nor a URL parse) per push for it.
+    if (success && !this.#d.log.isLevelEnabled("debug")) return;
     const fields = {
       topic: group.topic,
       group: group.group,
@@ -170,7 +175,7 @@ export class Pusher {
       status,
       ms: Math.round(seconds * 1000),
     };
-    if (outcome === "success") this.#d.log.debug(fields, "push");
+    if (success) this.#d.log.debug(fields, "push");
     else this.#d.log.warn(fields, "push failed; the message will be retried");
   }
 }

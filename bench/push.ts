@@ -1,0 +1,148 @@
+// `npm run bench:push [-- --quick] [options]`: the push scenario group alone
+// (bench/lib/push/scenario.ts) on its own nats-server and gateway process: push to a plain
+// endpoint and to handleCallback against polled receive 10 + ack, in paired slices, then
+// publish-to-handler latency. See bench/README.md. Never part of `npm test`; everything on
+// 127.0.0.1, bounded.
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { availableParallelism, cpus, tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import { GatewayApi } from "./lib/gw.js";
+import { createHttpClient } from "./lib/http-client.js";
+import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
+import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import { pushScenario, pushTables, pushTargets } from "./lib/push/scenario.js";
+import { targetsTable } from "./lib/report.js";
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const RESULTS = join(BENCH_DIR, "results");
+const HELP = `npm run bench:push -- [options]
+  --quick              shorter slices and fewer rounds (~2 min instead of ~5)
+  --concurrency <list> push.maxConcurrency = polled receives in flight (default 1,16,64)
+  --cpu-prof           a V8 CPU profile of the gateway in bench/results/profiles/
+  --out <file>         results file (default bench/results/push.json)`;
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    concurrency: { type: "string", default: "1,16,64" },
+    "cpu-prof": { type: "boolean", default: false },
+    out: { type: "string", default: join(RESULTS, "push.json") },
+    help: { type: "boolean", default: false },
+  },
+});
+if (values.help) {
+  process.stdout.write(`${HELP}\n`);
+  process.exit(0);
+}
+const levels = values.concurrency.split(",").map((s) => Number(s.trim()));
+if (levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1000)) {
+  throw new Error("--concurrency: integers from 1 to 1000 (push.maxConcurrency's bounds)");
+}
+
+const started = performance.now();
+const log = (line: string) =>
+  process.stderr.write(
+    `[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`,
+  );
+
+const root = await mkdtemp(join(tmpdir(), "vqs-bench-push-"));
+const issuer = await startBenchIssuer();
+let nats: BenchNats | null = null;
+let gateway: GatewayProcess | null = null;
+const cleanup = async () => {
+  await gateway?.stop().catch(() => undefined);
+  await nats?.stop().catch(() => undefined);
+  await issuer.close().catch(() => undefined);
+  await rm(root, { recursive: true, force: true }).catch(() => undefined);
+};
+// The whole run is bounded, and a signal cleans up the processes it started.
+const watchdog = setTimeout(
+  () => {
+    log("time limit reached: stopping");
+    void cleanup().finally(() => process.exit(2));
+  },
+  (values.quick ? 8 : 20) * 60_000,
+);
+watchdog.unref();
+for (const [signal, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+] as const) {
+  process.once(signal, () => void cleanup().finally(() => process.exit(code)));
+}
+
+try {
+  await mkdir(RESULTS, { recursive: true });
+  const profileDir = join(RESULTS, "profiles");
+  if (values["cpu-prof"]) {
+    await rm(profileDir, { recursive: true, force: true });
+    await mkdir(profileDir, { recursive: true });
+  }
+  nats = await startBenchNats(join(root, "store"), join(RESULTS, "nats-server.log"));
+  gateway = await startGatewayProcess({
+    env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
+    nodeFlags: values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
+    logFile: join(RESULTS, "gateway-1.log"),
+  });
+  const nc = await connect({ servers: nats.url, name: "vqs-bench-push" });
+  const client = createHttpClient("node", [gateway.url]);
+  const startedAt = new Date();
+  log(
+    `vqs bench:push (${values.quick ? "quick" : "full"}): ${availableParallelism()} cores (${cpus()[0]?.model ?? "?"}), ` +
+      `Node ${process.version}, nats-server ${nats.version}`,
+  );
+  const result = await pushScenario(
+    {
+      api: new GatewayApi(client, issuer.token),
+      gatewayUrl: gateway.url,
+      gatewayPids: [gateway.pid],
+      natsPid: nats.pid,
+      token: issuer.token,
+      js: jetstream(nc),
+      jsm: await jetstreamManager(nc),
+      logDir: RESULTS,
+      log,
+    },
+    { quick: values.quick, levels },
+  );
+  client.close();
+  await nc.close();
+  const targets = pushTargets(result);
+  const file = {
+    tool: "vqs bench:push (bench/push.ts)",
+    mode: values.quick ? "quick" : "full",
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    machine: {
+      cores: availableParallelism(),
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      node: process.version,
+      nats: nats.version,
+    },
+    push: result,
+    targets,
+  };
+  await mkdir(dirname(values.out), { recursive: true });
+  await writeFile(values.out, JSON.stringify(file, null, 2) + "\n");
+  process.stdout.write(
+    [
+      "",
+      `vqs bench:push, ${file.mode} run, ${file.startedAt}: ${file.machine.cores} cores, Node ${file.machine.node}, nats-server ${file.machine.nats}`,
+      "",
+      pushTables(result),
+      "",
+      targetsTable(targets),
+      "",
+      `Results: ${relative(process.cwd(), values.out)}`,
+      "",
+    ].join("\n"),
+  );
+} finally {
+  clearTimeout(watchdog);
+  await cleanup();
+}
