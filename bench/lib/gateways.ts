@@ -13,6 +13,8 @@ export interface GatewayProcess {
   readonly pid: number;
   /** process.memoryUsage() of the gateway (rss, heapUsed, ...), or null without an answer. */
   memory(): Promise<NodeJS.MemoryUsage | null>;
+  /** Receives waiting (long polling) in the gateway now, or null without an answer. No GC. */
+  waiting(): Promise<number | null>;
   stop(): Promise<void>;
 }
 
@@ -81,6 +83,24 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
         };
         child.on("message", onMessage);
         child.send({ type: "stats" });
+      });
+    },
+    waiting() {
+      return new Promise((resolve) => {
+        if (!child.connected) return resolve(null);
+        const timer = setTimeout(() => {
+          child.off("message", onMessage);
+          resolve(null);
+        }, 5000);
+        const onMessage = (m: unknown) => {
+          const msg = m as { type?: string; waiting?: number };
+          if (msg.type !== "waiting") return;
+          clearTimeout(timer);
+          child.off("message", onMessage);
+          resolve(msg.waiting ?? null);
+        };
+        child.on("message", onMessage);
+        child.send({ type: "waiting" });
       });
     },
     async stop() {
