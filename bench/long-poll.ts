@@ -623,6 +623,7 @@ async function main(): Promise<void> {
           shortPoll: usPerReceive(short),
         },
       },
+      emptyLongPolls: emptyLongPolls(fleet),
       afterHangUp: { waiting: leftWaiting, memory: m5, nats: n5 },
     };
     const results = {
@@ -653,6 +654,28 @@ async function main(): Promise<void> {
   }
 }
 
+/** Long polls answered 204: how long each took, against the Vqs-Wait-Seconds asked. */
+function emptyLongPolls(fleet: ReceiverFleet): EmptyLongPolls {
+  const samples = fleet.emptyLongPolls.samples;
+  const p = percentiles(samples);
+  const min = samples.reduce((a, b) => Math.min(a, b), Infinity);
+  return {
+    count: samples.length,
+    p50Seconds: round(p.p50 / 1000, 2),
+    p99Seconds: round(p.p99 / 1000, 2),
+    minSeconds: round(min / 1000, 2),
+    maxSeconds: round(p.max / 1000, 2),
+  };
+}
+
+interface EmptyLongPolls {
+  readonly count: number;
+  readonly p50Seconds: number;
+  readonly p99Seconds: number;
+  readonly minSeconds: number;
+  readonly maxSeconds: number;
+}
+
 type Summary = {
   waiters: number;
   groups: number;
@@ -675,6 +698,7 @@ type Summary = {
     shortPollOfferedPerSec: number;
     gatewayCpuUsPerReceive: { longPoll: number | null; shortPoll: number | null };
   };
+  emptyLongPolls: EmptyLongPolls;
 };
 
 /** The Markdown table docs/performance.md takes. */
@@ -717,6 +741,10 @@ function report(
     [
       "wake-ups: answers with a message / messages; early 204s; missing; twice",
       `${L.answeredWithMessages} / ${L.oneAtATime.published + L.burst.published}; ${L.earlyEmpty}; ${L.missing}; ${L.duplicates}`,
+    ],
+    [
+      `long polls answered 204: duration s p50 / p99 (min – max), Vqs-Wait-Seconds ${s.waitSeconds}`,
+      `${s.emptyLongPolls.count}: ${s.emptyLongPolls.p50Seconds} / ${s.emptyLongPolls.p99Seconds} (${s.emptyLongPolls.minSeconds} – ${s.emptyLongPolls.maxSeconds})`,
     ],
     ["CPU % gw / NATS / load generator: no receivers", c(s.cpu.noReceivers)],
     [

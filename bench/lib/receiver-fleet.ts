@@ -64,6 +64,8 @@ export class ReceiverFleet {
   readonly errorKinds = new Map<string, number>();
   /** Receptions of each message by sequence number (more than 1: delivered twice). */
   readonly received = new Map<number, number>();
+  /** How long each long poll answered 204 took (the wait plus the immediate pull before it). */
+  readonly emptyLongPolls = new Recorder(100_000);
   /** Publish→receive latency by the message's kind byte. */
   readonly latency = new Map<number, Recorder>();
   readonly #waitSeconds: number;
@@ -181,7 +183,10 @@ export class ReceiverFleet {
     this.counts.receives++;
     if (res.status === 204) {
       this.counts.empty++;
-      if (wait > 0 && got - r.sentAt < wait * 1000 - 1000) this.counts.earlyEmpty++;
+      if (wait > 0) {
+        this.emptyLongPolls.record(got - r.sentAt);
+        if (got - r.sentAt < wait * 1000 - 1000) this.counts.earlyEmpty++;
+      }
       if (pause && mode === "short") await sleep(this.#pollMs);
       return;
     }
