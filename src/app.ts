@@ -9,19 +9,22 @@ import { installRateLimit } from "./http/plugins/rate-limit.js";
 import { installAuth } from "./http/plugins/auth.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
-import { acknowledgeRoute } from "./http/routes/acknowledge.js";
-import { changeVisibilityRoutes } from "./http/routes/change-visibility.js";
-import { consumerSettingsRoutes } from "./http/routes/consumer-settings.js";
-import { jwksRoute } from "./http/routes/jwks.js";
-import { redriveRoute } from "./http/routes/redrive.js";
+import { acknowledgeRoute } from "./http/routes/messages/acknowledge.js";
+import { changeVisibilityRoutes } from "./http/routes/messages/change-visibility.js";
+import { consumerSettingsRoutes } from "./http/routes/settings/consumer-settings.js";
+import { jwksRoute } from "./http/routes/push/jwks.js";
+import { redriveRoute } from "./http/routes/dead-letters/redrive.js";
+import type { AuditLog } from "./http/routes/management/audit.js";
+import { managementRoutes } from "./http/routes/management/index.js";
 import type { JWK } from "jose";
-import { publishBatchRoute } from "./http/routes/publish-batch.js";
-import { publishRoute } from "./http/routes/publish.js";
-import { receiveByIdRoute } from "./http/routes/receive-by-id.js";
-import { receiveRoute } from "./http/routes/receive.js";
+import { publishBatchRoute } from "./http/routes/messages/publish-batch.js";
+import { publishRoute } from "./http/routes/messages/publish.js";
+import { receiveByIdRoute } from "./http/routes/messages/receive-by-id.js";
+import { receiveRoute } from "./http/routes/messages/receive.js";
 import { lazyChildLoggerFactory } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import type { QueueService } from "./queue/queue-service.js";
+import type { ManagementService } from "./queue/management/management-service.js";
 import type { SettingsService } from "./queue/settings/settings-service.js";
 
 export interface AppDeps {
@@ -30,11 +33,16 @@ export interface AppDeps {
     | "allowedTeams"
     | "allowedProjects"
     | "allowedEnvironments"
+    | "operatorTeams"
     | "rateLimitPerSecond"
     | "rateLimitTeams"
   >;
   readonly queue: QueueService;
   readonly settings: SettingsService;
+  /** Seeing and steering queues (README, "Management API"). */
+  readonly management: ManagementService;
+  /** Where destructive management calls are recorded. */
+  readonly audit: AuditLog;
   /** The public keys of push tokens (GET /.well-known/jwks.json). */
   readonly pushKeys: () => { keys: JWK[] };
   readonly verifier: TokenVerifier;
@@ -101,7 +109,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     acknowledgeRoute(api, deps.queue);
     changeVisibilityRoutes(api, deps.queue);
     consumerSettingsRoutes(api, deps.settings);
-    redriveRoute(api, deps.queue);
+    redriveRoute(api, deps.queue, deps.audit);
+    managementRoutes(api, deps.management, deps.audit);
   });
   return app;
 }

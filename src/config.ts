@@ -43,6 +43,10 @@ export interface Config {
   readonly allowedTeams: ReadonlySet<string> | null;
   readonly allowedProjects: ReadonlySet<string> | null;
   readonly allowedEnvironments: ReadonlySet<string> | null;
+  /** Teams whose tokens are operators' (any namespace; GET /api/v3/namespaces). */
+  readonly operatorTeams: ReadonlySet<string>;
+  /** A claim that makes a token an operator's when it is `true`; null: none. */
+  readonly operatorClaim: string | null;
   /** null in development: a secret kept in the data directory is used. */
   readonly receiptSecret: string | null;
   readonly maxMessageBytes: number;
@@ -215,6 +219,8 @@ export function loadConfig(env: Env): Config {
     allowedTeams: set("VQS_ALLOWED_TEAMS"),
     allowedProjects: set("VQS_ALLOWED_PROJECTS"),
     allowedEnvironments: set("VQS_ALLOWED_ENVIRONMENTS"),
+    operatorTeams: set("VQS_OPERATOR_TEAMS") ?? new Set<string>(),
+    operatorClaim: str("VQS_OPERATOR_CLAIM"),
     receiptSecret,
     maxMessageBytes: int("VQS_MAX_MESSAGE_BYTES", 1_048_576, 1, 64 * 1_048_576),
     maxBatchBytes: int("VQS_MAX_BATCH_BYTES", 16 * 1_048_576, 1024, 256 * 1_048_576),

@@ -26,6 +26,11 @@ export const ERRORS = {
     status: 400,
     message: "Content-Type must be a single value of at most 255 characters.",
   },
+  invalid_namespace: {
+    status: 400,
+    message:
+      "Vqs-Namespace must be team/project/environment[/deployment], each part percent-encoded.",
+  },
   invalid_deployment_id: {
     status: 400,
     message: "Vqs-Deployment-Id must be 1 to 256 printable ASCII characters.",
@@ -49,6 +54,10 @@ export const ERRORS = {
   unsupported_accept: {
     status: 400,
     message: "The Accept header must include multipart/mixed or application/x-ndjson.",
+  },
+  invalid_query: {
+    status: 400,
+    message: "A query parameter is malformed.",
   },
   invalid_request_body: {
     status: 400,
@@ -84,6 +93,10 @@ export const ERRORS = {
     status: 401,
     message: "The bearer token is malformed, expired, or not signed by a trusted issuer.",
   },
+  operator_only: {
+    status: 403,
+    message: "Only an operator's token may do this (list namespaces, or act in another namespace).",
+  },
   tenant_not_allowed: {
     status: 403,
     message: "This service does not serve the team, project or environment of the token.",
@@ -111,6 +124,10 @@ export const ERRORS = {
   topic_not_found: {
     status: 404,
     message: "No such topic in this namespace.",
+  },
+  group_not_found: {
+    status: 404,
+    message: "No such consumer group of this topic.",
   },
   message_not_found: {
     status: 404,

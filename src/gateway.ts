@@ -12,6 +12,7 @@ import { QueueService } from "./queue/queue-service.js";
 import { SettingsService } from "./queue/settings/settings-service.js";
 import type { SettingsStore } from "./queue/settings/settings-store.js";
 import { deriveSecretKeys } from "./queue/secret-keys.js";
+import { ManagementService } from "./queue/management/management-service.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";
 import { createMetrics } from "./metrics.js";
@@ -112,9 +113,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       "VQS_MAX_MESSAGE_BYTES is above what the NATS server's max_payload allows; using the smaller",
     );
   }
+  const secretKeys = deriveSecretKeys(secret, config.region);
   const queue = new QueueService({
     broker: store.broker,
-    keys: deriveSecretKeys(secret, config.region),
+    keys: secretKeys,
     now: store.now,
     observer: metrics.observer,
     ...(store.failover ? { deferrer: store.failover } : {}),
@@ -146,11 +148,22 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     pushAllowedUrls: config.pushAllowedUrls,
     maxPerNamespace: config.maxSettingsPerNamespace,
   });
+  const management = new ManagementService({
+    admin: store.admin,
+    broker: store.broker,
+    settings: store.settings,
+    duplicateIdKey: secretKeys.duplicateId,
+    now: store.now,
+  });
+  // Audit events are logged whatever LOG_LEVEL says.
+  const audit = logger.child({ component: "audit" }, { level: "info" });
   let ready = true;
   const app = await buildApp({
     config,
     queue,
     settings,
+    management,
+    audit,
     pushKeys: () => pushKeys.jwks(),
     verifier,
     now: localNow,
@@ -203,6 +216,7 @@ function makeVerifier(o: GatewayOptions, now: () => number): TokenVerifier {
     issuers,
     audiences,
     claims: o.config.tenantClaims,
+    operatorClaim: o.config.operatorClaim,
     clockToleranceSeconds: oidc?.clockToleranceSeconds ?? 5,
     now,
   });

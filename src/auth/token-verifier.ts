@@ -14,6 +14,10 @@ export interface Tenant {
   readonly team: string;
   readonly project: string;
   readonly environment: string;
+  /** The token's `sub`, when it has one (who did it, in audit events). */
+  readonly subject: string | null;
+  /** The operator claim (VQS_OPERATOR_CLAIM) is `true`. */
+  readonly operatorClaim: boolean;
 }
 
 export interface VerifiedToken {
@@ -32,6 +36,8 @@ export interface VerifierOptions {
   readonly issuers: readonly string[];
   readonly audiences: readonly string[];
   readonly claims: TenantClaims;
+  /** The claim that makes a token an operator's when it is `true`; null: none does. */
+  readonly operatorClaim?: string | null;
   readonly clockToleranceSeconds: number;
   readonly now: () => number;
   /** Most tokens remembered at once. */
@@ -60,10 +66,13 @@ export function createTokenVerifier(opts: VerifierOptions): TokenVerifier {
       }
       return v;
     };
+    const sub = payload.sub;
     return {
       team: claim(opts.claims.team),
       project: claim(opts.claims.project),
       environment: claim(opts.claims.environment),
+      subject: typeof sub === "string" && sub.length <= 256 ? sub : null,
+      operatorClaim: opts.operatorClaim ? payload[opts.operatorClaim] === true : false,
     };
   };
 

@@ -47,6 +47,45 @@ export interface SettingsBody {
   deadLetter?: DeadLetterSettings;
 }
 
+/** Where a dead-letter copy came from (its `deadLetter` field). */
+export interface DeadLetterOrigin {
+  readonly topic: string;
+  readonly consumerGroup: string;
+  readonly messageId: string;
+  readonly deliveryCount: number;
+}
+
+/** A received message as NDJSON carries it (README, "API"); `body` is base64. */
+export interface ReceivedMessage {
+  readonly messageId: string;
+  readonly receiptHandle: string;
+  readonly deliveryCount: number;
+  readonly timestamp: string;
+  readonly expiresAt: string;
+  readonly contentType: string;
+  readonly deadLetter?: DeadLetterOrigin;
+  readonly body: string;
+}
+
+export interface ReceiveOptions {
+  readonly maxMessages: number;
+  readonly visibilityTimeoutSeconds: number;
+  readonly waitSeconds: number;
+  /** Aborts the request (a long poll, say); the gateway leaves nothing leased then. */
+  readonly signal?: AbortSignal;
+}
+
+export interface RedriveResult {
+  readonly moved: number;
+  readonly remaining: number;
+}
+
+export interface RequestOptions {
+  readonly headers?: Record<string, string>;
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+}
+
 export interface ApiClientOptions {
   readonly fetch?: typeof fetch;
   /** Per request, connection included. */
@@ -76,32 +115,13 @@ export class ApiClient {
    * body (null for an empty one); throws ApiError for a non-2xx answer, UnreachableError when
    * no answer came.
    */
-  async request(method: string, path: string, body?: unknown): Promise<unknown> {
-    const url = new URL(`api/v3/${path}`, withSlash(this.#conn.url));
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${this.#conn.token}`,
-      "user-agent": this.#userAgent,
-    };
-    if (this.#conn.deploymentId !== null) headers["vqs-deployment-id"] = this.#conn.deploymentId;
-    if (body !== undefined) headers["content-type"] = "application/json";
-    let res: Response;
-    let text: string;
-    try {
-      res = await this.#fetch(url, {
-        method,
-        headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-      text = await res.text();
-    } catch (err) {
-      throw new UnreachableError(
-        `cannot reach ${this.#conn.url.origin}: ${reason(err, this.#timeoutMs)}`,
-        "unreachable",
-        { cause: err },
-      );
-    }
-    if (!res.ok) throw apiError(res, text);
+  async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    o: RequestOptions = {},
+  ): Promise<unknown> {
+    const { res, text } = await this.#exchange(method, path, body, o);
     if (text === "") return null;
     try {
       return JSON.parse(text) as unknown;
@@ -112,6 +132,121 @@ export class ApiClient {
         `the server answered non-JSON: ${cut(text)}`,
       );
     }
+  }
+
+  /**
+   * The request and its whole answer; non-2xx is ApiError. When `o.signal` aborts, its reason
+   * (an AbortError) is thrown as it is: the caller asked for it, so it is no UnreachableError.
+   */
+  async #exchange(
+    method: string,
+    path: string,
+    body: unknown,
+    o: RequestOptions,
+  ): Promise<{ res: Response; text: string }> {
+    const url = new URL(`api/v3/${path}`, withSlash(this.#conn.url));
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.#conn.token}`,
+      "user-agent": this.#userAgent,
+      ...o.headers,
+    };
+    if (this.#conn.deploymentId !== null) headers["vqs-deployment-id"] = this.#conn.deploymentId;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const timeoutMs = o.timeoutMs ?? this.#timeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.#fetch(url, {
+        method,
+        headers,
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: o.signal ? AbortSignal.any([timeout, o.signal]) : timeout,
+      });
+      text = await res.text();
+    } catch (err) {
+      if (o.signal?.aborted) throw o.signal.reason;
+      throw new UnreachableError(
+        `cannot reach ${this.#conn.url.origin}: ${reason(err, timeoutMs)}`,
+        "unreachable",
+        { cause: err },
+      );
+    }
+    if (!res.ok) throw apiError(res, text);
+    return { res, text };
+  }
+
+  // Messages (README, "API"): receive, acknowledge, release; redrive of a dead-letter topic.
+
+  /**
+   * Receives up to `maxMessages` messages of a group (NDJSON), waiting up to `waitSeconds` for
+   * one when there are none. `date` is the gateway's clock at its answer (the Date header).
+   */
+  async receive(
+    topic: string,
+    group: string,
+    o: ReceiveOptions,
+  ): Promise<{ messages: ReceivedMessage[]; date: Date | null }> {
+    const headers: Record<string, string> = {
+      accept: "application/x-ndjson",
+      "vqs-max-messages": String(o.maxMessages),
+      "vqs-visibility-timeout-seconds": String(o.visibilityTimeoutSeconds),
+      "vqs-wait-seconds": String(o.waitSeconds),
+    };
+    const { res, text } = await this.#exchange("POST", groupPath(topic, group), undefined, {
+      headers,
+      // The wait is the server's; the usual timeout applies after it.
+      timeoutMs: this.#timeoutMs + o.waitSeconds * 1000,
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+    const dateHeader = res.headers.get("date");
+    const date = dateHeader ? new Date(dateHeader) : null;
+    const messages: ReceivedMessage[] = [];
+    for (const line of text.split("\n")) {
+      if (line.trim() === "") continue;
+      try {
+        messages.push(JSON.parse(line) as ReceivedMessage);
+      } catch {
+        throw new ApiError(res.status, "invalid_response", `not NDJSON: ${cut(line)}`);
+      }
+    }
+    return { messages, date: date && !Number.isNaN(date.getTime()) ? date : null };
+  }
+
+  /** Acknowledges a delivery (DELETE of its lease); idempotent. */
+  async acknowledge(topic: string, group: string, receiptHandle: string): Promise<void> {
+    await this.request("DELETE", leasePath(topic, group, receiptHandle));
+  }
+
+  /** Sets a lease to end `seconds` from now; 0 releases the message at once. */
+  async setVisibility(
+    topic: string,
+    group: string,
+    receiptHandle: string,
+    seconds: number,
+  ): Promise<void> {
+    await this.request("PATCH", leasePath(topic, group, receiptHandle), {
+      visibilityTimeoutSeconds: seconds,
+    });
+  }
+
+  /**
+   * Moves up to `limit` messages of a dead-letter topic back (to `topic`, or each to the topic
+   * it came from): one round of the server's redrive, which it finishes once it started.
+   */
+  async redrive(
+    deadLetterTopic: string,
+    o: { topic?: string; limit: number },
+  ): Promise<RedriveResult> {
+    const body = { ...(o.topic !== undefined ? { topic: o.topic } : {}), limit: o.limit };
+    // A round of 10,000 takes a while; give it 10 ms a message beyond the usual timeout.
+    const timeoutMs = this.#timeoutMs + o.limit * 10;
+    return (await this.request(
+      "POST",
+      `topic/${encodeURIComponent(deadLetterTopic)}/redrive`,
+      body,
+      { timeoutMs },
+    )) as RedriveResult;
   }
 
   // Consumer settings (README, "Consumer settings").
@@ -143,6 +278,15 @@ export class ApiClient {
 /** `/api/v3/topic/{topic}/consumer/{group}/settings`; `*` of a pattern survives encoding. */
 export function settingsPath(topic: string, group: string): string {
   return `topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}/settings`;
+}
+
+/** `/api/v3/topic/{topic}/consumer/{group}`. */
+export function groupPath(topic: string, group: string): string {
+  return `topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}`;
+}
+
+function leasePath(topic: string, group: string, receiptHandle: string): string {
+  return `${groupPath(topic, group)}/lease/${encodeURIComponent(receiptHandle)}`;
 }
 
 /** The base URL as a directory, so `api/v3/...` resolves under a path prefix too. */

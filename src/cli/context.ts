@@ -4,7 +4,8 @@
 import { isAbsolute, resolve } from "node:path";
 import { ApiClient } from "./api-client.js";
 import { UsageError } from "./errors.js";
-import { Output, type Io } from "./output.js";
+import { noInterrupts } from "./interrupts.js";
+import { Output, type Io, type OutStream } from "./output.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
 
@@ -35,6 +36,16 @@ export class Context {
 
   get env(): NodeJS.ProcessEnv {
     return this.#io.env;
+  }
+
+  /** Takes Ctrl-C over: the first one aborts this signal instead of ending the process. */
+  interrupts(): AbortSignal {
+    return (this.#io.interrupts ?? noInterrupts).take();
+  }
+
+  /** Where the tool writes its progress (a bar only when this is a terminal). */
+  get stderr(): OutStream {
+    return this.#io.stderr;
   }
 
   /** A path given by the user, relative to the working directory. */

@@ -10,6 +10,8 @@ export const EXIT = {
   usage: 2,
   /** The server cannot be reached, or a file cannot be read. */
   unreachable: 3,
+  /** Ctrl-C stopped a command before its end (`dlq redrive`: run it again to resume). */
+  interrupted: 130,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -57,4 +59,29 @@ export class PartialFailure extends CliError {
   constructor(message: string) {
     super("partial_failure", message, EXIT.api);
   }
+}
+
+/** Ctrl-C stopped the command before its end; it said so and how to go on: exit 130. */
+export class Interrupted extends CliError {
+  constructor(message: string) {
+    super("interrupted", message, EXIT.interrupted);
+  }
+}
+
+/** How a failed entry of a command is reported (`error` in --json). */
+export interface EntryError {
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+}
+
+/**
+ * The API's refusal of one entry, to report while the others go on. Errors that make every
+ * further request pointless (no answer, bad token, tenant refused) are thrown instead.
+ */
+export function entryFailure(err: unknown): EntryError {
+  if (!(err instanceof ApiError) || err.status === 401 || err.code === "tenant_not_allowed") {
+    throw err;
+  }
+  return { status: err.status, code: err.code, message: err.message };
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Process entry of the `vqs` command-line tool (package.json "bin"; `npm run vqs -- ...` runs
 // it from source). Everything else is in program.ts, which takes the process as arguments.
+import { processInterrupts } from "./interrupts.js";
 import { run } from "./program.js";
 
 // A reader that went away (`vqs ... | head`) is not an error of ours.
@@ -14,4 +15,5 @@ process.exitCode = await run(process.argv.slice(2), {
   stderr: process.stderr,
   env: process.env,
   cwd: process.cwd(),
+  interrupts: processInterrupts(process),
 });

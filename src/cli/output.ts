@@ -1,10 +1,13 @@
 // What commands print: tables (the default) or JSON (--json), colour only on a terminal, and
 // errors in one shape. Streams and environment are passed in, so tests can run commands in
 // process. Tables are a small formatter of our own (docs/architecture.md, "The vqs tool").
+import type { Interrupts } from "./interrupts.js";
 
 export interface OutStream {
   write(text: string): unknown;
   readonly isTTY?: boolean;
+  /** A terminal's width in characters (undefined when not a terminal). */
+  readonly columns?: number;
 }
 
 /** The process as a command sees it. */
@@ -13,6 +16,8 @@ export interface Io {
   readonly stderr: OutStream;
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
+  /** Ctrl-C (main.ts: SIGINT); without it, commands are never interrupted. */
+  readonly interrupts?: Interrupts;
 }
 
 export type Colour = "bold" | "dim" | "red" | "green" | "yellow" | "cyan" | "magenta";
@@ -98,13 +103,14 @@ export class Output {
   readonly json: boolean;
   readonly paint: Paint;
   readonly #io: Io;
-  readonly #paintErr: Paint;
+  /** Colour for stderr (notes, progress), decided for that stream. */
+  readonly paintErr: Paint;
 
   constructor(io: Io, { json = false, color }: { json?: boolean; color?: boolean } = {}) {
     this.#io = io;
     this.json = json;
     this.paint = colourEnabled(io.stdout, io.env, color) ? ansiPaint : noPaint;
-    this.#paintErr = colourEnabled(io.stderr, io.env, color) ? ansiPaint : noPaint;
+    this.paintErr = colourEnabled(io.stderr, io.env, color) ? ansiPaint : noPaint;
   }
 
   /** A value as JSON (one document, pretty-printed, ending in a newline). */
@@ -112,8 +118,19 @@ export class Output {
     this.#io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   }
 
+  /** A value as one line of JSON (a stream of documents: NDJSON). */
+  printJsonLine(value: unknown): void {
+    this.#io.stdout.write(`${JSON.stringify(value)}\n`);
+  }
+
   printTable<R>(columns: readonly Column<R>[], rows: readonly R[]): void {
     this.#io.stdout.write(formatTable(columns, rows, this.paint));
+  }
+
+  /** The width text on stdout may take: the terminal's, else `fallback`. */
+  columns(fallback: number): number {
+    const c = this.#io.stdout.columns;
+    return this.#io.stdout.isTTY === true && c !== undefined && c > 0 ? c : fallback;
   }
 
   /** A line of text on stdout. */
@@ -127,7 +144,7 @@ export class Output {
   }
 
   warn(text: string): void {
-    this.#io.stderr.write(`${this.#paintErr("yellow", "warning:")} ${text}\n`);
+    this.#io.stderr.write(`${this.paintErr("yellow", "warning:")} ${text}\n`);
   }
 
   /** A fatal error: `{"error":{"code","message"}}` with --json, else `error: ...`, on stderr. */
@@ -138,6 +155,6 @@ export class Output {
       return;
     }
     const what = status === undefined ? "" : ` ${code} (HTTP ${status}):`;
-    this.#io.stderr.write(`${this.#paintErr("red", "error:")}${what} ${message}\n`);
+    this.#io.stderr.write(`${this.paintErr("red", "error:")}${what} ${message}\n`);
   }
 }

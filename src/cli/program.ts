@@ -3,11 +3,14 @@
 // tests run commands in process as well as spawned.
 import { Command, CommanderError, Option } from "commander";
 import { readFileSync } from "node:fs";
+import { dlqCommand } from "./commands/dlq.js";
+import { messagesCommands } from "./commands/messages.js";
+import { tailCommand } from "./commands/tail.js";
 import { triggersCommand } from "./commands/triggers.js";
 import { tokenCommand } from "./commands/token.js";
 import { examples } from "./commands/help.js";
 import { Context, DEFAULT_URL, type GlobalOptions } from "./context.js";
-import { CliError, EXIT, PartialFailure } from "./errors.js";
+import { CliError, EXIT, Interrupted, PartialFailure } from "./errors.js";
 import { Output, type Io } from "./output.js";
 
 /** The package's version (package.json is two levels up from src/cli and from dist/cli). */
@@ -50,12 +53,16 @@ export function buildProgram(io: Io, onContext: (ctx: Context) => void = () => u
     [
       "",
       "Exit codes: 0 success, 1 the API answered an error (or some entries failed),",
-      "2 usage error (bad flags, arguments or input), 3 server unreachable or file unreadable.",
+      "2 usage error (bad flags, arguments or input), 3 server unreachable or file unreadable,",
+      "130 stopped by Ctrl-C before its end (dlq redrive: run it again to resume).",
     ].join("\n"),
   );
   examples(program, [
     "export VQS_URL=http://127.0.0.1:8080 VQS_TOKEN=$(vqs token)",
     "vqs triggers sync --vercel-json vercel.json --app-url http://localhost:3000",
+    "vqs tail orders",
+    "vqs receive orders billing --max 10 --wait 20",
+    "vqs dlq redrive orders-dead",
     "vqs triggers sync --help",
   ]);
 
@@ -66,6 +73,9 @@ export function buildProgram(io: Io, onContext: (ctx: Context) => void = () => u
   };
   triggersCommand(program, contextOf);
   tokenCommand(program, contextOf);
+  messagesCommands(program, contextOf);
+  tailCommand(program, contextOf);
+  dlqCommand(program, contextOf);
   return program;
 }
 
@@ -85,6 +95,9 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
     // Before a command ran, --json is known only from the arguments.
     const out = (ctx as Context | null)?.out ?? new Output(io, { json: argv.includes("--json") });
     if (err instanceof CliError) {
+      // A partial failure's entries were printed already (its summary still is, as text); an
+      // interrupted command said where it stopped and how to go on.
+      if (err instanceof Interrupted) return err.exitCode;
       if (!(err instanceof PartialFailure) || !out.json) {
         out.error(err.code, err.message, "status" in err ? (err.status as number) : undefined);
       }

@@ -8,15 +8,18 @@ import { watchConnection } from "./core/connection.js";
 import { ServerClock } from "./core/server-clock.js";
 import { DelayScheduler } from "./scheduling/delay-scheduler.js";
 import { SettingsBucket } from "./settings/settings-bucket.js";
-import { ConsumerFeed } from "./core/consumer-feed.js";
+import { ConsumerFeed } from "./pulls/consumer-feed.js";
 import { PushFeeds, type PushFeedsDeps } from "./push/push-feeds.js";
 import { Failover, type FailoverOptions } from "./failover/failover.js";
+import { JetStreamAdmin } from "./admin/jetstream-admin.js";
 import { readGroupStats } from "./storage/group-stats.js";
 import { JetStreamBroker } from "./storage/jetstream-broker.js";
 import { CutLeases } from "./storage/cut-leases.js";
+import { GroupEpochs } from "./storage/group-epochs.js";
+import { PushHealthRecorder } from "./push/push-health.js";
 import { IdempotencyKeys } from "./storage/idempotency-keys.js";
 import { LeaseRecords } from "./storage/lease-records.js";
-import { PullClient } from "./core/pull-client.js";
+import { PullClient } from "./pulls/pull-client.js";
 import { Requests } from "./core/requests.js";
 import { TopicSweeper } from "./storage/topic-sweeper.js";
 import { isCompatibilityServer, supportsMessageTtl } from "./core/server-features.js";
@@ -68,6 +71,8 @@ export interface JetStreamStore {
   readonly keys: IdempotencyKeys;
   /** Consumer settings: the region's documents, followed in memory. */
   readonly settings: SettingsBucket;
+  /** Seeing and steering topics and groups (the management API's store side). */
+  readonly admin: JetStreamAdmin;
   /** Starts pulling for every pushed group of the region, handing each delivery to `push`. */
   startPush(push: PushFeedsDeps["push"]): void;
   /** Largest payload the server accepts with room left for our headers. */
@@ -153,6 +158,13 @@ export async function openJetStreamStore(
     log: o.log,
   });
   await cuts.start();
+  const epochs = new GroupEpochs(js, {
+    replicas: o.replicas,
+    timeoutMs: o.requestTimeoutMs,
+    log: o.log,
+  });
+  await epochs.start();
+  const pushHealth = new PushHealthRecorder(records, o.log);
   const settings = new SettingsBucket(nc, js, {
     region: o.region,
     replicas: o.replicas,
@@ -164,6 +176,8 @@ export async function openJetStreamStore(
   const broker = new JetStreamBroker({
     records,
     cuts,
+    epochs,
+    pushHealth,
     requests,
     feed: consumerFeed,
     keys,
@@ -215,6 +229,7 @@ export async function openJetStreamStore(
     sweeper,
     keys,
     settings,
+    admin: new JetStreamAdmin({ jsm, topology, records, epochs, region: o.region }),
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     startPush(push) {
@@ -236,6 +251,8 @@ export async function openJetStreamStore(
       consumerFeed.close();
       clock.stop();
       cuts.stop();
+      epochs.stop();
+      await pushHealth.stop();
       settings.stop();
       const stopping = Promise.all([scheduler.stop(), sweeper.stop()]);
       pulls.close();

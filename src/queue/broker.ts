@@ -169,6 +169,12 @@ export interface Broker {
   pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number>;
   noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void>;
   handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null>;
+  /** One more message of the group moved to its dead-letter topic (best effort). */
+  noteDeadLettered(group: GroupAddress): Promise<void>;
+  /** A push of the group ended with `outcome` ("success" or a failure): its push health. */
+  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
+  /** The group's epoch (grows with every seek or deletion of the group), from memory. */
+  groupEpoch(group: GroupAddress): number;
   /** Whether the group ever used receive by ID (so ordinary receives must honour ID leases). */
   usesIdLeases(group: GroupAddress): Promise<boolean>;
   /** Marks the group as using receive by ID; resolves once every gateway honours it. */

@@ -31,6 +31,13 @@ export function namespaceLabel(ns: Pick<Namespace, "key">): string {
   }
 }
 
+/** The `Vqs-Namespace` form of a namespace: its parts percent-encoded, joined by "/". */
+export function namespaceHeader(ns: Namespace): string {
+  return [ns.team, ns.project, ns.environment, ...(ns.deployment === null ? [] : [ns.deployment])]
+    .map(encodeURIComponent)
+    .join("/");
+}
+
 /** A topic inside a namespace. */
 export interface TopicAddress {
   readonly namespace: Namespace;

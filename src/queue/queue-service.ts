@@ -319,6 +319,7 @@ export class QueueService {
       const now = this.#now();
       await this.#idLeases.noteCursorChange(group, groupLease(d, now), now, true);
       this.#observer.deadLettered(group);
+      await this.#broker.noteDeadLettered(group).catch(() => undefined);
     } catch (err) {
       this.#log?.warn(
         { err, topic: group.topic, group: group.group, deadLetterTopic: dl.topic },
@@ -526,6 +527,7 @@ export class QueueService {
       await this.#copyToDeadLetter(group, found.message, found.streamSeq, lease.deliveryCount, dl);
       await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
       this.#observer.deadLettered(group);
+      await this.#broker.noteDeadLettered(group).catch(() => undefined);
       throw new AppError("message_dead_lettered");
     }
     this.#observer.delivered(lease.deliveryCount);
@@ -589,8 +591,11 @@ export class QueueService {
   }
 
   #decodeHandle(group: GroupAddress, receiptHandle: string): Lease {
-    const lease = decodeReceiptHandle(this.#keys.receiptHandle, group, receiptHandle);
+    const epoch = this.#broker.groupEpoch(group);
+    const lease = decodeReceiptHandle(this.#keys.receiptHandle, group, receiptHandle, epoch);
     if (lease === null) throw new AppError("invalid_receipt_handle");
+    // Handed out before the group's position was reset (seek) or the group deleted.
+    if (lease === "stale") throw new AppError("receipt_handle_stale");
     return lease;
   }
 
@@ -601,7 +606,12 @@ export class QueueService {
   #received(group: GroupAddress, message: StoredMessage, lease: Lease): ReceivedMessage {
     return {
       messageId: idOf(message),
-      receiptHandle: encodeReceiptHandle(this.#keys.receiptHandle, group, lease),
+      receiptHandle: encodeReceiptHandle(
+        this.#keys.receiptHandle,
+        group,
+        lease,
+        this.#broker.groupEpoch(group),
+      ),
       deliveryCount: lease.deliveryCount,
       publishedAt: new Date(message.publishedAtMs),
       expiresAt: new Date(message.expiresAtMs),

@@ -6,7 +6,7 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { keyToken } from "../../src/nats/core/message-codec.js";
+import { keyToken } from "../../src/nats/messages/message-codec.js";
 import { SCHEDULE_STREAM, topicNames } from "../../src/nats/core/naming.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";

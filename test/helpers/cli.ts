@@ -1,6 +1,6 @@
 // The `vqs` command-line tool as a user runs it: a spawned process (from source, through tsx),
 // its exit code and its output.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 export const CLI_MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
@@ -19,23 +19,71 @@ export interface CliRun {
  */
 export function runCli(
   args: readonly string[],
-  { cwd = process.cwd(), env = {} }: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string> } = {},
 ): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", TSX, CLI_MAIN, ...args], {
-      cwd,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  return startCli(args, options).done;
+}
+
+/** A running `vqs <args>`: its output so far, signals to send, and its end. */
+export interface CliProcess {
+  readonly child: ChildProcess;
+  /** What it printed so far. */
+  output(): { stdout: string; stderr: string };
+  /** Resolves once its output so far satisfies `ok` (rejects after `ms`, or if it ended first). */
+  until(ok: (o: { stdout: string; stderr: string }) => boolean, ms?: number): Promise<void>;
+  readonly done: Promise<CliRun>;
+}
+
+/** Starts `vqs <args>` (as runCli does) without waiting for it; killed after `killAfterMs`. */
+export function startCli(
+  args: readonly string[],
+  {
+    cwd = process.cwd(),
+    env = {},
+    killAfterMs = 30_000,
+  }: { cwd?: string; env?: Record<string, string>; killAfterMs?: number } = {},
+): CliProcess {
+  const child = spawn(process.execPath, ["--import", TSX, CLI_MAIN, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  let ended = false;
+  const watchers = new Set<() => void>();
+  const changed = () => watchers.forEach((w) => w());
+  child.stdout.on("data", (c: Buffer) => ((stdout += c.toString()), changed()));
+  child.stderr.on("data", (c: Buffer) => ((stderr += c.toString()), changed()));
+  const done = new Promise<CliRun>((resolve, reject) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
     child.once("error", reject);
     child.once("close", (code) => {
       clearTimeout(timer);
+      ended = true;
+      changed();
       resolve({ code, stdout, stderr });
     });
   });
+  const output = () => ({ stdout, stderr });
+  const until = (ok: (o: { stdout: string; stderr: string }) => boolean, ms = 20_000) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (ok(output())) finish(null);
+        else if (ended) finish(new Error(`ended first: ${JSON.stringify(output())}`));
+      };
+      const timer = setTimeout(
+        () => finish(new Error(`not within ${ms} ms: ${JSON.stringify(output())}`)),
+        ms,
+      );
+      const finish = (err: Error | null) => {
+        clearTimeout(timer);
+        watchers.delete(check);
+        if (err) reject(err);
+        else resolve();
+      };
+      watchers.add(check);
+      check();
+    });
+  return { child, output, until, done };
 }

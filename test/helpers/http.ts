@@ -59,9 +59,16 @@ export function api(base: string, token: string, extra: Record<string, string> =
   };
 }
 
+/**
+ * mixpart's header limit counts the next socket chunk too (up to 64 KiB over plain HTTP), so a
+ * response above 64 KiB fails to parse when a read ends inside a part's header (docs/operations.md,
+ * Troubleshooting). The tests read such responses: the limit here is larger than any chunk.
+ */
+const PARSER = { maxHeaderSize: 1024 * 1024 };
+
 export async function parts(res: Response): Promise<Part[]> {
   const out: Part[] = [];
-  for await (const p of parseMultipartStream(res)) {
+  for await (const p of parseMultipartStream(res, PARSER)) {
     out.push({
       headers: p.headers,
       body: Buffer.from(await new Response(p.payload).arrayBuffer()),

@@ -4,7 +4,7 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { keyToken } from "../../src/nats/core/message-codec.js";
+import { keyToken } from "../../src/nats/messages/message-codec.js";
 import { topicNames } from "../../src/nats/core/naming.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
@@ -152,7 +152,7 @@ describe("idempotency keys", () => {
       // stalled: the server stores the copy.
       return js.publish(n.ready, body, {
         msgID: waitMs > 0 ? `${msgID}.late` : msgID,
-        headers: (await import("../../src/nats/core/message-codec.js")).encodeHeaders({
+        headers: (await import("../../src/nats/messages/message-codec.js")).encodeHeaders({
           payload: new Uint8Array(),
           contentType: null,
           retentionSeconds: 3600,

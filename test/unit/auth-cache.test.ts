@@ -21,7 +21,13 @@ function harness(allowedTeams: ReadonlySet<string> | null = null): Harness {
     calls: [],
     clock: 1_000_000,
     answer: () => ({
-      tenant: { team: "team_a", project: "p", environment: "production" },
+      tenant: {
+        team: "team_a",
+        project: "p",
+        environment: "production",
+        subject: null,
+        operatorClaim: false,
+      },
       expiresAtMs: 1_060_000,
     }),
   };
@@ -34,7 +40,12 @@ function harness(allowedTeams: ReadonlySet<string> | null = null): Harness {
   installErrorHandling(app);
   installAuth(app, {
     verifier,
-    config: { allowedTeams, allowedProjects: null, allowedEnvironments: null },
+    config: {
+      allowedTeams,
+      allowedProjects: null,
+      allowedEnvironments: null,
+      operatorTeams: new Set<string>(),
+    },
     now: () => h.clock,
     cacheSize: 3,
   });
@@ -100,7 +111,7 @@ describe("auth hook cache", () => {
   it("checks the tenant allow-list on every full check and is bounded", async () => {
     h = harness(new Set(["team_a"]));
     h.answer = (token) => ({
-      tenant: { team: token, project: "p", environment: "e" },
+      tenant: { team: token, project: "p", environment: "e", subject: null, operatorClaim: false },
       expiresAtMs: 2_000_000,
     });
     const other = await get(h, { authorization: "Bearer team_b" });
@@ -112,7 +123,13 @@ describe("auth hook cache", () => {
     // Four allowed header pairs through a cache of three: the oldest is verified again.
     h.calls.length = 0;
     h.answer = () => ({
-      tenant: { team: "team_a", project: "p", environment: "e" },
+      tenant: {
+        team: "team_a",
+        project: "p",
+        environment: "e",
+        subject: null,
+        operatorClaim: false,
+      },
       expiresAtMs: 2_000_000,
     });
     for (const d of ["d1", "d2", "d3", "d4", "d4", "d1"]) {

@@ -23,7 +23,17 @@ describe("vqs --help", () => {
   const paths = [[], ...commandPaths(buildProgram(fakeIo().io))];
 
   it("covers the commands of this version", () => {
-    expect(paths.map((p) => p.join(" "))).toEqual(["", "triggers", "triggers sync", "token"]);
+    expect(paths.map((p) => p.join(" "))).toEqual([
+      "",
+      "triggers",
+      "triggers sync",
+      "token",
+      "receive",
+      "ack",
+      "tail",
+      "dlq",
+      "dlq redrive",
+    ]);
   });
 
   it.each(paths.map((p) => [p.join(" ") || "(program)", p] as const))(
@@ -53,6 +63,23 @@ describe("usage errors exit 2 without sending anything", () => {
     [["triggers", "sync", "--app-url", "localhost:3000"], "--app-url"],
     [["triggers", "sync", "--app-url", "http://h", "--route", "x.ts"], "--route"],
     [["token", "--ttl", "0"], "--ttl"],
+    [["receive", "t", "g", "--max", "0"], "--max"],
+    [["receive", "t", "g", "--max", "11"], "--max"],
+    [["receive", "t", "g", "--visibility", "3601"], "--visibility"],
+    [["receive", "bad name", "g"], "not a valid name"],
+    [["receive", "t", "g", "--wait", "2.5"], "--wait"],
+    [["receive", "t"], "missing required argument"],
+    [["ack", "t", "g"], "missing required argument"],
+    [["tail", "t", "--ack"], "--ack needs --group"],
+    [["tail", "t", "--count", "0"], "--count"],
+    [["tail", "t", "--group", "g", "--from-start"], "--from-start"],
+    [["tail", "t", "--group", "bad name"], "not a valid name"],
+    [["dlq", "redrive", "d", "--batch", "10001"], "--batch"],
+    [["dlq", "redrive", "d", "--batch", "0"], "--batch"],
+    [["dlq", "redrive", "d", "--limit", "x"], "--limit"],
+    [["dlq", "redrive"], "missing required argument"],
+    [["dlq", "redrive", "d", "--to", "a/b"], "not a valid name"],
+    [["dlq"], "Usage: vqs dlq"],
   ])("%j", async (argv, says) => {
     const { io, err } = fakeIo();
     expect(await run(argv, io)).toBe(2);

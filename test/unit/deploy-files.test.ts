@@ -101,6 +101,12 @@ describe("helm/ and deploy/ files", () => {
   });
 
   const helm = spawnSync("helm", ["version", "--short"], { encoding: "utf8" });
+  if (helm.status !== 0) {
+    // Neither Debian bookworm nor unstable packages helm, and this machine reaches no other source.
+    console.warn(
+      "helm lint/template skipped: helm is not on PATH (install it from https://helm.sh to run it)",
+    );
+  }
   it.runIf(helm.status === 0)("helm lint and helm template pass (helm found on PATH)", () => {
     const set = [
       "--set",

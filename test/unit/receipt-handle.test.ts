@@ -46,6 +46,18 @@ describe("receipt handles", () => {
     for (const g of elsewhere) expect(decodeReceiptHandle(keys.receiptHandle, g, h)).toBeNull();
   });
 
+  it("of a group's earlier epoch (before a seek) are stale; of a later or far older one, foreign", () => {
+    const k = keys.receiptHandle;
+    const at = (epoch: number) => encodeReceiptHandle(k, group, lease, epoch);
+    expect(decodeReceiptHandle(k, group, at(0), 0)).toEqual(lease);
+    expect(decodeReceiptHandle(k, group, at(3), 3)).toEqual(lease);
+    expect(decodeReceiptHandle(k, group, at(0), 1)).toBe("stale");
+    expect(decodeReceiptHandle(k, group, at(2), 6)).toBe("stale");
+    expect(decodeReceiptHandle(k, group, at(1), 6)).toBeNull();
+    expect(decodeReceiptHandle(k, group, at(2), 1)).toBeNull();
+    expect(decodeReceiptHandle(k, { ...group, group: "other" }, at(0), 1)).toBeNull();
+  });
+
   it("are refused when any byte is changed, or when signed with another secret", () => {
     const h = encodeReceiptHandle(keys.receiptHandle, group, lease);
     const raw = Buffer.from(h, "base64url");

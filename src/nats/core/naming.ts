@@ -57,6 +57,14 @@ function keyOf(...parts: string[]): string {
   return key;
 }
 
+/** Subject filter of every topic of a namespace (all its streams' subjects start with it). */
+export function namespaceFilter(
+  region: string,
+  ns: Pick<TopicAddress["namespace"], "key">,
+): string {
+  return `vqs.${hex(16, region, ns.key)}.>`;
+}
+
 export function topicNames(region: string, topic: TopicAddress): TopicNames {
   return remembered(keyOf(region, topic.namespace.key, topic.topic), () =>
     makeTopicNames(region, topic),

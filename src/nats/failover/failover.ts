@@ -26,15 +26,21 @@ import { AppError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import type { Deferrer, NewMessage } from "../../queue/broker.js";
 import { makeNamespace, type TopicAddress } from "../../queue/namespace.js";
-import { parseAckSubject } from "../core/ack-subject.js";
+import { parseAckSubject } from "../messages/ack-subject.js";
 import { connectNats } from "../core/connection.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
-import { encodeHeaders, H, KEPT_HEADERS, keyToken, nanosTokenToMs } from "../core/message-codec.js";
+import {
+  encodeHeaders,
+  H,
+  KEPT_HEADERS,
+  keyToken,
+  nanosTokenToMs,
+} from "../messages/message-codec.js";
 import type { IdempotencyKeys } from "../storage/idempotency-keys.js";
 import { remainingTtl } from "../core/server-features.js";
 import { topicNames } from "../core/naming.js";
 import { Once } from "../core/once.js";
-import { PullClient } from "../core/pull-client.js";
+import { PullClient } from "../pulls/pull-client.js";
 import type { Topology } from "../storage/topology.js";
 
 const NS = "Vqs-Namespace";

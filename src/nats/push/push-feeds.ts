@@ -13,9 +13,9 @@ import type { GroupAddress, Namespace } from "../../queue/namespace.js";
 import type { PushedSettings } from "../../queue/push/pusher.js";
 import type { SettingsStore } from "../../queue/settings/settings-store.js";
 import { appliesTo, patternPrefix } from "../../queue/settings/topic-pattern.js";
-import type { ConsumerFeed, FeedHandle } from "../core/consumer-feed.js";
+import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
-import { toDelivery } from "../storage/deliveries.js";
+import { toDelivery } from "../messages/deliveries.js";
 import type { Topology } from "../storage/topology.js";
 
 export interface PushFeedsDeps {
@@ -33,6 +33,9 @@ export interface PushFeedsDeps {
 }
 
 const STREAM_CREATED = "$JS.EVENT.ADVISORY.STREAM.CREATED.>";
+
+/** After a pushed group's consumer went away, how long until it is looked at again. */
+const GONE_LOOK_AGAIN_MS = 1000;
 
 export class PushFeeds {
   readonly #d: PushFeedsDeps;
@@ -84,6 +87,11 @@ export class PushFeeds {
     return this.#runners.size;
   }
 
+  /** A group's consumer went away (deleted, or made again by a seek): look again in a moment. */
+  #lookAgain(): void {
+    setTimeout(() => this.#resyncSoon(), GONE_LOOK_AGAIN_MS).unref();
+  }
+
   #resyncSoon(relist = false): void {
     if (relist) this.#listed = false;
     if (this.#soon || !this.#running) return;
@@ -107,7 +115,7 @@ export class PushFeeds {
       for (const [key, want] of desired) {
         let runner = this.#runners.get(key);
         if (!runner) {
-          runner = new GroupRunner(this.#d, want.group, want.settings);
+          runner = new GroupRunner(this.#d, want.group, want.settings, () => this.#lookAgain());
           this.#runners.set(key, runner);
         }
         await runner.ensure(want.settings);
@@ -187,9 +195,16 @@ class GroupRunner {
   #inFlight = 0;
   #closed = false;
   readonly #idle: (() => void)[] = [];
+  readonly #lookAgain: () => void;
 
-  constructor(d: PushFeedsDeps, group: GroupAddress, settings: PushedSettings) {
+  constructor(
+    d: PushFeedsDeps,
+    group: GroupAddress,
+    settings: PushedSettings,
+    lookAgain: () => void,
+  ) {
     this.#d = d;
+    this.#lookAgain = lookAgain;
     this.#group = group;
     this.#names = groupNames(d.region, group);
     this.#settings = settings;
@@ -267,6 +282,7 @@ class GroupRunner {
     this.#d.topology.forgetConsumer(this.#names);
     this.#handle?.close();
     this.#handle = null;
+    this.#lookAgain();
   }
 }
 

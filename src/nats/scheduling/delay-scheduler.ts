@@ -16,15 +16,15 @@ import {
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import { nanos, type Msg } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
-import { decodeMessage, movedHeaders, rfc3339ToMs } from "../core/message-codec.js";
+import { decodeMessage, movedHeaders, rfc3339ToMs } from "../messages/message-codec.js";
 import {
   SCHEDULE_CONSUMER,
   SCHEDULE_STREAM,
   SCHEDULE_SUBJECT,
   type TopicNames,
 } from "../core/naming.js";
-import type { PullClient } from "../core/pull-client.js";
-import { currentGet, directGet, leaderGet } from "../core/reads.js";
+import type { PullClient } from "../pulls/pull-client.js";
+import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { FORGET_MARGIN_MS, readKeyMessage, readKeyRecord } from "../storage/key-records.js";
 import { isNoResponders } from "../core/errors.js";
 import { remainingTtl } from "../core/server-features.js";

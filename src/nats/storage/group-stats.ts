@@ -4,7 +4,7 @@
 import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
 import { namespaceLabel } from "../../queue/namespace.js";
 import type { GroupStat } from "../../metrics.js";
-import { H, rfc3339ToMs } from "../core/message-codec.js";
+import { H, rfc3339ToMs } from "../messages/message-codec.js";
 
 interface StreamIdentity {
   region: string;

@@ -19,10 +19,10 @@ import type {
   DeliveryTaker,
   Feed,
 } from "../../queue/broker.js";
-import type { ConsumerFeed } from "../core/consumer-feed.js";
+import type { ConsumerFeed } from "../pulls/consumer-feed.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
-import { ackSubject } from "../core/ack-subject.js";
-import { toDelivery } from "./deliveries.js";
+import { ackSubject } from "../messages/ack-subject.js";
+import { toDelivery } from "../messages/deliveries.js";
 import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
 import {
   isApiError,
@@ -35,13 +35,15 @@ import {
   type WriteFailureCause,
 } from "../core/errors.js";
 import type { CutLeases } from "./cut-leases.js";
-import { currentGet, directGet, leaderGet } from "../core/reads.js";
+import type { GroupEpochs } from "./group-epochs.js";
+import type { PushHealthRecorder } from "../push/push-health.js";
+import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
-import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../core/message-codec.js";
+import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
-import type { PullClient } from "../core/pull-client.js";
+import type { PullClient } from "../pulls/pull-client.js";
 import type { Topology } from "./topology.js";
 
 export interface JetStreamBrokerDeps {
@@ -54,6 +56,8 @@ export interface JetStreamBrokerDeps {
   readonly records: LeaseRecords;
   readonly keys: IdempotencyKeys;
   readonly cuts: CutLeases;
+  readonly epochs: GroupEpochs;
+  readonly pushHealth: PushHealthRecorder;
   /** Request-reply for publishes and acks (one inbox, no per-request timers). */
   readonly requests: Requests;
   /** Waiting pulls shared with the pusher (long polling). */
@@ -321,6 +325,18 @@ export class JetStreamBroker implements Broker {
     return this.#op("handler_lease_get", () =>
       this.#d.records.getCount(this.#g(group), streamSeq, "h"),
     );
+  }
+
+  noteDeadLettered(group: GroupAddress): Promise<void> {
+    return this.#op("dead_lettered_count", () => this.#d.records.countDeadLettered(this.#g(group)));
+  }
+
+  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {
+    this.#d.pushHealth.note(this.#g(group), outcome, atMs);
+  }
+
+  groupEpoch(group: GroupAddress): number {
+    return this.#d.epochs.epoch(this.#g(group));
   }
 
   usesIdLeases(group: GroupAddress): Promise<boolean> {

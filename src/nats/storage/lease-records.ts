@@ -6,6 +6,7 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { CursorLease, IdLease } from "../../queue/broker.js";
+import type { PushHealth } from "../../queue/management/queue-admin.js";
 import type { GroupNames } from "../core/naming.js";
 import { Once } from "../core/once.js";
 
@@ -71,6 +72,57 @@ export class LeaseRecords {
   async getCount(g: GroupNames, seq: number, kind: "b" | "h"): Promise<number | null> {
     const e = await (await this.bucket()).get(key(g, seq, kind));
     return e && e.operation === "PUT" ? Number(e.string()) : null;
+  }
+
+  // --- per group: messages dead-lettered, push health (the management API reads them) ---
+
+  /** One more message of the group moved to its dead-letter topic (compare-and-set). */
+  async countDeadLettered(g: GroupNames): Promise<void> {
+    const kv = await this.bucket();
+    const k = `${g.stream}.${g.consumer}.dl`;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const e = await kv.get(k);
+      const n = e && e.operation === "PUT" ? Number(e.string()) || 0 : 0;
+      try {
+        if (e && e.operation === "PUT") await kv.update(k, String(n + 1), e.revision);
+        else await kv.create(k, "1");
+        return;
+      } catch (err) {
+        if (!isWrongLastSequence(err)) throw err;
+      }
+    }
+  }
+
+  async deadLettered(g: GroupNames): Promise<number> {
+    const e = await (await this.bucket()).get(`${g.stream}.${g.consumer}.dl`);
+    return e && e.operation === "PUT" ? Number(e.string()) || 0 : 0;
+  }
+
+  /** Merges a gateway's view of the group's push health into the stored one (latest wins). */
+  async mergePushHealth(g: GroupNames, health: PushHealth): Promise<void> {
+    const kv = await this.bucket();
+    const k = `${g.stream}.${g.consumer}.ph`;
+    const stored = await this.pushHealth(g);
+    const latest = (a: number | null, b: number | null) =>
+      a === null ? b : b === null ? a : Math.max(a, b);
+    const failedLater = (health.lastFailureAtMs ?? 0) >= (stored?.lastFailureAtMs ?? 0);
+    const merged: PushHealth = {
+      lastSuccessAtMs: latest(health.lastSuccessAtMs, stored?.lastSuccessAtMs ?? null),
+      lastFailureAtMs: latest(health.lastFailureAtMs, stored?.lastFailureAtMs ?? null),
+      lastFailure: failedLater ? health.lastFailure : (stored?.lastFailure ?? null),
+    };
+    await kv.put(k, JSON.stringify(merged));
+  }
+
+  async pushHealth(g: GroupNames): Promise<PushHealth | null> {
+    const e = await (await this.bucket()).get(`${g.stream}.${g.consumer}.ph`);
+    if (!e || e.operation !== "PUT") return null;
+    const v = JSON.parse(e.string()) as Partial<PushHealth>;
+    return {
+      lastSuccessAtMs: typeof v.lastSuccessAtMs === "number" ? v.lastSuccessAtMs : null,
+      lastFailureAtMs: typeof v.lastFailureAtMs === "number" ? v.lastFailureAtMs : null,
+      lastFailure: typeof v.lastFailure === "string" ? v.lastFailure : null,
+    };
   }
 
   // --- leases the group's cursor handed out (kept only for groups that use receive by ID) ---

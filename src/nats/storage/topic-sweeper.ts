@@ -10,7 +10,7 @@
 import type { JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import type { Logger } from "../../logger.js";
-import { rfc3339ToMs } from "../core/message-codec.js";
+import { rfc3339ToMs } from "../messages/message-codec.js";
 import { isApiError } from "../core/errors.js";
 
 export interface TopicSweeperDeps {

@@ -158,6 +158,7 @@ export class Pusher {
   ): void {
     this.#d.observer.pushed(outcome, seconds);
     this.#d.observer.groupOutcome(group, outcome, this.#d.now());
+    this.#d.broker.notePushOutcome(group, outcome, Date.now());
     const fields = {
       topic: group.topic,
       group: group.group,

@@ -3,8 +3,8 @@
 // ack reply subject. Used by pulls of receives and of the pusher alike.
 import type { Msg } from "@nats-io/transport-node";
 import type { Delivery } from "../../queue/broker.js";
-import { parseAckSubject } from "../core/ack-subject.js";
-import { decodeMessage, nanosTokenToMs } from "../core/message-codec.js";
+import { parseAckSubject } from "./ack-subject.js";
+import { decodeMessage, nanosTokenToMs } from "./message-codec.js";
 
 /** The delivery a pulled message stands for; null when it is not a queue message. */
 export function toDelivery(msg: Msg): Delivery | null {

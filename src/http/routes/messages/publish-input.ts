@@ -1,9 +1,9 @@
 // The per-message publish headers, shared by single and batch publish.
-import { AppError } from "../../errors.js";
-import { LIMITS } from "../../queue/limits.js";
-import type { TraceContext } from "../../queue/broker.js";
-import type { PublishInput } from "../../queue/queue-service.js";
-import { intHeader, stringHeader } from "../encoding/headers.js";
+import { AppError } from "../../../errors.js";
+import { LIMITS } from "../../../queue/limits.js";
+import type { TraceContext } from "../../../queue/broker.js";
+import type { PublishInput } from "../../../queue/queue-service.js";
+import { intHeader, stringHeader } from "../../encoding/headers.js";
 
 type Headers = Record<string, string | string[] | undefined>;
 

@@ -3,23 +3,26 @@
 // {"moved": n, "remaining": m} (m: messages still in the dead-letter topic). `vqs dlq redrive`
 // calls it in rounds.
 import type { FastifyInstance } from "fastify";
-import { AppError } from "../../errors.js";
-import { isValidName } from "../../queue/limits.js";
-import type { QueueService } from "../../queue/queue-service.js";
-import { jsonBody } from "../encoding/json-body.js";
-import { topicOf } from "../params.js";
+import { AppError } from "../../../errors.js";
+import { isValidName } from "../../../queue/limits.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { jsonBody } from "../../encoding/json-body.js";
+import { topicOf } from "../../params.js";
+import { audited, type AuditLog } from "../management/audit.js";
 
 /** Messages one request moves at most (default and bound). */
 export const REDRIVE_LIMIT = { default: 1000, max: 10_000 } as const;
 
 const SHAPE = `The body must be JSON of the form {"topic": <topic name>, "limit": <integer 1..${REDRIVE_LIMIT.max}>}, both optional.`;
 
-export function redriveRoute(app: FastifyInstance, queue: QueueService): void {
+export function redriveRoute(app: FastifyInstance, queue: QueueService, audit: AuditLog): void {
   app.post("/api/v3/topic/:topic/redrive", { bodyLimit: 4096 }, async (request) => {
     const from = topicOf(request);
     const raw = (request.body as Buffer | undefined)?.length ? jsonBody(request.body) : {};
     const { target, limit } = redriveOptions(raw);
-    return queue.redrive(from, { target, limit });
+    return audited(audit, request, "redrive", { topic: from, target, limit }, () =>
+      queue.redrive(from, { target, limit }),
+    );
   });
 }
 

@@ -1,8 +1,8 @@
 // Writes received messages in the negotiated format (shared by receive and receive by ID).
 import type { FastifyReply } from "fastify";
-import type { ReceivedMessage } from "../../queue/queue-service.js";
-import type { ResponseFormat } from "../encoding/accept.js";
-import { renderMultipart, renderNdjson } from "../encoding/message-parts.js";
+import type { ReceivedMessage } from "../../../queue/queue-service.js";
+import type { ResponseFormat } from "../../encoding/accept.js";
+import { renderMultipart, renderNdjson } from "../../encoding/message-parts.js";
 
 export function sendMessages(
   reply: FastifyReply,

@@ -1,10 +1,10 @@
 // ReceiveMessageById: POST /api/v3/topic/{topic}/consumer/{group}/id/{messageId}.
 import type { FastifyInstance } from "fastify";
-import { LIMITS } from "../../queue/limits.js";
-import type { QueueService } from "../../queue/queue-service.js";
-import { negotiateFormat } from "../encoding/accept.js";
-import { intHeader } from "../encoding/headers.js";
-import { groupOf, param } from "../params.js";
+import { LIMITS } from "../../../queue/limits.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { negotiateFormat } from "../../encoding/accept.js";
+import { intHeader } from "../../encoding/headers.js";
+import { groupOf, param } from "../../params.js";
 import { sendMessages } from "./send-messages.js";
 
 export function receiveByIdRoute(app: FastifyInstance, queue: QueueService): void {

@@ -1,10 +1,10 @@
 // Extend or release a lease: PATCH .../lease/{receiptHandle}, or POST .../lease/{receiptHandle}/
 // visibility for clients that cannot send PATCH. Body {"visibilityTimeoutSeconds": N}; 0 releases.
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { AppError } from "../../errors.js";
-import { LIMITS } from "../../queue/limits.js";
-import type { QueueService } from "../../queue/queue-service.js";
-import { groupOf, param } from "../params.js";
+import { AppError } from "../../../errors.js";
+import { LIMITS } from "../../../queue/limits.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { groupOf, param } from "../../params.js";
 
 function visibilitySeconds(body: unknown): number {
   let parsed: unknown;

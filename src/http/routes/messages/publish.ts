@@ -1,7 +1,7 @@
 // SendMessage: POST /api/v3/topic/{topic}. The raw body is the message.
 import type { FastifyInstance } from "fastify";
-import type { QueueService } from "../../queue/queue-service.js";
-import { topicOf } from "../params.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { topicOf } from "../../params.js";
 import { publishInput } from "./publish-input.js";
 
 export function publishRoute(app: FastifyInstance, queue: QueueService): void {

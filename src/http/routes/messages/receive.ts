@@ -2,11 +2,11 @@
 // leased messages, or 204. At once, or with Vqs-Wait-Seconds as soon as one is there (long
 // polling); a client that hangs up while waiting leaves nothing leased.
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { LIMITS } from "../../queue/limits.js";
-import type { QueueService } from "../../queue/queue-service.js";
-import { negotiateFormat } from "../encoding/accept.js";
-import { intHeader } from "../encoding/headers.js";
-import { groupOf } from "../params.js";
+import { LIMITS } from "../../../queue/limits.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { negotiateFormat } from "../../encoding/accept.js";
+import { intHeader } from "../../encoding/headers.js";
+import { groupOf } from "../../params.js";
 import { sendMessages } from "./send-messages.js";
 
 export function receiveRoute(app: FastifyInstance, queue: QueueService): void {

@@ -1,7 +1,7 @@
 // Acknowledge: DELETE /api/v3/topic/{topic}/consumer/{group}/lease/{receiptHandle} -> 204.
 import type { FastifyInstance } from "fastify";
-import type { QueueService } from "../../queue/queue-service.js";
-import { groupOf, param } from "../params.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { groupOf, param } from "../../params.js";
 
 export function acknowledgeRoute(app: FastifyInstance, queue: QueueService): void {
   app.delete(

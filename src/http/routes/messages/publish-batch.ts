@@ -3,10 +3,10 @@
 // headers. Answers {results: [...]}: one entry per part, in order; a bad part fails alone.
 import type { FastifyInstance } from "fastify";
 import { parseMultipartStream } from "mixpart";
-import { AppError, isAppError } from "../../errors.js";
-import { LIMITS } from "../../queue/limits.js";
-import type { QueueService } from "../../queue/queue-service.js";
-import { topicOf } from "../params.js";
+import { AppError, isAppError } from "../../../errors.js";
+import { LIMITS } from "../../../queue/limits.js";
+import type { QueueService } from "../../../queue/queue-service.js";
+import { topicOf } from "../../params.js";
 import { publishInput } from "./publish-input.js";
 
 type BatchResult =

@@ -5,7 +5,7 @@
 // applied every acknowledged write. Which read each caller uses, and why a stale answer is
 // harmless where Direct Get stays: docs/architecture.md, "Reads that decide".
 import { JetStreamApiCodes, type JetStreamManager, type StoredMsg } from "@nats-io/jetstream";
-import { isApiError } from "./errors.js";
+import { isApiError } from "../core/errors.js";
 
 export type MessageQuery = { seq: number } | { last_by_subj: string };
 

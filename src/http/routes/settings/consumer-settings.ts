@@ -2,10 +2,10 @@
 // {group}/settings, and GET /api/v3/settings (every document of the namespace). Four thin
 // handlers over SettingsService, kept in one file since they share the body shape.
 import type { FastifyInstance } from "fastify";
-import { jsonBody } from "../encoding/json-body.js";
-import { settingsBody } from "../../queue/settings/consumer-settings.js";
-import type { SettingsService } from "../../queue/settings/settings-service.js";
-import { settingsAddressOf } from "../params.js";
+import { jsonBody } from "../../encoding/json-body.js";
+import { settingsBody } from "../../../queue/settings/consumer-settings.js";
+import type { SettingsService } from "../../../queue/settings/settings-service.js";
+import { settingsAddressOf } from "../../params.js";
 
 /** Largest settings body (a full document is well under 3 KiB). */
 const MAX_BODY_BYTES = 16 * 1024;

@@ -1,0 +1,19 @@
+// DELETE /api/v3/topic/{topic}: the topic with its messages, groups, settings and keys.
+import type { FastifyInstance } from "fastify";
+import type { ManagementService } from "../../../queue/management/management-service.js";
+import { topicOf } from "../../params.js";
+import { audited, type AuditLog } from "./audit.js";
+
+export function deleteTopicRoute(
+  app: FastifyInstance,
+  management: ManagementService,
+  audit: AuditLog,
+): void {
+  app.delete("/api/v3/topic/:topic", async (request, reply) => {
+    const at = topicOf(request);
+    await audited(audit, request, "delete_topic", { topic: at.topic }, () =>
+      management.deleteTopic(at),
+    );
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,57 @@
+// Push health per group (when a push last succeeded, when one last failed and how), for the
+// management API: each gateway keeps its own view in memory and merges it into the group's
+// record in VQS_LEASES at most every few seconds, so recording costs no round trip per push.
+import type { Logger } from "../../logger.js";
+import type { PushHealth } from "../../queue/management/queue-admin.js";
+import type { GroupNames } from "../core/naming.js";
+import type { LeaseRecords } from "../storage/lease-records.js";
+
+const FLUSH_MS = 5000;
+/** Groups whose health waits to be written, at most (the oldest is dropped). */
+const MAX_PENDING = 10_000;
+
+export class PushHealthRecorder {
+  readonly #records: LeaseRecords;
+  readonly #log: Logger;
+  readonly #pending = new Map<string, { g: GroupNames; health: PushHealth }>();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(records: LeaseRecords, log: Logger) {
+    this.#records = records;
+    this.#log = log;
+    this.#timer = setInterval(() => void this.flush(), FLUSH_MS);
+    this.#timer.unref();
+  }
+
+  note(g: GroupNames, outcome: string, atMs: number): void {
+    const k = `${g.stream}.${g.consumer}`;
+    const was = this.#pending.get(k)?.health;
+    const ok = outcome === "success";
+    if (!was && this.#pending.size >= MAX_PENDING) {
+      this.#pending.delete(this.#pending.keys().next().value!);
+    }
+    this.#pending.set(k, {
+      g,
+      health: {
+        lastSuccessAtMs: ok ? atMs : (was?.lastSuccessAtMs ?? null),
+        lastFailureAtMs: ok ? (was?.lastFailureAtMs ?? null) : atMs,
+        lastFailure: ok ? (was?.lastFailure ?? null) : outcome,
+      },
+    });
+  }
+
+  async flush(): Promise<void> {
+    const batch = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const { g, health } of batch) {
+      await this.#records.mergePushHealth(g, health).catch((err: unknown) => {
+        this.#log.debug({ err }, "push health not recorded this time");
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.flush();
+  }
+}

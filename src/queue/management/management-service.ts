@@ -1,0 +1,247 @@
+// Seeing and steering a namespace's queues (README, "Management API"): topics with their figures,
+// groups with theirs, peeking at messages without leasing them, and the destructive calls
+// (delete a topic or a group, purge, seek). Routes validate input and call these; the store side
+// is the QueueAdmin port, messages are read through the Broker.
+import { AppError } from "../../errors.js";
+import type { Broker, StoredMessage } from "../broker.js";
+import { parseMessageId, storedMessageId } from "../message-id.js";
+import type { GroupAddress, Namespace, TopicAddress } from "../namespace.js";
+import type { SettingsStore } from "../settings/settings-store.js";
+import { appliesTo } from "../settings/topic-pattern.js";
+import type { GroupFigures, QueueAdmin, SeekTarget, TopicFigures } from "./queue-admin.js";
+
+export interface ManagementDeps {
+  readonly admin: QueueAdmin;
+  readonly broker: Broker;
+  readonly settings: SettingsStore;
+  /** The key duplicate message IDs are signed with (to read an `after` message ID). */
+  readonly duplicateIdKey: Buffer;
+  readonly now: () => number;
+}
+
+export interface TopicView {
+  readonly name: string;
+  readonly messages: number;
+  readonly delayed: number;
+  readonly bytes: number;
+  readonly oldestMessageAt: string | null;
+  readonly newestMessageAt: string | null;
+  readonly consumerGroups: number;
+  readonly settings: {
+    readonly topic: string;
+    readonly consumerGroup: string;
+    readonly push: boolean;
+    readonly deadLetterTopic: string | null;
+  }[];
+}
+
+export interface PeekedMessage {
+  readonly messageId: string;
+  readonly timestamp: string;
+  readonly expiresAt: string;
+  readonly contentType: string;
+  readonly size: number;
+  readonly preview: string;
+  readonly previewEncoding: "utf8" | "base64";
+  readonly payload?: string;
+  readonly deadLetter: StoredMessage["deadLetter"];
+}
+
+/** Bytes of a payload shown as its preview. */
+const PREVIEW_BYTES = 256;
+/** Topics whose figures are read at once for a page. */
+const FIGURES_IN_PARALLEL = 16;
+
+export class ManagementService {
+  readonly #d: ManagementDeps;
+
+  constructor(deps: ManagementDeps) {
+    this.#d = deps;
+  }
+
+  /** A page of the namespace's topics, by name after `cursor` (the last name of the previous). */
+  async listTopics(
+    ns: Namespace,
+    cursor: string | null,
+    limit: number,
+  ): Promise<{ topics: TopicView[]; nextCursor: string | null }> {
+    const names = (await this.#d.admin.topicNames(ns)).filter((n) => cursor === null || n > cursor);
+    const page = names.slice(0, limit);
+    const views: (TopicView | null)[] = new Array<TopicView | null>(page.length).fill(null);
+    for (let i = 0; i < page.length; i += FIGURES_IN_PARALLEL) {
+      await Promise.all(
+        page.slice(i, i + FIGURES_IN_PARALLEL).map(async (name, j) => {
+          const figures = await this.#d.admin.topic({ namespace: ns, topic: name });
+          views[i + j] = figures ? this.#view(ns, figures) : null;
+        }),
+      );
+    }
+    return {
+      topics: views.filter((v): v is TopicView => v !== null),
+      nextCursor: names.length > limit ? page.at(-1)! : null,
+    };
+  }
+
+  async topic(at: TopicAddress): Promise<TopicView> {
+    const figures = await this.#d.admin.topic(at);
+    if (!figures) throw new AppError("topic_not_found");
+    return this.#view(at.namespace, figures);
+  }
+
+  async consumers(at: TopicAddress): Promise<{ consumerGroups: unknown[] }> {
+    const groups = await this.#d.admin.groups(at);
+    if (!groups) throw new AppError("topic_not_found");
+    const figures = await this.#d.admin.topic(at);
+    const delayed = figures?.delayed ?? 0;
+    const now = this.#d.now();
+    const consumerGroups = await Promise.all(
+      groups.map(async (g) => this.#groupView(at, g, delayed, now)),
+    );
+    return { consumerGroups };
+  }
+
+  async #groupView(at: TopicAddress, g: GroupFigures, delayed: number, now: number) {
+    const group: GroupAddress = { ...at, group: g.name };
+    const settings = this.#d.settings.effective(at.namespace, at.topic, g.name);
+    const [deadLettered, health] = await Promise.all([
+      this.#d.admin.deadLettered(group),
+      settings?.push ? this.#d.admin.pushHealth(group) : Promise.resolve(null),
+    ]);
+    return {
+      name: g.name,
+      backlog: g.backlog,
+      inFlight: g.inFlight,
+      delayed,
+      oldestUnacknowledgedAgeSeconds:
+        g.oldestUnacknowledgedAtMs === null
+          ? 0
+          : Math.max(0, Math.round((now - g.oldestUnacknowledgedAtMs) / 1000)),
+      deliveries: g.deliveries,
+      redelivered: g.redelivered,
+      acknowledgedThrough: g.acknowledgedThrough,
+      position: g.position,
+      deadLettered,
+      settings,
+      pushHealth: settings?.push
+        ? {
+            lastSuccessAt: iso(health?.lastSuccessAtMs ?? null),
+            lastFailureAt: iso(health?.lastFailureAtMs ?? null),
+            lastFailure: health?.lastFailure ?? null,
+          }
+        : null,
+    };
+  }
+
+  /**
+   * Messages consumer groups see, oldest first, after a message ID or from a time on. Reads
+   * only: nothing is leased, no delivery is counted.
+   */
+  async peek(
+    at: TopicAddress,
+    after: string | null,
+    limit: number,
+    full: boolean,
+  ): Promise<{ messages: PeekedMessage[]; next: string | null }> {
+    if ((await this.#d.admin.topic(at)) === null) throw new AppError("topic_not_found");
+    const fromSeq = await this.#fromSeq(at, after);
+    const batch = await this.#d.broker.readTopic(at, fromSeq, limit + 1);
+    const now = this.#d.now();
+    const shown = batch.slice(0, limit).filter((m) => m.message.expiresAtMs > now);
+    const messages = shown.map(({ message }) => peeked(message, full));
+    return {
+      messages,
+      next: batch.length > limit ? (messages.at(-1)?.messageId ?? null) : null,
+    };
+  }
+
+  async #fromSeq(at: TopicAddress, after: string | null): Promise<number> {
+    if (after === null || after === "") return 1;
+    const timeMs = Date.parse(after);
+    if (/^\d{4}-\d\d-\d\dT/.test(after) && Number.isFinite(timeMs)) {
+      return this.#d.admin.positionAt(at, timeMs);
+    }
+    const id = parseMessageId(this.#d.duplicateIdKey, at, after);
+    if (id === null || id.kind !== "stored") {
+      throw new AppError("invalid_query", {
+        message: "`after` must be a message ID of this topic or an ISO 8601 time.",
+      });
+    }
+    return id.seq + 1;
+  }
+
+  /** Removes the topic with its messages, groups, and the settings documents naming it. */
+  async deleteTopic(at: TopicAddress): Promise<void> {
+    if (!(await this.#d.admin.deleteTopic(at))) throw new AppError("topic_not_found");
+    for (const e of this.#d.settings.list(at.namespace)) {
+      if (e.topic === at.topic) await this.#d.settings.delete(at.namespace, e.topic, e.group);
+    }
+  }
+
+  async purge(at: TopicAddress): Promise<{ purged: number }> {
+    const purged = await this.#d.admin.purgeTopic(at);
+    if (purged === null) throw new AppError("topic_not_found");
+    return { purged };
+  }
+
+  async deleteGroup(at: GroupAddress): Promise<void> {
+    if (!(await this.#d.admin.deleteGroup(at))) throw new AppError("group_not_found");
+  }
+
+  async seek(at: GroupAddress, to: SeekTarget): Promise<void> {
+    if (!(await this.#d.admin.seekGroup(at, to))) throw new AppError("group_not_found");
+  }
+
+  namespaces(): ReturnType<QueueAdmin["namespaces"]> {
+    return this.#d.admin.namespaces();
+  }
+
+  #view(ns: Namespace, f: TopicFigures): TopicView {
+    return {
+      name: f.name,
+      messages: f.messages,
+      delayed: f.delayed,
+      bytes: f.bytes,
+      oldestMessageAt: iso(f.oldestMessageAtMs),
+      newestMessageAt: iso(f.newestMessageAtMs),
+      consumerGroups: f.consumerGroups,
+      settings: this.#d.settings
+        .list(ns)
+        .filter((e) => appliesTo(e.topic, f.name))
+        .map((e) => ({
+          topic: e.topic,
+          consumerGroup: e.group,
+          push: e.settings.push !== null,
+          deadLetterTopic: e.settings.deadLetter?.topic ?? null,
+        })),
+    };
+  }
+}
+
+function peeked(m: StoredMessage, full: boolean): PeekedMessage {
+  const bytes = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength);
+  const head = bytes.subarray(0, PREVIEW_BYTES);
+  let preview: string;
+  let previewEncoding: "utf8" | "base64" = "utf8";
+  try {
+    preview = new TextDecoder("utf-8", { fatal: true }).decode(head);
+  } catch {
+    // Binary, or a multi-byte character cut at the preview's end: shown as base64.
+    preview = head.toString("base64");
+    previewEncoding = "base64";
+  }
+  return {
+    messageId: storedMessageId(m.idSeq, m.nonce),
+    timestamp: new Date(m.publishedAtMs).toISOString(),
+    expiresAt: new Date(m.expiresAtMs).toISOString(),
+    contentType: m.contentType ?? "application/octet-stream",
+    size: bytes.length,
+    preview,
+    previewEncoding,
+    ...(full ? { payload: bytes.toString("base64") } : {}),
+    deadLetter: m.deadLetter,
+  };
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
