@@ -156,6 +156,14 @@ console.log(
   `B/A, median of paired slices: ${median(ratios)?.toFixed(3)} ` +
     `(pairs: ${ratios.map((r) => r.toFixed(2)).join(" ")})`,
 );
+// CPU per message drifts less than the rate when the machine's other load comes and goes.
+const cpuRatios = cpu[0].length === cpu[1].length ? cpu[0].map((a, k) => cpu[1][k]! / a) : [];
+if (cpuRatios.length) {
+  console.log(
+    `gateway CPU per message B/A, median of paired slices: ${median(cpuRatios)?.toFixed(3)} ` +
+      `(pairs: ${cpuRatios.map((r) => r.toFixed(2)).join(" ")})`,
+  );
+}
 
 for (const g of gateways) await g.stop();
 await issuer.close();
