@@ -586,8 +586,9 @@ async function main(): Promise<void> {
       `after all hung up: waiting ${leftWaiting}, gateway RSS ${m5.rssMB} MB heap ${m5.heapUsedMB} MB; gateway NATS subs ${n5.gatewaySubscriptions}, pulls held ${n5.pullsHeld}`,
     );
 
-    const perWaiterKB = (a: Memory, b: Memory, k: keyof Memory) =>
-      round(((Number(b[k]) - Number(a[k])) * 1024) / o.waiters, 2);
+    // Per receiver actually waiting at the reading (on a starved machine not all get there).
+    const perWaiterKB = (a: Memory, b: Memory, k: keyof Memory, n = waitingNow) =>
+      round(((Number(b[k]) - Number(a[k])) * 1024) / Math.max(1, n), 2);
     const usPerReceive = (w: CpuWindow) =>
       w.receivesPerSec > 0 ? round((w.cpu.gatewayCpu * 1e4) / w.receivesPerSec, 0) : null;
     const ratio = (a: number, b: number) => (b > 0 ? round(a / b, 1) : null);
@@ -600,8 +601,8 @@ async function main(): Promise<void> {
         heap: perWaiterKB(m0, m2, "heapUsedMB"),
         rss: perWaiterKB(m0, m2, "rssMB"),
         external: perWaiterKB(m0, m2, "externalMB"),
-        connectionOnlyHeap: perWaiterKB(m0, m1, "heapUsedMB"),
-        connectionOnlyRss: perWaiterKB(m0, m1, "rssMB"),
+        connectionOnlyHeap: perWaiterKB(m0, m1, "heapUsedMB", o.waiters),
+        connectionOnlyRss: perWaiterKB(m0, m1, "rssMB", o.waiters),
       },
       gatewayNatsSubscriptions: { none: n0.gatewaySubscriptions, waiting: n2.gatewaySubscriptions },
       pullsHeld: {
