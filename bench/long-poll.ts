@@ -187,14 +187,21 @@ async function natsState(nats: BenchNats, jsm: JetStreamManager): Promise<NatsSt
   let pullsHeld = 0;
   let maxPulls = 0;
   let consumers = 0;
-  for await (const s of jsm.streams.list()) {
-    // Topic streams (VQS_<hash>); the service's own streams hold no group consumers.
-    if (!/^VQS_[0-9a-f]{32}$/.test(s.config.name)) continue;
-    for await (const c of jsm.consumers.list(s.config.name)) {
-      consumers++;
-      pullsHeld += c.num_waiting;
-      maxPulls = Math.max(maxPulls, c.num_waiting);
+  try {
+    for await (const s of jsm.streams.list()) {
+      // Topic streams (VQS_<hash>); the service's own streams hold no group consumers.
+      if (!/^VQS_[0-9a-f]{32}$/.test(s.config.name)) continue;
+      for await (const c of jsm.consumers.list(s.config.name)) {
+        consumers++;
+        pullsHeld += c.num_waiting;
+        maxPulls = Math.max(maxPulls, c.num_waiting);
+      }
     }
+  } catch (err) {
+    // A JetStream API swamped by 10,000 short pollers may not answer the listing in time: the
+    // reading is lost (NaN, null in the JSON), not the run.
+    log(`NATS consumer listing failed (${err instanceof Error ? err.message : String(err)})`);
+    pullsHeld = maxPulls = consumers = NaN;
   }
   return {
     gatewaySubscriptions: conns
