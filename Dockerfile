@@ -11,7 +11,7 @@
 ARG NODE_IMAGE=node:22-bookworm-slim
 
 ############################
-# build: compile TypeScript -> dist/
+# build: compile TypeScript -> dist/, bundle the web console -> dist/console/
 ############################
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
@@ -23,6 +23,7 @@ RUN --mount=type=cache,target=/root/.npm \
 
 COPY tsconfig.json tsconfig.build.json ./
 COPY src/ ./src/
+COPY console/ ./console/
 COPY scripts/ ./scripts/
 RUN npm run build
 

@@ -7,8 +7,10 @@ import type { Config } from "./config.js";
 import { frameworkError, installErrorHandling } from "./http/error-handler.js";
 import { installRateLimit } from "./http/plugins/rate-limit.js";
 import { installAuth } from "./http/plugins/auth.js";
+import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
+import { installOpenApi } from "./http/openapi/plugin.js";
 import { acknowledgeRoute } from "./http/routes/messages/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/messages/change-visibility.js";
 import { consumerSettingsRoutes } from "./http/routes/settings/consumer-settings.js";
@@ -57,6 +59,8 @@ export interface AppDeps {
   readonly maxMessageBytes: number;
   /** Largest batch publish body. */
   readonly maxBatchBytes: number;
+  /** The web console at /console; null: off (/console is 404 route_not_found). */
+  readonly console: ConsoleOptions | null;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -76,6 +80,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkError,
   });
   installErrorHandling(app);
+  // Before any route: it collects every route's schema, and makes schemas documentation only.
+  await installOpenApi(app);
   // Outside the API scope no route takes a body (health, readiness, metrics, and the 404
   // handler): none is parsed, so a body that would not parse cannot turn a 404 into a 400 or,
   // through Fastify's default JSON parser, into an error of its own. The unread body is
@@ -92,6 +98,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installMetrics(app, deps.metrics);
   installHealth(app, { isReady: deps.isReady });
   jwksRoute(app, deps.pushKeys);
+  // Outside the API scope: the console's files need no token (its API calls carry one).
+  if (deps.console) await installConsole(app, deps.console);
 
   await app.register(async (api) => {
     // Message bodies are opaque bytes whatever their Content-Type: no parser may touch them.

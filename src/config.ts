@@ -89,6 +89,8 @@ export interface Config {
   readonly shutdownDelaySeconds: number;
   readonly metricsMaxGroups: number;
   readonly metricsRefreshSeconds: number;
+  /** The web console at /console (VQS_CONSOLE; on in development, off in production). */
+  readonly console: boolean;
 }
 
 export class ConfigError extends Error {
@@ -258,6 +260,7 @@ export function loadConfig(env: Env): Config {
     shutdownDelaySeconds: int("VQS_SHUTDOWN_DELAY_SECONDS", 2, 0, 600),
     metricsMaxGroups: int("VQS_METRICS_MAX_GROUPS", 1000, 0, 1_000_000),
     metricsRefreshSeconds: int("VQS_METRICS_REFRESH_SECONDS", 15, 1, 3600),
+    console: oneOf("VQS_CONSOLE", ["on", "off"] as const, production ? "off" : "on") === "on",
   };
   if (problems.length) {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);

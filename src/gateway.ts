@@ -1,6 +1,7 @@
 // Composes one gateway from its configuration: NATS connection -> JetStream store -> queue
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
 import type { FastifyInstance } from "fastify";
+import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
 import { createTokenVerifier, remoteKeySet, type TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
@@ -20,6 +21,12 @@ import { PushClient } from "./push/push-client.js";
 import { PushSigningKeys } from "./push/push-signer.js";
 import { Pusher } from "./queue/push/pusher.js";
 
+/**
+ * Where `npm run build` puts the web console: dist/console of the checkout, whether this module
+ * runs from src/ (tests, tsx) or from dist/ (npm start, the image).
+ */
+export const CONSOLE_ASSETS_DIR = fileURLToPath(new URL("../dist/console/", import.meta.url));
+
 /** How long after the listener closes the idle keep-alive connections are closed. */
 const IDLE_CLOSE_DELAY_MS = 1000;
 
@@ -34,6 +41,10 @@ export interface GatewayOptions {
   readonly issuers?: readonly string[];
   readonly audiences?: readonly string[];
   readonly now?: () => number;
+  /** The web console's built files (default: dist/console). */
+  readonly consoleAssetsDir?: string;
+  /** Development auth: a token the console's sign-in page may offer (GET /console/dev-token). */
+  readonly devToken?: () => Promise<string>;
 }
 
 export interface Gateway {
@@ -176,6 +187,9 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics,
     maxMessageBytes,
     maxBatchBytes: config.maxBatchBytes,
+    console: config.console
+      ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }
+      : null,
   });
   store.scheduler.start();
   store.startPush((group, delivery, settings) => pusher.push(group, delivery, settings));

@@ -44,6 +44,7 @@ async function main(): Promise<void> {
           issuers: [DEV_ISSUER],
           audiences: [DEV_AUDIENCE],
           receiptSecret: config.receiptSecret ?? dev.receiptSecret,
+          devToken: () => dev.issue(),
         }
       : options,
   );
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
         `  export VQS_TOKEN=${token}`,
         `  curl -X POST ${base}/api/v3/topic/hello -H "Authorization: Bearer $VQS_TOKEN" --data-binary 'hi'`,
         `  curl -X POST ${base}/api/v3/topic/hello/consumer/workers -H "Authorization: Bearer $VQS_TOKEN" -H "Accept: application/x-ndjson"`,
+        ...(config.console ? [`Web console: ${base}/console (it offers this token)`] : []),
         "",
       ].join("\n") + "\n",
     );

@@ -10,6 +10,8 @@ export interface Connection {
   readonly token: string;
   /** Sent as Vqs-Deployment-Id: the deployment's namespace. null: the deploymentless one. */
   readonly deploymentId: string | null;
+  /** Sent as Vqs-Namespace (operators only): act in that namespace. null: the token's own. */
+  readonly namespace?: string | null;
 }
 
 /** A consumer settings document as the API answers it (README, "Consumer settings"). */
@@ -78,6 +80,77 @@ export interface ReceiveOptions {
 export interface RedriveResult {
   readonly moved: number;
   readonly remaining: number;
+}
+
+// The management API (README, "Management API").
+
+export interface TopicInfo {
+  readonly name: string;
+  readonly messages: number;
+  readonly delayed: number;
+  readonly bytes: number;
+  readonly oldestMessageAt: string | null;
+  readonly newestMessageAt: string | null;
+  readonly consumerGroups: number;
+  readonly settings: readonly {
+    topic: string;
+    consumerGroup: string;
+    push: boolean;
+    deadLetterTopic: string | null;
+  }[];
+}
+
+export interface GroupInfo {
+  readonly name: string;
+  readonly backlog: number;
+  readonly inFlight: number;
+  readonly delayed: number;
+  readonly oldestUnacknowledgedAgeSeconds: number | null;
+  readonly deliveries: number;
+  readonly redelivered: number;
+  readonly acknowledgedThrough: number;
+  readonly position: number;
+  readonly deadLettered: number;
+  readonly settings: SettingsDocument | null;
+  readonly pushHealth: {
+    lastSuccessAt: string | null;
+    lastFailureAt: string | null;
+    lastFailure: string | null;
+  } | null;
+}
+
+export interface PeekedMessage {
+  readonly messageId: string;
+  readonly timestamp: string;
+  readonly expiresAt: string;
+  readonly contentType: string;
+  readonly size: number;
+  readonly preview: string;
+  readonly previewEncoding: "utf8" | "base64";
+  readonly payload?: string;
+  readonly deadLetter: DeadLetterOrigin | null;
+}
+
+export interface NamespaceInfo {
+  readonly team: string;
+  readonly project: string;
+  readonly environment: string;
+  readonly deploymentId: string | null;
+  readonly label: string;
+  readonly topics: number;
+}
+
+/** A publish's answer: 201 `{messageId}`, or 202 `{deferred: true}` during a regional outage. */
+export interface PublishResult {
+  readonly messageId?: string;
+  readonly deferred?: boolean;
+}
+
+export interface PublishOptions {
+  readonly contentType?: string;
+  readonly delaySeconds?: number;
+  readonly retentionSeconds?: number;
+  readonly idempotencyKey?: string;
 }
 
 export interface RequestOptions {
@@ -151,7 +224,9 @@ export class ApiClient {
       ...o.headers,
     };
     if (this.#conn.deploymentId !== null) headers["vqs-deployment-id"] = this.#conn.deploymentId;
-    if (body !== undefined) headers["content-type"] = "application/json";
+    if (this.#conn.namespace) headers["vqs-namespace"] = this.#conn.namespace;
+    const raw = body instanceof RawBody;
+    if (body !== undefined && !raw) headers["content-type"] = "application/json";
     const timeoutMs = o.timeoutMs ?? this.#timeoutMs;
     const timeout = AbortSignal.timeout(timeoutMs);
     let res: Response;
@@ -160,7 +235,11 @@ export class ApiClient {
       res = await this.#fetch(url, {
         method,
         headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(raw
+          ? { body: body.data, duplex: "half" }
+          : body !== undefined
+            ? { body: JSON.stringify(body) }
+            : {}),
         signal: o.signal ? AbortSignal.any([timeout, o.signal]) : timeout,
       });
       text = await res.text();
@@ -249,6 +328,97 @@ export class ApiClient {
     )) as RedriveResult;
   }
 
+  /**
+   * Publishes one message; `data` may be a stream (stdin), sent as it is read. The headers are
+   * the API's (README, "API"): Content-Type, Vqs-Delay-Seconds, Vqs-Retention-Seconds,
+   * Vqs-Idempotency-Key.
+   */
+  async publish(
+    topic: string,
+    data: Uint8Array | ReadableStream<Uint8Array>,
+    o: PublishOptions = {},
+  ): Promise<PublishResult> {
+    const headers: Record<string, string> = {
+      "content-type": o.contentType ?? "application/octet-stream",
+    };
+    if (o.delaySeconds !== undefined) headers["vqs-delay-seconds"] = String(o.delaySeconds);
+    if (o.retentionSeconds !== undefined) {
+      headers["vqs-retention-seconds"] = String(o.retentionSeconds);
+    }
+    if (o.idempotencyKey !== undefined) headers["vqs-idempotency-key"] = o.idempotencyKey;
+    return (await this.request("POST", topicPath(topic), new RawBody(data), {
+      headers,
+    })) as PublishResult;
+  }
+
+  // Management (README, "Management API").
+
+  /** Every topic of the namespace, by name (all pages). */
+  async listTopics(): Promise<TopicInfo[]> {
+    const topics: TopicInfo[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
+      const page = (await this.request("GET", `topics?limit=1000${query}`)) as {
+        topics: TopicInfo[];
+        nextCursor: string | null;
+      };
+      topics.push(...page.topics);
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    return topics;
+  }
+
+  async topic(topic: string): Promise<TopicInfo> {
+    return (await this.request("GET", topicPath(topic))) as TopicInfo;
+  }
+
+  async groups(topic: string): Promise<GroupInfo[]> {
+    const body = (await this.request("GET", `${topicPath(topic)}/consumers`)) as {
+      consumerGroups: GroupInfo[];
+    };
+    return body.consumerGroups;
+  }
+
+  /** Messages as groups see them, oldest first, leasing nothing. */
+  async peek(
+    topic: string,
+    o: { after?: string; limit: number; full: boolean },
+  ): Promise<{ messages: PeekedMessage[]; next: string | null }> {
+    const q = new URLSearchParams({ limit: String(o.limit) });
+    if (o.after !== undefined) q.set("after", o.after);
+    if (o.full) q.set("payload", "full");
+    return (await this.request("GET", `${topicPath(topic)}/messages?${q.toString()}`)) as {
+      messages: PeekedMessage[];
+      next: string | null;
+    };
+  }
+
+  async purge(topic: string): Promise<{ purged: number }> {
+    return (await this.request("POST", `${topicPath(topic)}/purge`)) as { purged: number };
+  }
+
+  async deleteTopic(topic: string): Promise<void> {
+    await this.request("DELETE", topicPath(topic));
+  }
+
+  async deleteGroup(topic: string, group: string): Promise<void> {
+    await this.request("DELETE", groupPath(topic, group));
+  }
+
+  /** `to`: "earliest", "latest" or an ISO time. */
+  async seek(topic: string, group: string, to: string): Promise<{ to: string }> {
+    return (await this.request("POST", `${groupPath(topic, group)}/seek`, { to })) as {
+      to: string;
+    };
+  }
+
+  /** Operators only (403 operator_only otherwise). */
+  async namespaces(): Promise<NamespaceInfo[]> {
+    const body = (await this.request("GET", "namespaces")) as { namespaces: NamespaceInfo[] };
+    return body.namespaces;
+  }
+
   // Consumer settings (README, "Consumer settings").
 
   /** The stored document, or null when there is none (404 settings_not_found). */
@@ -278,6 +448,16 @@ export class ApiClient {
 /** `/api/v3/topic/{topic}/consumer/{group}/settings`; `*` of a pattern survives encoding. */
 export function settingsPath(topic: string, group: string): string {
   return `topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}/settings`;
+}
+
+/** A request body sent as it is (a payload), not as JSON. */
+class RawBody {
+  constructor(readonly data: Uint8Array | ReadableStream<Uint8Array>) {}
+}
+
+/** `/api/v3/topic/{topic}`. */
+export function topicPath(topic: string): string {
+  return `topic/${encodeURIComponent(topic)}`;
 }
 
 /** `/api/v3/topic/{topic}/consumer/{group}`. */

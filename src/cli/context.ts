@@ -4,8 +4,8 @@
 import { isAbsolute, resolve } from "node:path";
 import { ApiClient } from "./api-client.js";
 import { UsageError } from "./errors.js";
-import { noInterrupts } from "./interrupts.js";
-import { Output, type Io, type OutStream } from "./output.js";
+import { noInterrupts } from "./terminal/interrupts.js";
+import { Output, type InStream, type Io, type OutStream } from "./output.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
 
@@ -14,6 +14,8 @@ export interface GlobalOptions {
   readonly url?: string;
   readonly token?: string;
   readonly deploymentId?: string;
+  readonly namespace?: string;
+  readonly yes?: boolean;
   readonly json?: boolean;
   readonly color?: boolean;
 }
@@ -48,6 +50,16 @@ export class Context {
     return this.#io.stderr;
   }
 
+  /** The namespace an operator acts in (--namespace / VQS_NAMESPACE), or null: the token's. */
+  get namespace(): string | null {
+    return this.#options.namespace ?? nonEmpty(this.#io.env.VQS_NAMESPACE) ?? null;
+  }
+
+  /** Standard input (none in process unless a test gives it: an empty stream). */
+  get stdin(): InStream {
+    return this.#io.stdin ?? { isTTY: false, async *[Symbol.asyncIterator]() {} };
+  }
+
   /** A path given by the user, relative to the working directory. */
   path(p: string): string {
     return isAbsolute(p) ? p : resolve(this.#io.cwd, p);
@@ -73,7 +85,17 @@ export class Context {
       );
     }
     const deploymentId = this.#options.deploymentId ?? nonEmpty(env.VQS_DEPLOYMENT_ID) ?? null;
-    return new ApiClient({ url, token, deploymentId }, { userAgent: `vqs-cli/${this.#version}` });
+    const namespace = this.namespace;
+    if (namespace !== null && deploymentId !== null) {
+      throw new UsageError(
+        "--namespace names the deployment itself (team/project/environment/deployment): " +
+          "leave out --deployment-id / VQS_DEPLOYMENT_ID",
+      );
+    }
+    return new ApiClient(
+      { url, token, deploymentId, namespace },
+      { userAgent: `vqs-cli/${this.#version}` },
+    );
   }
 }
 

@@ -10,6 +10,8 @@ export const EXIT = {
   usage: 2,
   /** The server cannot be reached, or a file cannot be read. */
   unreachable: 3,
+  /** A destructive command was not confirmed (no --yes where it cannot ask, or answered no). */
+  notConfirmed: 4,
   /** Ctrl-C stopped a command before its end (`dlq redrive`: run it again to resume). */
   interrupted: 130,
 } as const;
@@ -58,6 +60,13 @@ export class UnreachableError extends CliError {
 export class PartialFailure extends CliError {
   constructor(message: string) {
     super("partial_failure", message, EXIT.api);
+  }
+}
+
+/** A destructive command was not confirmed; nothing was sent: exit 4. */
+export class NotConfirmed extends CliError {
+  constructor(message: string) {
+    super("not_confirmed", message, EXIT.notConfirmed);
   }
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Process entry of the `vqs` command-line tool (package.json "bin"; `npm run vqs -- ...` runs
 // it from source). Everything else is in program.ts, which takes the process as arguments.
-import { processInterrupts } from "./interrupts.js";
+import { processInterrupts } from "./terminal/interrupts.js";
 import { run } from "./program.js";
 
 // A reader that went away (`vqs ... | head`) is not an error of ours.
@@ -13,6 +13,7 @@ process.stdout.on("error", (err: NodeJS.ErrnoException) => {
 process.exitCode = await run(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
+  stdin: process.stdin,
   env: process.env,
   cwd: process.cwd(),
   interrupts: processInterrupts(process),

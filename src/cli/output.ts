@@ -1,7 +1,7 @@
 // What commands print: tables (the default) or JSON (--json), colour only on a terminal, and
 // errors in one shape. Streams and environment are passed in, so tests can run commands in
 // process. Tables are a small formatter of our own (docs/architecture.md, "The vqs tool").
-import type { Interrupts } from "./interrupts.js";
+import type { Interrupts } from "./terminal/interrupts.js";
 
 export interface OutStream {
   write(text: string): unknown;
@@ -10,12 +10,18 @@ export interface OutStream {
   readonly columns?: number;
 }
 
+export interface InStream extends AsyncIterable<Uint8Array | string> {
+  readonly isTTY?: boolean;
+}
+
 /** The process as a command sees it. */
 export interface Io {
   readonly stdout: OutStream;
   readonly stderr: OutStream;
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
+  /** Payloads and settings read from `-`, and answers to confirmations (main.ts: process.stdin). */
+  readonly stdin?: InStream;
   /** Ctrl-C (main.ts: SIGINT); without it, commands are never interrupted. */
   readonly interrupts?: Interrupts;
 }
@@ -96,6 +102,29 @@ export function formatTable<R>(columns: readonly Column<R>[], rows: readonly R[]
     ),
   );
   return `${out.join("\n")}\n`;
+}
+
+/** A byte count for people: 512 B, 1.5 KiB, 2.0 MiB, 3.1 GiB. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(1)} ${units[u]}`;
+}
+
+/** A duration for people: 45s, 3m05s, 2h10m, 3d04h. */
+export function formatDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  const two = (n: number) => String(n).padStart(2, "0");
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${two(Math.floor((s % 3600) / 60))}m`;
+  return `${Math.floor(s / 86_400)}d${two(Math.floor((s % 86_400) / 3600))}h`;
 }
 
 /** Output of one command run: --json or tables, colour decided per stream. */

@@ -4,7 +4,12 @@
 import { Command, CommanderError, Option } from "commander";
 import { readFileSync } from "node:fs";
 import { dlqCommand } from "./commands/dlq.js";
+import { changeCommands } from "./commands/manage/change.js";
+import { inspectCommands } from "./commands/manage/inspect.js";
+import { peekCommand } from "./commands/manage/peek.js";
 import { messagesCommands } from "./commands/messages.js";
+import { publishCommand } from "./commands/publish.js";
+import { settingsCommand } from "./commands/settings.js";
 import { tailCommand } from "./commands/tail.js";
 import { triggersCommand } from "./commands/triggers.js";
 import { tokenCommand } from "./commands/token.js";
@@ -38,6 +43,13 @@ export function buildProgram(io: Io, onContext: (ctx: Context) => void = () => u
         "the deployment's namespace, sent as Vqs-Deployment-Id (env VQS_DEPLOYMENT_ID)",
       ),
     )
+    .addOption(
+      new Option(
+        "--namespace <label>",
+        "operators: act in this namespace, team/project/environment[/deployment] as " +
+          "`vqs namespaces` lists it, sent as Vqs-Namespace (env VQS_NAMESPACE)",
+      ),
+    )
     .option("--json", "print JSON instead of tables")
     .option("--color", "colour even when not printing to a terminal")
     .option("--no-color", "no colour (also: NO_COLOR=1)")
@@ -54,12 +66,15 @@ export function buildProgram(io: Io, onContext: (ctx: Context) => void = () => u
       "",
       "Exit codes: 0 success, 1 the API answered an error (or some entries failed),",
       "2 usage error (bad flags, arguments or input), 3 server unreachable or file unreadable,",
+      "4 a destructive command not confirmed (not on a terminal without --yes, or answered no),",
       "130 stopped by Ctrl-C before its end (dlq redrive: run it again to resume).",
     ].join("\n"),
   );
   examples(program, [
     "export VQS_URL=http://127.0.0.1:8080 VQS_TOKEN=$(vqs token)",
     "vqs triggers sync --vercel-json vercel.json --app-url http://localhost:3000",
+    "vqs topics",
+    `vqs publish orders --data '{"id":1}' --content-type application/json`,
     "vqs tail orders",
     "vqs receive orders billing --max 10 --wait 20",
     "vqs dlq redrive orders-dead",
@@ -76,6 +91,11 @@ export function buildProgram(io: Io, onContext: (ctx: Context) => void = () => u
   messagesCommands(program, contextOf);
   tailCommand(program, contextOf);
   dlqCommand(program, contextOf);
+  inspectCommands(program, contextOf);
+  peekCommand(program, contextOf);
+  publishCommand(program, contextOf);
+  changeCommands(program, contextOf);
+  settingsCommand(program, contextOf);
   return program;
 }
 

@@ -151,14 +151,14 @@ export async function openJetStreamStore(
   const requests = new Requests(nc);
   // Waiting pulls of the pusher and of long polling share one inbox subscription.
   const consumerFeed = new ConsumerFeed(nc, { expiresMs: 15_000, heartbeatMs: 5_000 });
-  const cuts = new CutLeases(js, {
+  const cuts = new CutLeases(nc, js, {
     replicas: o.replicas,
     maxLeaseMs: o.maxLeaseMs,
     timeoutMs: o.requestTimeoutMs,
     log: o.log,
   });
   await cuts.start();
-  const epochs = new GroupEpochs(js, {
+  const epochs = new GroupEpochs(nc, js, {
     replicas: o.replicas,
     timeoutMs: o.requestTimeoutMs,
     log: o.log,

@@ -11,6 +11,12 @@ export const LIMITS = {
   visibilityTimeoutSeconds: { min: 0, max: 3600, default: 60 },
   maxConcurrency: { min: 1, max: 1_000_000 },
   batchMaxMessages: 100,
+  /** Messages one redrive request moves. */
+  redriveLimit: { min: 1, max: 10_000, default: 1000 },
+  /** Topics of one page of GET /api/v3/topics. */
+  topicsPageLimit: { min: 1, max: 1000, default: 100 },
+  /** Messages one peek shows. */
+  peekLimit: { min: 1, max: 100, default: 20 },
 } as const;
 
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;

@@ -260,8 +260,15 @@ describe.skipIf(skipReason !== null)("the container image", () => {
         "package.json",
       ]);
       const dist = walk(join(app, "dist"));
-      expect(dist.filter((f) => !/\.js(\.map)?$/.test(f))).toEqual([]);
+      // Compiled JavaScript, and the web console's bundle (off in production unless
+      // VQS_CONSOLE=on): its page and content-hashed script and stylesheet.
+      const consoleFiles = dist.filter((f) => f.startsWith("console/"));
+      expect(dist.filter((f) => !f.startsWith("console/") && !/\.js(\.map)?$/.test(f))).toEqual([]);
       expect(dist).toContain("main.js");
+      expect(consoleFiles).toContain("console/index.html");
+      expect(
+        consoleFiles.filter((f) => !/^console\/assets\/main-[A-Z0-9]+\.(js|css)$/.test(f)),
+      ).toEqual(["console/index.html"]);
 
       // Against the lockfile: every installed package is a production one, and every
       // production one that is not an optional (platform) package is installed.
@@ -298,7 +305,7 @@ describe.skipIf(skipReason !== null)("the container image", () => {
       console.log(
         [
           `image ${image}: ${MB(size)} (base ${MB(baseSize)}, added ${MB(size - baseSize)})`,
-          `  /app: package.json, package-lock.json; dist/: ${dist.length} files (.js, .js.map);`,
+          `  /app: package.json, package-lock.json; dist/: ${dist.length} files (.js, .js.map, console/);`,
           `  node_modules/: ${installed.length} packages, ${files.length} files; ${MB(bytes)} in all`,
           `  empty scope folders left by npm --omit=dev: ${emptyScopes.join(" ") || "none"}`,
           `  outside /app: ${added.join(" ")}`,

@@ -19,7 +19,7 @@ export interface CliRun {
  */
 export function runCli(
   args: readonly string[],
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string>; input?: string | Uint8Array } = {},
 ): Promise<CliRun> {
   return startCli(args, options).done;
 }
@@ -41,20 +41,28 @@ export function startCli(
     cwd = process.cwd(),
     env = {},
     killAfterMs = 30_000,
-  }: { cwd?: string; env?: Record<string, string>; killAfterMs?: number } = {},
+    input,
+  }: {
+    cwd?: string;
+    env?: Record<string, string>;
+    killAfterMs?: number;
+    /** Written to its stdin, which then ends (without it, stdin is empty). */
+    input?: string | Uint8Array;
+  } = {},
 ): CliProcess {
   const child = spawn(process.execPath, ["--import", TSX, CLI_MAIN, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+  if (input !== undefined) child.stdin?.end(input);
   let stdout = "";
   let stderr = "";
   let ended = false;
   const watchers = new Set<() => void>();
   const changed = () => watchers.forEach((w) => w());
-  child.stdout.on("data", (c: Buffer) => ((stdout += c.toString()), changed()));
-  child.stderr.on("data", (c: Buffer) => ((stderr += c.toString()), changed()));
+  child.stdout!.on("data", (c: Buffer) => ((stdout += c.toString()), changed()));
+  child.stderr!.on("data", (c: Buffer) => ((stderr += c.toString()), changed()));
   const done = new Promise<CliRun>((resolve, reject) => {
     const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
     child.once("error", reject);

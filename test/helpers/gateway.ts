@@ -21,12 +21,23 @@ export interface TestGatewayOptions {
   readonly logger?: Logger;
   /** Settings the environment cannot give (below their production minimum, for short tests). */
   readonly config?: Partial<Config>;
+  /** The web console's built files (default: dist/console). */
+  readonly consoleAssetsDir?: string;
+  /** A token the console's sign-in page offers (as development auth does). */
+  readonly devToken?: () => Promise<string>;
 }
 
 export async function startGateway(
   natsUrl: string,
   issuer: TestIssuer,
-  { env = {}, now, logger, config: overrides = {} }: TestGatewayOptions = {},
+  {
+    env = {},
+    now,
+    logger,
+    config: overrides = {},
+    consoleAssetsDir,
+    devToken,
+  }: TestGatewayOptions = {},
 ): Promise<TestGateway> {
   const loaded = loadConfig({
     NATS_URL: natsUrl,
@@ -44,6 +55,8 @@ export async function startGateway(
     logger: logger ?? createLogger(config.logLevel),
     natsServers: config.natsServers ?? [natsUrl],
     ...(now ? { now } : {}),
+    ...(consoleAssetsDir ? { consoleAssetsDir } : {}),
+    ...(devToken ? { devToken } : {}),
   });
   const address = await gateway.app.listen({ port: 0, host: "127.0.0.1" });
   return { url: address, gateway, close: () => gateway.close() };

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerProcess } from "../../src/dev/nats-server-process.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
-import { sleep, uniqueName } from "../helpers/http.js";
+import { api, errorCode, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, TEAM_A, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/nats.js";
 import { eventually, settingsApi } from "../helpers/settings.js";
@@ -57,6 +57,15 @@ describe("consumer settings across a NATS restart", () => {
     expect((await a.put(kept, "g", { retry: { afterSeconds: 1 } })).status).toBe(200);
     expect((await a.put(dropped, "g", { retry: { afterSeconds: 2 } })).status).toBe(200);
     expect(await eventually(() => afterSeconds(1, dropped) === 2)).toBe(true);
+    // A handle B gives out before the restart (for the group epochs below).
+    const [qa, qb] = [
+      api(gateways[0]!.url, await issuer.token()),
+      api(gateways[1]!.url, await issuer.token()),
+    ];
+    const sought = uniqueName("sought");
+    expect((await qa.publish(sought, "m")).status).toBe(201);
+    const leased = await qb.receive(sought, "s", { "vqs-visibility-timeout-seconds": "600" });
+    const handle = (await parts(leased))[0]!.headers.get("vqs-receipt-handle")!;
 
     await nats.stop();
     // Long enough for the server to forget the gateways' watch consumers (ephemeral, 5 s).
@@ -86,6 +95,21 @@ describe("consumer settings across a NATS restart", () => {
     const fromB = uniqueName("fromb");
     expect((await b.put(fromB, "g", { retry: { afterSeconds: 5 } })).status).toBe(200);
     expect(await eventually(() => afterSeconds(0, fromB) === 5, 20_000)).toBe(true);
+    // Group epochs are followed the same way: a seek through A after the restart makes B refuse
+    // the handle it gave out before (else its ack would settle the new consumer's delivery).
+    const seek = await fetch(`${gateways[0]!.url}/api/v3/topic/${sought}/consumer/s/seek`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await issuer.token()}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ to: "earliest" }),
+    });
+    expect(seek.status).toBe(200);
+    const again = await qb.receive(sought, "s");
+    expect((await parts(again)).map((p) => p.body.toString())).toEqual(["m"]);
+    const old = await qb.ack(sought, "s", handle);
+    expect([old.status, await errorCode(old)]).toEqual([409, "receipt_handle_stale"]);
   });
 
   it("follow a server that came back without its data", async () => {

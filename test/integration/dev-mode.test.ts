@@ -1,6 +1,6 @@
 // The two-command promise: the service process with no NATS_URL starts an embedded nats-server
-// and development auth, prints a working token, `npm run token` makes more, and SIGTERM stops
-// both cleanly. In production it refuses to start without its settings.
+// and development auth, prints a working token, `npm run token` makes more, the web console's
+// sign-in page can ask for one, and SIGTERM stops both cleanly. In production it refuses to start without its settings.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
@@ -73,6 +73,17 @@ describe("npm start (development)", () => {
       const other = api(base!, minted.stdout.trim());
       expect((await other.receive("hello", "workers")).status).toBe(204);
       expect((await other.publish("hello", "theirs")).status).toBe(201);
+
+      // The web console is on, and its sign-in page may offer a token that works.
+      expect(out).toContain(`Web console: ${base}/console`);
+      const page = await fetch(`${base}/console`);
+      // 200 after `npm run build`; without a build, a page saying to run it.
+      expect([200, 503]).toContain(page.status);
+      expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+      const offered = (await (await fetch(`${base}/console/dev-token`)).json()) as {
+        token: string;
+      };
+      expect((await api(base!, offered.token).receive("hello", "workers")).status).toBe(204);
 
       const natsUrl = /"url":"(nats:\/\/127\.0\.0\.1:\d+)"/.exec(out)?.[1];
       expect(natsUrl, out).toBeDefined();

@@ -1,8 +1,8 @@
 // The production build: `npm run build` (what `npm start` and the container image run) compiles
-// src/ to a runnable dist/main.js and the `vqs` tool's dist/cli/main.js, and every path the
-// Dockerfile copies exists.
+// src/ to a runnable dist/main.js and the `vqs` tool's dist/cli/main.js, bundles the web console
+// into dist/console/, and every path the Dockerfile copies exists.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
@@ -44,10 +44,33 @@ describe("production build", () => {
       expect(version.stdout.trim()).toBe(pkg.version);
       expect(pkg.bin).toEqual({ vqs: "dist/cli/main.js" });
       expect(pkg.scripts.build).toContain("chmodSync('dist/cli/main.js', 0o755)");
+      expect(pkg.scripts.build).toContain("node scripts/build-console.mjs");
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("bundles the web console: a page naming its content-hashed script and stylesheet", () => {
+    const out = mkdtempSync(join(root, ".build-test-"));
+    try {
+      const r = spawnSync(process.execPath, ["scripts/build-console.mjs", "--outdir", out], {
+        cwd: root,
+        encoding: "utf8",
+      });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      const html = readFileSync(join(out, "index.html"), "utf8");
+      const assets = [...html.matchAll(/\/console\/assets\/(main-[A-Z0-9]+\.(?:js|css))/g)].map(
+        (m) => m[1]!,
+      );
+      expect(assets).toHaveLength(2);
+      for (const a of assets) expect(existsSync(join(out, "assets", a)), a).toBe(true);
+      // Everything is bundled: no inline script, nothing fetched from elsewhere.
+      expect(html).not.toMatch(/<script>|<style|https?:\/\//);
+      expect(readdirSync(join(out, "assets")).sort()).toEqual([...assets].sort());
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
 
   it("uses only files that exist in the Dockerfile", () => {
     const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");

@@ -4,12 +4,12 @@
 import { describe, expect, it } from "vitest";
 import type { ApiClient, ReceivedMessage, SettingsDocument } from "../../src/cli/api-client.js";
 import { applicableSettings } from "../../src/cli/commands/tail.js";
-import { formatBytes, preview } from "../../src/cli/messages/preview.js";
+import { preview } from "../../src/cli/messages/preview.js";
 import { redriveRounds } from "../../src/cli/messages/redrive.js";
 import { messageLine } from "../../src/cli/messages/show.js";
 import { tail, type TailMode } from "../../src/cli/messages/tail.js";
-import { noPaint } from "../../src/cli/output.js";
-import { formatDuration, ProgressBar } from "../../src/cli/progress.js";
+import { formatBytes, formatDuration, noPaint } from "../../src/cli/output.js";
+import { progressBar, progressLine } from "../../src/cli/terminal/progress.js";
 
 describe("payload previews", () => {
   const b = (s: string) => Buffer.from(s);
@@ -283,20 +283,38 @@ describe("redrive rounds", () => {
 
 describe("progress bar", () => {
   it("shows done/total, percent, rate and ETA within the terminal's width", () => {
-    let now = 0;
-    const out = { text: "", columns: 60, isTTY: true, write: (s: string) => (out.text += s) };
-    const bar = new ProgressBar(out, noPaint, () => now);
-    now = 2000;
-    const line = bar.line(50, 200);
+    const line = progressLine(
+      { value: 50, total: 200 },
+      { columns: 60, paint: noPaint, seconds: 2, label: "" },
+    );
     expect(line).toBe(`[${"#".repeat(8)}${"-".repeat(23)}] 50/200  25%  25/s  ETA 6s`);
     expect(line.length).toBeLessThanOrEqual(60);
-    bar.update(200, 200);
-    bar.finish();
-    expect(out.text).toBe(`\r[${"#".repeat(36)}] 200/200  100%  100/s\x1b[K\n`);
   });
 
-  it("durations read as 45s, 3m05s, 2h10m", () => {
-    expect([45, 185, 7800].map(formatDuration)).toEqual(["45s", "3m05s", "2h10m"]);
+  it("is drawn by cli-progress on a terminal only, and its line ends on stop", () => {
+    let now = 0;
+    const tty = { text: "", columns: 60, isTTY: true, write: (s: string) => (tty.text += s) };
+    const bar = progressBar(tty, {}, noPaint, () => now);
+    expect(bar).not.toBeNull();
+    bar?.update(0, 200);
+    now = 2000;
+    bar?.update(200, 200);
+    bar?.stop();
+    expect(tty.text).toContain(`[${"#".repeat(36)}] 200/200  100%  100/s`);
+    expect(tty.text.endsWith("\n")).toBe(true);
+
+    const pipe = { text: "", isTTY: false, write: (s: string) => (pipe.text += s) };
+    expect(progressBar(pipe, {}, noPaint)).toBeNull();
+    expect(progressBar(tty, { TERM: "dumb" }, noPaint)).toBeNull();
+  });
+
+  it("durations read as 45s, 3m05s, 2h10m, 3d04h", () => {
+    expect([45, 185, 7800, 273_600].map(formatDuration)).toEqual([
+      "45s",
+      "3m05s",
+      "2h10m",
+      "3d04h",
+    ]);
   });
 });
 

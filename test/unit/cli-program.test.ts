@@ -1,6 +1,7 @@
 // The `vqs` program in process: every command's --help (with an example), exit codes of usage
 // errors, tables and colour. What needs a gateway is in test/integration/cli-triggers.test.ts.
 import type { Command } from "commander";
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { buildProgram, run } from "../../src/cli/program.js";
 import { ansiPaint, colourEnabled, formatTable, noPaint, type Io } from "../../src/cli/output.js";
@@ -33,6 +34,20 @@ describe("vqs --help", () => {
       "tail",
       "dlq",
       "dlq redrive",
+      "topics",
+      "topic",
+      "groups",
+      "namespaces",
+      "peek",
+      "publish",
+      "purge",
+      "delete",
+      "seek",
+      "settings",
+      "settings list",
+      "settings get",
+      "settings put",
+      "settings delete",
     ]);
   });
 
@@ -80,6 +95,17 @@ describe("usage errors exit 2 without sending anything", () => {
     [["dlq", "redrive"], "missing required argument"],
     [["dlq", "redrive", "d", "--to", "a/b"], "not a valid name"],
     [["dlq"], "Usage: vqs dlq"],
+    [["publish", "t", "--delay", "604801"], "--delay"],
+    [["publish", "t", "--ttl", "59"], "--ttl"],
+    [["publish", "t", "--count", "2", "--key", "k"], "--key with --count"],
+    [["publish", "t", "--data", "x", "--file", "f"], "give one of"],
+    [["publish", "t", "payload"], "unexpected argument"],
+    [["peek", "t", "--limit", "101"], "--limit"],
+    [["seek", "t", "g", "yesterday"], "not earliest, latest"],
+    [["delete", "t", "bad name"], "not a valid name"],
+    [["settings", "put", "t", "g"], "give the document"],
+    [["settings", "put", "t", "g", "--data", "{"], "not JSON"],
+    [["--namespace", "a/b/c", "--deployment-id", "d", "--token", "t", "topics"], "--namespace"],
   ])("%j", async (argv, says) => {
     const { io, err } = fakeIo();
     expect(await run(argv, io)).toBe(2);
@@ -109,6 +135,35 @@ describe("usage errors exit 2 without sending anything", () => {
     const { io, err } = fakeIo({ NODE_ENV: "production" });
     expect(await run(["token"], io)).toBe(2);
     expect(err.text).toContain("development");
+  });
+});
+
+describe("destructive commands", () => {
+  /** A gateway that must not be asked: every request fails the test. */
+  const env = { VQS_URL: "http://127.0.0.1:9", VQS_TOKEN: "t" };
+
+  it.each([
+    [["purge", "t"]],
+    [["delete", "t"]],
+    [["delete", "t", "g"]],
+    [["seek", "t", "g", "earliest"]],
+    [["settings", "delete", "t", "g"]],
+  ])("%j without --yes off a terminal: exit 4, nothing sent", async (argv) => {
+    const { io, err } = fakeIo(env);
+    // Port 9 refuses: a request would be exit 3, not 4.
+    expect(await run(argv, io)).toBe(4);
+    expect(err.text).toContain("--yes");
+  });
+
+  it("on a terminal, ask; anything but y/yes is exit 4", async () => {
+    const { io, err } = fakeIo({ ...env, NO_COLOR: "1" }, true);
+    const answer = (text: string) =>
+      Object.assign(Readable.from([Buffer.from(text)]), { isTTY: true });
+    expect(await run(["purge", "orders"], { ...io, stdin: answer("n\n") })).toBe(4);
+    expect(err.text).toContain("remove every message of orders? [y/N]");
+    expect(err.text).toContain("nothing was changed");
+    // "y": it goes on and sends (here to nobody: exit 3).
+    expect(await run(["purge", "orders"], { ...io, stdin: answer("y\n") })).toBe(3);
   });
 });
 

@@ -82,6 +82,19 @@ describe("configuration", () => {
     expect(message).toContain("NATS_URL");
   });
 
+  it("serves the web console in development, and in production only with VQS_CONSOLE=on", () => {
+    const production = {
+      ...oidc,
+      NODE_ENV: "production",
+      NATS_URL: "nats://a:4222",
+      VQS_RECEIPT_SECRET: "s".repeat(32),
+    };
+    expect(loadConfig({}).console).toBe(true);
+    expect(loadConfig({ VQS_CONSOLE: "off" }).console).toBe(false);
+    expect(loadConfig(production).console).toBe(false);
+    expect(loadConfig({ ...production, VQS_CONSOLE: "on" }).console).toBe(true);
+  });
+
   it("refuses malformed values with a clear message", () => {
     for (const env of [
       { PORT: "http" },
@@ -96,6 +109,7 @@ describe("configuration", () => {
       { VQS_RATE_LIMIT_TEAMS: "team_a=-1" },
       { VQS_TOPIC_IDLE_SECONDS: "10" },
       { VQS_MESSAGE_TTL: "yes" },
+      { VQS_CONSOLE: "true" },
     ]) {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
     }

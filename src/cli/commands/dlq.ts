@@ -6,7 +6,7 @@ import type { Context } from "../context.js";
 import { Interrupted } from "../errors.js";
 import { redriveRounds, type RedriveEnd } from "../messages/redrive.js";
 import { checkName, parseInteger } from "../options.js";
-import { ProgressBar } from "../progress.js";
+import { progressBar } from "../terminal/progress.js";
 import { examples, type ContextOf } from "./help.js";
 
 /** The server's bound of one redrive request (src/http/routes/redrive.ts). */
@@ -73,12 +73,8 @@ async function runRedrive(ctx: Context, topic: string, o: RedriveFlags): Promise
     `redriving ${topic} in rounds of ${batch}${limit === null ? "" : `, ${limit} at most`} ` +
       "(Ctrl-C stops after the current round)",
   );
-  const stderr = ctx.stderr;
   // A bar only on a terminal (colour as stderr's); elsewhere the final line says it all.
-  const bar =
-    stderr.isTTY === true && ctx.env.TERM !== "dumb"
-      ? new ProgressBar(stderr, ctx.out.paintErr)
-      : null;
+  const bar = progressBar(ctx.stderr, ctx.env, ctx.out.paintErr);
 
   let result;
   try {
@@ -92,7 +88,7 @@ async function runRedrive(ctx: Context, topic: string, o: RedriveFlags): Promise
       },
     );
   } finally {
-    bar?.finish();
+    bar?.stop();
   }
 
   const { moved, remaining, end } = result;

@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { randomBytes } from "node:crypto";
 import type { ApiClient, SettingsDocument } from "../api-client.js";
 import type { Context } from "../context.js";
-import { UsageError } from "../errors.js";
+import { ApiError, UsageError } from "../errors.js";
 import { DEFAULT_COLUMNS, messageLine } from "../messages/show.js";
 import { tail, TAIL_WAIT_SECONDS, type TailMode } from "../messages/tail.js";
 import { checkName, parseInteger } from "../options.js";
@@ -50,9 +50,9 @@ export function tailCommand(program: Command, contextOf: ContextOf): void {
         "",
         `The tail long-polls (${TAIL_WAIT_SECONDS} s) and prints as soon as a message arrives.`,
         "Its own group is new each run and starts at the topic's oldest unexpired message: the",
-        "older ones are acknowledged in that group unshown (nobody else reads it). The group",
-        "stays on the server until it has been unused for VQS_CONSUMER_INACTIVE_SECONDS (14",
-        "days) and counts towards the namespace's consumer groups.",
+        "older ones are acknowledged in that group unshown (nobody else reads it). The tail",
+        "deletes that group when it ends (Ctrl-C, --count, an error); a second Ctrl-C or a",
+        "killed tail leaves it until it has been unused for VQS_CONSUMER_INACTIVE_SECONDS.",
       ].join("\n"),
     )
     .action(async (topic: string, _o: TailFlags, c: Command) => {
@@ -101,21 +101,42 @@ async function runTail(ctx: Context, topic: string, o: TailFlags): Promise<void>
 
   const signal = ctx.interrupts();
   const columns = out.columns(DEFAULT_COLUMNS);
-  const summary = await tail(
-    api,
-    { topic, group, mode, fromStart: o.fromStart === true, count, signal },
-    {
-      message: (m) => {
-        if (out.json) out.printJsonLine(m);
-        else out.print(messageLine(m, { columns, paint: out.paint }));
+  let summary;
+  try {
+    summary = await tail(
+      api,
+      { topic, group, mode, fromStart: o.fromStart === true, count, signal },
+      {
+        message: (m) => {
+          if (out.json) out.printJsonLine(m);
+          else out.print(messageLine(m, { columns, paint: out.paint }));
+        },
+        started,
+        note: (t) => out.note(t),
+        warn: (t) => out.warn(t),
       },
-      started,
-      note: (t) => out.note(t),
-      warn: (t) => out.warn(t),
-    },
-  );
+    );
+  } finally {
+    if (mode === "own-group") await removeOwnGroup(ctx, api, topic, group);
+  }
   if (summary.interrupted) {
     out.note(`stopped: ${summary.shown} message${summary.shown === 1 ? "" : "s"} shown`);
+  }
+}
+
+/**
+ * The tail's own group is nobody else's: removed when the tail ends (Ctrl-C, --count, an
+ * error), so it counts towards no limit and no alert. Not there (the tail never received): fine.
+ */
+async function removeOwnGroup(ctx: Context, api: ApiClient, topic: string, group: string) {
+  try {
+    await api.deleteGroup(topic, group);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return;
+    const why = err instanceof Error ? err.message : String(err);
+    ctx.out.warn(
+      `could not remove the tail's group ${group} (${why}); remove it with: vqs delete ${topic} ${group} --yes`,
+    );
   }
 }
 

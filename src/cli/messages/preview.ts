@@ -51,10 +51,3 @@ function cut(text: string, width: number): string {
   const points = [...text];
   return points.length <= width ? text : `${points.slice(0, width - 1).join("")}…`;
 }
-
-/** A byte count for people: 512 B, 1.5 KiB, 2.0 MiB. */
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}

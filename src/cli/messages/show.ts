@@ -2,8 +2,8 @@
 // field, the receipt handle to acknowledge it with), one line per message (tail), or the
 // message as the API gave it (--json, body in base64).
 import type { ReceivedMessage } from "../api-client.js";
-import type { Colour, Paint } from "../output.js";
-import { formatBytes, preview } from "./preview.js";
+import { formatBytes, type Colour, type Paint } from "../output.js";
+import { preview } from "./preview.js";
 
 /** Text output is cut to this width when stdout is not a terminal. */
 export const DEFAULT_COLUMNS = 120;

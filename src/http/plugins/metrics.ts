@@ -2,6 +2,7 @@
 // handles) and serves GET /metrics in the Prometheus text format.
 import type { FastifyInstance } from "fastify";
 import type { Metrics } from "../../metrics.js";
+import { METRICS } from "../openapi/operations.js";
 
 export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
   app.addHook("onResponse", async (request, reply) => {
@@ -12,7 +13,7 @@ export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
       reply.elapsedTime / 1000,
     );
   });
-  app.get("/metrics", async (_request, reply) => {
+  app.get("/metrics", { schema: METRICS }, async (_request, reply) => {
     const body = await metrics.registry.metrics();
     return reply.type(metrics.registry.contentType).send(body);
   });

@@ -13,8 +13,8 @@
 // it, and a key the replay does not mention (a server that lost its data) is gone.
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
-import { Kvm, type KV, type KvEntry, type KvWatchEntry } from "@nats-io/kv";
-import type { NatsConnection, QueuedIterator } from "@nats-io/transport-node";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
 import { makeNamespace, type Namespace } from "../../queue/namespace.js";
 import type { ConsumerSettings, SettingsEntry } from "../../queue/settings/consumer-settings.js";
@@ -23,6 +23,7 @@ import type { SettingsListener, SettingsStore } from "../../queue/settings/setti
 import { parseTopicTarget } from "../../queue/settings/topic-pattern.js";
 import { validateSettings } from "../../queue/settings/validate.js";
 import { isApiError, isNoResponders, toStorageError } from "../core/errors.js";
+import { FollowedBucket } from "../core/followed-bucket.js";
 import { settingsKey } from "../core/naming.js";
 
 export const SETTINGS_BUCKET = "VQS_SETTINGS";
@@ -40,11 +41,8 @@ export interface SettingsBucketOptions {
 
 /** Largest stored document (a full one is well under 3 KiB: the URL is at most 2 KiB). */
 const MAX_VALUE_BYTES = 16 * 1024;
-const SYNC_TIMEOUT_MS = 5000;
 /** JetStream's "stream not found". */
 const STREAM_NOT_FOUND = 10059;
-/** Waits between attempts to follow the bucket again after a failure. */
-const RETRY_MS = [250, 500, 1000, 2000, 5000];
 
 /** The stored form of a document. */
 interface StoredValue {
@@ -58,51 +56,35 @@ interface StoredValue {
 
 export class SettingsBucket implements SettingsStore {
   readonly #js: JetStreamClient;
-  readonly #nc: NatsConnection;
   readonly #o: SettingsBucketOptions;
   readonly #index: SettingsIndex;
+  readonly #followed: FollowedBucket;
   #kv: KV | null = null;
-  #watch: QueuedIterator<KvWatchEntry> | null = null;
-  #stopped = false;
-  /** The current watch was stopped to start a new one (after a reconnect), not because it failed. */
-  #restarting = false;
-  #synced!: () => void;
-  readonly #firstSync = new Promise<void>((resolve) => (this.#synced = resolve));
-  /** Ends the wait before the next attempt to follow the bucket. */
-  #wake: (() => void) | null = null;
 
   constructor(nc: NatsConnection, js: JetStreamClient, o: SettingsBucketOptions) {
-    this.#nc = nc;
     this.#js = js;
     this.#o = o;
     this.#index = new SettingsIndex((err) =>
       o.log.error({ err }, "a settings change listener failed"),
     );
+    this.#followed = new FollowedBucket(nc, {
+      what: "consumer settings",
+      log: o.log,
+      open: async () => (this.#kv = await this.#open()),
+      apply: (e) => this.#apply(e),
+      beginReplay: () => this.#index.beginReplay(),
+      ...(o.syncTimeoutMs !== undefined ? { syncTimeoutMs: o.syncTimeoutMs } : {}),
+    });
   }
 
   /** Opens the bucket and starts following it; resolves once the documents are read. */
-  async start(): Promise<void> {
-    this.#kv = await this.#open();
-    void this.#follow();
-    this.#restartOnReconnect().catch((err: unknown) =>
-      this.#o.log.warn({ err }, "stopped watching the NATS connection for consumer settings"),
-    );
-    const timeoutMs = this.#o.syncTimeoutMs ?? SYNC_TIMEOUT_MS;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(true), timeoutMs);
-    });
-    if (await Promise.race([this.#firstSync.then(() => false), late])) {
-      this.#o.log.warn("consumer settings not read in time; serving anyway");
-    }
-    clearTimeout(timer);
+  start(): Promise<void> {
+    return this.#followed.start();
   }
 
   /** Stops following the bucket (at once, even while waiting to try again). */
   stop(): void {
-    this.#stopped = true;
-    this.#watch?.stop();
-    this.#wake?.();
+    this.#followed.stop();
   }
 
   async put(
@@ -233,71 +215,6 @@ export class SettingsBucket implements SettingsStore {
 
   #key(ns: Namespace, topicOrPattern: string, group: string): string {
     return settingsKey(this.#o.region, ns.key, topicOrPattern, group);
-  }
-
-  /** Follows the bucket until stopped: one watch after another (see the header). */
-  async #follow(): Promise<void> {
-    for (let failures = 0; !this.#stopped;) {
-      try {
-        await this.#followOnce();
-        failures = 0;
-      } catch (err) {
-        if (this.#stopped) break;
-        this.#o.log.warn({ err }, "following consumer settings failed; trying again");
-        const wait = RETRY_MS[Math.min(failures++, RETRY_MS.length - 1)]!;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, wait);
-          this.#wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.#wake = null;
-      }
-    }
-  }
-
-  /** One watch: replays the bucket into the index, then applies changes until it ends. */
-  async #followOnce(): Promise<void> {
-    const replay = this.#index.beginReplay();
-    let watch: QueuedIterator<KvWatchEntry> | null = null;
-    this.#restarting = false;
-    try {
-      // Opened each time: a NATS server that lost its data has no bucket until it is made again.
-      const kv = await this.#open();
-      this.#kv = kv;
-      watch = await kv.watch();
-      this.#watch = watch;
-      if (this.#stopped) watch.stop();
-      const state = (await kv.status()).streamInfo.state;
-      let replaying = true;
-      const replayed = () => {
-        replaying = false;
-        replay.finish();
-        this.#synced();
-      };
-      if (state.messages === 0) replayed();
-      for await (const e of watch) {
-        this.#apply(e);
-        if (replaying && (e.delta === 0 || e.revision >= state.last_seq)) replayed();
-      }
-      if (!this.#stopped && !this.#restarting) throw new Error("the settings watch ended");
-    } finally {
-      replay.cancel();
-      watch?.stop();
-      this.#watch = null;
-    }
-  }
-
-  /** After a reconnect the watch may have missed changes: a new one replays the bucket. */
-  async #restartOnReconnect(): Promise<void> {
-    for await (const s of this.#nc.status()) {
-      if (this.#stopped) break;
-      if (s.type === "reconnect") {
-        this.#restarting = true;
-        this.#watch?.stop();
-      }
-    }
   }
 
   #apply(e: KvEntry): void {

@@ -8,7 +8,9 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
+import { FollowedBucket } from "../core/followed-bucket.js";
 import type { GroupNames } from "../core/naming.js";
 
 export const CUTS_BUCKET = "VQS_CUT_LEASES";
@@ -21,56 +23,47 @@ export interface CutLeasesOptions {
   readonly log: Logger;
 }
 
-/** How long a starting gateway waits for the records before serving anyway. */
-const SYNC_TIMEOUT_MS = 5000;
 const MARGIN_MS = 60_000;
 
 export class CutLeases {
+  readonly #nc: NatsConnection;
   readonly #js: JetStreamClient;
   readonly #o: CutLeasesOptions;
   /** key -> until when (ms) the handle it names could still be presented as current. */
   readonly #cut = new Map<string, number>();
   #kv: KV | null = null;
-  #stopWatch: (() => void) | null = null;
+  #followed: FollowedBucket | null = null;
 
-  constructor(js: JetStreamClient, o: CutLeasesOptions) {
+  constructor(nc: NatsConnection, js: JetStreamClient, o: CutLeasesOptions) {
+    this.#nc = nc;
     this.#js = js;
     this.#o = o;
   }
 
   /** Opens the bucket and starts following it; resolves once the existing records are read. */
-  async start(): Promise<void> {
-    const kv = await new Kvm(this.#js).create(CUTS_BUCKET, {
-      history: 1,
-      replicas: this.#o.replicas,
-      ttl: this.#o.maxLeaseMs + MARGIN_MS,
-      storage: StorageType.File,
-      timeout: this.#o.timeoutMs,
-    });
-    this.#kv = kv;
-    const watch = await kv.watch({ ignoreDeletes: true });
-    this.#stopWatch = () => watch.stop();
-    const initial = (await kv.status()).values;
-    let synced!: () => void;
-    const ready = new Promise<void>((resolve) => (synced = resolve));
-    if (initial === 0) synced();
-    void (async () => {
-      for await (const e of watch) {
+  start(): Promise<void> {
+    this.#followed = new FollowedBucket(this.#nc, {
+      what: "cut leases",
+      log: this.#o.log,
+      ignoreDeletes: true,
+      open: async () =>
+        (this.#kv = await new Kvm(this.#js).create(CUTS_BUCKET, {
+          history: 1,
+          replicas: this.#o.replicas,
+          ttl: this.#o.maxLeaseMs + MARGIN_MS,
+          storage: StorageType.File,
+          timeout: this.#o.timeoutMs,
+        })),
+      apply: (e) => {
         const until = Number(e.string());
         if (Number.isFinite(until)) this.#remember(e.key, until);
-        if (e.delta === 0) synced();
-      }
-    })().catch((err: unknown) => this.#o.log.warn({ err }, "stopped following cut leases"));
-    const timer = setTimeout(() => {
-      this.#o.log.warn("cut leases not read in time; serving anyway");
-      synced();
-    }, SYNC_TIMEOUT_MS);
-    await ready;
-    clearTimeout(timer);
+      },
+    });
+    return this.#followed.start();
   }
 
   stop(): void {
-    this.#stopWatch?.();
+    this.#followed?.stop();
   }
 
   /** Records (for every gateway) that delivery `count` of `seq` was cut short. */

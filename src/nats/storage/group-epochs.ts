@@ -7,7 +7,9 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
+import { FollowedBucket } from "../core/followed-bucket.js";
 import type { GroupNames } from "../core/naming.js";
 
 export const EPOCHS_BUCKET = "VQS_GROUP_EPOCHS";
@@ -18,54 +20,44 @@ export interface GroupEpochsOptions {
   readonly log: Logger;
 }
 
-/** How long a starting gateway waits for the epochs before serving anyway. */
-const SYNC_TIMEOUT_MS = 5000;
-
 export class GroupEpochs {
+  readonly #nc: NatsConnection;
   readonly #js: JetStreamClient;
   readonly #o: GroupEpochsOptions;
   readonly #epochs = new Map<string, number>();
   #kv: KV | null = null;
-  #stopWatch: (() => void) | null = null;
+  #followed: FollowedBucket | null = null;
 
-  constructor(js: JetStreamClient, o: GroupEpochsOptions) {
+  constructor(nc: NatsConnection, js: JetStreamClient, o: GroupEpochsOptions) {
+    this.#nc = nc;
     this.#js = js;
     this.#o = o;
   }
 
-  /** Opens the bucket and starts following it; resolves once the existing epochs are read. */
-  async start(): Promise<void> {
-    const kv = await new Kvm(this.#js).create(EPOCHS_BUCKET, {
-      history: 1,
-      replicas: this.#o.replicas,
-      storage: StorageType.File,
-      timeout: this.#o.timeoutMs,
-      allow_direct: false,
-    });
-    this.#kv = kv;
-    const watch = await kv.watch({ ignoreDeletes: true });
-    this.#stopWatch = () => watch.stop();
-    const initial = (await kv.status()).values;
-    let synced!: () => void;
-    const ready = new Promise<void>((resolve) => (synced = resolve));
-    if (initial === 0) synced();
-    void (async () => {
-      for await (const e of watch) {
+  /** Opens the bucket and starts following it; resolves once the existing records are read. */
+  start(): Promise<void> {
+    this.#followed = new FollowedBucket(this.#nc, {
+      what: "group epochs",
+      log: this.#o.log,
+      ignoreDeletes: true,
+      open: async () =>
+        (this.#kv = await new Kvm(this.#js).create(EPOCHS_BUCKET, {
+          history: 1,
+          replicas: this.#o.replicas,
+          storage: StorageType.File,
+          timeout: this.#o.timeoutMs,
+          allow_direct: false,
+        })),
+      apply: (e) => {
         const epoch = Number(e.string());
         if (Number.isSafeInteger(epoch)) this.#learn(e.key, epoch);
-        if (e.delta === 0) synced();
-      }
-    })().catch((err: unknown) => this.#o.log.warn({ err }, "stopped following group epochs"));
-    const timer = setTimeout(() => {
-      this.#o.log.warn("group epochs not read in time; serving anyway");
-      synced();
-    }, SYNC_TIMEOUT_MS);
-    await ready;
-    clearTimeout(timer);
+      },
+    });
+    return this.#followed.start();
   }
 
   stop(): void {
-    this.#stopWatch?.();
+    this.#followed?.stop();
   }
 
   /** The group's current epoch (0 until it was first reset). */

@@ -4,26 +4,30 @@
 // calls it in rounds.
 import type { FastifyInstance } from "fastify";
 import { AppError } from "../../../errors.js";
-import { isValidName } from "../../../queue/limits.js";
+import { isValidName, LIMITS } from "../../../queue/limits.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { jsonBody } from "../../encoding/json-body.js";
+import { REDRIVE } from "../../openapi/settings-routes.js";
 import { topicOf } from "../../params.js";
 import { audited, type AuditLog } from "../management/audit.js";
 
-/** Messages one request moves at most (default and bound). */
-export const REDRIVE_LIMIT = { default: 1000, max: 10_000 } as const;
+const REDRIVE_LIMIT = LIMITS.redriveLimit;
 
-const SHAPE = `The body must be JSON of the form {"topic": <topic name>, "limit": <integer 1..${REDRIVE_LIMIT.max}>}, both optional.`;
+const SHAPE = `The body must be JSON of the form {"topic": <topic name>, "limit": <integer ${REDRIVE_LIMIT.min}..${REDRIVE_LIMIT.max}>}, both optional.`;
 
 export function redriveRoute(app: FastifyInstance, queue: QueueService, audit: AuditLog): void {
-  app.post("/api/v3/topic/:topic/redrive", { bodyLimit: 4096 }, async (request) => {
-    const from = topicOf(request);
-    const raw = (request.body as Buffer | undefined)?.length ? jsonBody(request.body) : {};
-    const { target, limit } = redriveOptions(raw);
-    return audited(audit, request, "redrive", { topic: from, target, limit }, () =>
-      queue.redrive(from, { target, limit }),
-    );
-  });
+  app.post(
+    "/api/v3/topic/:topic/redrive",
+    { bodyLimit: 4096, schema: REDRIVE },
+    async (request) => {
+      const from = topicOf(request);
+      const raw = (request.body as Buffer | undefined)?.length ? jsonBody(request.body) : {};
+      const { target, limit } = redriveOptions(raw);
+      return audited(audit, request, "redrive", { topic: from.topic, target, limit }, () =>
+        queue.redrive(from, { target, limit }),
+      );
+    },
+  );
 }
 
 function redriveOptions(raw: unknown): { target: string | null; limit: number } {
@@ -39,7 +43,7 @@ function redriveOptions(raw: unknown): { target: string | null; limit: number } 
     limit !== undefined &&
     (typeof limit !== "number" ||
       !Number.isSafeInteger(limit) ||
-      limit < 1 ||
+      limit < REDRIVE_LIMIT.min ||
       limit > REDRIVE_LIMIT.max)
   ) {
     throw new AppError("invalid_request_body", { message: SHAPE });

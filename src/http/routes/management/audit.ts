@@ -13,7 +13,7 @@ export async function audited<T>(
   log: AuditLog,
   request: FastifyRequest,
   action: string,
-  target: Record<string, unknown>,
+  target: Readonly<Record<string, string | number | null>>,
   run: () => Promise<T>,
 ): Promise<T> {
   const event = {

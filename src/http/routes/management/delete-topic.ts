@@ -1,6 +1,7 @@
 // DELETE /api/v3/topic/{topic}: the topic with its messages, groups, settings and keys.
 import type { FastifyInstance } from "fastify";
 import type { ManagementService } from "../../../queue/management/management-service.js";
+import { DELETE_TOPIC } from "../../openapi/management-routes.js";
 import { topicOf } from "../../params.js";
 import { audited, type AuditLog } from "./audit.js";
 
@@ -9,7 +10,7 @@ export function deleteTopicRoute(
   management: ManagementService,
   audit: AuditLog,
 ): void {
-  app.delete("/api/v3/topic/:topic", async (request, reply) => {
+  app.delete("/api/v3/topic/:topic", { schema: DELETE_TOPIC }, async (request, reply) => {
     const at = topicOf(request);
     await audited(audit, request, "delete_topic", { topic: at.topic }, () =>
       management.deleteTopic(at),

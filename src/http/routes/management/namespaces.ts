@@ -2,10 +2,11 @@
 import type { FastifyInstance } from "fastify";
 import { AppError } from "../../../errors.js";
 import type { ManagementService } from "../../../queue/management/management-service.js";
+import { LIST_NAMESPACES } from "../../openapi/management-routes.js";
 import { namespaceHeader } from "../../../queue/namespace.js";
 
 export function namespacesRoute(app: FastifyInstance, management: ManagementService): void {
-  app.get("/api/v3/namespaces", async (request) => {
+  app.get("/api/v3/namespaces", { schema: LIST_NAMESPACES }, async (request) => {
     if (!request.identity.operator) throw new AppError("operator_only");
     const all = await management.namespaces();
     return {

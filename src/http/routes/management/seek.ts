@@ -3,6 +3,7 @@
 import type { FastifyInstance } from "fastify";
 import { AppError } from "../../../errors.js";
 import type { ManagementService } from "../../../queue/management/management-service.js";
+import { SEEK } from "../../openapi/management-routes.js";
 import type { SeekTarget } from "../../../queue/management/queue-admin.js";
 import { jsonBody } from "../../encoding/json-body.js";
 import { groupOf } from "../../params.js";
@@ -16,18 +17,22 @@ export function seekRoute(
   management: ManagementService,
   audit: AuditLog,
 ): void {
-  app.post("/api/v3/topic/:topic/consumer/:group/seek", { bodyLimit: 1024 }, async (request) => {
-    const at = groupOf(request);
-    const to = seekTarget(jsonBody(request.body));
-    await audited(
-      audit,
-      request,
-      "seek_group",
-      { topic: at.topic, group: at.group, to: typeof to === "string" ? to : to.timeMs },
-      () => management.seek(at, to),
-    );
-    return { to: typeof to === "string" ? to : new Date(to.timeMs).toISOString() };
-  });
+  app.post(
+    "/api/v3/topic/:topic/consumer/:group/seek",
+    { bodyLimit: 1024, schema: SEEK },
+    async (request) => {
+      const at = groupOf(request);
+      const to = seekTarget(jsonBody(request.body));
+      await audited(
+        audit,
+        request,
+        "seek_group",
+        { topic: at.topic, group: at.group, to: typeof to === "string" ? to : to.timeMs },
+        () => management.seek(at, to),
+      );
+      return { to: typeof to === "string" ? to : new Date(to.timeMs).toISOString() };
+    },
+  );
 }
 
 function seekTarget(body: unknown): SeekTarget {

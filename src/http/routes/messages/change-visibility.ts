@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { AppError } from "../../../errors.js";
 import { LIMITS } from "../../../queue/limits.js";
 import type { QueueService } from "../../../queue/queue-service.js";
+import { changeVisibility } from "../../openapi/message-routes.js";
 import { groupOf, param } from "../../params.js";
 
 function visibilitySeconds(body: unknown): number {
@@ -32,6 +33,14 @@ export function changeVisibilityRoutes(app: FastifyInstance, queue: QueueService
     const deadline = await queue.changeVisibility(group, handle, seconds);
     return { visibilityDeadline: deadline.toISOString() };
   };
-  app.patch("/api/v3/topic/:topic/consumer/:group/lease/:receiptHandle", handler);
-  app.post("/api/v3/topic/:topic/consumer/:group/lease/:receiptHandle/visibility", handler);
+  app.patch(
+    "/api/v3/topic/:topic/consumer/:group/lease/:receiptHandle",
+    { schema: changeVisibility(false) },
+    handler,
+  );
+  app.post(
+    "/api/v3/topic/:topic/consumer/:group/lease/:receiptHandle/visibility",
+    { schema: changeVisibility(true) },
+    handler,
+  );
 }

@@ -6,6 +6,7 @@ import { parseMultipartStream } from "mixpart";
 import { AppError, isAppError } from "../../../errors.js";
 import { LIMITS } from "../../../queue/limits.js";
 import type { QueueService } from "../../../queue/queue-service.js";
+import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
 import { publishInput } from "./publish-input.js";
 
@@ -44,29 +45,33 @@ export function publishBatchRoute(
   maxMessageBytes: number,
   maxBatchBytes: number,
 ): void {
-  app.post("/api/v3/topic/:topic/batch", { bodyLimit: maxBatchBytes }, async (request) => {
-    const topic = topicOf(request);
-    const parts = await readParts(request.headers["content-type"], request.body as Buffer);
-    const results = await Promise.all(
-      parts.map(async (part): Promise<BatchResult> => {
-        try {
-          if (part.payload.length > maxMessageBytes) throw new AppError("payload_too_large");
-          const result = await queue.publish(topic, publishInput(part.headers, part.payload));
-          return result.deferred
-            ? { status: "deferred", messageId: null }
-            : { status: "sent", messageId: result.messageId };
-        } catch (err) {
-          const e = isAppError(err) ? err : new AppError("internal_error", { cause: err });
-          if (e.status >= 500) request.log.warn({ err }, "batch part failed");
-          return {
-            status: "failed",
-            statusCode: e.status,
-            error: e.message,
-            retryable: e.status >= 429,
-          };
-        }
-      }),
-    );
-    return { results };
-  });
+  app.post(
+    "/api/v3/topic/:topic/batch",
+    { bodyLimit: maxBatchBytes, schema: PUBLISH_BATCH },
+    async (request) => {
+      const topic = topicOf(request);
+      const parts = await readParts(request.headers["content-type"], request.body as Buffer);
+      const results = await Promise.all(
+        parts.map(async (part): Promise<BatchResult> => {
+          try {
+            if (part.payload.length > maxMessageBytes) throw new AppError("payload_too_large");
+            const result = await queue.publish(topic, publishInput(part.headers, part.payload));
+            return result.deferred
+              ? { status: "deferred", messageId: null }
+              : { status: "sent", messageId: result.messageId };
+          } catch (err) {
+            const e = isAppError(err) ? err : new AppError("internal_error", { cause: err });
+            if (e.status >= 500) request.log.warn({ err }, "batch part failed");
+            return {
+              status: "failed",
+              statusCode: e.status,
+              error: e.message,
+              retryable: e.status >= 429,
+            };
+          }
+        }),
+      );
+      return { results };
+    },
+  );
 }

@@ -1,11 +1,12 @@
 // SendMessage: POST /api/v3/topic/{topic}. The raw body is the message.
 import type { FastifyInstance } from "fastify";
 import type { QueueService } from "../../../queue/queue-service.js";
+import { PUBLISH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
 import { publishInput } from "./publish-input.js";
 
 export function publishRoute(app: FastifyInstance, queue: QueueService): void {
-  app.post("/api/v3/topic/:topic", async (request, reply) => {
+  app.post("/api/v3/topic/:topic", { schema: PUBLISH }, async (request, reply) => {
     const topic = topicOf(request);
     const input = publishInput(
       request.headers,

@@ -6,11 +6,12 @@ import { LIMITS } from "../../../queue/limits.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { negotiateFormat } from "../../encoding/accept.js";
 import { intHeader } from "../../encoding/headers.js";
+import { RECEIVE } from "../../openapi/message-routes.js";
 import { groupOf } from "../../params.js";
 import { sendMessages } from "./send-messages.js";
 
 export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
-  app.post("/api/v3/topic/:topic/consumer/:group", async (request, reply) => {
+  app.post("/api/v3/topic/:topic/consumer/:group", { schema: RECEIVE }, async (request, reply) => {
     const group = groupOf(request);
     const format = negotiateFormat(request.headers.accept);
     const h = request.headers;

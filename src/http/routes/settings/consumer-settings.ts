@@ -3,6 +3,12 @@
 // handlers over SettingsService, kept in one file since they share the body shape.
 import type { FastifyInstance } from "fastify";
 import { jsonBody } from "../../encoding/json-body.js";
+import {
+  DELETE_SETTINGS,
+  GET_SETTINGS,
+  LIST_SETTINGS,
+  PUT_SETTINGS,
+} from "../../openapi/settings-routes.js";
 import { settingsBody } from "../../../queue/settings/consumer-settings.js";
 import type { SettingsService } from "../../../queue/settings/settings-service.js";
 import { settingsAddressOf } from "../../params.js";
@@ -12,16 +18,18 @@ const MAX_BODY_BYTES = 16 * 1024;
 
 export function consumerSettingsRoutes(app: FastifyInstance, settings: SettingsService): void {
   const path = "/api/v3/topic/:topic/consumer/:group/settings";
-  app.put(path, { bodyLimit: MAX_BODY_BYTES }, async (request) => {
+  app.put(path, { bodyLimit: MAX_BODY_BYTES, schema: PUT_SETTINGS }, async (request) => {
     const at = settingsAddressOf(request);
     return settingsBody(await settings.put(at, jsonBody(request.body)));
   });
-  app.get(path, async (request) => settingsBody(await settings.get(settingsAddressOf(request))));
-  app.delete(path, async (request, reply) => {
+  app.get(path, { schema: GET_SETTINGS }, async (request) =>
+    settingsBody(await settings.get(settingsAddressOf(request))),
+  );
+  app.delete(path, { schema: DELETE_SETTINGS }, async (request, reply) => {
     await settings.delete(settingsAddressOf(request));
     return reply.code(204).send();
   });
-  app.get("/api/v3/settings", (request, reply) =>
+  app.get("/api/v3/settings", { schema: LIST_SETTINGS }, (request, reply) =>
     reply.send({ settings: settings.list(request.namespace).map(settingsBody) }),
   );
 }

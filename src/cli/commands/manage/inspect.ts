@@ -1,0 +1,153 @@
+// `vqs topics`, `vqs topic`, `vqs groups`, `vqs namespaces`: what the management API tells of
+// a namespace's topics and consumer groups (README, "Management API"), as tables or --json.
+import type { Command } from "commander";
+import type { GroupInfo, TopicInfo } from "../../api-client.js";
+import type { Context } from "../../context.js";
+import { checkName } from "../../options.js";
+import { formatBytes, formatDuration } from "../../output.js";
+import { examples, type ContextOf } from "../help.js";
+
+export function inspectCommands(program: Command, contextOf: ContextOf): void {
+  const topics = program
+    .command("topics")
+    .description("list the namespace's topics: messages, delayed, storage, age, groups")
+    .action(async (_o: unknown, c: Command) => runTopics(contextOf(c)));
+  examples(topics, ["vqs topics", "vqs topics --json | jq -r '.[].name'"]);
+
+  const topic = program
+    .command("topic")
+    .description("one topic's figures and the consumer settings that apply to it")
+    .argument("<topic>", "the topic")
+    .action(async (t: string, _o: unknown, c: Command) => runTopic(contextOf(c), t));
+  examples(topic, ["vqs topic orders"]);
+
+  const groups = program
+    .command("groups")
+    .description(
+      "a topic's consumer groups: backlog, in flight, oldest unacknowledged, deliveries, " +
+        "dead-lettered, push health",
+    )
+    .argument("<topic>", "the topic")
+    .action(async (t: string, _o: unknown, c: Command) => runGroups(contextOf(c), t));
+  examples(groups, ["vqs groups orders", "vqs groups orders --json"]);
+
+  const namespaces = program
+    .command("namespaces")
+    .description(
+      "operators: list every namespace with topics (act in one with --namespace <label>)",
+    )
+    .action(async (_o: unknown, c: Command) => runNamespaces(contextOf(c)));
+  examples(namespaces, ["vqs namespaces", "vqs --namespace team_a/shop/production topics"]);
+}
+
+const time = (t: string | null) => t ?? "-";
+
+async function runTopics(ctx: Context): Promise<void> {
+  const topics = await ctx.api().listTopics();
+  if (ctx.out.json) return ctx.out.printJson(topics);
+  if (topics.length === 0) return ctx.out.print("no topics");
+  ctx.out.printTable<TopicInfo>(
+    [
+      { header: "TOPIC", value: (t) => t.name, colour: () => "cyan" },
+      { header: "MESSAGES", value: (t) => String(t.messages) },
+      { header: "DELAYED", value: (t) => String(t.delayed) },
+      { header: "GROUPS", value: (t) => String(t.consumerGroups) },
+      { header: "SIZE", value: (t) => formatBytes(t.bytes) },
+      { header: "OLDEST", value: (t) => time(t.oldestMessageAt) },
+      { header: "NEWEST", value: (t) => time(t.newestMessageAt) },
+    ],
+    topics,
+  );
+}
+
+async function runTopic(ctx: Context, name: string): Promise<void> {
+  checkName("topic", name);
+  const t = await ctx.api().topic(name);
+  if (ctx.out.json) return ctx.out.printJson(t);
+  const rows: [string, string][] = [
+    ["topic", t.name],
+    ["messages", String(t.messages)],
+    ["delayed", String(t.delayed)],
+    ["size", formatBytes(t.bytes)],
+    ["oldest message", time(t.oldestMessageAt)],
+    ["newest message", time(t.newestMessageAt)],
+    ["consumer groups", String(t.consumerGroups)],
+  ];
+  ctx.out.printTable<[string, string]>(
+    [
+      { header: "FIELD", value: (r) => r[0] },
+      { header: "VALUE", value: (r) => r[1] },
+    ],
+    rows,
+  );
+  if (t.settings.length > 0) {
+    ctx.out.print("");
+    ctx.out.printTable(
+      [
+        { header: "SETTINGS OF", value: (s) => s.topic },
+        { header: "GROUP", value: (s) => s.consumerGroup },
+        { header: "PUSH", value: (s) => (s.push ? "yes" : "no") },
+        { header: "DEAD LETTERS TO", value: (s) => s.deadLetterTopic ?? "-" },
+      ],
+      t.settings,
+    );
+  }
+}
+
+async function runGroups(ctx: Context, topic: string): Promise<void> {
+  checkName("topic", topic);
+  const groups = await ctx.api().groups(topic);
+  if (ctx.out.json) return ctx.out.printJson(groups);
+  if (groups.length === 0) return ctx.out.print(`no consumer groups on ${topic}`);
+  ctx.out.printTable<GroupInfo>(
+    [
+      { header: "GROUP", value: (g) => g.name, colour: () => "cyan" },
+      { header: "BACKLOG", value: (g) => String(g.backlog) },
+      { header: "IN FLIGHT", value: (g) => String(g.inFlight) },
+      {
+        header: "OLDEST UNACKED",
+        value: (g) =>
+          g.oldestUnacknowledgedAgeSeconds === null
+            ? "-"
+            : formatDuration(g.oldestUnacknowledgedAgeSeconds),
+      },
+      { header: "DELIVERIES", value: (g) => String(g.deliveries) },
+      { header: "REDELIVERED", value: (g) => String(g.redelivered) },
+      {
+        header: "DEAD-LETTERED",
+        value: (g) => String(g.deadLettered),
+        colour: (g) => (g.deadLettered > 0 ? "yellow" : undefined),
+      },
+      {
+        header: "PUSH",
+        value: pushState,
+        colour: (g) => (pushState(g) === "failing" ? "red" : undefined),
+      },
+    ],
+    groups,
+  );
+}
+
+/** `-` (polled), `ok`, `failing` (the last attempt failed) or `push` (none yet). */
+function pushState(g: GroupInfo): string {
+  if (!g.settings?.push) return "-";
+  const h = g.pushHealth;
+  if (!h || (h.lastSuccessAt === null && h.lastFailureAt === null)) return "push";
+  if (h.lastFailureAt !== null && (h.lastSuccessAt === null || h.lastFailureAt > h.lastSuccessAt)) {
+    return "failing";
+  }
+  return "ok";
+}
+
+async function runNamespaces(ctx: Context): Promise<void> {
+  const namespaces = await ctx.api().namespaces();
+  if (ctx.out.json) return ctx.out.printJson(namespaces);
+  if (namespaces.length === 0) return ctx.out.print("no namespaces");
+  ctx.out.printTable(
+    [
+      { header: "NAMESPACE", value: (n) => n.label, colour: () => "cyan" },
+      { header: "TOPICS", value: (n) => String(n.topics) },
+    ],
+    namespaces,
+  );
+}

@@ -1,0 +1,240 @@
+// The route schemas of the message operations (README, "API"): publish, batch publish, receive,
+// receive by ID, acknowledge, and extend or release a lease. Documentation only (plugin.ts).
+import { LIMITS } from "../../queue/limits.js";
+import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
+import {
+  ACCEPT_RULE,
+  delivery,
+  LEASE_HEADERS,
+  PART_PUBLISH_HEADERS,
+  PAYLOAD,
+  PUBLISH_HEADERS,
+} from "./messages.js";
+import {
+  apiHeaders,
+  boundedInt,
+  errorResponses,
+  GROUP_ERRORS,
+  json,
+  noContent,
+  OPTIONAL_BODY,
+  pathParams,
+  TIME,
+  TOPIC_ERRORS,
+} from "./shared.js";
+
+const STORAGE = ["rate_limited", "storage_unavailable"] as const;
+
+export const PUBLISH = {
+  operationId: "publishMessage",
+  summary: "Publish a message",
+  description: `The body is the message, with its \`Content-Type\` kept (none: delivered as ${DEFAULT_CONTENT_TYPE}). Larger than the configured maximum: 413.`,
+  tags: ["messages"],
+  params: pathParams("topic"),
+  headers: apiHeaders(PUBLISH_HEADERS),
+  body: { content: { "*/*": { schema: PAYLOAD } } },
+  ...OPTIONAL_BODY,
+  response: {
+    201: {
+      description: "Stored.",
+      headers: { "Vqs-Message-Id": { type: "string", description: "The message's ID." } },
+      type: "object",
+      required: ["messageId"],
+      properties: { messageId: { type: "string" } },
+    },
+    202: {
+      description:
+        "Deferred during an outage of the region's store: kept by a neighbouring region, stored here once the store is back.",
+      type: "object",
+      required: ["deferred"],
+      properties: { deferred: { const: true } },
+    },
+    ...errorResponses([
+      ...TOPIC_ERRORS,
+      "invalid_retention_seconds",
+      "invalid_delay_seconds",
+      "invalid_idempotency_key",
+      "invalid_content_type",
+      "topic_limit_reached",
+      "payload_too_large",
+      ...STORAGE,
+    ]),
+  },
+};
+
+const BATCH_RESULT = {
+  oneOf: [
+    {
+      type: "object",
+      required: ["status", "messageId"],
+      properties: { status: { const: "sent" }, messageId: { type: "string" } },
+    },
+    {
+      type: "object",
+      required: ["status", "messageId"],
+      description: "Deferred during an outage of the region's store, as a publish's 202.",
+      properties: { status: { const: "deferred" }, messageId: { type: "null" } },
+    },
+    {
+      type: "object",
+      required: ["status", "statusCode", "error", "retryable"],
+      description: "This part failed alone: the status and message a publish of it answers.",
+      properties: {
+        status: { const: "failed" },
+        statusCode: { type: "integer" },
+        error: { type: "string" },
+        retryable: { type: "boolean", description: "true for 429 and 5xx." },
+      },
+    },
+  ],
+};
+
+export const PUBLISH_BATCH = {
+  operationId: "publishBatch",
+  summary: "Publish a batch of messages",
+  description: `A \`multipart/mixed\` body of 1 to ${LIMITS.batchMaxMessages} parts, each a message with its own \`Content-Type\` and \`Vqs-*\` publish headers (\`x-part-headers\`). A bad part fails alone: one result per part, in order.`,
+  tags: ["messages"],
+  params: pathParams("topic"),
+  headers: apiHeaders(),
+  body: {
+    content: {
+      "multipart/mixed": {
+        schema: {
+          type: "array",
+          minItems: 1,
+          maxItems: LIMITS.batchMaxMessages,
+          items: PAYLOAD,
+          description: "One part per message: its payload, with the message's part headers.",
+          "x-part-headers": PART_PUBLISH_HEADERS,
+        },
+      },
+    },
+  },
+  response: {
+    200: json("One result per part, in order.", {
+      type: "object",
+      required: ["results"],
+      properties: { results: { type: "array", items: BATCH_RESULT } },
+    }),
+    ...errorResponses([...TOPIC_ERRORS, "invalid_batch", "payload_too_large", "rate_limited"]),
+  },
+};
+
+const LEASE_ERRORS = [
+  ...GROUP_ERRORS,
+  "unsupported_accept",
+  "invalid_visibility_timeout",
+  "invalid_max_concurrency",
+  "group_limit_reached",
+  "concurrency_limit_exceeded",
+  ...STORAGE,
+] as const;
+
+export const RECEIVE = {
+  operationId: "receiveMessages",
+  summary: "Receive messages",
+  description: `Leases up to Vqs-Max-Messages messages of the group. ${ACCEPT_RULE} With Vqs-Wait-Seconds, waits for a message (long polling); a client that hangs up leaves nothing leased.`,
+  tags: ["messages"],
+  params: pathParams("topic", "group"),
+  headers: apiHeaders({
+    "Vqs-Max-Messages": boundedInt(LIMITS.maxMessages, "Messages to lease at most."),
+    "Vqs-Wait-Seconds": boundedInt(
+      LIMITS.waitSeconds,
+      "With none to hand out, wait up to this long for one.",
+    ),
+    ...LEASE_HEADERS,
+    "Vqs-Cursor-Fallback": { type: "string", description: "Sent by the client; ignored." },
+  }),
+  response: {
+    200: delivery("Leased messages.", LIMITS.maxMessages.max),
+    204: noContent("No message to hand out (after Vqs-Wait-Seconds)."),
+    ...errorResponses([...LEASE_ERRORS, "invalid_max_messages", "invalid_wait_seconds"]),
+  },
+};
+
+export const RECEIVE_BY_ID = {
+  operationId: "receiveMessageById",
+  summary: "Receive a message by its ID",
+  description: `Leases that one message to the group. ${ACCEPT_RULE} A message that would be delivered once more than its group's deadLetter.maxDeliveries: 410 message_dead_lettered.`,
+  tags: ["messages"],
+  params: pathParams("topic", "group", "messageId"),
+  headers: apiHeaders(LEASE_HEADERS),
+  response: {
+    200: delivery("The message, leased.", 1),
+    ...errorResponses([
+      ...LEASE_ERRORS,
+      "message_not_found",
+      "message_not_available",
+      "message_duplicate",
+      "message_already_acknowledged",
+      "message_dead_lettered",
+    ]),
+  },
+};
+
+const HANDLE_ERRORS = [
+  ...GROUP_ERRORS,
+  "invalid_receipt_handle",
+  "receipt_handle_stale",
+  "storage_unavailable",
+] as const;
+
+export const ACKNOWLEDGE = {
+  operationId: "acknowledgeMessage",
+  summary: "Acknowledge a message",
+  description:
+    "Idempotent. A stale handle (the message was delivered again since, or its group was sought or deleted): 409.",
+  tags: ["messages"],
+  params: pathParams("topic", "group", "receiptHandle"),
+  headers: apiHeaders(),
+  response: {
+    204: noContent("Acknowledged."),
+    ...errorResponses(HANDLE_ERRORS),
+  },
+};
+
+/** PATCH, and POST .../visibility for clients that cannot send PATCH. */
+export function changeVisibility(alternate: boolean): object {
+  return {
+    operationId: alternate ? "changeVisibilityAlternate" : "changeVisibility",
+    summary: alternate ? "Extend or release a lease (POST)" : "Extend or release a lease",
+    description: alternate
+      ? "As the PATCH, for clients that cannot send PATCH."
+      : "The lease now ends visibilityTimeoutSeconds from now; 0 releases the message at once. The body is JSON whatever its Content-Type.",
+    tags: ["messages"],
+    params: pathParams("topic", "group", "receiptHandle"),
+    headers: apiHeaders(),
+    body: {
+      content: {
+        "application/json": {
+          schema: {
+            type: "object",
+            required: ["visibilityTimeoutSeconds"],
+            properties: {
+              visibilityTimeoutSeconds: boundedInt(
+                {
+                  min: LIMITS.visibilityTimeoutSeconds.min,
+                  max: LIMITS.visibilityTimeoutSeconds.max,
+                },
+                "Seconds from now; 0 releases.",
+              ),
+            },
+          },
+        },
+      },
+    },
+    response: {
+      200: json("The lease's new end.", {
+        type: "object",
+        required: ["visibilityDeadline"],
+        properties: { visibilityDeadline: TIME },
+      }),
+      ...errorResponses([
+        ...HANDLE_ERRORS,
+        "invalid_request_body",
+        "invalid_visibility_timeout",
+        "message_already_acknowledged",
+      ]),
+    },
+  };
+}

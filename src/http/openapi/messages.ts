@@ -1,0 +1,144 @@
+// Schema pieces of the message operations: payloads, publish and lease headers, deliveries.
+// Payloads are opaque bytes, so they are described by content types and headers, not JSON
+// schemas. Multipart part headers and NDJSON lines have no standard place in OpenAPI 3.1 (3.2
+// adds `itemEncoding` and `itemSchema`): they are given as the extensions `x-part-headers`
+// (Header Objects by name) and `x-item-schema`.
+import { LIMITS } from "../../queue/limits.js";
+import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
+import { boundedInt, NAME, ref, TIME } from "./shared.js";
+
+export const PAYLOAD = {
+  type: "string",
+  contentMediaType: "application/octet-stream",
+  description: "The message payload: any bytes, stored and delivered unchanged.",
+};
+
+/** The per-message publish headers (of a publish, and of each part of a batch). */
+export const PUBLISH_HEADERS = {
+  "Vqs-Retention-Seconds": boundedInt(
+    LIMITS.retentionSeconds,
+    "How long the message is kept (its time to live), in seconds.",
+  ),
+  "Vqs-Delay-Seconds": boundedInt(
+    LIMITS.delaySeconds,
+    "Seconds before the message becomes visible; capped at the retention.",
+  ),
+  "Vqs-Idempotency-Key": {
+    type: "string",
+    minLength: 1,
+    maxLength: LIMITS.idempotencyKeyMaxLength,
+    description:
+      "A publish with the key of a live message stores nothing and answers that message's ID.",
+  },
+  traceparent: { type: "string", description: "W3C trace context, kept for pushes." },
+  tracestate: { type: "string", description: "W3C trace context, kept for pushes." },
+  baggage: { type: "string", description: "W3C baggage, kept for pushes." },
+};
+
+/** The publish headers as Header Objects of a multipart part, Content-Type included. */
+export const PART_PUBLISH_HEADERS = Object.fromEntries(
+  Object.entries({
+    "Content-Type": { type: "string", maxLength: 255, description: "Kept with the message." },
+    ...PUBLISH_HEADERS,
+  }).map(([name, { description, ...schema }]) => [name, { description, schema }]),
+);
+
+/** The headers of a receive that leases (receive, receive by ID). */
+export const LEASE_HEADERS = {
+  "Vqs-Visibility-Timeout-Seconds": boundedInt(
+    LIMITS.visibilityTimeoutSeconds,
+    "How long the lease lasts, in seconds.",
+  ),
+  "Vqs-Max-Concurrency": boundedInt(
+    LIMITS.maxConcurrency,
+    "Refuse (429) when the group already has this many messages in flight.",
+  ),
+};
+
+export const ACCEPT_RULE =
+  "`Accept` must include `multipart/mixed` (preferred when both are) or `application/x-ndjson`.";
+
+/** The headers of each part of a multipart delivery. */
+const DELIVERY_PART_HEADERS = Object.fromEntries(
+  Object.entries({
+    "Content-Type": `As published; ${DEFAULT_CONTENT_TYPE} when none was given.`,
+    "Vqs-Message-Id": "The message's ID.",
+    "Vqs-Receipt-Handle": "Acknowledges, extends or releases this delivery's lease.",
+    "Vqs-Delivery-Count": "1 on the first delivery to the group.",
+    "Vqs-Timestamp": "When the message was published (ISO 8601).",
+    "Vqs-Expires-At": "When the message expires (ISO 8601).",
+    "Vqs-Dead-Letter-Topic": "A dead-letter copy only: the topic it came from.",
+    "Vqs-Dead-Letter-Consumer-Group": "A dead-letter copy only: the group it failed in.",
+    "Vqs-Dead-Letter-Message-Id": "A dead-letter copy only: the original's ID.",
+    "Vqs-Dead-Letter-Delivery-Count": "A dead-letter copy only: its deliveries to that group.",
+  }).map(([name, description]) => [
+    name,
+    { description, schema: { type: name.endsWith("-Count") ? "integer" : "string" } },
+  ]),
+);
+
+/** A 200 with leased messages, in the format the Accept header chose. */
+export function delivery(description: string, maxItems: number): object {
+  return {
+    description,
+    content: {
+      "multipart/mixed": {
+        schema: {
+          type: "array",
+          minItems: 1,
+          maxItems,
+          items: PAYLOAD,
+          description: "One part per message: its payload, with the message's part headers.",
+          "x-part-headers": DELIVERY_PART_HEADERS,
+        },
+      },
+      "application/x-ndjson": {
+        schema: {
+          type: "string",
+          description: "One line per message, each a DeliveredMessage object.",
+          "x-item-schema": ref("DeliveredMessage"),
+        },
+      },
+    },
+  };
+}
+
+const DEAD_LETTER_ORIGIN = {
+  $id: "DeadLetterOrigin",
+  description: "Where a dead-letter copy came from.",
+  type: "object",
+  required: ["topic", "consumerGroup", "messageId", "deliveryCount"],
+  properties: {
+    topic: NAME,
+    consumerGroup: NAME,
+    messageId: { type: "string" },
+    deliveryCount: { type: "integer", minimum: 1 },
+  },
+};
+
+const DELIVERED_MESSAGE = {
+  $id: "DeliveredMessage",
+  description: "A delivered message: one line of an NDJSON delivery.",
+  type: "object",
+  required: [
+    "messageId",
+    "receiptHandle",
+    "deliveryCount",
+    "timestamp",
+    "expiresAt",
+    "contentType",
+    "body",
+  ],
+  properties: {
+    messageId: { type: "string" },
+    receiptHandle: { type: "string" },
+    deliveryCount: { type: "integer", minimum: 1 },
+    timestamp: TIME,
+    expiresAt: TIME,
+    contentType: { type: "string" },
+    deadLetter: { ...ref("DeadLetterOrigin"), description: "A dead-letter copy only." },
+    body: { type: "string", contentEncoding: "base64", description: "The payload, base64." },
+  },
+};
+
+export const MESSAGE_COMPONENTS = [DEAD_LETTER_ORIGIN, DELIVERED_MESSAGE];
