@@ -176,13 +176,18 @@ if (mode === "push") {
     const seconds = (performance.now() - t0) / 1000;
     const c1 = sampleProc(gateways[i]!.pid);
     rates[i].push(n / seconds);
-    if (c0 && c1 && n > 0) cpu[i].push(((c1.cpuSeconds - c0.cpuSeconds) / n) * 1e6);
+    // NaN for a slice without a reading or a message: it stays paired, and drops out of medians.
+    cpu[i].push(c0 && c1 && n > 0 ? ((c1.cpuSeconds - c0.cpuSeconds) / n) * 1e6 : NaN);
   }
   stop = true;
   await Promise.all(workers);
 }
 
-const median = (a: readonly number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+// Of the finite values: a slice that completed nothing on one side gives no ratio.
+const median = (a: readonly number[]) => {
+  const f = a.filter(Number.isFinite).sort((x, y) => x - y);
+  return f[Math.floor(f.length / 2)];
+};
 const ratios = rates[0].map((a, k) => rates[1][k]! / a);
 const line = (name: string, i: 0 | 1) =>
   `${name} ${trees[i]}: ${median(rates[i])?.toFixed(0)} msg/s, ` +

@@ -28,6 +28,8 @@ export interface BenchNats {
   varz(): Promise<Record<string, unknown> | null>;
   /** The server's /jsz (streams, consumers, stored bytes), or null. */
   jsz(): Promise<Record<string, unknown> | null>;
+  /** Any monitoring endpoint with its query (e.g. `/connz?subs=1`), or null. */
+  monitor(pathAndQuery: string): Promise<Record<string, unknown> | null>;
   stop(): Promise<void>;
 }
 
@@ -89,6 +91,7 @@ export async function startBenchNats(storeDir: string, logFile: string): Promise
     maxOpenFiles: openFilesLimit(child.pid ?? 0),
     varz: () => get("/varz"),
     jsz: () => get("/jsz"),
+    monitor: (pathAndQuery) => get(pathAndQuery),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGTERM");

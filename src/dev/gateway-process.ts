@@ -5,6 +5,7 @@
 // Talks to its parent over the IPC channel:
 //   -> {type: "listening", url}          once listening
 //   <- {type: "stats"}  -> {type: "stats", memory, cpu}   (after a full GC with --expose-gc)
+//   <- {type: "waiting"} -> {type: "waiting", waiting}     (waiting receives now; no GC)
 //   <- {type: "stop"} or SIGTERM: closes the gateway and exits (a --cpu-prof profile is written)
 // Exits by itself when the parent goes away.
 import { loadConfig } from "../config.js";
@@ -43,6 +44,9 @@ process.on("message", (m: unknown) => {
     const gc = (globalThis as { gc?: () => void }).gc;
     gc?.();
     process.send?.({ type: "stats", memory: process.memoryUsage(), cpu: process.cpuUsage() });
+  }
+  if (type === "waiting") {
+    process.send?.({ type: "waiting", waiting: gateway.queue.waitingReceives });
   }
 });
 process.send?.({ type: "listening", url });

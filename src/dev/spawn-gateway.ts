@@ -13,6 +13,8 @@ export interface GatewayProcess {
   readonly pid: number;
   /** process.memoryUsage() of the gateway (rss, heapUsed, ...), or null without an answer. */
   memory(): Promise<NodeJS.MemoryUsage | null>;
+  /** Receives waiting (long polling) in the gateway now, or null without an answer. No GC. */
+  waiting(): Promise<number | null>;
   /** SIGTERM (a graceful close), then SIGKILL after 20 s. */
   stop(): Promise<void>;
   /** SIGKILL: a crash. */
@@ -72,24 +74,8 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
   return {
     url,
     pid: child.pid ?? 0,
-    memory() {
-      return new Promise((resolve) => {
-        if (!child.connected) return resolve(null);
-        const timer = setTimeout(() => {
-          child.off("message", onMessage);
-          resolve(null);
-        }, 5000);
-        const onMessage = (m: unknown) => {
-          const msg = m as { type?: string; memory?: NodeJS.MemoryUsage };
-          if (msg.type !== "stats") return;
-          clearTimeout(timer);
-          child.off("message", onMessage);
-          resolve(msg.memory ?? null);
-        };
-        child.on("message", onMessage);
-        child.send({ type: "stats" });
-      });
-    },
+    memory: () => ask<NodeJS.MemoryUsage>(child, "stats", "memory"),
+    waiting: () => ask<number>(child, "waiting", "waiting"),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGCONT");
@@ -106,4 +92,24 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
     pause: () => void child.kill("SIGSTOP"),
     resume: () => void child.kill("SIGCONT"),
   };
+}
+
+/** Asks the gateway process over IPC; the answer's `field`, or null without one within 5 s. */
+function ask<T>(child: ChildProcess, type: string, field: string): Promise<T | null> {
+  return new Promise((resolve) => {
+    if (!child.connected) return resolve(null);
+    const timer = setTimeout(() => {
+      child.off("message", onMessage);
+      resolve(null);
+    }, 5000);
+    const onMessage = (m: unknown) => {
+      const msg = m as Record<string, unknown>;
+      if (msg.type !== type) return;
+      clearTimeout(timer);
+      child.off("message", onMessage);
+      resolve((msg[field] as T | undefined) ?? null);
+    };
+    child.on("message", onMessage);
+    child.send({ type });
+  });
 }
