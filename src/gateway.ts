@@ -166,8 +166,11 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     duplicateIdKey: secretKeys.duplicateId,
     now: store.now,
   });
-  // Audit events are logged whatever LOG_LEVEL says.
-  const audit = logger.child({ component: "audit" }, { level: "info" });
+  // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
+  const audit = logger.child(
+    { component: "audit" },
+    { level: logger.level === "silent" ? "silent" : "info" },
+  );
   let ready = true;
   const app = await buildApp({
     config,

@@ -1,6 +1,6 @@
 // Audit events of destructive management calls: who (the token's team, project, environment and
 // subject, and whether an operator), in which namespace, what, on what, and how it ended. Logged
-// through a logger of their own at info, whatever LOG_LEVEL says, with `audit: true`.
+// through a logger of their own at info, whatever LOG_LEVEL says (but silent), with `audit: true`.
 import type { FastifyRequest } from "fastify";
 import { namespaceLabel } from "../../../queue/namespace.js";
 
