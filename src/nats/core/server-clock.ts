@@ -28,7 +28,9 @@ export class ServerClock {
   /** Estimated server time, in ms since the epoch (the host's clock until a first measurement). */
   now = (): number =>
     this.#anchor
-      ? this.#anchor.serverMs + (this.#monotonic() - this.#anchor.monotonicMs)
+      ? // Whole milliseconds, as Date.now() gives: durations derived from it go to the server
+        // as integers (a -NAK delay in fractional nanoseconds is not a delay).
+        Math.round(this.#anchor.serverMs + (this.#monotonic() - this.#anchor.monotonicMs))
       : this.#localNow();
 
   /** Server time minus host time, as of the last measurement (for logs). */

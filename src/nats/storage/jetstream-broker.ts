@@ -211,7 +211,8 @@ export class JetStreamBroker implements Broker {
   }
 
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void> {
-    const body = ms > 0 ? `-NAK ${JSON.stringify({ delay: ms * 1_000_000 })}` : "-NAK";
+    // The server reads the delay as whole nanoseconds; anything else would be a plain -NAK.
+    const body = ms > 0 ? `-NAK ${JSON.stringify({ delay: Math.round(ms) * 1_000_000 })}` : "-NAK";
     return this.#ackRequest(group, lease, "nak", body);
   }
 

@@ -43,4 +43,15 @@ describe("server clock", () => {
       expect(Math.abs(clock.now() - Date.now())).toBeLessThan(250);
     }
   });
+
+  it("tells whole milliseconds, as Date.now() does (durations from it go to the server)", async () => {
+    const kv = await new Kvm(jetstream(nc)).create("CLOCK_WHOLE_TEST", { history: 1 });
+    let monotonic = 1000.25;
+    const clock = new ServerClock(Date.now, () => monotonic);
+    await clock.sync(kv, "clock.whole");
+    for (const t of [1000.4, 1234.567, 5000.5]) {
+      monotonic = t;
+      expect(Number.isInteger(clock.now())).toBe(true);
+    }
+  });
 });
