@@ -49,6 +49,15 @@ export class LongPolls {
     return g.wait(untilMs, signal);
   }
 
+  /**
+   * Whether this gateway follows the group for waiting receives (its feed is open, or closes in a
+   * few seconds): a waiting receive then needs no pull of its own before it waits.
+   */
+  following(group: GroupAddress): boolean {
+    const key = JSON.stringify([group.namespace.key, group.topic, group.group]);
+    return this.#groups.get(key)?.following ?? false;
+  }
+
   /** A delivery kept for the next waiter (its waiter left a moment ago), for any receive. */
   takeSpare(group: GroupAddress): Delivery | null {
     const key = JSON.stringify([group.namespace.key, group.topic, group.group]);
@@ -107,6 +116,10 @@ class GroupWaiters implements DeliveryTaker {
       this.waiters.push(waiter);
       this.#feedOn();
     });
+  }
+
+  get following(): boolean {
+    return this.#feed !== null || this.#opening;
   }
 
   demand(): number {

@@ -147,9 +147,15 @@ export class QueueService {
   }
 
   async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
-    const now = await this.#receiveNow(group, options, this.#longPolls.takeSpare(group));
     const waitMs = (options.waitSeconds ?? 0) * 1000;
-    if (now.length > 0 || waitMs === 0) return now;
+    const spare = this.#longPolls.takeSpare(group);
+    // A group this gateway follows for waiting receives has its feed pulling already: a waiting
+    // receive joins it without a pull of its own, so clients that all come back at the end of
+    // their waits cost a pull per group, not one each (the feed hands out what is there).
+    if (waitMs === 0 || spare !== null || !this.#longPolls.following(group)) {
+      const now = await this.#receiveNow(group, options, spare);
+      if (now.length > 0 || waitMs === 0) return now;
+    }
     // Long polling: wait for a delivery (one shared feed per group on this gateway), then hand
     // it out like the first message of a pull; one that may not be handed out (expired, held by
     // ID, dead-lettered, over the concurrency limit) means waiting on.

@@ -198,4 +198,37 @@ describe("long polling", () => {
       expect(bodies).toEqual(Array.from({ length: 100 }, (_, i) => `m${i}`).sort());
     }
   }, 60_000);
+
+  it("lets receives that come back to a followed group join its feed without a pull each", async () => {
+    const topic = uniqueName("lp-rejoin");
+    await q().publish(topic, "warm-up");
+    await q()
+      .receive(topic, "g")
+      .then((r) => r.text());
+    const pulls = async () => {
+      const text = await (await fetch(`${fx.gateways[0]!.url}/metrics`)).text();
+      const line = text
+        .split("\n")
+        .find((l) =>
+          l.startsWith('vqs_jetstream_request_duration_seconds_count{operation="pull"}'),
+        );
+      return Number(line?.split(" ").pop() ?? 0);
+    };
+    // One waiter opens the group's feed; 200 more come while it is open.
+    const first = waitingReceive(0, topic, "g", 10);
+    await expect
+      .poll(() => fx.gateways[0]!.gateway.queue.waitingReceives, { timeout: 10_000 })
+      .toBe(1);
+    const before = await pulls();
+    const rest = Array.from({ length: 200 }, () => waitingReceive(0, topic, "g", 10));
+    await expect
+      .poll(() => fx.gateways[0]!.gateway.queue.waitingReceives, { timeout: 15_000 })
+      .toBe(201);
+    expect((await pulls()) - before).toBeLessThan(10);
+    // What is published is handed out as before: each message once, to the longest waiters.
+    for (let i = 0; i < 201; i++) await q(1).publish(topic, `m${i}`);
+    const results = await Promise.all([first, ...rest]);
+    const bodies = results.flatMap((r) => r.parts.map((p) => p.body.toString())).sort();
+    expect(bodies).toEqual(Array.from({ length: 201 }, (_, i) => `m${i}`).sort());
+  }, 60_000);
 });
