@@ -8,7 +8,7 @@ import { negotiateFormat } from "../../encoding/accept.js";
 import { intHeader } from "../../encoding/headers.js";
 import { RECEIVE } from "../../openapi/message-routes.js";
 import { groupOf } from "../../params.js";
-import { sendMessages } from "./send-messages.js";
+import { leaseHeaders, sendMessages } from "./send-messages.js";
 
 export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
   app.post("/api/v3/topic/:topic/consumer/:group", { schema: RECEIVE }, async (request, reply) => {
@@ -30,18 +30,7 @@ export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
         LIMITS.maxMessages.default,
         "invalid_max_messages",
       ),
-      visibilityTimeoutSeconds: intHeader(
-        h["vqs-visibility-timeout-seconds"],
-        LIMITS.visibilityTimeoutSeconds,
-        LIMITS.visibilityTimeoutSeconds.default,
-        "invalid_visibility_timeout",
-      ),
-      maxConcurrency: intHeader(
-        h["vqs-max-concurrency"],
-        LIMITS.maxConcurrency,
-        null,
-        "invalid_max_concurrency",
-      ),
+      ...leaseHeaders(request),
     });
     if (messages.length === 0) return reply.code(204).send();
     return sendMessages(reply, format, messages);

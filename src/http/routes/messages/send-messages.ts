@@ -1,8 +1,33 @@
-// Writes received messages in the negotiated format (shared by receive and receive by ID).
-import type { FastifyReply } from "fastify";
+// What receive and receive by ID share: the lease headers they read, and writing the received
+// messages in the negotiated format.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { LIMITS } from "../../../queue/limits.js";
 import type { ReceivedMessage } from "../../../queue/queue-service.js";
 import type { ResponseFormat } from "../../encoding/accept.js";
+import { intHeader } from "../../encoding/headers.js";
 import { renderMultipart, renderNdjson } from "../../encoding/message-parts.js";
+
+/** Vqs-Visibility-Timeout-Seconds and Vqs-Max-Concurrency, checked (400 with their codes). */
+export function leaseHeaders(request: FastifyRequest): {
+  visibilityTimeoutSeconds: number;
+  maxConcurrency: number | null;
+} {
+  const h = request.headers;
+  return {
+    visibilityTimeoutSeconds: intHeader(
+      h["vqs-visibility-timeout-seconds"],
+      LIMITS.visibilityTimeoutSeconds,
+      LIMITS.visibilityTimeoutSeconds.default,
+      "invalid_visibility_timeout",
+    ),
+    maxConcurrency: intHeader(
+      h["vqs-max-concurrency"],
+      LIMITS.maxConcurrency,
+      null,
+      "invalid_max_concurrency",
+    ),
+  };
+}
 
 export function sendMessages(
   reply: FastifyReply,
