@@ -393,6 +393,27 @@ describe("the nemesis history checker", () => {
       expect(counts(check(h.lines, null, late))).toEqual({ ...NONE, resurrected: 1 });
     });
 
+    it("counts an older delivery pushed after a newer one was answered 2xx as stale, not resurrected", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      // Gateway 0 took delivery 1 and pushed it late; gateway 1's delivery 2 was answered first.
+      const ok = h.push("pushed", msg(1, "k1", 2), 200, 1);
+      h.step(20_000);
+      const late = h.push("pushed", msg(1, "k1", 1), 200, 0);
+      const r = check(h.lines, null, { ...DEFAULT_CHECK, groups: ["pushed"] });
+      expect(counts(r)).toEqual(NONE);
+      expect(r.repushedAfter2xx).toEqual([]);
+      expect(r.stalePushesAfter2xx).toEqual([
+        {
+          group: "pushed",
+          messageId: "m1_abcdefghijklmnop",
+          ack: ok,
+          receive: late,
+          deliveryCount: 1,
+        },
+      ]);
+    });
+
     it("does not excuse a polled redelivery after a 204 by a fault", () => {
       const h = historyOf();
       h.publish("k1", 201, "m1_abcdefghijklmnop");

@@ -114,6 +114,13 @@ export interface CheckReport {
    * the margin after it): the autoAck may have failed, so not an anomaly, but counted.
    */
   readonly repushedAfter2xx: readonly (Resurrected & { readonly fault: string })[];
+  /**
+   * Pushes of an older delivery (a delivery count not above the one already answered 2xx) that
+   * arrived after that 2xx: the gateway had taken the message before the newer delivery existed
+   * and pushed it late (past its push lease). Like a receive invoked before the acknowledgement
+   * completed, not an anomaly, but counted.
+   */
+  readonly stalePushesAfter2xx: readonly Resurrected[];
   /** Per pushed group: pushes received, and how many the endpoint answered other than 2xx. */
   readonly pushes: Readonly<Record<string, { readonly received: number; readonly failed: number }>>;
   /** Each group's consumer at the end (ack floor, still pending), from the inspection. */
@@ -260,7 +267,7 @@ export function check(
   }
 
   const excuses = windows.filter((w) => w.fault !== "drain");
-  const { resurrected, repushed } = findResurrections(
+  const { resurrected, repushed, stale } = findResurrections(
     all,
     deliveries,
     excuses,
@@ -348,6 +355,7 @@ export function check(
     deliveredAfter30s: after30,
     ackUnconfirmed,
     repushedAfter2xx: repushed,
+    stalePushesAfter2xx: stale,
     pushes,
     groupsAtEnd: inspection?.groups ?? null,
   };
@@ -391,14 +399,19 @@ function faultWindows(events: readonly NemesisEvent[], lastT: number): Window[] 
  * answered 2xx does the same for a pushed group (autoAck), except that the gateway acknowledges
  * after the answer, and that acknowledgement may fail during a fault: a push that comes back
  * after a 2xx answered during one (or within `marginMs` after) is counted as repushed, not
- * resurrected.
+ * resurrected. A push whose delivery count is not above the answered one's is an older delivery
+ * pushed late (stale), whichever the time.
  */
 function findResurrections(
   all: readonly Op[],
   deliveries: readonly Delivery[],
   faults: readonly Window[],
   marginMs: number,
-): { resurrected: Resurrected[]; repushed: (Resurrected & { fault: string })[] } {
+): {
+  resurrected: Resurrected[];
+  repushed: (Resurrected & { fault: string })[];
+  stale: Resurrected[];
+} {
   const byHandle = new Map<string, Delivery>();
   const byOp = new Map<number, Delivery>();
   const byMessage = new Map<string, Delivery[]>();
@@ -412,6 +425,7 @@ function findResurrections(
   }
   const resurrected: Resurrected[] = [];
   const repushed: (Resurrected & { fault: string })[] = [];
+  const stale: Resurrected[] = [];
   for (const { invoke, complete } of all) {
     if (!complete) continue;
     let d: Delivery | undefined;
@@ -435,6 +449,10 @@ function findResurrections(
       receive: again.receive,
       deliveryCount: again.count,
     };
+    if (invoke.f === "push" && again.count <= d.count) {
+      stale.push(found);
+      continue;
+    }
     const during =
       invoke.f === "push"
         ? faults.find((w) => w.start <= complete.t && complete.t <= w.end + marginMs)
@@ -442,7 +460,7 @@ function findResurrections(
     if (during) repushed.push({ ...found, fault: during.fault });
     else resurrected.push(found);
   }
-  return { resurrected, repushed };
+  return { resurrected, repushed, stale };
 }
 
 /** What the stream says about a message a group never received. */

@@ -59,6 +59,7 @@ export function pushedTable(rounds: readonly RoundSummary[], group: string): str
     "phantom",
     "resurrected",
     "repushed after 2xx",
+    "stale push after 2xx",
     "slowest 1st push",
   ];
   const row = (label: string, rs: readonly CheckReport[]) => {
@@ -76,6 +77,7 @@ export function pushedTable(rounds: readonly RoundSummary[], group: string): str
       n(mine("phantom")),
       n(mine("resurrected")),
       n((r) => r.repushedAfter2xx.filter((x) => x.group === group).length),
+      n((r) => r.stalePushesAfter2xx.filter((x) => x.group === group).length),
       `${Math.round(slowest / 100) / 10} s`,
     ];
   };
@@ -108,11 +110,14 @@ export function details(report: CheckReport, max = 5): string {
   }
   for (const [group, p] of Object.entries(report.pushes)) {
     const again = report.repushedAfter2xx.filter((x) => x.group === group);
+    const stale = report.stalePushesAfter2xx.filter((x) => x.group === group);
     out.push(
       `${group}: ${p.received} pushes, ${p.failed} answered other than 2xx; ` +
         `${again.length} came again after a 2xx answered during a fault` +
-        (again.length ? ` (${[...new Set(again.map((x) => x.fault))].join(", ")})` : ""),
+        (again.length ? ` (${[...new Set(again.map((x) => x.fault))].join(", ")})` : "") +
+        `; ${stale.length} older deliveries pushed after a newer one was answered 2xx`,
     );
+    for (const x of stale.slice(0, 3)) out.push(`  stale: ${JSON.stringify(x)}`);
   }
   for (const [fault, statuses] of Object.entries(report.duringFaults)) {
     const s = Object.entries(statuses)
