@@ -393,6 +393,22 @@ describe("the nemesis history checker", () => {
       expect(counts(check(h.lines, null, late))).toEqual({ ...NONE, resurrected: 1 });
     });
 
+    it("counts a push after a 2xx answered just before a fault began as repushed (its autoAck was still on its way)", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      h.push("pushed", msg(1, "k1"));
+      h.step(1000);
+      h.fault("isolate-node", "start", ["n1"]);
+      h.step(7000);
+      h.push("pushed", msg(1, "k1", 2));
+      h.fault("isolate-node", "end", ["n1"]);
+      const r = check(h.lines, null, { ...DEFAULT_CHECK, groups: ["pushed"] });
+      expect(counts(r)).toEqual(NONE);
+      expect(r.repushedAfter2xx.map((x) => x.fault)).toEqual(["isolate-node"]);
+      const noLead = { ...DEFAULT_CHECK, groups: ["pushed"], repushLeadMs: 0 };
+      expect(counts(check(h.lines, null, noLead))).toEqual({ ...NONE, resurrected: 1 });
+    });
+
     it("counts an older delivery pushed after a newer one was answered 2xx as stale, not resurrected", () => {
       const h = historyOf();
       h.publish("k1", 201, "m1_abcdefghijklmnop");

@@ -26,10 +26,13 @@ export interface CheckOptions {
   /** A delayed message received more than this before its due time counts as early. */
   readonly earlyToleranceMs: number;
   /**
-   * A push answered 2xx while a fault was on, or up to this long after it ended, may come back
-   * (its autoAck may have failed): counted as repushed after 2xx, not resurrected.
+   * A push answered 2xx while a fault was on, up to `repushMarginMs` after it ended or up to
+   * `repushLeadMs` before it began may come back (its autoAck, sent after the answer arrived and
+   * bounded by the gateway's 2 s NATS request timeout, may have failed): counted as repushed
+   * after 2xx, not resurrected.
    */
   readonly repushMarginMs: number;
+  readonly repushLeadMs: number;
 }
 
 export const DEFAULT_CHECK: CheckOptions = {
@@ -37,6 +40,7 @@ export const DEFAULT_CHECK: CheckOptions = {
   boundMs: 15_000,
   earlyToleranceMs: 1000,
   repushMarginMs: 10_000,
+  repushLeadMs: 5000,
 };
 
 export interface Lost {
@@ -271,6 +275,7 @@ export function check(
     all,
     deliveries,
     excuses,
+    options.repushLeadMs,
     options.repushMarginMs,
   );
 
@@ -398,14 +403,15 @@ function faultWindows(events: readonly NemesisEvent[], lastT: number): Window[] 
  * message for that group: a receive invoked after it must not bring the message back. A push
  * answered 2xx does the same for a pushed group (autoAck), except that the gateway acknowledges
  * after the answer, and that acknowledgement may fail during a fault: a push that comes back
- * after a 2xx answered during one (or within `marginMs` after) is counted as repushed, not
- * resurrected. A push whose delivery count is not above the answered one's is an older delivery
- * pushed late (stale), whichever the time.
+ * after a 2xx answered during one (or `leadMs` before it, `marginMs` after it) is counted as
+ * repushed, not resurrected. A push whose delivery count is not above the answered one's is an
+ * older delivery pushed late (stale), whichever the time.
  */
 function findResurrections(
   all: readonly Op[],
   deliveries: readonly Delivery[],
   faults: readonly Window[],
+  leadMs: number,
   marginMs: number,
 ): {
   resurrected: Resurrected[];
@@ -455,7 +461,7 @@ function findResurrections(
     }
     const during =
       invoke.f === "push"
-        ? faults.find((w) => w.start <= complete.t && complete.t <= w.end + marginMs)
+        ? faults.find((w) => w.start - leadMs <= complete.t && complete.t <= w.end + marginMs)
         : undefined;
     if (during) repushed.push({ ...found, fault: during.fault });
     else resurrected.push(found);
