@@ -22,7 +22,8 @@ import {
   shortSchedule,
   type Schedule,
 } from "../test/nemesis/schedules.js";
-import { anomalyTable, details } from "../test/nemesis/check/table.js";
+import { anomalyTable, details, pushedTable } from "../test/nemesis/check/table.js";
+import { PUSH_GROUP } from "../test/nemesis/workload.js";
 
 const { values } = parseArgs({
   options: {
@@ -119,7 +120,8 @@ try {
   await env.dispose();
 }
 
-const table = anomalyTable(rounds.map((r) => ({ label: r.label, report: r.report })));
+const summaries = rounds.map((r) => ({ label: r.label, report: r.report }));
+const table = anomalyTable(summaries);
 const total = (k: (typeof ANOMALIES)[number]) =>
   rounds.reduce((n, r) => n + r.report.anomalies[k].length, 0);
 const summary = [
@@ -128,6 +130,10 @@ const summary = [
     `${new Date().toISOString().slice(0, 10)}`,
   "",
   table,
+  "",
+  `The pushed group (${PUSH_GROUP}):`,
+  "",
+  pushedTable(summaries, PUSH_GROUP),
 ];
 if (scheduleName === "pauses") {
   // Issue #16's bug stored keys twice in 4 of 18 runs of this schedule on nats-server 2.9.10.

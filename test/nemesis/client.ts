@@ -106,6 +106,17 @@ export class RecordingClient {
     });
   }
 
+  /** Stores a group's settings (setup, not recorded: the history holds the workload only). */
+  async putSettings(gw: number, group: string, settings: unknown): Promise<number> {
+    const res = await this.#fetch(gw, "PUT", `${this.#topic}/consumer/${group}/settings`, {
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(settings),
+      signal: AbortSignal.timeout(CLIENT_BOUND_MS),
+    });
+    await res.text();
+    return res.status;
+  }
+
   readyz(proc: string, gw: number) {
     return this.#call(proc, gw, { f: "readyz" }, async (signal) => {
       const res = await fetch(`${this.#gateways[gw]!.url}/readyz`, { signal });

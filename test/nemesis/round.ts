@@ -1,15 +1,18 @@
-// One nemesis round on a fresh topic: the workload starts, the schedule's faults run one after the
-// other (each healed), the producers stop, the group drains (leases and delays run out), a fresh
-// group reads the whole topic, the stream is inspected, and the checker reads the history.
+// One nemesis round on a fresh topic: a push endpoint starts and a group is set to push to it,
+// the workload starts, the schedule's faults run one after the other (each healed), the producers
+// stop, the polled group drains (leases and delays run out), then the pushed group (until its
+// consumer has nothing pending and every stored publish was pushed), a fresh group reads the
+// whole topic, the stream is inspected, and the checker reads the history.
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { check, DEFAULT_CHECK, type CheckReport } from "./check/checker.js";
 import { RecordingClient } from "./client.js";
 import type { NemesisEnvironment } from "./lab/environment.js";
 import { openHistory, readHistory, type NemesisEvent } from "./check/history.js";
-import { inspectTopic, streamOf, type Inspection } from "./check/inspect.js";
+import { groupOutstanding, inspectTopic, streamOf, type Inspection } from "./check/inspect.js";
+import { startPushEndpoint, type PushEndpoint } from "./push-endpoint.js";
 import type { Schedule } from "./schedules.js";
-import { AUDIT_GROUP, GROUP, Workload } from "./workload.js";
+import { AUDIT_GROUP, GROUP, PUSH_GROUP, Workload } from "./workload.js";
 
 export interface RoundOptions {
   readonly label: string;
@@ -57,6 +60,18 @@ export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promis
     if (r.status === 201) break;
     await sleep(500);
   }
+  const endpoint = await startPushEndpoint(history, {
+    host: env.lab.hostAddress,
+    group: PUSH_GROUP,
+    gateways: env.gateways.map((g) => new URL(g.url).hostname),
+    failOneIn: PUSH_FAIL_ONE_IN,
+  });
+  try {
+    await setUpPushedGroup(client, endpoint);
+  } catch (err) {
+    await endpoint.close();
+    throw err;
+  }
   const stream = streamOf(o.topic);
   const workload = new Workload(client, {
     ...o.schedule.workload,
@@ -92,18 +107,27 @@ export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promis
   await workload.stopProducers();
   log(`  ${o.label}: drain (${workload.missing().length} not yet acknowledged by the group)`);
   history.write({ type: "nemesis", fault: "drain", phase: "start" });
+  const drainEnd = Date.now() + o.drainMs;
   await workload.drain(o.drainMs);
   await workload.stop();
+  // The pushed group gets at least 30 s of its own (the polled group's may have used it all).
+  const pushed = await drainPushed(
+    env,
+    o.topic,
+    workload,
+    endpoint,
+    Math.max(drainEnd, Date.now() + 30_000),
+  );
   history.write({
     type: "nemesis",
     fault: "drain",
     phase: "end",
-    info: { missing: workload.missing().length },
+    info: { missing: workload.missing().length, pushed },
   });
   await workload.audit(60_000);
   let inspection: Inspection | null = null;
   try {
-    inspection = await inspectTopic(env.nodes.urls, o.topic, [GROUP, AUDIT_GROUP]);
+    inspection = await inspectTopic(env.nodes.urls, o.topic, [GROUP, PUSH_GROUP, AUDIT_GROUP]);
   } catch (err) {
     history.write({
       type: "nemesis",
@@ -112,6 +136,8 @@ export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promis
       info: { error: String(err) },
     });
   }
+  // Open until here: a push after the drain (a resurrection) is recorded too.
+  await endpoint.close();
   await history.close();
   const lines = readHistory(historyPath);
   const report = check(lines, inspection, DEFAULT_CHECK);
@@ -135,4 +161,44 @@ export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promis
     ),
   );
   return result;
+}
+
+/** One first push in this many is answered 500 (the same messages in every run). */
+export const PUSH_FAIL_ONE_IN = 25;
+
+/** `autoAck` (a 2xx acknowledges), pushes bounded at 5 s, a failed push back 1 s later. */
+async function setUpPushedGroup(client: RecordingClient, endpoint: PushEndpoint): Promise<void> {
+  const settings = {
+    push: { url: endpoint.url, maxConcurrency: 4, timeoutSeconds: 5, autoAck: true },
+    retry: { afterSeconds: 1 },
+  };
+  let status = 0;
+  for (let i = 0; i < 30; i++) {
+    status = await client.putSettings(i % 2, PUSH_GROUP, settings).catch(() => 0);
+    if (status >= 200 && status < 300) return;
+    await sleep(500);
+  }
+  throw new Error(`the pushed group's settings were not stored (last answer ${status})`);
+}
+
+/**
+ * Waits until every stored publish was pushed and answered 2xx, and the pushed group's consumer
+ * has nothing pending or awaiting acknowledgement (or the deadline passed); tells what was left.
+ */
+async function drainPushed(
+  env: NemesisEnvironment,
+  topic: string,
+  workload: Workload,
+  endpoint: PushEndpoint,
+  deadline: number,
+): Promise<{ notPushed: number; outstanding: number | null }> {
+  let outstanding: number | null = null;
+  for (;;) {
+    const notPushed = workload.notIn(endpoint.done).length;
+    outstanding = await groupOutstanding(env.nodes.urls, topic, PUSH_GROUP).catch(() => null);
+    if ((notPushed === 0 && outstanding === 0) || Date.now() >= deadline) {
+      return { notPushed, outstanding };
+    }
+    await sleep(1000);
+  }
 }

@@ -1,9 +1,10 @@
 // The nemesis's short schedule, in CI: each fault once (a node SIGKILLed and restarted; the
 // stream leader, then a follower, SIGSTOPped 8 s each; a gateway SIGSTOPped; the leader cut off
 // from every host, then a 1-2 split with a gateway on each side; a gateway's clock stepped 5
-// minutes; every node's disk full) under keyed, plain and delayed publishes and acknowledging
-// consumers on a 3-node R3 cluster, then a drain and a fresh group reading the whole topic. The
-// checker must find nothing lost, phantom, resurrected, duplicated or hung. Runs on the current
+// minutes; every node's disk full) under keyed, plain and delayed publishes, acknowledging
+// consumers and a pushed group on a 3-node R3 cluster, then a drain and a fresh group reading the
+// whole topic. The checker must find nothing lost, phantom, resurrected, duplicated or hung in
+// either group. Runs on the current
 // nats-server only (vitest.config.ts); `npm run soak` runs long randomised schedules.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -14,7 +15,8 @@ import { startEnvironment } from "./lab/environment.js";
 import { missingPrerequisites } from "./lab/prerequisites.js";
 import { runRound } from "./round.js";
 import { seededRandom, shortSchedule } from "./schedules.js";
-import { anomalyTable, details } from "./check/table.js";
+import { anomalyTable, details, pushedTable } from "./check/table.js";
+import { PUSH_GROUP } from "./workload.js";
 
 const missing = missingPrerequisites();
 if (missing.length > 0) {
@@ -42,11 +44,15 @@ describe.skipIf(missing.length > 0)("the nemesis's short schedule", () => {
       clean = Object.values(a).every((list) => list.length === 0);
       process.stdout.write(
         `nemesis short schedule on nats-server ${env.nodes.version}, ${Math.round(r.durationMs / 1000)} s\n` +
-          `${anomalyTable([{ label: r.label, report: r.report }])}\n${details(r.report)}\n` +
+          `${anomalyTable([{ label: r.label, report: r.report }])}\n` +
+          `${pushedTable([{ label: r.label, report: r.report }], PUSH_GROUP)}\n${details(r.report)}\n` +
           r.faultInfo.map((e) => `${e.fault} ${e.phase}: ${JSON.stringify(e.info)}`).join("\n") +
           `\nhistory: ${r.historyPath}${clean ? " (removed: clean run)" : " (kept)"}\n`,
       );
       expect(r.report.acknowledgedPublishes).toBeGreaterThan(200);
+      expect(r.report.pushes[PUSH_GROUP]?.received, "pushes to the pushed group").toBeGreaterThan(
+        200,
+      );
       expect(a.lost, "acknowledged publishes never delivered").toEqual([]);
       expect(a.phantom, "deliveries nobody published").toEqual([]);
       expect(a.resurrected, "deliveries after an acknowledgement").toEqual([]);

@@ -9,6 +9,7 @@ import type { RecordingClient } from "./client.js";
 
 export const GROUP = "workers";
 export const AUDIT_GROUP = "audit";
+export const PUSH_GROUP = "pushed";
 
 export interface WorkloadOptions {
   readonly gateways: number;
@@ -77,6 +78,11 @@ export class Workload {
   async stopProducers(): Promise<void> {
     this.#producing = false;
     await Promise.all(this.#producers);
+  }
+
+  /** Bodies of stored publishes that are not in `seen` (the pushed group's drain asks). */
+  notIn(seen: ReadonlySet<string>): string[] {
+    return [...this.#stored].filter((b) => !seen.has(b));
   }
 
   /** A message published outside the workload (a nemesis probe) that the drain must wait for. */

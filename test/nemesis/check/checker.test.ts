@@ -79,6 +79,13 @@ function historyOf() {
       lines.push({ type: "complete", id: n, t: step(), status });
       return n;
     },
+    /** A push the endpoint received (arrived, answered `status` 10 ms later). */
+    push(group: string, m: Delivered, status = 200, gw = 0) {
+      const n = ++id;
+      lines.push({ type: "invoke", id: n, t: step(), proc: "push", gw, f: "push", group });
+      lines.push({ type: "complete", id: n, t: step(), status, messages: [m] });
+      return n;
+    },
     invokeOnly(gw: number) {
       const n = ++id;
       lines.push({ type: "invoke", id: n, t: step(), proc: "p1", gw, f: "readyz" });
@@ -116,6 +123,7 @@ const counts = (r: CheckReport) =>
   Object.fromEntries(Object.entries(r.anomalies).map(([k, v]) => [k, v.length]));
 const NONE = { lost: 0, phantom: 0, resurrected: 0, duplicate: 0, hung: 0 };
 const ONLY_WORKERS = { ...DEFAULT_CHECK, groups: ["workers"] };
+const WITH_PUSHED = { ...DEFAULT_CHECK, groups: ["workers", "pushed"] };
 
 describe("the nemesis history checker", () => {
   it("reads the sequence a stored or duplicate message ID names", () => {
@@ -285,5 +293,180 @@ describe("the nemesis history checker", () => {
     const r = check(h.lines, null, ONLY_WORKERS);
     expect(r.duringFaults["disk-full"]).toEqual({ "publish 503": 1 });
     expect(r.early).toBe(1);
+  });
+
+  describe("a pushed group", () => {
+    it("finds nothing when every publish was pushed, a 500 retried and answered 2xx", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      h.publish("k2", 201, "m2_abcdefghijklmnop");
+      const a = msg(1, "k1");
+      h.receive("workers", [a, msg(2, "k2")]);
+      h.ack("workers", a);
+      h.ack("workers", msg(2, "k2"));
+      h.push("pushed", msg(1, "k1"), 500);
+      h.push("pushed", msg(2, "k2"));
+      h.push("pushed", msg(1, "k1", 2), 200, 1);
+      const r = check(h.lines, null, WITH_PUSHED);
+      expect(counts(r)).toEqual(NONE);
+      expect(r.pushes).toEqual({ pushed: { received: 3, failed: 1 } });
+      expect(r.statuses).toMatchObject({ "push 200": 2, "push 500": 1 });
+      expect(r.repushedAfter2xx).toEqual([]);
+    });
+
+    it("reports a publish never pushed as lost, with the pushed group's consumer", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      h.publish("k2", 201, "m2_abcdefghijklmnop");
+      h.receive("workers", [msg(1, "k1"), msg(2, "k2")]);
+      h.push("pushed", msg(1, "k1"));
+      // k2 was never pushed: its copy is stored, past what the pushed group's consumer handed out.
+      const stored: StoredCopy[] = [{ seq: 2, idSeq: 2, subject: "ready", body: "k2" }];
+      const state = { ackFloor: 1, delivered: 1, pending: 1, ackPending: 0, redelivered: 0 };
+      const i = { ...inspection(stored), groups: { pushed: state } };
+      const r = check(h.lines, i, WITH_PUSHED);
+      expect(counts(r)).toEqual({ ...NONE, lost: 1 });
+      expect(r.anomalies.lost[0]).toMatchObject({ group: "pushed", body: "k2" });
+      expect(r.anomalies.lost[0]!.diagnosis).toMatch(/not handed out yet.*late/);
+    });
+
+    it("checks a pushed group that got no push at all", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      h.receive("workers", [msg(1, "k1")]);
+      const pushedOnly = { ...DEFAULT_CHECK, groups: ["pushed"] };
+      // No push op at all: the group is not part of this history, nothing to check.
+      expect(counts(check(h.lines, null, pushedOnly))).toEqual(NONE);
+      h.push("pushed", msg(9, "u-other"), 500);
+      const r = check(h.lines, null, pushedOnly);
+      expect(r.anomalies.lost.map((l) => [l.group, l.body])).toEqual([["pushed", "k1"]]);
+    });
+
+    it("reports a push of a body nobody published as phantom", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      h.push("pushed", msg(1, "k1"));
+      h.push("pushed", msg(2, "never-sent"));
+      const r = check(h.lines, null, { ...DEFAULT_CHECK, groups: ["pushed"] });
+      expect(counts(r)).toEqual({ ...NONE, phantom: 1 });
+      expect(r.anomalies.phantom[0]).toMatchObject({ group: "pushed", body: "never-sent" });
+    });
+
+    it("reports a push after a 2xx to the current push, with no fault on, as resurrected", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      const ok = h.push("pushed", msg(1, "k1"));
+      h.step(20_000);
+      const again = h.push("pushed", msg(1, "k1", 2));
+      const r = check(h.lines, null, { ...DEFAULT_CHECK, groups: ["pushed"] });
+      expect(counts(r)).toEqual({ ...NONE, resurrected: 1 });
+      expect(r.anomalies.resurrected[0]).toEqual({
+        group: "pushed",
+        messageId: "m1_abcdefghijklmnop",
+        ack: ok,
+        receive: again,
+        deliveryCount: 2,
+      });
+      expect(r.repushedAfter2xx).toEqual([]);
+    });
+
+    it("counts a push after a 2xx answered during a fault (or just after) as repushed, not resurrected", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      h.publish("k2", 201, "m2_abcdefghijklmnop");
+      h.fault("pause-node", "start", ["n0"]);
+      h.push("pushed", msg(1, "k1"));
+      h.fault("pause-node", "end", ["n0"]);
+      h.step(5000); // within the margin after the fault's end
+      h.push("pushed", msg(2, "k2"));
+      h.step(20_000);
+      h.push("pushed", msg(1, "k1", 2));
+      h.push("pushed", msg(2, "k2", 2));
+      const r = check(h.lines, null, { ...DEFAULT_CHECK, groups: ["pushed"] });
+      expect(counts(r)).toEqual(NONE);
+      expect(r.repushedAfter2xx.map((x) => [x.messageId, x.fault])).toEqual([
+        ["m1_abcdefghijklmnop", "pause-node"],
+        ["m2_abcdefghijklmnop", "pause-node"],
+      ]);
+      // Past the margin, the same repush is resurrected.
+      const late = { ...DEFAULT_CHECK, groups: ["pushed"], repushMarginMs: 1000 };
+      expect(counts(check(h.lines, null, late))).toEqual({ ...NONE, resurrected: 1 });
+    });
+
+    it("counts a push after a 2xx answered just before a fault began as repushed (its autoAck was still on its way)", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      h.push("pushed", msg(1, "k1"));
+      h.step(1000);
+      h.fault("isolate-node", "start", ["n1"]);
+      h.step(7000);
+      h.push("pushed", msg(1, "k1", 2));
+      h.fault("isolate-node", "end", ["n1"]);
+      const r = check(h.lines, null, { ...DEFAULT_CHECK, groups: ["pushed"] });
+      expect(counts(r)).toEqual(NONE);
+      expect(r.repushedAfter2xx.map((x) => x.fault)).toEqual(["isolate-node"]);
+      const noLead = { ...DEFAULT_CHECK, groups: ["pushed"], repushLeadMs: 0 };
+      expect(counts(check(h.lines, null, noLead))).toEqual({ ...NONE, resurrected: 1 });
+    });
+
+    it("counts an older delivery pushed after a newer one was answered 2xx as stale, not resurrected", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      // Gateway 0 took delivery 1 and pushed it late; gateway 1's delivery 2 was answered first.
+      const ok = h.push("pushed", msg(1, "k1", 2), 200, 1);
+      h.step(20_000);
+      const late = h.push("pushed", msg(1, "k1", 1), 200, 0);
+      const r = check(h.lines, null, { ...DEFAULT_CHECK, groups: ["pushed"] });
+      expect(counts(r)).toEqual(NONE);
+      expect(r.repushedAfter2xx).toEqual([]);
+      expect(r.stalePushesAfter2xx).toEqual([
+        {
+          group: "pushed",
+          messageId: "m1_abcdefghijklmnop",
+          ack: ok,
+          receive: late,
+          deliveryCount: 1,
+        },
+      ]);
+    });
+
+    it("does not excuse a polled redelivery after a 204 by a fault", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      const first = msg(1, "k1");
+      h.fault("pause-node", "start", ["n0"]);
+      h.receive("workers", [first]);
+      h.ack("workers", first);
+      h.fault("pause-node", "end", ["n0"]);
+      h.receive("workers", [msg(1, "k1", 2)]);
+      expect(counts(check(h.lines, null, ONLY_WORKERS))).toEqual({ ...NONE, resurrected: 1 });
+    });
+
+    it("accepts a push that overlapped a newer push of the same message (the 2xx was stale)", () => {
+      const h = historyOf();
+      h.publish("k1", 201, "m1_abcdefghijklmnop");
+      // Gateway 0's push arrives, gateway 1 pushes again (count 2) before the first is answered.
+      h.lines.push({
+        type: "invoke",
+        id: 50,
+        t: h.step(),
+        proc: "push",
+        gw: 0,
+        f: "push",
+        group: "pushed",
+      });
+      h.push("pushed", msg(1, "k1", 2), 500, 1);
+      h.lines.push({
+        type: "complete",
+        id: 50,
+        t: h.step(),
+        status: 200,
+        messages: [msg(1, "k1")],
+      });
+      h.step(20_000);
+      h.push("pushed", msg(1, "k1", 3), 200, 1);
+      const r = check(h.lines, null, { ...DEFAULT_CHECK, groups: ["pushed"] });
+      expect(counts(r)).toEqual(NONE);
+    });
   });
 });

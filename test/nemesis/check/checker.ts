@@ -1,13 +1,17 @@
 // The history checker: a pure function of a run's history (and, for lost messages, of what the
 // stream held afterwards) that reports every anomaly a durable at-least-once queue must not show:
-//   lost        a publish answered 201/202 whose message a group never received;
-//   phantom     a delivery of a body nobody published (or whose every publish was refused);
+//   lost        a publish answered 201/202 whose message a group never received (polled or
+//               pushed);
+//   phantom     a delivery (or push) of a body nobody published (or whose every publish was
+//               refused);
 //   resurrected a delivery to a group after the group acknowledged the message with its current
-//               handle (204);
+//               handle (204), or a push after the endpoint answered 2xx to the message's current
+//               push (the group has autoAck) while no fault was on;
 //   duplicate   more than one stored message for one idempotency key;
 //   hung        a request slower than its bound that no fault excuses (its gateway was paused).
-// It also counts what clients saw during each fault, how late deliveries came, and delayed
-// messages delivered before they were due.
+// It also counts what clients saw during each fault, how late deliveries came, delayed messages
+// delivered before they were due, and pushes repeated after a 2xx answered during a fault (the
+// gateway's autoAck may have failed then: the message legitimately comes back).
 import type { Complete, Delivered, HistoryLine, Invoke, NemesisEvent } from "./history.js";
 import type { Inspection } from "./inspect.js";
 
@@ -21,12 +25,22 @@ export interface CheckOptions {
   readonly boundMs: number;
   /** A delayed message received more than this before its due time counts as early. */
   readonly earlyToleranceMs: number;
+  /**
+   * A push answered 2xx while a fault was on, up to `repushMarginMs` after it ended or up to
+   * `repushLeadMs` before it began may come back (its autoAck, sent after the answer arrived and
+   * bounded by the gateway's 2 s NATS request timeout, may have failed): counted as repushed
+   * after 2xx, not resurrected.
+   */
+  readonly repushMarginMs: number;
+  readonly repushLeadMs: number;
 }
 
 export const DEFAULT_CHECK: CheckOptions = {
-  groups: ["workers", "audit"],
+  groups: ["workers", "pushed", "audit"],
   boundMs: 15_000,
   earlyToleranceMs: 1000,
+  repushMarginMs: 10_000,
+  repushLeadMs: 5000,
 };
 
 export interface Lost {
@@ -49,9 +63,9 @@ export interface Phantom {
 export interface Resurrected {
   readonly group: string;
   readonly messageId: string;
-  /** The acknowledgement (204) of the then-current handle... */
+  /** The acknowledgement (204) of the then-current handle, or the push answered 2xx... */
   readonly ack: number;
-  /** ...and the receive, invoked after it completed, that delivered the message again. */
+  /** ...and the receive or push, invoked after it completed, that delivered the message again. */
   readonly receive: number;
   readonly deliveryCount: number;
 }
@@ -99,6 +113,20 @@ export interface CheckReport {
    * back: the failed acknowledgement took effect (the group's state at the end tells).
    */
   readonly ackUnconfirmed: Readonly<Record<string, number>>;
+  /**
+   * Pushes that came again after a 2xx to the current push answered during a fault (or within
+   * the margin after it): the autoAck may have failed, so not an anomaly, but counted.
+   */
+  readonly repushedAfter2xx: readonly (Resurrected & { readonly fault: string })[];
+  /**
+   * Pushes of an older delivery (a delivery count not above the one already answered 2xx) that
+   * arrived after that 2xx: the gateway had taken the message before the newer delivery existed
+   * and pushed it late (past its push lease). Like a receive invoked before the acknowledgement
+   * completed, not an anomaly, but counted.
+   */
+  readonly stalePushesAfter2xx: readonly Resurrected[];
+  /** Per pushed group: pushes received, and how many the endpoint answered other than 2xx. */
+  readonly pushes: Readonly<Record<string, { readonly received: number; readonly failed: number }>>;
   /** Each group's consumer at the end (ack floor, still pending), from the inspection. */
   readonly groupsAtEnd: Inspection["groups"] | null;
 }
@@ -173,7 +201,7 @@ export function check(
 
   const deliveries: Delivery[] = [];
   for (const { invoke, complete } of all) {
-    if (invoke.f !== "receive" || !complete?.messages) continue;
+    if ((invoke.f !== "receive" && invoke.f !== "push") || !complete?.messages) continue;
     for (const m of complete.messages) {
       deliveries.push({
         ...m,
@@ -191,8 +219,10 @@ export function check(
   const after30: Record<string, number> = {};
   for (const group of options.groups) {
     const mine = deliveries.filter((d) => d.group === group);
-    if (mine.length === 0 && !all.some((o) => o.invoke.f === "receive" && o.invoke.group === group))
-      continue;
+    const used = all.some(
+      (o) => (o.invoke.f === "receive" || o.invoke.f === "push") && o.invoke.group === group,
+    );
+    if (mine.length === 0 && !used) continue;
     const firstBySeq = new Map<number, number>();
     const bodiesSeen = new Map<string, Set<string>>();
     for (const d of mine) {
@@ -240,7 +270,22 @@ export function check(
       phantom.push({ group: d.group, body: d.body, messageId: d.id, receive: d.receive });
   }
 
-  const resurrected = findResurrections(all, deliveries);
+  const excuses = windows.filter((w) => w.fault !== "drain");
+  const { resurrected, repushed, stale } = findResurrections(
+    all,
+    deliveries,
+    excuses,
+    options.repushLeadMs,
+    options.repushMarginMs,
+  );
+
+  const pushes: Record<string, { received: number; failed: number }> = {};
+  for (const { invoke, complete } of all) {
+    if (invoke.f !== "push") continue;
+    const p = (pushes[invoke.group] ??= { received: 0, failed: 0 });
+    p.received++;
+    if (!complete || complete.status < 200 || complete.status > 299) p.failed++;
+  }
 
   const duplicate: Duplicate[] = [];
   for (const [body, b] of bodies) {
@@ -314,6 +359,9 @@ export function check(
     slowestFirstDeliveryMs: slowest,
     deliveredAfter30s: after30,
     ackUnconfirmed,
+    repushedAfter2xx: repushed,
+    stalePushesAfter2xx: stale,
+    pushes,
     groupsAtEnd: inspection?.groups ?? null,
   };
 }
@@ -352,22 +400,46 @@ function faultWindows(events: readonly NemesisEvent[], lastT: number): Window[] 
 /**
  * An acknowledgement answered 204 for a handle that was current (no later delivery of the
  * message to the group had been asked for before the acknowledgement completed) closes the
- * message for that group: a receive invoked after it must not bring the message back.
+ * message for that group: a receive invoked after it must not bring the message back. A push
+ * answered 2xx does the same for a pushed group (autoAck), except that the gateway acknowledges
+ * after the answer, and that acknowledgement may fail during a fault: a push that comes back
+ * after a 2xx answered during one (or `leadMs` before it, `marginMs` after it) is counted as
+ * repushed, not resurrected. A push whose delivery count is not above the answered one's is an
+ * older delivery pushed late (stale), whichever the time.
  */
-function findResurrections(all: readonly Op[], deliveries: readonly Delivery[]): Resurrected[] {
+function findResurrections(
+  all: readonly Op[],
+  deliveries: readonly Delivery[],
+  faults: readonly Window[],
+  leadMs: number,
+  marginMs: number,
+): {
+  resurrected: Resurrected[];
+  repushed: (Resurrected & { fault: string })[];
+  stale: Resurrected[];
+} {
   const byHandle = new Map<string, Delivery>();
+  const byOp = new Map<number, Delivery>();
   const byMessage = new Map<string, Delivery[]>();
   for (const d of deliveries) {
     byHandle.set(`${d.group}|${d.handle}`, d);
+    byOp.set(d.receive, d);
     const k = `${d.group}|${d.seq}`;
     const list = byMessage.get(k) ?? [];
     list.push(d);
     byMessage.set(k, list);
   }
-  const out: Resurrected[] = [];
+  const resurrected: Resurrected[] = [];
+  const repushed: (Resurrected & { fault: string })[] = [];
+  const stale: Resurrected[] = [];
   for (const { invoke, complete } of all) {
-    if (invoke.f !== "ack" || complete?.status !== 204) continue;
-    const d = byHandle.get(`${invoke.group}|${invoke.handle}`);
+    if (!complete) continue;
+    let d: Delivery | undefined;
+    if (invoke.f === "ack" && complete.status === 204) {
+      d = byHandle.get(`${invoke.group}|${invoke.handle}`);
+    } else if (invoke.f === "push" && complete.status >= 200 && complete.status <= 299) {
+      d = byOp.get(invoke.id);
+    }
     if (!d) continue;
     const others = byMessage.get(`${d.group}|${d.seq}`) ?? [];
     const current = !others.some(
@@ -375,17 +447,26 @@ function findResurrections(all: readonly Op[], deliveries: readonly Delivery[]):
     );
     if (!current) continue;
     const again = others.find((o) => o.invokedAt > complete.t);
-    if (again) {
-      out.push({
-        group: d.group,
-        messageId: again.id,
-        ack: invoke.id,
-        receive: again.receive,
-        deliveryCount: again.count,
-      });
+    if (!again) continue;
+    const found = {
+      group: d.group,
+      messageId: again.id,
+      ack: invoke.id,
+      receive: again.receive,
+      deliveryCount: again.count,
+    };
+    if (invoke.f === "push" && again.count <= d.count) {
+      stale.push(found);
+      continue;
     }
+    const during =
+      invoke.f === "push"
+        ? faults.find((w) => w.start - leadMs <= complete.t && complete.t <= w.end + marginMs)
+        : undefined;
+    if (during) repushed.push({ ...found, fault: during.fault });
+    else resurrected.push(found);
   }
-  return out;
+  return { resurrected, repushed, stale };
 }
 
 /** What the stream says about a message a group never received. */

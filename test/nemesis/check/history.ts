@@ -1,5 +1,6 @@
 // The nemesis history: every operation the workload sent (its invocation, and its completion with
-// status and IDs) and every fault the nemesis applied, one JSON object per line, in the order they
+// status and IDs), every push the push endpoint received (invoked when it arrived, completed when
+// answered) and every fault the nemesis applied, one JSON object per line, in the order they
 // happened. Times are milliseconds since the run started, on the test process's monotonic clock
 // (never a gateway's, which the nemesis may skew). The checker reads nothing else.
 import { createWriteStream, readFileSync, type WriteStream } from "node:fs";
@@ -26,6 +27,12 @@ export type Operation =
       readonly handle: string;
       readonly messageId: string;
     }
+  /**
+   * A push the push endpoint received (invoke: it arrived; complete: the endpoint answered, its
+   * status, with the pushed message as the only delivery). gw: the gateway that sent it (-1: an
+   * address that is no gateway's).
+   */
+  | { readonly f: "push"; readonly group: string }
   | { readonly f: "readyz" };
 
 export type Invoke = Operation & {

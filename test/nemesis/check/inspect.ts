@@ -127,6 +127,27 @@ export async function inspectTopic(
   }
 }
 
+/**
+ * What a group's consumer still has to deliver or see acknowledged (num_pending +
+ * num_ack_pending), straight from JetStream; null when it cannot be read (no consumer yet).
+ */
+export async function groupOutstanding(
+  urls: readonly string[],
+  topic: string,
+  group: string,
+): Promise<number | null> {
+  const nc = await connect({ servers: [...urls], timeout: 10_000 });
+  try {
+    const jsm = await jetstreamManager(nc, { timeout: 10_000 });
+    const names = topicNames(REGION, { namespace: namespace(), topic });
+    const consumer = groupNames(REGION, { namespace: namespace(), topic, group }).consumer;
+    const state = await consumerState(jsm, names.stream, consumer);
+    return state && state.pending + state.ackPending;
+  } finally {
+    await nc.close();
+  }
+}
+
 async function consumerState(
   jsm: JetStreamManager,
   stream: string,

@@ -1,5 +1,6 @@
 // Everything a nemesis run needs, started once and shared by its rounds: the lab network, three
-// nats-server nodes, a token issuer on the bridge's address, and two gateway processes.
+// nats-server nodes, a token issuer on the bridge's address, and two gateway processes (which may
+// push to the bridge's address, where each round's push endpoint listens).
 import { join } from "node:path";
 import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { GATEWAY_HOSTS, startGateways, type NemesisGateway } from "./gateways.js";
@@ -60,7 +61,12 @@ export async function startEnvironment(o: EnvironmentOptions): Promise<NemesisEn
             jwksUrl: issuer.jwksUrl,
             issuer: ISSUER,
             audience: AUDIENCE,
-            env: { ...NEMESIS_GATEWAY_ENV, ...o.gatewayEnv },
+            env: {
+              ...NEMESIS_GATEWAY_ENV,
+              // The push endpoint listens on the bridge too (any port).
+              VQS_PUSH_ALLOWED_URLS: `http://${lab.hostAddress}`,
+              ...o.gatewayEnv,
+            },
           })),
         );
       } catch (err) {
