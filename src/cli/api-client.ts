@@ -2,7 +2,18 @@
 // errors turned into ApiError (the API's `{"error":{"code","message"}}`) or UnreachableError.
 // The tool talks to the service only through this (it never imports NATS code), so it works
 // against any gateway, local or remote.
+import type { DeadLetterOrigin } from "../queue/broker.js";
+import type { PeekedMessage } from "../queue/management/management-service.js";
+import type {
+  DeadLetterSettings,
+  PushSettings,
+  RetrySettings,
+} from "../queue/settings/consumer-settings.js";
 import { ApiError, UnreachableError } from "./errors.js";
+
+// The API's shapes that the gateway defines are its own types (imported as types only: nothing
+// of the server is loaded by the tool).
+export type { DeadLetterOrigin, DeadLetterSettings, PeekedMessage, PushSettings, RetrySettings };
 
 export interface Connection {
   /** The gateway's base URL (VQS_URL). */
@@ -24,24 +35,6 @@ export interface SettingsDocument {
   readonly updatedAt?: string;
 }
 
-export interface PushSettings {
-  readonly url: string;
-  readonly maxConcurrency: number;
-  readonly timeoutSeconds: number;
-  readonly autoAck: boolean;
-}
-
-export interface RetrySettings {
-  readonly afterSeconds: number;
-  readonly initialDelaySeconds: number;
-  readonly maxBackoffSeconds: number;
-}
-
-export interface DeadLetterSettings {
-  readonly topic: string;
-  readonly maxDeliveries: number;
-}
-
 /** The body of a PUT: every field optional (the gateway fills in defaults). */
 export interface SettingsBody {
   push?: Partial<PushSettings> & { url: string };
@@ -50,13 +43,6 @@ export interface SettingsBody {
 }
 
 /** Where a dead-letter copy came from (its `deadLetter` field). */
-export interface DeadLetterOrigin {
-  readonly topic: string;
-  readonly consumerGroup: string;
-  readonly messageId: string;
-  readonly deliveryCount: number;
-}
-
 /** A received message as NDJSON carries it (README, "API"); `body` is base64. */
 export interface ReceivedMessage {
   readonly messageId: string;
@@ -117,18 +103,6 @@ export interface GroupInfo {
     lastFailureAt: string | null;
     lastFailure: string | null;
   } | null;
-}
-
-export interface PeekedMessage {
-  readonly messageId: string;
-  readonly timestamp: string;
-  readonly expiresAt: string;
-  readonly contentType: string;
-  readonly size: number;
-  readonly preview: string;
-  readonly previewEncoding: "utf8" | "base64";
-  readonly payload?: string;
-  readonly deadLetter: DeadLetterOrigin | null;
 }
 
 export interface NamespaceInfo {
