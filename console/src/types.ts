@@ -1,6 +1,15 @@
 // The shapes the console reads from the gateway: the management API's (README, "Management
-// API") and the v3 API's settings and redrive answers. Kept by hand: the console has no import
-// from src/, so it builds and type-checks on its own.
+// API") and the v3 API's settings and redrive answers. Kept by hand, except the settings
+// themselves: those are the gateway's own types (a type-only import of a module that imports
+// nothing at run time, so the console still builds and type-checks without Node's types).
+import type {
+  ConsumerSettings,
+  DeadLetterSettings,
+  PushSettings,
+  RetrySettings,
+} from "../../src/queue/settings/consumer-settings.js";
+
+export type { ConsumerSettings, DeadLetterSettings, PushSettings, RetrySettings };
 
 /** A settings document that applies to a topic, as the topic lists it. */
 export interface TopicSettingsRef {
@@ -27,31 +36,6 @@ export interface Topic {
 export interface TopicPage {
   readonly topics: readonly Topic[];
   readonly nextCursor: string | null;
-}
-
-export interface PushSettings {
-  readonly url: string;
-  readonly maxConcurrency: number;
-  readonly timeoutSeconds: number;
-  readonly autoAck: boolean;
-}
-
-export interface RetrySettings {
-  readonly afterSeconds: number;
-  readonly initialDelaySeconds: number;
-  readonly maxBackoffSeconds: number;
-}
-
-export interface DeadLetterSettings {
-  readonly topic: string;
-  readonly maxDeliveries: number;
-}
-
-/** The settings themselves: what a group's effective settings carry. */
-export interface ConsumerSettings {
-  readonly push: PushSettings | null;
-  readonly retry: RetrySettings;
-  readonly deadLetter: DeadLetterSettings | null;
 }
 
 /** A stored consumer settings document (PUT/GET …/settings). */
