@@ -20,7 +20,7 @@ import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
-import { loadAverage } from "./lib/proc.js";
+import { boundRun, loadAverage } from "./lib/proc.js";
 import { GROUP, ReceiverFleet, stampMessage, type FleetCounts } from "./lib/receiver-fleet.js";
 import { drive, type Processes, type ResourceUse } from "./lib/runner.js";
 import { percentiles, Recorder, round, sleep } from "./lib/stats.js";
@@ -399,17 +399,7 @@ async function main(): Promise<void> {
     for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
     await rm(root, { recursive: true, force: true }).catch(() => undefined);
   };
-  const watchdog = setTimeout(() => {
-    log(`time limit of ${hardLimitMs / 60_000} min reached: stopping`);
-    void cleanup().finally(() => process.exit(2));
-  }, hardLimitMs);
-  watchdog.unref();
-  for (const [signal, code] of [
-    ["SIGINT", 130],
-    ["SIGTERM", 143],
-  ] as const) {
-    process.once(signal, () => void cleanup().finally(() => process.exit(code)));
-  }
+  const endTimeLimit = boundRun(cleanup, hardLimitMs, log);
 
   const startedAt = new Date();
   try {
@@ -657,7 +647,7 @@ async function main(): Promise<void> {
       `Results: ${relative(REPO_DIR, o.out)}; receiver errors: ${fleet.counts.errors} ${JSON.stringify(results.errors.kinds)}\n`,
     );
   } finally {
-    clearTimeout(watchdog);
+    endTimeLimit();
     await cleanup();
   }
 }

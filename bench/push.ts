@@ -15,6 +15,7 @@ import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient } from "./lib/http-client.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import { boundRun } from "./lib/proc.js";
 import { pushScenario, pushTables, pushTargets } from "./lib/push/scenario.js";
 import { targetsTable } from "./lib/report.js";
 
@@ -61,20 +62,7 @@ const cleanup = async () => {
   await rm(root, { recursive: true, force: true }).catch(() => undefined);
 };
 // The whole run is bounded, and a signal cleans up the processes it started.
-const watchdog = setTimeout(
-  () => {
-    log("time limit reached: stopping");
-    void cleanup().finally(() => process.exit(2));
-  },
-  (values.quick ? 8 : 20) * 60_000,
-);
-watchdog.unref();
-for (const [signal, code] of [
-  ["SIGINT", 130],
-  ["SIGTERM", 143],
-] as const) {
-  process.once(signal, () => void cleanup().finally(() => process.exit(code)));
-}
+const endTimeLimit = boundRun(cleanup, (values.quick ? 8 : 20) * 60_000, log);
 
 try {
   await mkdir(RESULTS, { recursive: true });
@@ -143,6 +131,6 @@ try {
     ].join("\n"),
   );
 } finally {
-  clearTimeout(watchdog);
+  endTimeLimit();
   await cleanup();
 }

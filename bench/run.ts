@@ -16,7 +16,7 @@ import { GatewayApi, gwPublishOp, gwReceiveOp } from "./lib/gw.js";
 import { createHttpClient, parseMultipart, type HttpClient } from "./lib/http-client.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
-import { loadAverage, sampleProc } from "./lib/proc.js";
+import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
 import { pushScenario, pushTables, pushTargets, type PushResult } from "./lib/push/scenario.js";
 import {
   createRawConsumer,
@@ -964,17 +964,7 @@ async function main(): Promise<void> {
     await issuer.close().catch(() => undefined);
     await rm(root, { recursive: true, force: true }).catch(() => undefined);
   };
-  const watchdog = setTimeout(() => {
-    log(`time limit of ${hardLimitMs / 60_000} min reached: stopping`);
-    void cleanup().finally(() => process.exit(2));
-  }, hardLimitMs);
-  watchdog.unref();
-  for (const [signal, code] of [
-    ["SIGINT", 130],
-    ["SIGTERM", 143],
-  ] as const) {
-    process.once(signal, () => void cleanup().finally(() => process.exit(code)));
-  }
+  const endTimeLimit = boundRun(cleanup, hardLimitMs, log);
 
   const startedAt = new Date();
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
@@ -1131,7 +1121,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(out.join("\n"));
   } finally {
-    clearTimeout(watchdog);
+    endTimeLimit();
     await cleanup();
   }
 }

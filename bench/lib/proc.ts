@@ -73,3 +73,27 @@ export function sampleMachine(): MachineSample | null {
     return null;
   }
 }
+
+/**
+ * Bounds a benchmark run: after `limitMs`, or on SIGINT/SIGTERM, `cleanup` stops the processes
+ * it started and the run exits (2 at the limit, 130/143 on a signal). Returns what ends the time
+ * limit (a run that finished).
+ */
+export function boundRun(
+  cleanup: () => Promise<void>,
+  limitMs: number,
+  log: (s: string) => void,
+): () => void {
+  const watchdog = setTimeout(() => {
+    log(`time limit of ${limitMs / 60_000} min reached: stopping`);
+    void cleanup().finally(() => process.exit(2));
+  }, limitMs);
+  watchdog.unref();
+  for (const [signal, code] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+  ] as const) {
+    process.once(signal, () => void cleanup().finally(() => process.exit(code)));
+  }
+  return () => clearTimeout(watchdog);
+}
