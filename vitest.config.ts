@@ -14,6 +14,7 @@ const COMPAT_TESTS = [
   ...["auth-isolation", "hygiene", "shutdown", "storage-outage"].map(
     (name) => `test/integration/service/${name}.test.ts`,
   ),
+  "test/integration/management/purge-leased.test.ts",
 ];
 
 export default defineConfig({
