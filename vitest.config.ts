@@ -2,8 +2,9 @@ import { defineConfig } from "vitest/config";
 
 // The main lane runs every test on a current nats-server (Debian unstable's, fetched into .cache/
 // by scripts/ensure-current-nats.mjs: what operators run; the official Helm chart ships 2.14+).
-// The compatibility lane runs the polling core and the fault tests again on the distribution's
-// nats-server (Debian bookworm: 2.9.10, the oldest the service supports).
+// The compatibility lane runs the polling core, management, push, dead letters, long polling and
+// the fault tests again on the distribution's nats-server (Debian bookworm: 2.9.10, the oldest the
+// service supports).
 const CURRENT_NATS = process.env.NATS_SERVER_CURRENT_BIN ?? ".cache/nats-current/nats-server";
 const COMPAT_NATS = process.env.NATS_SERVER_COMPAT_BIN ?? "nats-server";
 const COMPAT_TESTS = [
@@ -14,7 +15,10 @@ const COMPAT_TESTS = [
   ...["auth-isolation", "hygiene", "shutdown", "storage-outage"].map(
     (name) => `test/integration/service/${name}.test.ts`,
   ),
-  "test/integration/management/purge-leased.test.ts",
+  ...["management", "purge-leased"].map((name) => `test/integration/management/${name}.test.ts`),
+  ...["consumer-settings", "dead-letters", "long-polling", "push"].map(
+    (name) => `test/integration/consumers/${name}.test.ts`,
+  ),
 ];
 
 export default defineConfig({
