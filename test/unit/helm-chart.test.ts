@@ -179,6 +179,11 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
       [merged({ fullnameOverride: "Queue_Gateway" }), /fullnameOverride/],
       [merged({ prometheusRule: { enabled: true, namespace: "Mon itoring" } }), /namespace/],
       [merged({ serviceMonitor: { enabled: true, interval: "often" } }), /interval/],
+      [
+        merged({ secret: { existingSecret: "vqs-receipt", existingSecretKey: "a/b" } }),
+        /SecretKey/,
+      ],
+      [merged({ serviceAccount: { name: "Gateway_SA" } }), /serviceAccount/],
     ];
     for (const [values, why] of refused) {
       const r = helm("template", values);
