@@ -8,6 +8,7 @@ const CURRENT_NATS = process.env.NATS_SERVER_CURRENT_BIN ?? ".cache/nats-current
 const COMPAT_NATS = process.env.NATS_SERVER_COMPAT_BIN ?? "nats-server";
 const COMPAT_TESTS = [
   "test/faults/**/*.test.ts",
+  "test/contract/jetstream.test.ts",
   ...["api", "client", "dedup", "stale-handles", "ttl"].map(
     (name) => `test/integration/messages/${name}.test.ts`,
   ),
