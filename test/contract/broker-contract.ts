@@ -133,6 +133,9 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       await b.setLease(g, first!, 800);
       expect(await b.pull(g, 1)).toEqual([]);
       expect((await b.progress(g))!.inFlight).toBe(1);
+      await under.advance(1200);
+      // Its lease over, it is still in flight until it is handed out again.
+      expect((await b.progress(g))!.inFlight).toBe(1);
       const [second] = await pullEventually(g, 1, 400);
       expect(second!.deliveryCount).toBe(2);
     });
