@@ -55,6 +55,8 @@ export interface Gateway {
   /** Consumer group settings of the region, kept current in memory (for the pusher). */
   readonly settings: SettingsStore;
   readonly maxMessageBytes: number;
+  /** Bodies up to this size travel inside their message; larger ones go to the body store. */
+  readonly inlineBodyBytes: number;
   /** Readiness answers 503 from now on (the first step of a graceful shutdown). */
   stopBeingReady(): void;
   /** Stops accepting requests, lets in-flight ones finish, stops the scheduler, drains NATS. */
@@ -102,6 +104,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
     observeWriteFailure: (cause) => metrics.storeWriteFailures.inc({ cause }),
     onConnectionChange: (up) => metrics.natsConnected.set(up ? 1 : 0),
+    largeBodies: {
+      window: config.largeBodyWindow,
+      maxStoreBytes: config.largeBodyStoreBytes,
+    },
     failover: {
       neighbours: config.failoverRegions,
       credentials: {
@@ -117,12 +123,18 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics.useDeferredCount(() => failover.waiting());
   }
   metrics.useGroupStats(() => store.groupStats(config.metricsMaxGroups));
-  const maxMessageBytes = Math.min(config.maxMessageBytes, store.maxPayloadBytes);
-  if (maxMessageBytes < config.maxMessageBytes) {
+  const inlineBodyBytes = Math.min(config.inlineBodyBytes, store.maxPayloadBytes);
+  if (inlineBodyBytes < config.inlineBodyBytes) {
     logger.warn(
-      { configured: config.maxMessageBytes, effective: maxMessageBytes },
-      "VQS_MAX_MESSAGE_BYTES is above what the NATS server's max_payload allows; using the smaller",
+      { configured: config.inlineBodyBytes, effective: inlineBodyBytes },
+      "VQS_INLINE_BODY_BYTES is above what the NATS server's max_payload allows; using the smaller",
     );
+  }
+  // Without a body store (a server older than 2.11) nothing above the inline limit is taken; a
+  // larger body is answered 413 large_body_unsupported, which says why.
+  const maxMessageBytes = config.maxMessageBytes;
+  if (store.bodies.unsupportedReason && maxMessageBytes > inlineBodyBytes) {
+    logger.warn({ inlineBodyBytes }, store.bodies.unsupportedReason);
   }
   const secretKeys = deriveSecretKeys(secret, config.region);
   const queue = new QueueService({
@@ -133,6 +145,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     ...(store.failover ? { deferrer: store.failover } : {}),
     settingsOf: (g) => store.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
+    bodies: store.bodies,
   });
   const pushKeys = new PushSigningKeys({
     secret,
@@ -189,6 +202,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     logger,
     metrics,
     maxMessageBytes,
+    inlineBodyBytes,
     maxBatchBytes: config.maxBatchBytes,
     console: config.console
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }
@@ -202,6 +216,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     queue,
     settings: store.settings,
     maxMessageBytes,
+    inlineBodyBytes,
     stopBeingReady() {
       ready = false;
     },
