@@ -107,6 +107,9 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     largeBodies: {
       window: config.largeBodyWindow,
       maxStoreBytes: config.largeBodyStoreBytes,
+      orphanGraceMs: config.largeBodyOrphanGraceSeconds * 1000,
+      sweepIntervalMs: config.largeBodySweepSeconds * 1000,
+      observeBytes: (direction, n) => metrics.largeBodyBytes.inc({ direction }, n),
     },
     failover: {
       neighbours: config.failoverRegions,
@@ -123,6 +126,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics.useDeferredCount(() => failover.waiting());
   }
   metrics.useGroupStats(() => store.groupStats(config.metricsMaxGroups));
+  metrics.useLargeBodyUsage(() => store.bodies.usage());
   const inlineBodyBytes = Math.min(config.inlineBodyBytes, store.maxPayloadBytes);
   if (inlineBodyBytes < config.inlineBodyBytes) {
     logger.warn(
@@ -178,6 +182,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settings: store.settings,
     duplicateIdKey: secretKeys.duplicateId,
     now: store.now,
+    bodies: store.bodies,
   });
   // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
   const audit = logger.child(

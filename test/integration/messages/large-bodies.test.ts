@@ -113,7 +113,16 @@ describe("large bodies", () => {
     }
     // The multipart framing is around it: the body's bytes are all there.
     expect(length).toBeGreaterThan(body.length);
-    const [p] = await parts(await q.receiveById(topic, "g2", await firstId(topic)));
+    // A peek shows the size and the first bytes, never the whole body.
+    const peek = await q.call("GET", `${topic}/messages?limit=1&payload=full`);
+    const [seen] = ((await peek.json()) as { messages: Record<string, unknown>[] }).messages;
+    expect(seen).toMatchObject({
+      size: body.length,
+      previewEncoding: "base64",
+      preview: body.subarray(0, 256).toString("base64"),
+    });
+    expect(seen!.payload).toBeUndefined();
+    const [p] = await parts(await q.receiveById(topic, "g2", seen!.messageId as string));
     expect(sha(p!.body)).toBe(sha(body));
   });
 
@@ -142,9 +151,3 @@ describe("large bodies", () => {
     expect((await q.receive(topic, "g")).status).toBe(204);
   });
 });
-
-async function firstId(topic: string): Promise<string> {
-  const res = await q.call("GET", `${topic}/messages?limit=1`);
-  const json = (await res.json()) as { messages: { messageId: string }[] };
-  return json.messages[0]!.messageId;
-}
