@@ -469,6 +469,18 @@ export class QueueService {
     await this.#setGroupLease(group, lease, this.#now() + seconds * 1000);
   }
 
+  /**
+   * After a push timed out: its handler may still be running and holds the lease it was given,
+   * so the message comes back `seconds` from now or when that lease ends, whichever is later.
+   * Neither its handle nor a lease it took by ID (above the inline limit) is cut: the handler
+   * may still extend or settle through them.
+   */
+  async releaseTimedOut(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
+    const backAtMs = this.#now() + seconds * 1000;
+    if (backAtMs <= lease.deadlineMs) return; // the lease ends by itself, no sooner
+    await this.#setGroupLease(group, lease, backAtMs);
+  }
+
   /** Whether the handler of a pushed delivery set its lease through the API during the push. */
   async leaseSetByHandler(group: GroupAddress, lease: Lease): Promise<boolean> {
     return (await this.#broker.handlerLease(group, lease.streamSeq)) === lease.deliveryCount;
