@@ -190,7 +190,6 @@ export async function openJetStreamStore(
     scheduler,
     region: o.region,
     requestTimeoutMs: o.requestTimeoutMs,
-    defaultLeaseMs: o.defaultLeaseMs,
     observe: o.observe,
     observeWriteFailure: o.observeWriteFailure,
     isConnected,

@@ -136,8 +136,11 @@ export interface Feed {
 }
 
 export interface Broker {
-  /** The lease length a delivery gets without `setLease`. */
-  readonly defaultLeaseMs: number;
+  /**
+   * The lease length a delivery of the group gets without `setLease` (its consumer's; a pushed
+   * group's is its push lease).
+   */
+  leaseMsOf(group: GroupAddress): number;
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome>;
   /** Up to `max` deliveries at once; null when the topic does not exist. */
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;

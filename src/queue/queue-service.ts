@@ -376,7 +376,8 @@ export class QueueService {
   async #lease(group: GroupAddress, live: readonly Delivery[], leaseMs: number): Promise<void> {
     await Promise.all(
       live.map(async (d) => {
-        if (leaseMs !== this.#broker.defaultLeaseMs) {
+        // JetStream gives the consumer's ack_wait by itself (a pushed group's is its push lease).
+        if (leaseMs !== this.#broker.leaseMsOf(group)) {
           await this.#broker.setLease(group, d, leaseMs);
         }
         // A redelivery makes older handles stale: record which delivery is current.

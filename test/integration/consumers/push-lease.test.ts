@@ -1,13 +1,19 @@
 // The lease of a pushed message, with the real client's handleCallback on a real HTTP app: a
 // handler that runs past push.timeoutSeconds keeps its message (the client extends the lease 10 s
 // after the push, so the lease it is given is at least 30 s) and is never pushed again meanwhile;
-// a push that times out comes back when its lease ends, not before.
+// a push that times out comes back when its lease ends, not before. A pushed group's consumer
+// takes the push lease as its ack_wait and maxConcurrency as its max_ack_pending, following the
+// settings (ack_wait only while no message is out), and gets the defaults back when unpushed.
+import { jetstreamManager, type ConsumerInfo } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { groupNames } from "../../../src/nats/core/naming.js";
+import { makeNamespace } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, sleep, uniqueName } from "../../helpers/http.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 
-const fx = useGateways(1);
+const fx = useGateways(2);
 let app: PushApp;
 let token: string;
 
@@ -20,10 +26,10 @@ afterAll(async () => {
   await app?.close();
 });
 
-const q = () => api(fx.gateways[0]!.url, token);
+const q = (gw = 0) => api(fx.gateways[gw]!.url, token);
 
-async function settings(topic: string, body: unknown): Promise<void> {
-  const res = await q().call("PUT", `${topic}/consumer/workers/settings`, {
+async function settings(topic: string, body: unknown, gw = 0): Promise<void> {
+  const res = await q(gw).call("PUT", `${topic}/consumer/workers/settings`, {
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   });
@@ -91,4 +97,62 @@ describe("the lease of a pushed message", () => {
     const timedOut = await (await fetch(`${fx.gateways[0]!.url}/metrics`)).text();
     expect(timedOut).toMatch(/vqs_push_requests_total\{outcome="timeout"\} [2-9]/);
   }, 60_000);
+});
+
+describe("a pushed group's consumer", () => {
+  it("has the push lease as ack_wait and maxConcurrency as max_ack_pending, following the settings", async () => {
+    const nc = await connect({ servers: fx.nats.url });
+    const jsm = await jetstreamManager(nc);
+    const topic = uniqueName("lease-config");
+    const names = groupNames("iad1", {
+      namespace: makeNamespace("team_a", "prj_1", "production", null),
+      topic,
+      group: "workers",
+    });
+    const consumer = async (): Promise<{ ackWait: number; cap: number; pending: number }> => {
+      const info: ConsumerInfo = await jsm.consumers.info(names.stream, names.consumer);
+      return {
+        ackWait: (info.config.ack_wait ?? 0) / 1e6,
+        cap: info.config.max_ack_pending ?? 0,
+        pending: info.num_ack_pending,
+      };
+    };
+    const becomes = (
+      want: Partial<{ ackWait: number; cap: number; pending: number }>,
+      timeout = 20_000,
+    ) => expect.poll(consumer, { timeout, interval: 100 }).toMatchObject(want);
+    let hold = false;
+    const url = app.hookRoute(topic, 200, () => (hold ? 4000 : 0));
+    try {
+      expect((await q().publish(topic, "first")).status).toBe(201);
+      // autoAck: the lease is the timeout + 2 s.
+      await settings(topic, { push: { url, autoAck: true, maxConcurrency: 4, timeoutSeconds: 5 } });
+      await becomes({ ackWait: 7000, cap: 4, pending: 0 });
+      // Through the other gateway; autoAck false: at least 30 s.
+      await settings(topic, { push: { url, maxConcurrency: 7, timeoutSeconds: 5 } }, 1);
+      await becomes({ ackWait: 30_000, cap: 7 });
+      await settings(topic, { push: { url, autoAck: true, timeoutSeconds: 100 } }, 1);
+      await becomes({ ackWait: 102_000, cap: 10 });
+
+      // A message out (its push held 4 s): the cap follows at once, ack_wait only once none is
+      // out, since changing it would move that message's lease.
+      hold = true;
+      expect((await q().publish(topic, "held")).status).toBe(201);
+      await until(() => pushesTo(topic).length === 2, 10_000, "the held push");
+      await settings(topic, {
+        push: { url, autoAck: true, maxConcurrency: 5, timeoutSeconds: 20 },
+      });
+      await becomes({ cap: 5 });
+      expect(await consumer()).toMatchObject({ ackWait: 102_000, pending: 1 });
+      hold = false;
+      await becomes({ ackWait: 22_000, cap: 5, pending: 0 }, 30_000);
+
+      // No longer pushed: the defaults of a polled group (no cap, VQS_CONSUMER_ACK_WAIT_SECONDS).
+      const del = await q().call("DELETE", `${topic}/consumer/workers/settings`);
+      expect(del.status).toBe(204);
+      await becomes({ ackWait: 60_000, cap: -1 });
+    } finally {
+      await nc.close();
+    }
+  }, 90_000);
 });
