@@ -11,14 +11,14 @@ import { nanos, type Msg, type NatsConnection, type Subscription } from "@nats-i
 import type { Logger } from "../../logger.js";
 import type { Delivery } from "../../queue/broker.js";
 import type { GroupAddress, Namespace } from "../../queue/namespace.js";
-import { pushLeaseMs } from "../../queue/push/push-lease.js";
-import type { PushedSettings } from "../../queue/push/pusher.js";
+import { pushLeaseMs } from "../../queue/push-delivery/push-lease.js";
+import type { PushedSettings } from "../../queue/push-delivery/pusher.js";
 import type { SettingsStore } from "../../queue/settings/settings-store.js";
 import { appliesTo, patternPrefix } from "../../queue/settings/topic-pattern.js";
 import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
-import { ackWaitMsOf, type Topology } from "../storage/topology.js";
+import { ackWaitMsOf, type Topology } from "../queue-state/topology.js";
 
 export interface PushFeedsDeps {
   readonly settings: SettingsStore;
