@@ -14,6 +14,7 @@ const CURRENT_NATS = process.env.NATS_SERVER_CURRENT_BIN ?? ".cache/nats-current
 const COMPAT_NATS = process.env.NATS_SERVER_COMPAT_BIN ?? "nats-server";
 const NATS_210 = process.env.NATS_SERVER_210_BIN ?? ".cache/nats-2.10/nats-server";
 const FEATURE_TESTS = [
+  "test/contract/jetstream.test.ts",
   ...["api", "bad-input", "client", "dedup", "server-clock", "stale-handles", "ttl"].map(
     (name) => `test/integration/messages/${name}.test.ts`,
   ),
