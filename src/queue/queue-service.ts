@@ -490,7 +490,8 @@ export class QueueService {
   async #lease(group: GroupAddress, live: readonly Delivery[], leaseMs: number): Promise<void> {
     await Promise.all(
       live.map(async (d) => {
-        if (leaseMs !== this.#broker.defaultLeaseMs) {
+        // JetStream gives the consumer's ack_wait by itself (a pushed group's is its push lease).
+        if (leaseMs !== this.#broker.leaseMsOf(group)) {
           await this.#broker.setLease(group, d, leaseMs);
         }
         // A redelivery makes older handles stale: record which delivery is current.
@@ -581,6 +582,18 @@ export class QueueService {
   async releasePushed(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
     await this.#idLeases.releaseHeld(group, lease.streamSeq);
     await this.#setGroupLease(group, lease, this.#now() + seconds * 1000);
+  }
+
+  /**
+   * After a push timed out: its handler may still be running and holds the lease it was given,
+   * so the message comes back `seconds` from now or when that lease ends, whichever is later.
+   * Neither its handle nor a lease it took by ID (above the inline limit) is cut: the handler
+   * may still extend or settle through them.
+   */
+  async releaseTimedOut(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
+    const backAtMs = this.#now() + seconds * 1000;
+    if (backAtMs <= lease.deadlineMs) return; // the lease ends by itself, no sooner
+    await this.#setGroupLease(group, lease, backAtMs);
   }
 
   /** Whether the handler of a pushed delivery set its lease through the API during the push. */
