@@ -11,11 +11,18 @@ import { fileURLToPath } from "node:url";
 import { sleep } from "./http.js";
 
 export const EXAMPLE_DIR = fileURLToPath(new URL("../../examples/workflow", import.meta.url));
-const MANIFEST = join(EXAMPLE_DIR, ".well-known/workflow/v1/manifest.json");
 const LOCK = join(EXAMPLE_DIR, ".build.lock");
+/** What each build target writes last, whose age says whether the build is fresh. */
+const OUTPUT = {
+  standalone: join(EXAMPLE_DIR, ".well-known/workflow/v1/manifest.json"),
+  "vercel-build-output-api": join(EXAMPLE_DIR, ".vercel/output/config.json"),
+};
+/** The Build Output API directory the `vercel-build-output-api` target writes. */
+export const BUILD_OUTPUT_DIR = join(EXAMPLE_DIR, ".vercel/output");
 
 /** Builds the example app unless its build is newer than its workflows. */
-export async function buildExampleApp(): Promise<void> {
+export async function buildExampleApp(target: keyof typeof OUTPUT = "standalone"): Promise<void> {
+  const output = OUTPUT[target];
   const deadline = Date.now() + 180_000;
   for (;;) {
     try {
@@ -27,13 +34,13 @@ export async function buildExampleApp(): Promise<void> {
     }
   }
   try {
-    if (isFresh()) return;
-    const r = spawnSync(
-      process.execPath,
-      [join(EXAMPLE_DIR, "node_modules/.bin/workflow"), "build", "--target", "standalone"],
-      { cwd: EXAMPLE_DIR, encoding: "utf8", timeout: 170_000 },
-    );
-    if (r.status !== 0 || !existsSync(MANIFEST)) {
+    if (isFresh(output)) return;
+    const r = spawnSync(process.execPath, [workspaceBin("workflow"), "build", "--target", target], {
+      cwd: EXAMPLE_DIR,
+      encoding: "utf8",
+      timeout: 170_000,
+    });
+    if (r.status !== 0 || !existsSync(output)) {
       throw new Error(`workflow build failed:\n${r.stdout}\n${r.stderr}`);
     }
   } finally {
@@ -41,13 +48,19 @@ export async function buildExampleApp(): Promise<void> {
   }
 }
 
-function isFresh(): boolean {
-  if (!existsSync(MANIFEST)) return false;
-  const built = statSync(MANIFEST).mtimeMs;
+function isFresh(output: string): boolean {
+  if (!existsSync(output)) return false;
+  const built = statSync(output).mtimeMs;
   const sources = ["workflows/example.js", "package.json"].map(
     (f) => statSync(join(EXAMPLE_DIR, f)).mtimeMs,
   );
   return sources.every((t) => t < built);
+}
+
+/** A program of the example's dependencies: in its own node_modules, else hoisted to the root's. */
+function workspaceBin(name: string): string {
+  const own = join(EXAMPLE_DIR, "node_modules/.bin", name);
+  return existsSync(own) ? own : join(EXAMPLE_DIR, "../../node_modules/.bin", name);
 }
 
 export interface RunState {
