@@ -7,9 +7,8 @@
 import { readdir, readFile, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  isObject,
+  parseJsonObject,
   parseTriggerList,
-  VercelJsonError,
   type DeclaredTriggers,
   type Trigger,
 } from "./vercel-json.js";
@@ -50,15 +49,7 @@ export async function readBuildOutput(dir: string, source: string): Promise<Decl
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return; // not a function after all
       throw err;
     }
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch (err) {
-      throw new VercelJsonError(
-        `${at} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    }
-    if (!isObject(doc)) throw new VercelJsonError(`${at} must hold a JSON object`);
+    const doc = parseJsonObject(text, at);
     if (doc.experimentalTriggers === undefined) return;
     const found = parseTriggerList(doc.experimentalTriggers, at, name, route);
     triggers.push(...found.triggers);

@@ -31,12 +31,12 @@ export class VercelJsonError extends Error {}
 const NUMERIC = ["retryAfterSeconds", "initialDelaySeconds", "maxConcurrency"] as const;
 const KNOWN = new Set<string>(["type", "topic", "consumer", ...NUMERIC]);
 
-export function isObject(v: unknown): v is Record<string, unknown> {
+function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** Parses the file's text; `source` names it in messages. */
-export function parseVercelJson(text: string, source: string): DeclaredTriggers {
+/** A configuration file's text as a JSON object; `source` names it in messages. */
+export function parseJsonObject(text: string, source: string): Record<string, unknown> {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -46,6 +46,12 @@ export function parseVercelJson(text: string, source: string): DeclaredTriggers 
     );
   }
   if (!isObject(doc)) throw new VercelJsonError(`${source} must hold a JSON object`);
+  return doc;
+}
+
+/** Parses the file's text; `source` names it in messages. */
+export function parseVercelJson(text: string, source: string): DeclaredTriggers {
+  const doc = parseJsonObject(text, source);
   const triggers: Trigger[] = [];
   const warnings: string[] = [];
   if (doc.functions === undefined) return { triggers, warnings };
