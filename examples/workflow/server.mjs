@@ -4,7 +4,7 @@
 // arguments) starts a run, GET /runs/<runId> shows its status and result. The World is this
 // folder's (world.mjs), created once the port is known (its settings name the app's URL) and
 // installed before the bundles load: they take their queue handlers from it when loaded.
-import { setWorld } from "@workflow/core/runtime";
+import { getWorld, setWorld } from "@workflow/core/runtime";
 import { getRun, start } from "workflow/api";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -86,8 +86,13 @@ const server = createServer((req, res) => {
 server.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? "127.0.0.1", async () => {
   const { port } = server.address();
   const appUrl = process.env.VQS_WORKFLOW_APP_URL ?? `http://127.0.0.1:${port}`;
-  const world = createWorld({ appUrl });
-  setWorld(world);
+  let world;
+  if (process.env.WORKFLOW_TARGET_WORLD) {
+    world = getWorld();
+  } else {
+    world = createWorld({ appUrl });
+    setWorld(world);
+  }
   load();
   await world.start();
   // One line the tests (and people) read: where the app listens.

@@ -96,6 +96,8 @@ export interface WorkflowAppOptions {
   /** Storage in Postgres; without, world-local's files in a temp directory. */
   readonly postgresUrl?: string;
   readonly env?: Record<string, string>;
+  /** The port to listen on (default: any free one). */
+  readonly port?: number;
 }
 
 export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowApp> {
@@ -108,7 +110,7 @@ export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowA
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? dir,
-      PORT: "0",
+      PORT: String(o.port ?? 0),
       WORKFLOW_VERCEL_BACKEND_URL: o.gatewayUrl,
       VQS_TOKEN_FILE: tokenFile,
       VERCEL_DEPLOYMENT_ID: o.deploymentId,

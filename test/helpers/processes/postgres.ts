@@ -16,6 +16,10 @@ const ENSURE = fileURLToPath(new URL("../../../scripts/ensure-postgres.mjs", imp
 export interface TestPostgres {
   /** `postgres://world@127.0.0.1:<port>/postgres` */
   readonly url: string;
+  /** The server's process ID (its backends are its children). */
+  readonly pid: number;
+  /** Creates a database in the cluster and returns its URL. */
+  createDatabase(name: string): string;
   dispose(): Promise<void>;
 }
 
@@ -80,8 +84,20 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  const base = `postgres://world@127.0.0.1:${port}`;
   return {
-    url: `postgres://world@127.0.0.1:${port}/postgres`,
+    url: `${base}/postgres`,
+    pid: child.pid!,
+    createDatabase(name) {
+      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad database name ${name}`);
+      const r = spawnSync(
+        join(bin, "psql"),
+        ["-h", "127.0.0.1", "-p", String(port), "-U", "world", "-d", "postgres"],
+        { input: `CREATE DATABASE ${name};`, encoding: "utf8" },
+      );
+      if (r.status !== 0) throw new Error(`CREATE DATABASE ${name}: ${r.stderr}`);
+      return `${base}/${name}`;
+    },
     async dispose() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once("exit", r));
