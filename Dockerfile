@@ -19,7 +19,7 @@ WORKDIR /app
 # Dependencies first so the layer is cached until the lockfile changes.
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --no-audit --no-fund
+    npm ci --workspaces=false --no-audit --no-fund
 
 COPY tsconfig.json tsconfig.build.json ./
 COPY src/ ./src/
@@ -42,7 +42,7 @@ WORKDIR /app
 # layer (a tmpfs mount of /tmp would do too, but buildah 1.28 then drops /tmp from the image).
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
-    NODE_DISABLE_COMPILE_CACHE=1 npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+    NODE_DISABLE_COMPILE_CACHE=1 npm ci --omit=dev --ignore-scripts --workspaces=false --no-audit --no-fund
 
 # Files stay root-owned (read-only for the runtime user).
 COPY --from=build /app/dist ./dist

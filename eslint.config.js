@@ -32,6 +32,9 @@ export default tseslint.config(
       ".build-test-*/**",
       "helm/**",
       "deploy/**",
+      // What the Workflow builder writes into the example app (gitignored).
+      "examples/**/.well-known/**",
+      "examples/**/.vercel/**",
     ],
   },
   js.configs.recommended,

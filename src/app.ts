@@ -23,6 +23,7 @@ import { publishBatchRoute } from "./http/routes/messages/publish-batch.js";
 import { publishRoute } from "./http/routes/messages/publish.js";
 import { receiveByIdRoute } from "./http/routes/messages/receive-by-id.js";
 import { receiveRoute } from "./http/routes/messages/receive.js";
+import { rewriteQueuesProxyUrl } from "./http/queues-proxy.js";
 import { lazyChildLoggerFactory } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import type { QueueService } from "./queue/queue-service.js";
@@ -81,6 +82,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // A client that trickles its body must not hold a connection for ever.
     requestTimeout: 60_000,
     frameworkErrors: frameworkError,
+    // The same API under /queues-proxy, where world-vercel looks for it (http/queues-proxy.ts).
+    rewriteUrl: (request) => rewriteQueuesProxyUrl(request.url ?? "/"),
   });
   installErrorHandling(app);
   // Before any route: it collects every route's schema, and makes schemas documentation only.

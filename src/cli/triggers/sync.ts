@@ -1,4 +1,5 @@
-// `vqs triggers sync`: vercel.json's queue triggers -> consumer settings documents, over the
+// `vqs triggers sync`: declared queue triggers (vercel.json, Build Output API) -> consumer
+// settings documents, over the
 // API. planEntries() decides everything that needs no server (names, routes, URLs) and refuses
 // the whole run on a usage problem, before anything is sent; syncEntries() then reads each
 // document, PUTs only what changes, and with --prune removes push settings no longer declared.
@@ -47,9 +48,7 @@ export function planEntries(
   const byFile = new Map<string, string>();
   for (const o of overrides) {
     if (!triggers.some((t) => t.file === o.file)) {
-      problems.push(
-        `--route "${o.file}=...": vercel.json declares no queue trigger for "${o.file}"`,
-      );
+      problems.push(`--route "${o.file}=...": no queue trigger is declared for "${o.file}"`);
     } else if (byFile.has(o.file) && byFile.get(o.file) !== o.route) {
       problems.push(`--route "${o.file}=..." is given twice with different routes`);
     }
@@ -59,7 +58,7 @@ export function planEntries(
   const seen = new Set<string>();
   const routeProblems = new Set<string>();
   for (const t of triggers) {
-    let route = byFile.get(t.file);
+    let route = byFile.get(t.file) ?? t.route;
     if (route === undefined) {
       const derived = deriveRoute(t.file);
       if (!derived.ok) {
@@ -68,7 +67,8 @@ export function planEntries(
       }
       route = derived.route;
     }
-    const group = filePathToConsumerGroup(t.file);
+    // The trigger's own consumer wins; without one, the group the client's dev mode uses.
+    const group = t.consumer ?? filePathToConsumerGroup(t.file);
     const key = entryKey(t.topic, group);
     if (seen.has(key)) {
       problems.push(`"${t.file}" declares topic "${t.topic}" twice`);

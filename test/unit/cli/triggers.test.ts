@@ -2,8 +2,12 @@
 // function), routes of every router style, --route and --app-url parsing, vercel.json reading,
 // the merge into a stored document, and which documents --prune takes.
 import { QueueClient } from "@vercel/queue";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SettingsDocument } from "../../../src/cli/api-client.js";
+import { readBuildOutput } from "../../../src/cli/triggers/build-output.js";
 import { filePathToConsumerGroup } from "../../../src/cli/triggers/consumer-group.js";
 import {
   diff,
@@ -230,11 +234,27 @@ describe("vercel.json", () => {
     );
     expect(triggers).toEqual([
       { file: "app/api/a/route.ts", topic: "a", retryAfterSeconds: 5, maxConcurrency: 2 },
-      { file: "app/api/a/route.ts", topic: "b_*", initialDelaySeconds: 3 },
+      { file: "app/api/a/route.ts", topic: "b_*", initialDelaySeconds: 3, consumer: "x" },
     ]);
-    expect(warnings).toHaveLength(2);
+    expect(warnings).toHaveLength(1);
     expect(warnings.join("\n")).toContain("queue/v1beta");
-    expect(warnings.join("\n")).toContain('"consumer" is not synced');
+  });
+
+  it("names a trigger's group after its consumer, else after its file", () => {
+    const entries = planEntries(
+      [
+        { file: "app/api/a/route.ts", topic: "a", consumer: "billing" },
+        { file: "app/api/a/route.ts", topic: "b" },
+        { file: "functions/x.func", topic: "c_*", route: "/x", consumer: "default" },
+      ],
+      new URL("http://h"),
+      [],
+    );
+    expect(entries.map((e) => `${e.topic} ${e.group} ${e.url}`)).toEqual([
+      "a billing http://h/api/a",
+      "b app_Sapi_Sa_Sroute_Dts http://h/api/a",
+      "c_* default http://h/x",
+    ]);
   });
 
   it("has no triggers without functions", () => {
@@ -457,5 +477,47 @@ describe("prune", () => {
   it("diff of equal documents is empty", () => {
     expect(diff(doc("a", "g"), doc("a", "g"))).toEqual([]);
     expect(diff(null, null)).toEqual([]);
+  });
+});
+
+describe("Build Output API", () => {
+  it("reads every function's triggers, following links and stopping at cycles", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "vqs-bo-unit-"));
+    try {
+      const fns = join(dir, "functions");
+      await mkdir(join(fns, "api/a.func"), { recursive: true });
+      await mkdir(join(fns, "api/plain.func"), { recursive: true });
+      await writeFile(
+        join(fns, "api/a.func/.vc-config.json"),
+        JSON.stringify({
+          experimentalTriggers: [
+            { type: "queue/v2beta", topic: "t_*", consumer: "default", retryAfterSeconds: 5 },
+          ],
+        }),
+      );
+      await writeFile(join(fns, "api/plain.func/.vc-config.json"), JSON.stringify({}));
+      await symlink(join(fns, "api/a.func"), join(fns, "api/b.func"), "dir");
+      await symlink(fns, join(fns, "api/loop"), "dir");
+      const { triggers, warnings } = await readBuildOutput(dir, "out");
+      expect(warnings).toEqual([]);
+      expect(triggers).toEqual([
+        {
+          file: "functions/api/a.func",
+          route: "/api/a",
+          topic: "t_*",
+          consumer: "default",
+          retryAfterSeconds: 5,
+        },
+        {
+          file: "functions/api/b.func",
+          route: "/api/b",
+          topic: "t_*",
+          consumer: "default",
+          retryAfterSeconds: 5,
+        },
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,0 +1,104 @@
+// The example app's server: the Workflow bundles that `workflow build --target standalone`
+// wrote (.well-known/workflow/v1/flow.js and step.js) served at their routes, which vqs pushes
+// to, plus two routes for people and tests: POST /start/<workflow> (body: a JSON array of
+// arguments) starts a run, GET /runs/<runId> shows its status and result. The World is this
+// folder's (world.mjs), created once the port is known (its settings name the app's URL) and
+// installed before the bundles load: they take their queue handlers from it when loaded.
+import { getWorld, setWorld } from "@workflow/core/runtime";
+import { getRun, start } from "workflow/api";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { createWorld } from "./world.mjs";
+
+const DIR = join(process.env.WORKFLOW_APP_DIR ?? import.meta.dirname, ".well-known/workflow/v1");
+const require = createRequire(import.meta.url);
+/** Workflow name -> its ID (the builder's, as `start()` needs it). */
+const workflowIds = new Map();
+/** Path -> handler; empty until the World is installed (503 until then). */
+const routes = {};
+
+function load() {
+  const manifest = JSON.parse(readFileSync(join(DIR, "manifest.json"), "utf8"));
+  for (const byName of Object.values(manifest.workflows)) {
+    for (const [name, w] of Object.entries(byName)) workflowIds.set(name, w.workflowId);
+  }
+  routes["/.well-known/workflow/v1/flow"] = require(join(DIR, "flow.js")).POST;
+  routes["/.well-known/workflow/v1/step"] = require(join(DIR, "step.js")).POST;
+}
+
+function json(res, status, value) {
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+}
+
+async function handle(req, res, body) {
+  const path = (req.url ?? "/").split("?")[0];
+  if (workflowIds.size === 0) return json(res, 503, { error: "starting" });
+  const route = routes[path];
+  if (route && req.method === "POST") {
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (typeof v === "string") headers.set(k, v);
+    }
+    const answer = await route(
+      new Request(`http://app${req.url}`, { method: "POST", headers, body }),
+    );
+    res.writeHead(answer.status, Object.fromEntries(answer.headers));
+    res.end(Buffer.from(await answer.arrayBuffer()));
+    return;
+  }
+  let m = /^\/start\/([A-Za-z0-9_]+)$/.exec(path);
+  if (m && req.method === "POST") {
+    const workflowId = workflowIds.get(m[1]);
+    if (!workflowId) return json(res, 404, { error: `no workflow named ${m[1]}` });
+    const args = body.length ? JSON.parse(body.toString()) : [];
+    if (!Array.isArray(args)) return json(res, 400, { error: "the body must be a JSON array" });
+    const run = await start({ workflowId }, args);
+    return json(res, 201, { runId: run.runId });
+  }
+  m = /^\/runs\/(wrun_[A-Za-z0-9]+)$/.exec(path);
+  if (m && req.method === "GET") {
+    const run = getRun(m[1]);
+    const status = await run.status;
+    return json(res, 200, {
+      runId: m[1],
+      status,
+      ...(status === "completed" ? { output: await run.returnValue } : {}),
+    });
+  }
+  if (path === "/healthz") return json(res, 200, { ok: true });
+  json(res, 404, { error: "not found" });
+}
+
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    handle(req, res, Buffer.concat(chunks)).catch((err) => {
+      console.error(err);
+      if (!res.headersSent) json(res, 500, { error: String(err?.message ?? err) });
+      else res.end();
+    });
+  });
+});
+
+server.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? "127.0.0.1", async () => {
+  const { port } = server.address();
+  const appUrl = process.env.VQS_WORKFLOW_APP_URL ?? `http://127.0.0.1:${port}`;
+  let world;
+  if (process.env.WORKFLOW_TARGET_WORLD) {
+    world = getWorld();
+  } else {
+    world = createWorld({ appUrl });
+    setWorld(world);
+  }
+  load();
+  await world.start();
+  // One line the tests (and people) read: where the app listens.
+  console.log(JSON.stringify({ listening: appUrl }));
+});
+
+const stop = () => server.close(() => process.exit(0));
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);

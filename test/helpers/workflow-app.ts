@@ -1,0 +1,220 @@
+// The example Workflow DevKit app (examples/workflow) for tests: built once with the real
+// builder (`workflow build --target standalone`, under a lock so that parallel test files build
+// it once), run as its own process (server.mjs with the World of world.mjs) against a gateway,
+// with a step log that counts how often each step ran.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { sleep } from "./http.js";
+
+export const EXAMPLE_DIR = fileURLToPath(new URL("../../examples/workflow", import.meta.url));
+const LOCK = join(EXAMPLE_DIR, ".build.lock");
+/** What each build target writes last, whose age says whether the build is fresh. */
+const OUTPUT = {
+  standalone: join(EXAMPLE_DIR, ".well-known/workflow/v1/manifest.json"),
+  "vercel-build-output-api": join(EXAMPLE_DIR, ".vercel/output/config.json"),
+};
+/** The Build Output API directory the `vercel-build-output-api` target writes. */
+export const BUILD_OUTPUT_DIR = join(EXAMPLE_DIR, ".vercel/output");
+
+/** Builds the example app unless its build is newer than its workflows. */
+export async function buildExampleApp(target: keyof typeof OUTPUT = "standalone"): Promise<void> {
+  const output = OUTPUT[target];
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    try {
+      mkdirSync(LOCK); // atomic: only one builder at a time
+      break;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${LOCK} held for 3 minutes: remove it`);
+      await sleep(500);
+    }
+  }
+  try {
+    if (isFresh(output)) return;
+    const r = spawnSync(process.execPath, [workspaceBin("workflow"), "build", "--target", target], {
+      cwd: EXAMPLE_DIR,
+      encoding: "utf8",
+      timeout: 170_000,
+    });
+    if (r.status !== 0 || !existsSync(output)) {
+      throw new Error(`workflow build failed:\n${r.stdout}\n${r.stderr}`);
+    }
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
+  }
+}
+
+function isFresh(output: string): boolean {
+  if (!existsSync(output)) return false;
+  const built = statSync(output).mtimeMs;
+  const sources = ["workflows/example.js", "package.json"].map(
+    (f) => statSync(join(EXAMPLE_DIR, f)).mtimeMs,
+  );
+  return sources.every((t) => t < built);
+}
+
+/** A program of the example's dependencies: in its own node_modules, else hoisted to the root's. */
+function workspaceBin(name: string): string {
+  const own = join(EXAMPLE_DIR, "node_modules/.bin", name);
+  return existsSync(own) ? own : join(EXAMPLE_DIR, "../../node_modules/.bin", name);
+}
+
+export interface RunState {
+  readonly runId: string;
+  readonly status: string;
+  readonly output?: unknown;
+}
+
+export interface WorkflowApp {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** Starts a run of the named workflow. */
+  start(workflow: string, args: unknown[]): Promise<string>;
+  run(runId: string): Promise<RunState>;
+  /** Resolves with the run once it completed (rejects if it failed or `ms` passed). */
+  completed(runId: string, ms?: number): Promise<RunState>;
+  /** How often each step ran, by `<tag> <step>`. */
+  stepCounts(): Promise<Map<string, number>>;
+  /** When each run of `<tag> <step>` began (ms). */
+  stepTimes(tag: string, step: string): Promise<number[]>;
+  /** Replaces the token the app's World reads (VQS_TOKEN_FILE). */
+  setToken(token: string): Promise<void>;
+  /** The app's output so far. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export interface WorkflowAppOptions {
+  /** The gateway (WORKFLOW_VERCEL_BACKEND_URL). */
+  readonly gatewayUrl: string;
+  readonly token: string;
+  readonly deploymentId: string;
+  /** Storage in Postgres; without, world-local's files in a temp directory. */
+  readonly postgresUrl?: string;
+  readonly env?: Record<string, string>;
+  /** The port to listen on (default: any free one). */
+  readonly port?: number;
+}
+
+export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowApp> {
+  const dir = await mkdtemp(join(tmpdir(), "vqs-wf-app-"));
+  const tokenFile = join(dir, "token");
+  const stepLog = join(dir, "steps.log");
+  await writeFile(tokenFile, o.token);
+  const child = spawn(process.execPath, [join(EXAMPLE_DIR, "server.mjs")], {
+    cwd: EXAMPLE_DIR,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? dir,
+      PORT: String(o.port ?? 0),
+      WORKFLOW_VERCEL_BACKEND_URL: o.gatewayUrl,
+      VQS_TOKEN_FILE: tokenFile,
+      VERCEL_DEPLOYMENT_ID: o.deploymentId,
+      STEP_LOG: stepLog,
+      ...(o.postgresUrl
+        ? { WORKFLOW_POSTGRES_URL: o.postgresUrl }
+        : { WORKFLOW_LOCAL_DATA_DIR: join(dir, "data") }),
+      ...o.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (c: Buffer) => (out = (out + c.toString()).slice(-200_000)));
+  child.stderr.on("data", (c: Buffer) => (out = (out + c.toString()).slice(-200_000)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the app did not start:\n${out}`)), 30_000);
+    const check = () => {
+      const m = /\{"listening":"(http:\/\/[^"]+)"\}/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout.on("data", check);
+    child.once("exit", () => reject(new Error(`the app exited:\n${out}`)));
+  });
+
+  const run = async (runId: string): Promise<RunState> => {
+    const res = await fetch(`${url}/runs/${runId}`);
+    if (!res.ok) throw new Error(`GET /runs/${runId}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as RunState;
+  };
+  const lines = async () =>
+    (await readFile(stepLog, "utf8").catch(() => "")).split("\n").filter(Boolean);
+  return {
+    url,
+    child,
+    async start(workflow, args) {
+      const res = await fetch(`${url}/start/${workflow}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(args),
+      });
+      if (res.status !== 201)
+        throw new Error(`start ${workflow}: ${res.status} ${await res.text()}`);
+      return ((await res.json()) as { runId: string }).runId;
+    },
+    run,
+    async completed(runId, ms = 60_000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const state = await run(runId);
+        if (state.status === "completed") return state;
+        if (state.status === "failed" || state.status === "cancelled") {
+          throw new Error(`run ${runId} ${state.status}:\n${out.slice(-3000)}`);
+        }
+        if (Date.now() > deadline) {
+          throw new Error(
+            `run ${runId} still ${state.status} after ${ms} ms:\n${out.slice(-3000)}`,
+          );
+        }
+        await sleep(200);
+      }
+    },
+    async stepCounts() {
+      const counts = new Map<string, number>();
+      for (const l of await lines()) {
+        const key = l.split(" ").slice(0, 2).join(" ");
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      return counts;
+    },
+    async stepTimes(tag, step) {
+      return (await lines())
+        .map((l) => l.split(" "))
+        .filter(([t, s]) => t === tag && s === step)
+        .map(([, , at]) => Number(at));
+    },
+    setToken: (token) => writeFile(tokenFile, token),
+    output: () => out,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        await Promise.race([exited, sleep(5000)]);
+        if (child.exitCode === null) child.kill("SIGKILL");
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates world-postgres's tables (its own setup program) in the database at `url`. */
+export function migrateWorldPostgres(url: string): void {
+  const setup = join(EXAMPLE_DIR, "node_modules/@workflow/world-postgres/bin/setup.js");
+  const bin = existsSync(setup)
+    ? setup
+    : fileURLToPath(
+        new URL("../../node_modules/@workflow/world-postgres/bin/setup.js", import.meta.url),
+      );
+  const r = spawnSync(process.execPath, [bin], {
+    env: { PATH: process.env.PATH ?? "", WORKFLOW_POSTGRES_URL: url },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  if (r.status !== 0) throw new Error(`world-postgres setup failed:\n${r.stdout}\n${r.stderr}`);
+}

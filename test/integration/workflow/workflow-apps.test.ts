@@ -1,0 +1,132 @@
+// The real Workflow DevKit on vqs: the example app (examples/workflow), built by Workflow's own
+// builder, runs with the World shipped there (queue: world-vercel's createQueue() through
+// /queues-proxy; storage: world-postgres on a throwaway PostgreSQL cluster), pushed to by a
+// gateway process. Steps in sequence, a step that throws once and is retried, sleep() resuming on
+// time, 100 concurrent runs with every step run exactly once, a gateway restart in the middle of
+// runs, and a token that rotates under the running app.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../../src/dev/nats-server-process.js";
+import { sleep } from "../../helpers/http.js";
+import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
+import {
+  killGatewayProcesses,
+  spawnGateway,
+  type GatewayProcess,
+} from "../../helpers/processes/gateway-process.js";
+import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { startTestPostgres, type TestPostgres } from "../../helpers/processes/postgres.js";
+import {
+  buildExampleApp,
+  migrateWorldPostgres,
+  startWorkflowApp,
+  type WorkflowApp,
+} from "../../helpers/workflow-app.js";
+
+let nats: TestNats;
+let issuer: TestIssuer;
+let pg: TestPostgres;
+let gateway: GatewayProcess;
+let port: number;
+let app: WorkflowApp;
+
+const startGateway = () =>
+  spawnGateway(nats.url, issuer, {
+    PORT: String(port),
+    VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+  });
+
+beforeAll(async () => {
+  [nats, issuer, pg] = await Promise.all([startTestNats(), startIssuer(), startTestPostgres()]);
+  port = await freePort();
+  gateway = await startGateway();
+  await buildExampleApp();
+  migrateWorldPostgres(pg.url);
+  app = await startWorkflowApp({
+    gatewayUrl: gateway.url,
+    token: await issuer.token(),
+    deploymentId: "dpl_wf1",
+    postgresUrl: pg.url,
+  });
+}, 240_000);
+
+afterAll(async () => {
+  await app?.stop();
+  killGatewayProcesses();
+  await Promise.all([pg?.dispose(), issuer?.close(), nats?.dispose()]);
+});
+
+describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storage)", () => {
+  it("runs steps in sequence, each once", async () => {
+    const run = await app.completed(await app.start("sequence", ["seq", 4]));
+    expect(run.output).toBe(1 + 2 + 3 + 4);
+    const counts = await app.stepCounts();
+    for (let i = 0; i < 4; i++) expect(counts.get(`seq add${i}`), `add${i}`).toBe(1);
+  });
+
+  it("retries a step that throws once", async () => {
+    const run = await app.completed(await app.start("retried", ["retry"]));
+    expect(run.output).toBe(3);
+    const counts = await app.stepCounts();
+    expect(counts.get("retry before")).toBe(1);
+    expect(counts.get("retry flaky")).toBe(2);
+    expect(counts.get("retry after")).toBe(1);
+  });
+
+  it("resumes after sleep() on time", async () => {
+    const run = await app.completed(await app.start("sleeper", ["nap", 3]));
+    const { before, after } = run.output as { before: number; after: number };
+    // Not before its time; late by no more than a generous bound (a loaded machine).
+    expect(after - before).toBeGreaterThanOrEqual(3000);
+    expect(after - before).toBeLessThan(15_000);
+  });
+
+  it("completes 100 concurrent runs, every step run exactly once", async () => {
+    const ids = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => app.start("sequence", [`c${i}`, 3])),
+    );
+    const runs = await Promise.all(ids.map((id) => app.completed(id, 120_000)));
+    expect(runs.every((r) => r.output === 6)).toBe(true);
+    const counts = await app.stepCounts();
+    const wrong: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      for (let s = 0; s < 3; s++) {
+        const n = counts.get(`c${i} add${s}`) ?? 0;
+        if (n !== 1) wrong.push(`c${i} add${s}: ${n}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  }, 150_000);
+
+  it("completes runs across a gateway restart", async () => {
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        i % 2 ? app.start("sequence", [`r${i}`, 5]) : app.start("sleeper", [`r${i}`, 2]),
+      ),
+    );
+    await sleep(300);
+    // A graceful restart on the same address (what a rolling update does to one gateway).
+    const exited = new Promise((r) => gateway.child.once("exit", r));
+    gateway.child.kill("SIGTERM");
+    await exited;
+    gateway = await startGateway();
+    const runs = await Promise.all(ids.map((id) => app.completed(id, 120_000)));
+    expect(runs.map((r) => r.status)).toEqual(ids.map(() => "completed"));
+    // Every step ran; a step whose completion was cut by the restart may run again
+    // (at-least-once), which the workflow's event log makes harmless.
+    const counts = await app.stepCounts();
+    for (let i = 1; i < 20; i += 2) {
+      for (let s = 0; s < 5; s++) expect(counts.get(`r${i} add${s}`)).toBeGreaterThanOrEqual(1);
+    }
+  }, 150_000);
+
+  it("keeps running when its token is replaced (rotation)", async () => {
+    // A token that expires soon, then a fresh one written to the token file: runs started
+    // after the first expired still complete.
+    await app.setToken(await issuer.token({}, { expiresIn: "3s" }));
+    await app.completed(await app.start("sequence", ["rot1", 1]));
+    await sleep(4000);
+    await app.setToken(await issuer.token());
+    const run = await app.completed(await app.start("sequence", ["rot2", 2]));
+    expect(run.output).toBe(3);
+  }, 60_000);
+});
