@@ -12,13 +12,14 @@ import type { QueueService, ReceivedMessage } from "../queue-service.js";
 import type { ConsumerSettings, PushSettings } from "../settings/consumer-settings.js";
 import { isPushUrlAllowed, type PushUrlPrefix } from "../settings/push-destinations.js";
 import { pushRequest } from "./cloud-event.js";
+import { PushSettlement, type PushSettlementPorts } from "./push-settlement.js";
 import type { PushObserver, PushOutcome, PushSigner, PushTransport } from "./push-ports.js";
 import { retryDelaySeconds } from "./retry-delay.js";
 
 export interface PusherDeps {
   readonly queue: QueueService;
   /** The push records, and the cursor (to set a pushed message's lease). */
-  readonly broker: PushLedger & Pick<GroupCursor, "setLease">;
+  readonly broker: PushLedger & Pick<GroupCursor, "setLease"> & PushSettlementPorts;
   readonly transport: PushTransport;
   readonly signer: PushSigner;
   readonly observer: PushObserver;
@@ -38,9 +39,11 @@ export type PushedSettings = ConsumerSettings & { readonly push: PushSettings };
 
 export class Pusher {
   readonly #d: PusherDeps;
+  readonly #settle: PushSettlement;
 
   constructor(deps: PusherDeps) {
     this.#d = deps;
+    this.#settle = new PushSettlement(deps.broker, deps.now);
   }
 
   /**
@@ -89,7 +92,7 @@ export class Pusher {
     const push = settings.push;
     const leaseMs = push.timeoutSeconds * 1000 + LEASE_MARGIN_MS;
     // Taken before the handle is made: a seek in between makes the autoAck's lease stale.
-    const epoch = this.#d.queue.groupEpoch(group);
+    const epoch = this.#settle.groupEpoch(group);
     const handed = await this.#d.queue.handOutPulled(group, [d], leaseMs);
     const out = handed[0];
     if (!out) return; // expired, or held by a lease taken by ID
@@ -104,7 +107,7 @@ export class Pusher {
     // Above the inline limit (and unless a 2xx acknowledges, which needs the body there) the
     // client leases the message by ID: the cursor's lease is given up for that.
     const inline = push.autoAck || message.payload.length <= this.#d.inlineLimitBytes;
-    if (!inline) await this.#d.queue.yieldToReceiveById(group, lease);
+    if (!inline) await this.#settle.yieldToReceiveById(group, lease);
     const subject = pushSubject(group);
     const request = pushRequest({
       region: this.#d.region,
@@ -132,12 +135,12 @@ export class Pusher {
     this.#report(group, response.outcome, seconds, message, push, response.status);
     if (response.outcome === "success") {
       if (push.autoAck) await this.#d.queue.acknowledgeLease(group, lease, epoch);
-      else if (!inline) await this.#d.queue.afterPushById(group, lease);
+      else if (!inline) await this.#settle.afterPushById(group, lease);
       return;
     }
     // The handler set the message's lease itself (a retry directive, or extensions while it
     // ran): its word stands.
-    if (await this.#d.queue.leaseSetByHandler(group, lease)) return;
+    if (await this.#settle.leaseSetByHandler(group, lease)) return;
     await this.#release(group, lease, settings, message.deliveryCount);
   }
 
