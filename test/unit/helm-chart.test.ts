@@ -4,7 +4,8 @@
 // generated from the Kubernetes OpenAPI; the Prometheus Operator's CRDs from
 // @kubernetes-models/prometheus-operator). The PrometheusRule and the dashboard ConfigMap carry the
 // very files deploy/ links to; values the templates cannot render are refused by values.schema.json
-// before anything renders. Without helm these fail with the command to run.
+// before anything renders. The NATS side: helm/nats-values.yaml and deploy/nats/ set what the
+// gateway needs (the configs checked by nats-server -t). Without helm these fail, never skip.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,6 +21,7 @@ import {
   ServiceMonitor,
 } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
 import { chart, helmBinary, regionValues, root } from "../helpers/chart.js";
+import { currentNatsServerBinary } from "../helpers/processes/nats.js";
 
 interface K8sObject {
   apiVersion: string;
@@ -179,6 +181,11 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
       [merged({ fullnameOverride: "Queue_Gateway" }), /fullnameOverride/],
       [merged({ prometheusRule: { enabled: true, namespace: "Mon itoring" } }), /namespace/],
       [merged({ serviceMonitor: { enabled: true, interval: "often" } }), /interval/],
+      [
+        merged({ secret: { existingSecret: "vqs-receipt", existingSecretKey: "a/b" } }),
+        /SecretKey/,
+      ],
+      [merged({ serviceAccount: { name: "Gateway_SA" } }), /serviceAccount/],
     ];
     for (const [values, why] of refused) {
       const r = helm("template", values);
@@ -188,7 +195,7 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
   });
 });
 
-describe("the NATS side (helm/nats-values.yaml, for the official NATS chart)", () => {
+describe("the NATS side (helm/nats-values.yaml for the official chart; deploy/nats/ by hand)", () => {
   it("sets what the gateway needs: 3 JetStream servers, fsync always, max_payload, a volume", () => {
     const v = parse(readFileSync(join(root, "helm", "nats-values.yaml"), "utf8")) as {
       config: {
@@ -215,5 +222,17 @@ describe("the NATS side (helm/nats-values.yaml, for the official NATS chart)", (
     expect(values.config.streamReplicas).toBeLessThanOrEqual(v.config.cluster.replicas);
     const maxPayload = Number(/\d+/.exec(v.config.merge.max_payload)![0]) * 1024 * 1024;
     expect(values.config.maxMessageBytes).toBeLessThanOrEqual(maxPayload - 4096);
+  });
+
+  it("deploy/nats/ configs pass nats-server -t and set the same", () => {
+    for (const n of [1, 2, 3]) {
+      const file = join(root, "deploy", "nats", `cluster-node-${n}.conf`);
+      const r = spawnSync(currentNatsServerBinary(), ["-t", "-c", file], { encoding: "utf8" });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      const text = readFileSync(file, "utf8");
+      expect(text).toMatch(/^max_payload: 2MB$/m);
+      expect(text).toMatch(/^\s+sync_interval: always$/m);
+      expect(text.match(/nats-route:\/\/nats-\d:6222/g)).toHaveLength(3);
+    }
   });
 });
