@@ -5,19 +5,18 @@
 // test/integration/consumers/push.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/logger.js";
-import { MemoryBroker } from "../../../src/memory/memory-broker.js";
+import type { MemoryBroker } from "../../../src/memory/memory-broker.js";
 import { PushClient } from "../../../src/outbound/push-client.js";
 import { PushSigningKeys } from "../../../src/outbound/push-signer.js";
 import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
 import { NO_PUSH_OBSERVER } from "../../../src/queue/push-delivery/push-ports.js";
 import { Pusher, type PushedSettings } from "../../../src/queue/push-delivery/pusher.js";
 import { retryDelaySeconds } from "../../../src/queue/push-delivery/retry-delay.js";
-import { QueueService } from "../../../src/queue/queue-service.js";
-import { deriveSecretKeys } from "../../../src/queue/secret-keys.js";
 import {
   DEVELOPMENT_PUSH_URLS,
   parsePushUrlPrefix,
 } from "../../../src/queue/settings/push-destinations.js";
+import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 
 const SECRET = "push-rules-secret-push-rules-secret!!";
@@ -26,9 +25,8 @@ const group: GroupAddress = { namespace, topic: "orders", group: "shipping" };
 
 let app: PushApp;
 let client: PushClient;
-let clock: number;
+let memory: MemoryQueue;
 let broker: MemoryBroker;
-let queue: QueueService;
 let pusher: Pusher;
 let settings: PushedSettings;
 
@@ -43,16 +41,10 @@ afterAll(async () => {
 });
 
 beforeEach(() => {
-  clock = Date.parse("2026-01-05T10:00:00Z");
-  broker = new MemoryBroker({ now: () => clock, defaultLeaseMs: 60_000, dedupWindowMs: 120_000 });
-  queue = new QueueService({
-    broker,
-    keys: deriveSecretKeys(SECRET, "iad1"),
-    now: () => clock,
-    settingsOf: () => settings,
-  });
+  memory = memoryQueue({ secret: SECRET, settingsOf: () => settings });
+  broker = memory.broker;
   pusher = new Pusher({
-    queue,
+    queue: memory.queue,
     broker,
     transport: client,
     signer: new PushSigningKeys({
@@ -65,7 +57,7 @@ beforeEach(() => {
     observer: NO_PUSH_OBSERVER,
     log: createLogger("silent"),
     region: "iad1",
-    now: () => clock,
+    now: memory.now,
     inlineLimitBytes: 1_048_576,
     allowedUrls: DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u)),
   });
@@ -81,14 +73,7 @@ function pushedTo(url: string, more: Partial<PushedSettings> = {}): PushedSettin
 }
 
 async function publish(text: string) {
-  await queue.publish(group, {
-    payload: new TextEncoder().encode(text),
-    contentType: "text/plain",
-    retentionSeconds: 3600,
-    delaySeconds: 0,
-    idempotencyKey: null,
-    trace: null,
-  });
+  await memory.publish(group, text);
 }
 
 /** Pulls what is due for the group and pushes it, as the NATS adapter's feed does. */
@@ -107,9 +92,9 @@ describe("push retries", () => {
     expect(await pushDue()).toBe(1);
     expect(requestsTo("failing")).toHaveLength(1);
     expect(requestsTo("failing")[0]!.headers["ce-vqsdeliverycount"]).toBe("1");
-    clock += 29_000;
+    memory.advance(29_000);
     expect(await pushDue()).toBe(0);
-    clock += 2_000;
+    memory.advance(2_000);
     expect(await pushDue()).toBe(1);
     expect(requestsTo("failing").map((r) => r.headers["ce-vqsdeliverycount"])).toEqual(["1", "2"]);
   });
@@ -134,7 +119,7 @@ describe("push retries", () => {
     await publish("b");
     await pushDue();
     expect((await broker.progress(group))!.inFlight).toBe(1);
-    clock += 4_000;
+    memory.advance(4_000);
     expect(await pushDue()).toBe(0); // its lease (the push timeout and a margin) holds
   });
 
@@ -145,7 +130,7 @@ describe("push retries", () => {
     await publish("a");
     expect(await pushDue()).toBe(1);
     expect(requestsTo("late")).toHaveLength(0);
-    clock += 21_000;
+    memory.advance(21_000);
     expect(await pushDue()).toBe(1);
     expect(requestsTo("late").map((r) => r.headers["ce-vqsdeliverycount"])).toEqual(["1"]);
   });
@@ -156,7 +141,7 @@ describe("push retries", () => {
     await publish("a");
     expect(await pushDue()).toBe(1);
     expect(broker.pushOutcomes.at(-1)?.outcome).toBe("blocked");
-    clock += 31_000;
+    memory.advance(31_000);
     expect(await pushDue()).toBe(1);
   });
 });
