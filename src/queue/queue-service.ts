@@ -516,11 +516,6 @@ export class QueueService {
     await this.acknowledgeLease(group, this.#decodeHandle(group, receiptHandle));
   }
 
-  /** The group's epoch (bumped by a seek or the group's deletion), for `acknowledgeLease`. */
-  groupEpoch(group: GroupAddress): number {
-    return this.#broker.groupEpoch(group);
-  }
-
   /**
    * `acknowledge` of the delivery a lease names, for the pusher's `autoAck`: it holds the lease
    * it made the push's handle from, so decoding the handle (and checking its MAC) again would
@@ -594,34 +589,6 @@ export class QueueService {
     const backAtMs = this.#now() + seconds * 1000;
     if (backAtMs <= lease.deadlineMs) return; // the lease ends by itself, no sooner
     await this.#setGroupLease(group, lease, backAtMs);
-  }
-
-  /** Whether the handler of a pushed delivery set its lease through the API during the push. */
-  async leaseSetByHandler(group: GroupAddress, lease: Lease): Promise<boolean> {
-    return (await this.#broker.handlerLease(group, lease.streamSeq)) === lease.deliveryCount;
-  }
-
-  /**
-   * A message pushed without body and handle (above the inline limit): its handler leases it by
-   * ID. The group's cursor keeps it pending (so it holds its place in the group's concurrency)
-   * but records its own lease as over, so receive by ID may take it.
-   */
-  async yieldToReceiveById(group: GroupAddress, lease: Lease): Promise<void> {
-    await this.#broker.markIdLeases(group);
-    await this.#broker.putCursorLease(group, lease.streamSeq, {
-      count: lease.deliveryCount,
-      deadlineMs: this.#now() - 1,
-      acked: false,
-    });
-  }
-
-  /**
-   * After a 2xx for a message pushed by ID: once acknowledged by ID it leaves the group's cursor
-   * now (freeing its place) rather than when the cursor's lease ends.
-   */
-  async afterPushById(group: GroupAddress, lease: Lease): Promise<void> {
-    const byId = await this.#broker.getIdLease(group, lease.streamSeq);
-    if (byId?.state === "acked") await this.#broker.ack(group, lease);
   }
 
   /**
