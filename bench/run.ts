@@ -41,6 +41,12 @@ import {
   type ScenarioRow,
   type Target,
 } from "./lib/report.js";
+import {
+  bullmqScenario,
+  bullmqTable,
+  redisServerVersion,
+  type BullmqResult,
+} from "./lib/bullmq/scenario.js";
 import { floorScenario, floorTable, type FloorResult } from "./lib/floor/floor.js";
 import { drive, type Processes, type Window } from "./lib/runner.js";
 import { Recorder, round, sleep } from "./lib/stats.js";
@@ -65,6 +71,8 @@ const HELP = `npm run bench -- [options]
   --groups <n>         consumer groups of the scale scenario (default 1000)
   --skip-backlog, --skip-scale   leave those scenarios out of a full run
   --skip-floor         leave out the HTTP floor (a bare Fastify route; quick and full runs)
+  --skip-bullmq        leave out the comparison with BullMQ on redis-server (20,000 messages,
+                       two rounds; quick: 5,000, one round); npm run bench:bullmq runs it alone
   --skip-push          leave out push delivery (in quick and full runs; npm run bench:push runs
                        it alone)
   --push-concurrency <list>  push.maxConcurrency = polled receives in flight (default 1,16,64)
@@ -90,6 +98,7 @@ interface Options {
   readonly skipScale: boolean;
   readonly skipPush: boolean;
   readonly skipFloor: boolean;
+  readonly skipBullmq: boolean;
   readonly pushConcurrency: readonly number[];
   readonly e2eLoad: number;
   readonly cpuProf: boolean;
@@ -114,6 +123,7 @@ function parseOptions(): Options {
       "skip-scale": { type: "boolean", default: false },
       "skip-push": { type: "boolean", default: false },
       "skip-floor": { type: "boolean", default: false },
+      "skip-bullmq": { type: "boolean", default: false },
       "push-concurrency": { type: "string", default: "1,16,64" },
       "e2e-load": { type: "string", default: "0.3" },
       "cpu-prof": { type: "boolean", default: false },
@@ -152,6 +162,7 @@ function parseOptions(): Options {
     skipScale: values["skip-scale"],
     skipPush: values["skip-push"],
     skipFloor: values["skip-floor"],
+    skipBullmq: values["skip-bullmq"],
     pushConcurrency: list("push-concurrency", values["push-concurrency"], 1, 1000),
     e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
     cpuProf: values["cpu-prof"],
@@ -1048,6 +1059,26 @@ async function main(): Promise<void> {
         { quick: o.quick, levels: o.pushConcurrency },
       );
     }
+    let bullmq: BullmqResult | { skipped: string };
+    if (o.skipBullmq) bullmq = { skipped: "--skip-bullmq" };
+    else if (redisServerVersion() === null) {
+      bullmq = { skipped: "no redis-server (node scripts/ensure-redis.mjs installs it)" };
+      log(`bullmq: skipped, ${bullmq.skipped}`);
+    } else {
+      bullmq = await bullmqScenario(
+        {
+          api: env.api,
+          gatewayUrl: env.gateways[0]!.url,
+          gatewayPid: env.gateways[0]!.pid,
+          natsPid: env.nats.pid,
+          token: issuer.token,
+          logDir: join(BENCH_DIR, "results"),
+          redisDir: join(root, "redis"),
+          log,
+        },
+        { messages: o.quick ? 5000 : 20_000, rounds: o.quick ? 1 : 2 },
+      );
+    }
     await stopEnv(env);
     envs.splice(envs.indexOf(env), 1);
 
@@ -1084,6 +1115,7 @@ async function main(): Promise<void> {
       scale: scale ?? { skipped: o.quick ? "--quick" : "--skip-scale" },
       push: push ?? { skipped: "--skip-push" },
       floor: floor ?? { skipped: "--skip-floor" },
+      bullmq,
       targets: t,
     };
     await mkdir(dirname(o.out), { recursive: true });
@@ -1139,6 +1171,7 @@ async function main(): Promise<void> {
       const push64 = push?.levels.find((l) => l.concurrency === 64)?.plain.gatewayUsPerMsg;
       out.push(floorTable(floor, push64 ?? null), "");
     }
+    if ("rounds" in bullmq) out.push(bullmqTable(bullmq), "");
     out.push("Targets (ratios within this run):", "", targetsTable(t), "");
     const logLines = await Promise.all(
       Array.from({ length: o.gateways }, (_, i) =>
