@@ -107,6 +107,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     largeBodies: {
       window: config.largeBodyWindow,
       maxStoreBytes: config.largeBodyStoreBytes,
+      namespaceShareBytes: Math.floor(
+        (config.largeBodyStoreBytes * config.largeBodyNamespacePercent) / 100,
+      ),
+      ingestBytesPerSecond: config.largeIngestBytesPerSecond,
       orphanGraceMs: config.largeBodyOrphanGraceSeconds * 1000,
       sweepIntervalMs: config.largeBodySweepSeconds * 1000,
       observeBytes: (direction, n) => metrics.largeBodyBytes.inc({ direction }, n),
@@ -150,6 +154,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settingsOf: (g) => store.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
     bodies: store.bodies,
+    largeStreams: {
+      max: config.maxLargeStreams,
+      onChange: (n) => metrics.largeBodyStreams.set(n),
+    },
   });
   const pushKeys = new PushSigningKeys({
     secret,
@@ -208,6 +216,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics,
     maxMessageBytes,
     inlineBodyBytes,
+    minUploadBytesPerSecond: config.minUploadBytesPerSecond,
+    minUploadWindowMs: config.minUploadWindowSeconds * 1000,
     maxBatchBytes: config.maxBatchBytes,
     console: config.console
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }
