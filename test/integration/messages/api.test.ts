@@ -1,5 +1,5 @@
 // Every endpoint of the v3 API against a real nats-server: publish, receive (both formats),
-// receive by ID, acknowledge, extend/release, batch, and the statuses of decisions.md.
+// receive by ID, acknowledge, extend/release, batch, and the status each outcome answers with.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
@@ -148,7 +148,7 @@ describe("publish and receive", () => {
   it("takes a body just above the inline limit on nats-server 2.11+, else says why not (413)", async () => {
     const topic = uniqueName();
     const large = randomBytes(gw.gateway.inlineBodyBytes + 1);
-    const reason = gw.gateway.store.bodies.unsupportedReason;
+    const reason = gw.gateway.jetstream.bodies.unsupportedReason;
     if (reason === null) {
       await publishOk(topic, large);
       expect((await receiveParts(topic, "g"))[0]!.body.equals(large)).toBe(true);

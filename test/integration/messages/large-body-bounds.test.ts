@@ -104,7 +104,7 @@ describe("large-body bounds", () => {
     expect(answer.status).toBe(408);
     expect(answer.body).toContain("request_timeout");
     await sleep(200);
-    const { usage } = await gw.gateway.store.bodies.sweep();
+    const { usage } = await gw.gateway.jetstream.bodies.sweep();
     expect(usage.get("team_slow/prj_1/production")).toBeUndefined();
     expect((await q.receive(topic, "g")).status).toBe(204);
     slow.req.destroy();

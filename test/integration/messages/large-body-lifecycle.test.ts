@@ -197,7 +197,7 @@ describe("a large body's lifecycle", () => {
     await publish(topic, kept);
     expect(await bodiesOf(topic)).toBe(2);
     await sleep(1500); // past the grace
-    const { removed, usage } = await gw.gateway.store.bodies.sweep();
+    const { removed, usage } = await gw.gateway.jetstream.bodies.sweep();
     expect(removed).toBeGreaterThanOrEqual(1);
     expect(await bodiesOf(topic)).toBe(1);
     expect(usage.get("orphans/p/e") ?? 0).toBe(0);
@@ -219,7 +219,7 @@ describe("a large body's lifecycle", () => {
     expect(marker?.header.get("Vqs-Body-Commit")).toBe(String(body.length));
     await jsm.streams.deleteMessage(BODY_STREAM, marker!.seq);
     await sleep(1500);
-    await gw.gateway.store.bodies.sweep();
+    await gw.gateway.jetstream.bodies.sweep();
     const [p] = await parts(await q.receive(topic, "g"));
     expect(p!.body.equals(body)).toBe(true);
     await q.call("DELETE", topic);
