@@ -96,6 +96,12 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxLeaseMs: LIMITS.visibilityTimeoutSeconds.max * 1000,
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
+    quotas: {
+      topicMaxBytes: config.topicMaxBytes,
+      hardMaxBytes: config.topicHardMaxBytes,
+      namespaceMaxBytes: config.namespaceMaxBytes,
+      teams: config.namespaceMaxBytesTeams,
+    },
     topicIdleMs: config.topicIdleSeconds * 1000,
     log: logger,
     now: o.now ?? null,

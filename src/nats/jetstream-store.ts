@@ -25,6 +25,7 @@ import { TopicSweeper } from "./storage/topic-sweeper.js";
 import { isCompatibilityServer, supportsMessageTtl } from "./core/server-features.js";
 import type { WriteFailureCause } from "./core/errors.js";
 import { Topology } from "./storage/topology.js";
+import { StorageQuotas, type StorageQuotaOptions } from "./storage/storage-quotas.js";
 
 export interface StoreOptions {
   /** Neighbour regions for failover, and how to connect to them. */
@@ -46,6 +47,8 @@ export interface StoreOptions {
   readonly maxLeaseMs: number;
   readonly maxTopicsPerNamespace: number;
   readonly maxGroupsPerNamespace: number;
+  /** Storage quotas (see storage-quotas.ts). */
+  readonly quotas: Omit<StorageQuotaOptions, "refreshMs"> & { readonly hardMaxBytes: number };
   /** Empty topics not published to for this long are removed. */
   readonly topicIdleMs: number;
   readonly log: Logger;
@@ -85,6 +88,9 @@ export interface JetStreamStore {
 /** Room kept in a NATS message for the headers the gateway adds. */
 const HEADER_RESERVE = 4096;
 
+/** How stale a namespace's storage usage may be when a publish checks its quotas. */
+const USAGE_REFRESH_MS = 1000;
+
 /** How long a closing gateway waits for pushes under way. */
 const PUSH_DRAIN_MS = 10_000;
 
@@ -120,7 +126,9 @@ export async function openJetStreamStore(
     inactiveThresholdMs: o.consumerInactiveSeconds * 1000,
     maxTopicsPerNamespace: o.maxTopicsPerNamespace,
     maxGroupsPerNamespace: o.maxGroupsPerNamespace,
+    topicHardMaxBytes: o.quotas.hardMaxBytes,
   });
+  const quotas = new StorageQuotas(jsm, { ...o.quotas, refreshMs: USAGE_REFRESH_MS });
   const clock = new ServerClock();
   const now = o.now ?? clock.now;
   const pulls = new PullClient(nc);
@@ -186,6 +194,7 @@ export async function openJetStreamStore(
     js,
     jsm,
     topology,
+    quotas,
     pulls,
     scheduler,
     region: o.region,

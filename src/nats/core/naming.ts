@@ -17,6 +17,8 @@ const hex128 = (...parts: string[]) => hex(32, ...parts);
 
 export interface TopicNames {
   readonly stream: string;
+  /** The namespace's canonical key (its quotas are looked up by it). */
+  readonly namespaceKey: string;
   /** Subject filter of every topic of the namespace (to count them: caps per namespace). */
   readonly namespaceFilter: string;
   /** Subject filter of the whole topic log. */
@@ -77,6 +79,7 @@ function makeTopicNames(region: string, topic: TopicAddress): TopicNames {
   const base = `vqs.${ns}.${id}`;
   return {
     stream: `VQS_${id}`,
+    namespaceKey: topic.namespace.key,
     namespaceFilter: `vqs.${ns}.>`,
     all: `${base}.>`,
     ready: `${base}.m`,
