@@ -10,6 +10,8 @@ import { installAuth } from "./http/plugins/auth.js";
 import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
+import { installNamespaceCaps } from "./http/plugins/namespace-caps.js";
+import type { NamespaceCounts } from "./queue/namespace-counts.js";
 import { installOpenApi } from "./http/openapi/plugin.js";
 import { acknowledgeRoute } from "./http/routes/messages/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/messages/change-visibility.js";
@@ -55,6 +57,8 @@ export interface AppDeps {
   readonly isDraining: () => boolean;
   readonly logger: FastifyBaseLogger;
   readonly metrics: Metrics;
+  /** Requests in flight per namespace on this gateway, capped. */
+  readonly requestsInFlight: NamespaceCounts;
   /** Largest message body accepted (413 above). */
   readonly maxMessageBytes: number;
   /** Largest batch publish body. */
@@ -79,7 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestTimeout: 60_000,
     frameworkErrors: frameworkError,
   });
-  installErrorHandling(app);
+  installErrorHandling(app, (code) => deps.metrics.tenantLimitRefused(code));
   // Before any route: it collects every route's schema, and makes schemas documentation only.
   await installOpenApi(app);
   // Outside the API scope no route takes a body (health, readiness, metrics, and the 404
@@ -110,6 +114,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       perSecond: deps.config.rateLimitPerSecond,
       teams: deps.config.rateLimitTeams,
     });
+    installNamespaceCaps(api, deps.requestsInFlight);
     publishRoute(api, deps.queue);
     publishBatchRoute(api, deps.queue, deps.maxMessageBytes, deps.maxBatchBytes);
     receiveRoute(api, deps.queue);

@@ -1,5 +1,7 @@
 // Composes one gateway from its configuration: NATS connection -> JetStream store -> queue
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
+import { namespaceLabel } from "./queue/namespace.js";
+import { NamespaceCounts } from "./queue/namespace-counts.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
@@ -123,6 +125,17 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics.useDeferredCount(() => failover.waiting());
   }
   metrics.useGroupStats(() => store.groupStats(config.metricsMaxGroups));
+  // The namespaces holding the most bytes, at most VQS_METRICS_MAX_GROUPS of them.
+  metrics.useNamespaceStorage(async () =>
+    (await store.admin.namespaces())
+      .sort((a, b) => b.bytes - a.bytes)
+      .slice(0, config.metricsMaxGroups)
+      .map((n) => ({
+        namespace: namespaceLabel(n.namespace),
+        bytes: n.bytes,
+        limitBytes: store.quotas.namespaceLimit(n.namespace.key),
+      })),
+  );
   const maxMessageBytes = Math.min(config.maxMessageBytes, store.maxPayloadBytes);
   if (maxMessageBytes < config.maxMessageBytes) {
     logger.warn(
@@ -139,6 +152,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     ...(store.failover ? { deferrer: store.failover } : {}),
     settingsOf: (g) => store.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
+    maxWaitersPerNamespace: config.maxWaitersPerNamespace,
   });
   const pushKeys = new PushSigningKeys({
     secret,
@@ -171,6 +185,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settings: store.settings,
     duplicateIdKey: secretKeys.duplicateId,
     now: store.now,
+    storageLimits: (ns) => ({
+      namespaceBytes: store.quotas.namespaceLimit(ns.key),
+      topicBytes: store.quotas.topicLimit,
+    }),
   });
   // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
   const audit = logger.child(
@@ -178,6 +196,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     { level: logger.level === "silent" ? "silent" : "info" },
   );
   let ready = true;
+  const requestsInFlight = new NamespaceCounts(config.maxRequestsInFlightPerNamespace);
   const app = await buildApp({
     config,
     queue,
@@ -194,6 +213,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     isDraining: () => !ready,
     logger,
     metrics,
+    requestsInFlight,
     maxMessageBytes,
     maxBatchBytes: config.maxBatchBytes,
     console: config.console
@@ -201,7 +221,16 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       : null,
   });
   store.scheduler.start();
-  store.startPush((group, delivery, settings) => pusher.push(group, delivery, settings));
+  const pushesInFlight = new NamespaceCounts(config.maxPushesInFlightPerNamespace);
+  store.startPush(
+    (group, delivery, settings) => pusher.push(group, delivery, settings),
+    pushesInFlight,
+  );
+  metrics.useNamespaceCaps({
+    requests_in_flight: requestsInFlight,
+    waiters: queue.waiters,
+    pushes_in_flight: pushesInFlight,
+  });
   return {
     app,
     store,

@@ -77,9 +77,11 @@ export interface JetStreamStore {
   /** Seeing and steering topics and groups (the management API's store side). */
   readonly admin: JetStreamAdmin;
   /** Starts pulling for every pushed group of the region, handing each delivery to `push`. */
-  startPush(push: PushFeedsDeps["push"]): void;
+  startPush(push: PushFeedsDeps["push"], pushesInFlight?: PushFeedsDeps["pushesInFlight"]): void;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
+  /** Storage quotas per topic and namespace (checked by the broker on publish). */
+  readonly quotas: StorageQuotas;
   /** Per-group figures of this region, at most `max` groups. */
   groupStats(max: number): ReturnType<typeof readGroupStats>;
   close(): Promise<void>;
@@ -240,9 +242,11 @@ export async function openJetStreamStore(
     settings,
     admin: new JetStreamAdmin({ jsm, topology, records, epochs, region: o.region }),
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
+    quotas,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
-    startPush(push) {
+    startPush(push, pushesInFlight) {
       pushFeeds ??= new PushFeeds({
+        ...(pushesInFlight ? { pushesInFlight } : {}),
         settings,
         nc,
         jsm,

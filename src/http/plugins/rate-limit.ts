@@ -14,7 +14,8 @@ export interface RateLimitOptions {
   readonly teams: ReadonlyMap<string, number>;
 }
 
-const LIMITED_ROUTES = new Set([
+/** The routes tenant limits apply to (the rate limit, and requests in flight per namespace). */
+export const LIMITED_ROUTES = new Set([
   "/api/v3/topic/:topic",
   "/api/v3/topic/:topic/batch",
   "/api/v3/topic/:topic/consumer/:group",

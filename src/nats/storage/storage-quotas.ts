@@ -45,6 +45,11 @@ export class StorageQuotas {
     this.#o = opts;
   }
 
+  /** The per-topic byte limit (0: none). */
+  get topicLimit(): number {
+    return this.#o.topicMaxBytes;
+  }
+
   /** The namespace's byte limit (0: none). */
   namespaceLimit(namespaceKey: string): number {
     const team = teamOf(namespaceKey);
