@@ -114,7 +114,24 @@ function makeGroupNames(region: string, group: GroupAddress): GroupNames {
   };
 }
 
-/** The region's stream of timers that move delayed messages when they are due. */
+/**
+ * The region's timers (moving delayed messages when due, deleting expired key records), sharded
+ * by namespace: shard `i` is subject `vqs._timers.<i>`, read by durable consumer `timers-<i>`.
+ */
+export const TIMER_STREAM = "VQS_TIMERS";
+export const TIMER_SHARDS = 16;
+export const timerSubject = (shard: number) => `vqs._timers.${shard}`;
+export const timerConsumer = (shard: number) => `timers-${shard}`;
+
+/** The shard of a namespace's timers (a hash of its key: stable across gateways and restarts). */
+export function timerShard(namespaceKey: string): number {
+  return parseInt(hex(8, namespaceKey), 16) % TIMER_SHARDS;
+}
+
+/**
+ * The single timer stream and consumer of earlier versions: no longer written, still drained, so
+ * the timers stored before an upgrade fire.
+ */
 export const SCHEDULE_STREAM = "VQS_SCHEDULE";
 export const SCHEDULE_SUBJECT = "vqs._schedule";
 export const SCHEDULE_CONSUMER = "scheduler";
