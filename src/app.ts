@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import type { TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
 import { frameworkError, installErrorHandling } from "./http/error-handler.js";
-import { installRateLimit } from "./http/plugins/rate-limit.js";
+import { installRateLimit, type RegionalBudget } from "./http/plugins/rate-limit.js";
 import { installAuth } from "./http/plugins/auth.js";
 import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
@@ -40,6 +40,7 @@ export interface AppDeps {
     | "operatorTeams"
     | "rateLimitPerSecond"
     | "rateLimitTeams"
+    | "rateLimitBytesPerSecond"
   >;
   readonly queue: QueueService;
   readonly settings: SettingsService;
@@ -57,6 +58,8 @@ export interface AppDeps {
   readonly isDraining: () => boolean;
   readonly logger: FastifyBaseLogger;
   readonly metrics: Metrics;
+  /** The regional rate budgets' demand exchange. */
+  readonly budget: RegionalBudget;
   /** Requests in flight per namespace on this gateway, capped. */
   readonly requestsInFlight: NamespaceCounts;
   /** Largest message body accepted (413 above). */
@@ -113,6 +116,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await installRateLimit(api, {
       perSecond: deps.config.rateLimitPerSecond,
       teams: deps.config.rateLimitTeams,
+      bytesPerSecond: deps.config.rateLimitBytesPerSecond,
+      budget: deps.budget,
     });
     installNamespaceCaps(api, deps.requestsInFlight);
     publishRoute(api, deps.queue);

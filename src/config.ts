@@ -58,10 +58,12 @@ export interface Config {
   readonly dedupWindowSeconds: number;
   /** Per-message TTL on nats-server 2.11+ ("auto") or never ("off"). */
   readonly messageTtl: "auto" | "off";
-  /** Requests per second per tenant on one gateway (publish and receive); 0: no limit. */
+  /** Requests per second per tenant in the region (publish and receive); 0: no limit. */
   readonly rateLimitPerSecond: number;
   /** Per-team overrides of rateLimitPerSecond. */
   readonly rateLimitTeams: ReadonlyMap<string, number>;
+  /** Publish body bytes per second per tenant in the region; 0: no limit. */
+  readonly rateLimitBytesPerSecond: number;
   /** Topics per namespace; 0: no cap. */
   readonly maxTopicsPerNamespace: number;
   /** Consumer groups per namespace (all its topics together); 0: no cap. */
@@ -250,6 +252,7 @@ export function loadConfig(env: Env): Config {
     messageTtl: oneOf("VQS_MESSAGE_TTL", ["auto", "off"] as const, "auto"),
     rateLimitPerSecond: int("VQS_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
     rateLimitTeams: teamLimits("VQS_RATE_LIMIT_TEAMS", str("VQS_RATE_LIMIT_TEAMS"), 7, problems),
+    rateLimitBytesPerSecond: int("VQS_RATE_LIMIT_BYTES_PER_SECOND", 0, 0, 2 ** 50),
     maxTopicsPerNamespace: int("VQS_MAX_TOPICS_PER_NAMESPACE", 1000, 0, 1_000_000),
     maxGroupsPerNamespace: int("VQS_MAX_GROUPS_PER_NAMESPACE", 5000, 0, 10_000_000),
     topicMaxBytes: int("VQS_TOPIC_MAX_BYTES", 1 << 30, 0, 2 ** 50),

@@ -2,6 +2,7 @@
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
 import { namespaceLabel } from "./queue/namespace.js";
 import { NamespaceCounts } from "./queue/namespace-counts.js";
+import { DemandExchange } from "./nats/core/demand-exchange.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
@@ -197,6 +198,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   );
   let ready = true;
   const requestsInFlight = new NamespaceCounts(config.maxRequestsInFlightPerNamespace);
+  const budget = new DemandExchange(nc, config.region, logger);
+  budget.start();
   const app = await buildApp({
     config,
     queue,
@@ -214,6 +217,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     logger,
     metrics,
     requestsInFlight,
+    budget,
     maxMessageBytes,
     maxBatchBytes: config.maxBatchBytes,
     console: config.console
@@ -249,6 +253,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       const idle = setTimeout(() => app.server.closeIdleConnections(), IDLE_CLOSE_DELAY_MS);
       await app.close();
       clearTimeout(idle);
+      budget.stop();
       await store.close();
       await pushClient.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.
