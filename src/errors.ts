@@ -192,7 +192,8 @@ export const ERRORS = {
   },
   rate_limited: {
     status: 429,
-    message: "This tenant has sent more requests per second than this gateway allows.",
+    message:
+      "This tenant has sent more requests or body bytes per second than the service allows in this region.",
   },
   internal_error: {
     status: 500,

@@ -1,4 +1,4 @@
-// Composes one gateway from its configuration: NATS connection -> JetStream store -> queue
+// Composes one gateway from its configuration: NATS connection -> JetStream adapter -> queue
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
 import { namespaceLabel } from "./queue/namespace.js";
 import { NamespaceCounts } from "./queue/namespace-counts.js";
@@ -10,7 +10,7 @@ import { createTokenVerifier, remoteKeySet, type TokenVerifier } from "./auth/to
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
 import { connectNats } from "./nats/core/connection.js";
-import { openJetStreamStore, type JetStreamStore } from "./nats/jetstream-store.js";
+import { openJetStreamAdapter, type JetStreamAdapter } from "./nats/jetstream-adapter.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
 import { SettingsService } from "./queue/settings/settings-service.js";
@@ -20,9 +20,9 @@ import { ManagementService } from "./queue/management/management-service.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";
 import { createMetrics } from "./metrics.js";
-import { PushClient } from "./push/push-client.js";
-import { PushSigningKeys } from "./push/push-signer.js";
-import { Pusher } from "./queue/push/pusher.js";
+import { PushClient } from "./outbound/push-client.js";
+import { PushSigningKeys } from "./outbound/push-signer.js";
+import { Pusher } from "./queue/push-delivery/pusher.js";
 
 /**
  * Where `npm run build` puts the web console: dist/console of the checkout, whether this module
@@ -52,7 +52,8 @@ export interface GatewayOptions {
 
 export interface Gateway {
   readonly app: FastifyInstance;
-  readonly store: JetStreamStore;
+  /** The JetStream adapter: broker, scheduler, keys, settings, admin, push feeds. */
+  readonly jetstream: JetStreamAdapter;
   /** The queue domain (waiting receives, for metrics and tests). */
   readonly queue: QueueService;
   /** Consumer group settings of the region, kept current in memory (for the pusher). */
@@ -87,7 +88,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
     maxPushGroups: config.metricsMaxGroups,
   });
-  const store = await openJetStreamStore(nc, {
+  const jetstream = await openJetStreamAdapter(nc, {
     region: config.region,
     replicas: config.streamReplicas,
     requestTimeoutMs: config.requestTimeoutMs,
@@ -121,23 +122,23 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       },
     },
   });
-  if (store.failover) {
-    const failover = store.failover;
+  if (jetstream.failover) {
+    const failover = jetstream.failover;
     metrics.useDeferredCount(() => failover.waiting());
   }
-  metrics.useGroupStats(() => store.groupStats(config.metricsMaxGroups));
+  metrics.useGroupStats(() => jetstream.groupStats(config.metricsMaxGroups));
   // The namespaces holding the most bytes, at most VQS_METRICS_MAX_GROUPS of them.
   metrics.useNamespaceStorage(async () =>
-    (await store.admin.namespaces())
+    (await jetstream.admin.namespaces())
       .sort((a, b) => b.bytes - a.bytes)
       .slice(0, config.metricsMaxGroups)
       .map((n) => ({
         namespace: namespaceLabel(n.namespace),
         bytes: n.bytes,
-        limitBytes: store.quotas.namespaceLimit(n.namespace.key),
+        limitBytes: jetstream.quotas.namespaceLimit(n.namespace.key),
       })),
   );
-  const maxMessageBytes = Math.min(config.maxMessageBytes, store.maxPayloadBytes);
+  const maxMessageBytes = Math.min(config.maxMessageBytes, jetstream.maxPayloadBytes);
   if (maxMessageBytes < config.maxMessageBytes) {
     logger.warn(
       { configured: config.maxMessageBytes, effective: maxMessageBytes },
@@ -146,12 +147,12 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   }
   const secretKeys = deriveSecretKeys(secret, config.region);
   const queue = new QueueService({
-    broker: store.broker,
+    broker: jetstream.broker,
     keys: secretKeys,
-    now: store.now,
+    now: jetstream.now,
     observer: metrics.observer,
-    ...(store.failover ? { deferrer: store.failover } : {}),
-    settingsOf: (g) => store.settings.effective(g.namespace, g.topic, g.group),
+    ...(jetstream.failover ? { deferrer: jetstream.failover } : {}),
+    settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
     maxWaitersPerNamespace: config.maxWaitersPerNamespace,
   });
@@ -165,30 +166,30 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const pushClient = new PushClient();
   const pusher = new Pusher({
     queue,
-    broker: store.broker,
+    broker: jetstream.broker,
     transport: pushClient,
     signer: pushKeys,
     observer: metrics.push,
     log: logger,
     region: config.region,
-    now: store.now,
+    now: jetstream.now,
     inlineLimitBytes: config.pushInlineLimitBytes,
     allowedUrls: config.pushAllowedUrls,
   });
   const settings = new SettingsService({
-    store: store.settings,
+    store: jetstream.settings,
     pushAllowedUrls: config.pushAllowedUrls,
     maxPerNamespace: config.maxSettingsPerNamespace,
   });
   const management = new ManagementService({
-    admin: store.admin,
-    broker: store.broker,
-    settings: store.settings,
+    admin: jetstream.admin,
+    broker: jetstream.broker,
+    settings: jetstream.settings,
     duplicateIdKey: secretKeys.duplicateId,
-    now: store.now,
+    now: jetstream.now,
     storageLimits: (ns) => ({
-      namespaceBytes: store.quotas.namespaceLimit(ns.key),
-      topicBytes: store.quotas.topicLimit,
+      namespaceBytes: jetstream.quotas.namespaceLimit(ns.key),
+      topicBytes: jetstream.quotas.topicLimit,
     }),
   });
   // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
@@ -212,7 +213,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     // With failover, a gateway whose home store is down still takes publishes (202): it stays
     // ready while a neighbour can store them.
     isReady: async () =>
-      ready && ((await store.broker.isReady()) || (store.failover?.canDefer() ?? false)),
+      ready && ((await jetstream.broker.isReady()) || (jetstream.failover?.canDefer() ?? false)),
     isDraining: () => !ready,
     logger,
     metrics,
@@ -224,9 +225,9 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }
       : null,
   });
-  store.scheduler.start();
+  jetstream.scheduler.start();
   const pushesInFlight = new NamespaceCounts(config.maxPushesInFlightPerNamespace);
-  store.startPush(
+  jetstream.startPush(
     (group, delivery, settings) => pusher.push(group, delivery, settings),
     pushesInFlight,
   );
@@ -237,9 +238,9 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   });
   return {
     app,
-    store,
+    jetstream,
     queue,
-    settings: store.settings,
+    settings: jetstream.settings,
     maxMessageBytes,
     stopBeingReady() {
       ready = false;
@@ -254,7 +255,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       await app.close();
       clearTimeout(idle);
       budget.stop();
-      await store.close();
+      await jetstream.close();
       await pushClient.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.
       await nc.drain().catch(() => nc.close());

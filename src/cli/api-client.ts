@@ -25,7 +25,7 @@ export interface Connection {
   readonly namespace?: string | null;
 }
 
-/** A consumer settings document as the API answers it (README, "Consumer settings"). */
+/** A consumer settings document as the API answers it (docs/api.md, "Consumer settings"). */
 export interface SettingsDocument {
   readonly topic: string;
   readonly consumerGroup: string;
@@ -43,7 +43,7 @@ export interface SettingsBody {
 }
 
 /** Where a dead-letter copy came from (its `deadLetter` field). */
-/** A received message as NDJSON carries it (README, "API"); `body` is base64. */
+/** A received message as NDJSON carries it (docs/api.md, "Operations"); `body` is base64. */
 export interface ReceivedMessage {
   readonly messageId: string;
   readonly receiptHandle: string;
@@ -68,7 +68,7 @@ export interface RedriveResult {
   readonly remaining: number;
 }
 
-// The management API (README, "Management API").
+// The management API (docs/api.md, "Management API").
 
 export interface TopicInfo {
   readonly name: string;
@@ -237,7 +237,7 @@ export class ApiClient {
     return { res, text };
   }
 
-  // Messages (README, "API"): receive, acknowledge, release; redrive of a dead-letter topic.
+  // Messages (docs/api.md, "Operations"): receive, acknowledge, release; redrive of a dead-letter topic.
 
   /**
    * Receives up to `maxMessages` messages of a group (NDJSON), waiting up to `waitSeconds` for
@@ -312,7 +312,7 @@ export class ApiClient {
 
   /**
    * Publishes one message; `data` may be a stream (stdin), sent as it is read. The headers are
-   * the API's (README, "API"): Content-Type, Vqs-Delay-Seconds, Vqs-Retention-Seconds,
+   * the API's (docs/api.md, "Operations"): Content-Type, Vqs-Delay-Seconds, Vqs-Retention-Seconds,
    * Vqs-Idempotency-Key.
    */
   async publish(
@@ -333,7 +333,7 @@ export class ApiClient {
     })) as PublishResult;
   }
 
-  // Management (README, "Management API").
+  // Management (docs/api.md, "Management API").
 
   /** Every topic of the namespace, by name (all pages). */
   async listTopics(): Promise<TopicInfo[]> {
@@ -407,7 +407,7 @@ export class ApiClient {
     return body.namespaces;
   }
 
-  // Consumer settings (README, "Consumer settings").
+  // Consumer settings (docs/api.md, "Consumer settings").
 
   /** The stored document, or null when there is none (404 settings_not_found). */
   async getSettings(topic: string, group: string): Promise<SettingsDocument | null> {
