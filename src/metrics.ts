@@ -217,17 +217,7 @@ const GROUP_LABELS = ["queue_namespace", "topic", "consumer_group"] as const;
  * (the provider's) and a gauge that says when the cap cut the list.
  */
 function perGroupGauges(registry: Registry, refreshMs: number) {
-  let provider: GroupStatsProvider | null = null;
-  let snapshot: { at: number; stats: GroupStat[]; truncated: boolean } | null = null;
-  let reading: Promise<void> | null = null;
-  const refresh = async () => {
-    if (!provider || (snapshot && Date.now() - snapshot.at < refreshMs)) return;
-    reading ??= provider()
-      .then((r) => void (snapshot = { at: Date.now(), ...r }))
-      .catch(() => undefined) // the store is away: keep the last snapshot
-      .finally(() => (reading = null));
-    await reading;
-  };
+  const snap = snapshots<Awaited<ReturnType<GroupStatsProvider>>>(refreshMs);
   const gauge = (name: string, help: string, value: (s: GroupStat) => number) =>
     new Gauge({
       name,
@@ -235,7 +225,7 @@ function perGroupGauges(registry: Registry, refreshMs: number) {
       labelNames: GROUP_LABELS,
       registers: [registry],
       async collect() {
-        await refresh();
+        const snapshot = await snap.read();
         this.reset();
         for (const s of snapshot?.stats ?? []) {
           this.set(
@@ -265,13 +255,12 @@ function perGroupGauges(registry: Registry, refreshMs: number) {
     help: "1 when VQS_METRICS_MAX_GROUPS cut the per-group series, else 0.",
     registers: [registry],
     async collect() {
-      await refresh();
-      this.set(snapshot?.truncated ? 1 : 0);
+      this.set((await snap.read())?.truncated ? 1 : 0);
     },
   });
   return {
     use(p: GroupStatsProvider) {
-      provider = p;
+      snap.use(p);
     },
   };
 }
@@ -281,17 +270,7 @@ function perGroupGauges(registry: Registry, refreshMs: number) {
  * from the store at most every `refreshMs`; the provider bounds the series.
  */
 function namespaceStorageGauges(registry: Registry, refreshMs: number) {
-  let provider: NamespaceStorageProvider | null = null;
-  let snapshot: { at: number; stats: NamespaceStorageStat[] } | null = null;
-  let reading: Promise<void> | null = null;
-  const refresh = async () => {
-    if (!provider || (snapshot && Date.now() - snapshot.at < refreshMs)) return;
-    reading ??= provider()
-      .then((stats) => void (snapshot = { at: Date.now(), stats }))
-      .catch(() => undefined) // the store is away: keep the last snapshot
-      .finally(() => (reading = null));
-    await reading;
-  };
+  const snap = snapshots<NamespaceStorageStat[]>(refreshMs);
   const gauge = (name: string, help: string, value: (s: NamespaceStorageStat) => number) =>
     new Gauge({
       name,
@@ -299,9 +278,9 @@ function namespaceStorageGauges(registry: Registry, refreshMs: number) {
       labelNames: ["queue_namespace"],
       registers: [registry],
       async collect() {
-        await refresh();
+        const stats = await snap.read();
         this.reset();
-        for (const s of snapshot?.stats ?? []) this.set({ queue_namespace: s.namespace }, value(s));
+        for (const s of stats ?? []) this.set({ queue_namespace: s.namespace }, value(s));
       },
     });
   gauge(
@@ -316,7 +295,32 @@ function namespaceStorageGauges(registry: Registry, refreshMs: number) {
   );
   return {
     use(p: NamespaceStorageProvider) {
+      snap.use(p);
+    },
+  };
+}
+
+/**
+ * A value read from the store on scrape, at most every `refreshMs` (one read at a time); the last
+ * one is kept while the store is away.
+ */
+function snapshots<T>(refreshMs: number) {
+  let provider: (() => Promise<T>) | null = null;
+  let snapshot: { at: number; value: T } | null = null;
+  let reading: Promise<void> | null = null;
+  return {
+    use(p: () => Promise<T>) {
       provider = p;
+    },
+    async read(): Promise<T | null> {
+      if (provider && !(snapshot && Date.now() - snapshot.at < refreshMs)) {
+        reading ??= provider()
+          .then((value) => void (snapshot = { at: Date.now(), value }))
+          .catch(() => undefined) // the store is away: keep the last snapshot
+          .finally(() => (reading = null));
+        await reading;
+      }
+      return snapshot?.value ?? null;
     },
   };
 }

@@ -113,6 +113,22 @@ describe("storage quotas", () => {
     for await (const s of info) messages += s.state.messages;
     expect(messages).toBe(first.stored + second.stored);
 
+    // Quota use per namespace is exported, and each refusal is counted by its code.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const series = (name: string) =>
+      Number(
+        metrics
+          .split("\n")
+          .find((l) => l.startsWith(`${name}{queue_namespace="team_q/prj_a/production"}`))
+          ?.split(" ")
+          .pop(),
+      );
+    expect(series("vqs_namespace_storage_limit_bytes")).toBe(QUOTA);
+    expect(series("vqs_namespace_storage_bytes")).toBeGreaterThan(QUOTA * 0.9);
+    expect(metrics).toMatch(
+      /vqs_tenant_limit_refusals_total\{code="storage_quota_exceeded"\} [1-9]/,
+    );
+
     // The store itself never filled: far below JetStream's limit.
     const account = await jsm.getAccountInfo();
     expect(account.storage).toBeLessThan(STORE_BYTES / 2);
