@@ -59,6 +59,8 @@ export interface Gateway {
   /** Consumer group settings of the region, kept current in memory (for the pusher). */
   readonly settings: SettingsStore;
   readonly maxMessageBytes: number;
+  /** Bodies up to this size travel inside their message; larger ones go to the body store. */
+  readonly inlineBodyBytes: number;
   /** Readiness answers 503 from now on (the first step of a graceful shutdown). */
   stopBeingReady(): void;
   /** Stops accepting requests, lets in-flight ones finish, stops the scheduler, drains NATS. */
@@ -112,6 +114,13 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
     observeWriteFailure: (cause) => metrics.storeWriteFailures.inc({ cause }),
     onConnectionChange: (up) => metrics.natsConnected.set(up ? 1 : 0),
+    largeBodies: {
+      window: config.largeBodyWindow,
+      maxStoreBytes: config.largeBodyStoreBytes,
+      orphanGraceMs: config.largeBodyOrphanGraceSeconds * 1000,
+      sweepIntervalMs: config.largeBodySweepSeconds * 1000,
+      observeBytes: (direction, n) => metrics.largeBodyBytes.inc({ direction }, n),
+    },
     failover: {
       neighbours: config.failoverRegions,
       credentials: {
@@ -138,12 +147,19 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
         limitBytes: jetstream.quotas.namespaceLimit(n.namespace.key),
       })),
   );
-  const maxMessageBytes = Math.min(config.maxMessageBytes, jetstream.maxPayloadBytes);
-  if (maxMessageBytes < config.maxMessageBytes) {
+  metrics.useLargeBodyUsage(() => jetstream.bodies.usage());
+  const inlineBodyBytes = Math.min(config.inlineBodyBytes, jetstream.maxPayloadBytes);
+  if (inlineBodyBytes < config.inlineBodyBytes) {
     logger.warn(
-      { configured: config.maxMessageBytes, effective: maxMessageBytes },
-      "VQS_MAX_MESSAGE_BYTES is above what the NATS server's max_payload allows; using the smaller",
+      { configured: config.inlineBodyBytes, effective: inlineBodyBytes },
+      "VQS_INLINE_BODY_BYTES is above what the NATS server's max_payload allows; using the smaller",
     );
+  }
+  // Without a body store (a server older than 2.11) nothing above the inline limit is taken; a
+  // larger body is answered 413 large_body_unsupported, which says why.
+  const maxMessageBytes = config.maxMessageBytes;
+  if (jetstream.bodies.unsupportedReason && maxMessageBytes > inlineBodyBytes) {
+    logger.warn({ inlineBodyBytes }, jetstream.bodies.unsupportedReason);
   }
   const secretKeys = deriveSecretKeys(secret, config.region);
   const queue = new QueueService({
@@ -155,6 +171,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
     maxWaitersPerNamespace: config.maxWaitersPerNamespace,
+    bodies: jetstream.bodies,
   });
   const pushKeys = new PushSigningKeys({
     secret,
@@ -191,6 +208,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       namespaceBytes: jetstream.quotas.namespaceLimit(ns.key),
       topicBytes: jetstream.quotas.topicLimit,
     }),
+    bodies: jetstream.bodies,
   });
   // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
   const audit = logger.child(
@@ -220,6 +238,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     requestsInFlight,
     budget,
     maxMessageBytes,
+    inlineBodyBytes,
     maxBatchBytes: config.maxBatchBytes,
     console: config.console
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }
@@ -242,6 +261,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     queue,
     settings: jetstream.settings,
     maxMessageBytes,
+    inlineBodyBytes,
     stopBeingReady() {
       ready = false;
     },

@@ -109,6 +109,7 @@ export class MemoryBroker implements Broker {
       idSeq: seq,
       nonce: message.nonce,
       payload: message.payload,
+      body: message.body ?? null,
       contentType: message.contentType,
       publishedAtMs: now,
       expiresAtMs: now + message.retentionSeconds * 1000,

@@ -6,9 +6,11 @@ import type {
   DeadLetterOrigin,
   Deferrer,
   Delivery,
+  NewMessage,
   StoredMessage,
   TraceContext,
 } from "./broker.js";
+import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
@@ -23,6 +25,7 @@ import type { ConsumerSettings, DeadLetterSettings } from "./settings/consumer-s
 import type { SecretKeys } from "./secret-keys.js";
 
 export interface PublishInput {
+  /** An inline body; a large one is given to `publishStreamed` instead. */
   readonly payload: Uint8Array;
   readonly contentType: string | null;
   readonly retentionSeconds: number;
@@ -53,7 +56,10 @@ export interface ReceivedMessage {
   readonly publishedAt: Date;
   readonly expiresAt: Date;
   readonly contentType: string | null;
+  /** The inline body; empty when `body` is set. */
   readonly payload: Uint8Array;
+  /** A large body, kept in the body store: read it with `QueueService.openBody`. */
+  readonly body: BodyRef | null;
   /** The trace context its publish carried. */
   readonly trace: TraceContext | null;
   /** Where it came from, when it is a dead-letter copy. */
@@ -73,6 +79,17 @@ export interface QueueServiceDeps {
   readonly log?: Pick<Logger, "warn">;
   /** Waiting receives per namespace on this gateway; past it 429 too_many_waiters (0: none). */
   readonly maxWaitersPerNamespace?: number;
+  /** Where bodies above the inline limit are kept; without it they are refused. */
+  readonly bodies?: BodyStore;
+}
+
+/** A body above the inline limit, as it arrives. */
+export interface StreamedBody {
+  readonly source: ByteSource;
+  /** Content-Length, when the client sent one. */
+  readonly declaredLength: number | null;
+  /** More bytes than this: 413, and nothing is left stored. */
+  readonly maxBytes: number;
 }
 
 /** Messages read from a dead-letter topic at a time by redrive. */
@@ -83,6 +100,8 @@ const DEAD_LETTER_RETRY_MS = 5000;
 
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
+
+const EMPTY = new Uint8Array(0);
 
 /** Handles this close to their deadline are checked for staleness (clock skew, slow networks). */
 const STALE_CHECK_MARGIN_MS = 1000;
@@ -100,8 +119,10 @@ export class QueueService {
   readonly #longPolls: LongPolls;
   /** Waiting receives per namespace, capped. */
   readonly waiters: NamespaceCounts;
+  readonly #bodies: BodyStore | null;
 
   constructor(deps: QueueServiceDeps) {
+    this.#bodies = deps.bodies ?? null;
     this.#deferrer = deps.deferrer ?? null;
     this.#broker = deps.broker;
     this.#keys = deps.keys;
@@ -120,9 +141,74 @@ export class QueueService {
    * stores a new one. The store decides this atomically (see docs/architecture.md).
    */
   async publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
+    return this.#publish(topic, input, null);
+  }
+
+  /**
+   * Publishes a body above the inline limit: the body goes to the body store first, chunk by
+   * chunk as it arrives, then the message that points at it (the commit point: a message whose
+   * body is partial is never visible). A duplicate of a keyed message removes the body it
+   * brought, so a retried keyed publish leaves one body. A message that may or may not have
+   * been stored (a timeout) keeps its body; the body store's sweep removes it if no message
+   * points at it.
+   */
+  async publishStreamed(
+    topic: TopicAddress,
+    input: Omit<PublishInput, "payload">,
+    body: StreamedBody,
+  ): Promise<PublishResult> {
+    const bodies = this.#bodies;
+    if (!bodies) throw new AppError("large_body_unsupported");
+    if (bodies.unsupportedReason) {
+      throw new AppError("large_body_unsupported", { message: bodies.unsupportedReason });
+    }
+    let ref: BodyRef;
+    try {
+      ref = await bodies.write(topic, body.source, {
+        retentionSeconds: input.retentionSeconds,
+        maxBytes: body.maxBytes,
+        declaredLength: body.declaredLength,
+      });
+    } catch (err) {
+      throw this.#notDeferred(err);
+    }
+    let result: PublishResult;
+    try {
+      result = await this.#publish(topic, { ...input, payload: EMPTY }, ref);
+    } catch (err) {
+      throw this.#notDeferred(err);
+    }
+    if (!result.deferred && result.duplicate) {
+      await bodies.remove(topic, ref).catch(() => undefined);
+    } else {
+      await bodies.commit(topic, ref, input.retentionSeconds).catch(() => undefined);
+    }
+    return result;
+  }
+
+  /** A large body stays in its region's store: while that store is down, 503, not 202. */
+  #notDeferred(err: unknown): unknown {
+    if (this.#deferrer && isAppError(err) && err.code === "storage_unavailable") {
+      return new AppError("large_body_not_deferred", { cause: err, retryAfterSeconds: 5 });
+    }
+    return err;
+  }
+
+  /** The bytes of a large body, verified as they are read (a failure throws mid-way). */
+  openBody(topic: TopicAddress, ref: BodyRef): AsyncIterable<Uint8Array> {
+    if (!this.#bodies) throw new AppError("storage_unavailable");
+    return this.#bodies.read(topic, ref);
+  }
+
+  async #publish(
+    topic: TopicAddress,
+    input: PublishInput,
+    body: BodyRef | null,
+  ): Promise<PublishResult> {
     const nonce = newNonce();
     const message = {
       payload: input.payload,
+      ...(body ? { body } : {}),
       contentType: input.contentType,
       retentionSeconds: input.retentionSeconds,
       delaySeconds: Math.min(input.delaySeconds, input.retentionSeconds),
@@ -135,7 +221,9 @@ export class QueueService {
       outcome = await this.#broker.publish(topic, message);
     } catch (err) {
       // The home store cannot take it: a neighbour region keeps it until home recovers.
-      if (!this.#deferrer || !isAppError(err) || err.code !== "storage_unavailable") throw err;
+      if (body || !this.#deferrer || !isAppError(err) || err.code !== "storage_unavailable") {
+        throw err;
+      }
       await this.#deferrer.defer(topic, message);
       this.#observer.deferred();
       return { deferred: true };
@@ -361,19 +449,15 @@ export class QueueService {
     dl: DeadLetterSettings,
   ): Promise<void> {
     const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
-    await this.#broker.publish(
+    await this.#publishCopy(
+      group,
+      message,
       { namespace: group.namespace, topic: dl.topic },
       {
-        payload: message.payload,
-        contentType: message.contentType,
         retentionSeconds: Math.min(
           LIMITS.retentionSeconds.max,
           Math.max(LIMITS.retentionSeconds.min, left),
         ),
-        delaySeconds: 0,
-        idempotencyKey: null,
-        nonce: newNonce(),
-        trace: message.trace,
         deadLetter: {
           topic: group.topic,
           consumerGroup: group.group,
@@ -383,6 +467,36 @@ export class QueueService {
         dedupToken: `dead-letter\n${group.topic}\n${group.group}\n${streamSeq}`,
       },
     );
+  }
+
+  /**
+   * Stores a copy of a message (a dead-letter copy, a redriven message) in `to`: payload,
+   * content type and trace unchanged. A large body is copied too, so the copy stays whole when
+   * the original expires or is removed; a copy that turns out a duplicate leaves its body to the
+   * body store's sweep.
+   */
+  async #publishCopy(
+    from: TopicAddress,
+    message: StoredMessage,
+    to: TopicAddress,
+    o: Pick<NewMessage, "retentionSeconds" | "deadLetter" | "dedupToken">,
+  ): Promise<void> {
+    let body: BodyRef | undefined;
+    if (message.body) {
+      if (!this.#bodies) throw new AppError("storage_unavailable");
+      body = await this.#bodies.copy(from, message.body, to, o.retentionSeconds);
+    }
+    await this.#broker.publish(to, {
+      payload: message.payload,
+      ...(body ? { body } : {}),
+      contentType: message.contentType,
+      delaySeconds: 0,
+      idempotencyKey: null,
+      nonce: newNonce(),
+      trace: message.trace,
+      ...o,
+    });
+    if (body) await this.#bodies?.commit(to, body, o.retentionSeconds).catch(() => undefined);
   }
 
   /** Gives each delivery its lease, and records which delivery is current after a redelivery. */
@@ -599,25 +713,23 @@ export class QueueService {
         from = streamSeq + 1;
         if (message.expiresAtMs <= this.#now()) {
           await this.#broker.removeMessage(deadLetters, streamSeq);
+          if (message.body) await this.#bodies?.remove(deadLetters, message.body);
           continue;
         }
         const target = options.target ?? message.deadLetter?.topic;
         if (!target || target === deadLetters.topic) continue; // nowhere to go: it stays
         const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
-        await this.#broker.publish(
+        await this.#publishCopy(
+          deadLetters,
+          message,
           { namespace: deadLetters.namespace, topic: target },
           {
-            payload: message.payload,
-            contentType: message.contentType,
             retentionSeconds: Math.max(LIMITS.retentionSeconds.min, left),
-            delaySeconds: 0,
-            idempotencyKey: null,
-            nonce: newNonce(),
-            trace: message.trace,
             dedupToken: `redrive\n${deadLetters.topic}\n${streamSeq}`,
           },
         );
         await this.#broker.removeMessage(deadLetters, streamSeq);
+        if (message.body) await this.#bodies?.remove(deadLetters, message.body);
         moved++;
         if (moved >= options.limit) break;
       }
@@ -653,6 +765,7 @@ export class QueueService {
       expiresAt: new Date(message.expiresAtMs),
       contentType: message.contentType,
       payload: message.payload,
+      body: message.body,
       trace: message.trace,
       deadLetter: message.deadLetter,
     };
