@@ -5,12 +5,14 @@ import { randomUUID } from "node:crypto";
 import type { TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
 import { frameworkError, installErrorHandling } from "./http/error-handler.js";
-import { installRateLimit } from "./http/plugins/rate-limit.js";
+import { installRateLimit, type RegionalBudget } from "./http/plugins/rate-limit.js";
 import { installUploadWatchdog } from "./http/plugins/upload-watchdog.js";
 import { installAuth } from "./http/plugins/auth.js";
 import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
+import { installNamespaceCaps } from "./http/plugins/namespace-caps.js";
+import type { NamespaceCounts } from "./queue/namespace-counts.js";
 import { installOpenApi } from "./http/openapi/plugin.js";
 import { acknowledgeRoute } from "./http/routes/messages/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/messages/change-visibility.js";
@@ -40,6 +42,7 @@ export interface AppDeps {
     | "operatorTeams"
     | "rateLimitPerSecond"
     | "rateLimitTeams"
+    | "rateLimitBytesPerSecond"
   >;
   readonly queue: QueueService;
   readonly settings: SettingsService;
@@ -57,6 +60,10 @@ export interface AppDeps {
   readonly isDraining: () => boolean;
   readonly logger: FastifyBaseLogger;
   readonly metrics: Metrics;
+  /** The regional rate budgets' demand exchange. */
+  readonly budget: RegionalBudget;
+  /** Requests in flight per namespace on this gateway, capped. */
+  readonly requestsInFlight: NamespaceCounts;
   /** Largest message body accepted (413 above). */
   readonly maxMessageBytes: number;
   /** Bodies up to this size travel inside their message; larger ones go to the body store. */
@@ -91,7 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // The same API under /queues-proxy, where world-vercel looks for it (http/queues-proxy.ts).
     rewriteUrl: (request) => rewriteQueuesProxyUrl(request.url ?? "/"),
   });
-  installErrorHandling(app);
+  installErrorHandling(app, (code) => deps.metrics.tenantLimitRefused(code));
   // Before any route: it collects every route's schema, and makes schemas documentation only.
   await installOpenApi(app);
   // Outside the API scope no route takes a body (health, readiness, metrics, and the 404
@@ -125,7 +132,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await installRateLimit(api, {
       perSecond: deps.config.rateLimitPerSecond,
       teams: deps.config.rateLimitTeams,
+      bytesPerSecond: deps.config.rateLimitBytesPerSecond,
+      budget: deps.budget,
     });
+    installNamespaceCaps(api, deps.requestsInFlight);
     await api.register((scope, _options, registered) => {
       // A publish reads its own body, streamed: the parser hands the request stream over unread.
       scope.removeAllContentTypeParsers();

@@ -79,14 +79,28 @@ export interface Config {
   readonly dedupWindowSeconds: number;
   /** Per-message TTL on nats-server 2.11+ ("auto") or never ("off"). */
   readonly messageTtl: "auto" | "off";
-  /** Requests per second per tenant on one gateway (publish and receive); 0: no limit. */
+  /** Requests per second per tenant in the region (publish and receive); 0: no limit. */
   readonly rateLimitPerSecond: number;
   /** Per-team overrides of rateLimitPerSecond. */
   readonly rateLimitTeams: ReadonlyMap<string, number>;
+  /** Publish body bytes per second per tenant in the region; 0: no limit. */
+  readonly rateLimitBytesPerSecond: number;
   /** Topics per namespace; 0: no cap. */
   readonly maxTopicsPerNamespace: number;
   /** Consumer groups per namespace (all its topics together); 0: no cap. */
   readonly maxGroupsPerNamespace: number;
+  /** Bytes one topic may store, checked by the gateways; 0: no limit. */
+  readonly topicMaxBytes: number;
+  /** JetStream's own max_bytes (discard new) on every topic stream; 0: none (it is reserved). */
+  readonly topicHardMaxBytes: number;
+  /** Bytes all of a namespace's topics may store together; 0: no limit. */
+  readonly namespaceMaxBytes: number;
+  /** Per-team overrides of namespaceMaxBytes (VQS_NAMESPACE_MAX_BYTES_TEAMS). */
+  readonly namespaceMaxBytesTeams: ReadonlyMap<string, number>;
+  /** Per namespace on one gateway: requests in flight, waiting receives, pushes in flight; 0: none. */
+  readonly maxRequestsInFlightPerNamespace: number;
+  readonly maxWaitersPerNamespace: number;
+  readonly maxPushesInFlightPerNamespace: number;
   /** An empty topic not published to for this long is removed. */
   readonly topicIdleSeconds: number;
   /** Consumer settings documents per namespace; 0: no cap. */
@@ -268,9 +282,22 @@ export function loadConfig(env: Env): Config {
     dedupWindowSeconds: int("VQS_DEDUP_WINDOW_SECONDS", 120, 1, 86_400),
     messageTtl: oneOf("VQS_MESSAGE_TTL", ["auto", "off"] as const, "auto"),
     rateLimitPerSecond: int("VQS_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
-    rateLimitTeams: teamLimits(str("VQS_RATE_LIMIT_TEAMS"), problems),
+    rateLimitTeams: teamLimits("VQS_RATE_LIMIT_TEAMS", str("VQS_RATE_LIMIT_TEAMS"), 7, problems),
+    rateLimitBytesPerSecond: int("VQS_RATE_LIMIT_BYTES_PER_SECOND", 0, 0, 2 ** 50),
     maxTopicsPerNamespace: int("VQS_MAX_TOPICS_PER_NAMESPACE", 1000, 0, 1_000_000),
     maxGroupsPerNamespace: int("VQS_MAX_GROUPS_PER_NAMESPACE", 5000, 0, 10_000_000),
+    topicMaxBytes: int("VQS_TOPIC_MAX_BYTES", 1 << 30, 0, 2 ** 50),
+    topicHardMaxBytes: int("VQS_TOPIC_HARD_MAX_BYTES", 0, 0, 2 ** 50),
+    namespaceMaxBytes: int("VQS_NAMESPACE_MAX_BYTES", 10 * (1 << 30), 0, 2 ** 50),
+    namespaceMaxBytesTeams: teamLimits(
+      "VQS_NAMESPACE_MAX_BYTES_TEAMS",
+      str("VQS_NAMESPACE_MAX_BYTES_TEAMS"),
+      16,
+      problems,
+    ),
+    maxRequestsInFlightPerNamespace: int("VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE", 1000, 0, 1e7),
+    maxWaitersPerNamespace: int("VQS_MAX_WAITERS_PER_NAMESPACE", 1000, 0, 1e7),
+    maxPushesInFlightPerNamespace: int("VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE", 256, 0, 1e7),
     topicIdleSeconds: int("VQS_TOPIC_IDLE_SECONDS", 86_400, 60, 365 * 86_400),
     maxSettingsPerNamespace: int("VQS_MAX_SETTINGS_PER_NAMESPACE", 1000, 0, 1_000_000),
     pushAllowedUrls: pushAllowedUrls(list("VQS_PUSH_ALLOWED_URLS"), production, problems),
@@ -299,16 +326,21 @@ export function loadConfig(env: Env): Config {
   return Object.freeze(config);
 }
 
-/** `team=limit,team=limit` (VQS_RATE_LIMIT_TEAMS). */
-function teamLimits(value: string | null, problems: string[]): ReadonlyMap<string, number> {
+/** `team=limit,team=limit` (VQS_RATE_LIMIT_TEAMS, VQS_NAMESPACE_MAX_BYTES_TEAMS). */
+function teamLimits(
+  name: string,
+  value: string | null,
+  digits: number,
+  problems: string[],
+): ReadonlyMap<string, number> {
   const limits = new Map<string, number>();
   for (const entry of (value ?? "")
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean)) {
-    const m = /^([^=\s]+)=(\d{1,7})$/.exec(entry);
+    const m = new RegExp(`^([^=\\s]+)=(\\d{1,${digits}})$`).exec(entry);
     if (!m) {
-      problems.push(`VQS_RATE_LIMIT_TEAMS entries look like team_id=100 (got "${entry}")`);
+      problems.push(`${name} entries look like team_id=100 (got "${entry}")`);
       continue;
     }
     limits.set(m[1]!, Number(m[2]));

@@ -185,9 +185,30 @@ export const ERRORS = {
     status: 429,
     message: "The consumer group has reached Vqs-Max-Concurrency messages in flight.",
   },
+  topic_full: {
+    status: 429,
+    message:
+      "The topic holds as many bytes as the service allows (VQS_TOPIC_MAX_BYTES); space frees as messages expire. Retry after the Retry-After seconds.",
+  },
+  storage_quota_exceeded: {
+    status: 429,
+    message:
+      "This namespace's topics hold as many bytes as the service allows (VQS_NAMESPACE_MAX_BYTES); space frees as messages expire. Retry after the Retry-After seconds.",
+  },
+  too_many_requests_in_flight: {
+    status: 429,
+    message:
+      "This namespace has as many requests in flight on this gateway as it allows (VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE).",
+  },
+  too_many_waiters: {
+    status: 429,
+    message:
+      "This namespace has as many waiting receives on this gateway as it allows (VQS_MAX_WAITERS_PER_NAMESPACE); receive without Vqs-Wait-Seconds or retry later.",
+  },
   rate_limited: {
     status: 429,
-    message: "This tenant has sent more requests per second than this gateway allows.",
+    message:
+      "This tenant has sent more requests or body bytes per second than the service allows in this region.",
   },
   internal_error: {
     status: 500,

@@ -1,5 +1,8 @@
 // Composes one gateway from its configuration: NATS connection -> JetStream adapter -> queue
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
+import { namespaceLabel } from "./queue/namespace.js";
+import { NamespaceCounts } from "./queue/namespace-counts.js";
+import { DemandExchange } from "./nats/core/demand-exchange.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
@@ -99,6 +102,12 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxLeaseMs: LIMITS.visibilityTimeoutSeconds.max * 1000,
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
+    quotas: {
+      topicMaxBytes: config.topicMaxBytes,
+      hardMaxBytes: config.topicHardMaxBytes,
+      namespaceMaxBytes: config.namespaceMaxBytes,
+      teams: config.namespaceMaxBytesTeams,
+    },
     topicIdleMs: config.topicIdleSeconds * 1000,
     log: logger,
     now: o.now ?? null,
@@ -131,6 +140,17 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics.useDeferredCount(() => failover.waiting());
   }
   metrics.useGroupStats(() => jetstream.groupStats(config.metricsMaxGroups));
+  // The namespaces holding the most bytes, at most VQS_METRICS_MAX_GROUPS of them.
+  metrics.useNamespaceStorage(async () =>
+    (await jetstream.admin.namespaces())
+      .sort((a, b) => b.bytes - a.bytes)
+      .slice(0, config.metricsMaxGroups)
+      .map((n) => ({
+        namespace: namespaceLabel(n.namespace),
+        bytes: n.bytes,
+        limitBytes: jetstream.quotas.namespaceLimit(n.namespace.key),
+      })),
+  );
   metrics.useLargeBodyUsage(() => jetstream.bodies.usage());
   const inlineBodyBytes = Math.min(config.inlineBodyBytes, jetstream.maxPayloadBytes);
   if (inlineBodyBytes < config.inlineBodyBytes) {
@@ -154,6 +174,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     ...(jetstream.failover ? { deferrer: jetstream.failover } : {}),
     settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
+    maxWaitersPerNamespace: config.maxWaitersPerNamespace,
     bodies: jetstream.bodies,
     largeStreams: {
       max: config.maxLargeStreams,
@@ -191,6 +212,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settings: jetstream.settings,
     duplicateIdKey: secretKeys.duplicateId,
     now: jetstream.now,
+    storageLimits: (ns) => ({
+      namespaceBytes: jetstream.quotas.namespaceLimit(ns.key),
+      topicBytes: jetstream.quotas.topicLimit,
+    }),
     bodies: jetstream.bodies,
   });
   // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
@@ -199,6 +224,9 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     { level: logger.level === "silent" ? "silent" : "info" },
   );
   let ready = true;
+  const requestsInFlight = new NamespaceCounts(config.maxRequestsInFlightPerNamespace);
+  const budget = new DemandExchange(nc, config.region, logger);
+  budget.start();
   const app = await buildApp({
     config,
     queue,
@@ -215,6 +243,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     isDraining: () => !ready,
     logger,
     metrics,
+    requestsInFlight,
+    budget,
     maxMessageBytes,
     inlineBodyBytes,
     minUploadBytesPerSecond: config.minUploadBytesPerSecond,
@@ -225,7 +255,16 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       : null,
   });
   jetstream.scheduler.start();
-  jetstream.startPush((group, delivery, settings) => pusher.push(group, delivery, settings));
+  const pushesInFlight = new NamespaceCounts(config.maxPushesInFlightPerNamespace);
+  jetstream.startPush(
+    (group, delivery, settings) => pusher.push(group, delivery, settings),
+    pushesInFlight,
+  );
+  metrics.useNamespaceCaps({
+    requests_in_flight: requestsInFlight,
+    waiters: queue.waiters,
+    pushes_in_flight: pushesInFlight,
+  });
   return {
     app,
     jetstream,
@@ -245,6 +284,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       const idle = setTimeout(() => app.server.closeIdleConnections(), IDLE_CLOSE_DELAY_MS);
       await app.close();
       clearTimeout(idle);
+      budget.stop();
       await jetstream.close();
       await pushClient.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.

@@ -15,6 +15,16 @@ export interface GroupStat {
   readonly oldestAgeSeconds: number;
 }
 
+/** One namespace's storage and quota, as vqs_namespace_storage_* export them. */
+export interface NamespaceStorageStat {
+  readonly namespace: string;
+  readonly bytes: number;
+  /** 0: no quota. */
+  readonly limitBytes: number;
+}
+
+export type NamespaceStorageProvider = () => Promise<NamespaceStorageStat[]>;
+
 export type GroupStatsProvider = () => Promise<{ stats: GroupStat[]; truncated: boolean }>;
 
 export interface MetricsOptions {
@@ -36,10 +46,16 @@ export interface Metrics {
   observeJetStream(operation: string, seconds: number): void;
   /** Where the per-group gauges come from (set once the store is open). */
   useGroupStats(provider: GroupStatsProvider): void;
+  /** Where the per-namespace storage gauges come from (set once the store is open). */
+  useNamespaceStorage(provider: NamespaceStorageProvider): void;
   /** Where vqs_deferred_messages comes from (with regional failover configured). */
   useDeferredCount(provider: () => Promise<number>): void;
   /** Push outcomes, latency, pushes in flight and per-group push health. */
   readonly push: PushObserver;
+  /** Counts a 429 of a tenant limit, by its error code. */
+  tenantLimitRefused(code: string): void;
+  /** Where vqs_namespaces_at_cap reads each per-namespace cap of this gateway. */
+  useNamespaceCaps(caps: Readonly<Record<string, { readonly atCap: number }>>): void;
   /** Bytes of large bodies moved into ("in") and out of ("out") the body store. */
   readonly largeBodyBytes: Counter<"direction">;
   /** Large bodies being moved through this gateway now (uploads and downloads). */
@@ -58,6 +74,7 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     registers: [registry],
   });
   const groupGauges = perGroupGauges(registry, options.groupStatsRefreshMs);
+  const namespaceStorage = namespaceStorageGauges(registry, options.groupStatsRefreshMs);
   let deferredCount: (() => Promise<number>) | null = null;
   new Gauge({
     name: "vqs_deferred_messages",
@@ -150,6 +167,27 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     help: "Messages moved back from a dead-letter topic (redrive).",
     registers: [registry],
   });
+  const tenantRefusals = new Counter({
+    name: "vqs_tenant_limit_refusals_total",
+    help:
+      "Requests answered 429 by a tenant limit, by error code: rate_limited, topic_full, " +
+      "storage_quota_exceeded, too_many_requests_in_flight, too_many_waiters, " +
+      "concurrency_limit_exceeded.",
+    labelNames: ["code"],
+    registers: [registry],
+  });
+  let caps: Readonly<Record<string, { readonly atCap: number }>> = {};
+  new Gauge({
+    name: "vqs_namespaces_at_cap",
+    help:
+      "Namespaces at a per-namespace cap of this gateway now, by cap: requests_in_flight, " +
+      "waiters, pushes_in_flight.",
+    labelNames: ["cap"],
+    registers: [registry],
+    collect() {
+      for (const [cap, c] of Object.entries(caps)) this.set({ cap }, c.atCap);
+    },
+  });
   const httpSeries = seriesCache<Histogram.Internal<"method" | "route" | "status_code">>();
   const jetstreamSeries = seriesCache<Histogram.Internal<"operation">>();
   return {
@@ -163,6 +201,11 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     observeJetStream: (operation, seconds) =>
       jetstreamSeries(operation, () => jetstreamDuration.labels({ operation })).observe(seconds),
     useGroupStats: (provider) => groupGauges.use(provider),
+    useNamespaceStorage: (provider) => namespaceStorage.use(provider),
+    tenantLimitRefused: (code) => tenantRefusals.inc({ code }),
+    useNamespaceCaps: (c) => {
+      caps = c;
+    },
     useDeferredCount: (provider) => {
       deferredCount = provider;
     },
@@ -211,17 +254,7 @@ const GROUP_LABELS = ["queue_namespace", "topic", "consumer_group"] as const;
  * (the provider's) and a gauge that says when the cap cut the list.
  */
 function perGroupGauges(registry: Registry, refreshMs: number) {
-  let provider: GroupStatsProvider | null = null;
-  let snapshot: { at: number; stats: GroupStat[]; truncated: boolean } | null = null;
-  let reading: Promise<void> | null = null;
-  const refresh = async () => {
-    if (!provider || (snapshot && Date.now() - snapshot.at < refreshMs)) return;
-    reading ??= provider()
-      .then((r) => void (snapshot = { at: Date.now(), ...r }))
-      .catch(() => undefined) // the store is away: keep the last snapshot
-      .finally(() => (reading = null));
-    await reading;
-  };
+  const snap = snapshots<Awaited<ReturnType<GroupStatsProvider>>>(refreshMs);
   const gauge = (name: string, help: string, value: (s: GroupStat) => number) =>
     new Gauge({
       name,
@@ -229,7 +262,7 @@ function perGroupGauges(registry: Registry, refreshMs: number) {
       labelNames: GROUP_LABELS,
       registers: [registry],
       async collect() {
-        await refresh();
+        const snapshot = await snap.read();
         this.reset();
         for (const s of snapshot?.stats ?? []) {
           this.set(
@@ -259,13 +292,72 @@ function perGroupGauges(registry: Registry, refreshMs: number) {
     help: "1 when VQS_METRICS_MAX_GROUPS cut the per-group series, else 0.",
     registers: [registry],
     async collect() {
-      await refresh();
-      this.set(snapshot?.truncated ? 1 : 0);
+      this.set((await snap.read())?.truncated ? 1 : 0);
     },
   });
   return {
     use(p: GroupStatsProvider) {
+      snap.use(p);
+    },
+  };
+}
+
+/**
+ * A namespace's storage and its quota (the alert VqsNamespaceStorageNearQuota divides them), read
+ * from the store at most every `refreshMs`; the provider bounds the series.
+ */
+function namespaceStorageGauges(registry: Registry, refreshMs: number) {
+  const snap = snapshots<NamespaceStorageStat[]>(refreshMs);
+  const gauge = (name: string, help: string, value: (s: NamespaceStorageStat) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["queue_namespace"],
+      registers: [registry],
+      async collect() {
+        const stats = await snap.read();
+        this.reset();
+        for (const s of stats ?? []) this.set({ queue_namespace: s.namespace }, value(s));
+      },
+    });
+  gauge(
+    "vqs_namespace_storage_bytes",
+    "Bytes all of the namespace's topics hold (what its storage quota counts).",
+    (s) => s.bytes,
+  );
+  gauge(
+    "vqs_namespace_storage_limit_bytes",
+    "The namespace's storage quota (VQS_NAMESPACE_MAX_BYTES; 0: none).",
+    (s) => s.limitBytes,
+  );
+  return {
+    use(p: NamespaceStorageProvider) {
+      snap.use(p);
+    },
+  };
+}
+
+/**
+ * A value read from the store on scrape, at most every `refreshMs` (one read at a time); the last
+ * one is kept while the store is away.
+ */
+function snapshots<T>(refreshMs: number) {
+  let provider: (() => Promise<T>) | null = null;
+  let snapshot: { at: number; value: T } | null = null;
+  let reading: Promise<void> | null = null;
+  return {
+    use(p: () => Promise<T>) {
       provider = p;
+    },
+    async read(): Promise<T | null> {
+      if (provider && !(snapshot && Date.now() - snapshot.at < refreshMs)) {
+        reading ??= provider()
+          .then((value) => void (snapshot = { at: Date.now(), value }))
+          .catch(() => undefined) // the store is away: keep the last snapshot
+          .finally(() => (reading = null));
+        await reading;
+      }
+      return snapshot?.value ?? null;
     },
   };
 }

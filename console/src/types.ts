@@ -36,6 +36,12 @@ export interface Topic {
 export interface TopicPage {
   readonly topics: readonly Topic[];
   readonly nextCursor: string | null;
+  /** The namespace's storage against its quotas (0: no quota). */
+  readonly storage: {
+    readonly usedBytes: number;
+    readonly limitBytes: number;
+    readonly topicLimitBytes: number;
+  };
 }
 
 /** A stored consumer settings document (PUT/GET …/settings). */

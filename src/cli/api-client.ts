@@ -105,6 +105,13 @@ export interface GroupInfo {
   } | null;
 }
 
+/** A namespace's storage against its quotas (0: no quota). */
+export interface NamespaceStorage {
+  readonly usedBytes: number;
+  readonly limitBytes: number;
+  readonly topicLimitBytes: number;
+}
+
 export interface NamespaceInfo {
   readonly team: string;
   readonly project: string;
@@ -112,6 +119,7 @@ export interface NamespaceInfo {
   readonly deploymentId: string | null;
   readonly label: string;
   readonly topics: number;
+  readonly storage: NamespaceStorage;
 }
 
 /** A publish's answer: 201 `{messageId}`, or 202 `{deferred: true}` during a regional outage. */
@@ -341,6 +349,12 @@ export class ApiClient {
       cursor = page.nextCursor;
     } while (cursor !== null);
     return topics;
+  }
+
+  /** The namespace's storage against its quotas (from one page of the topic list). */
+  async storage(): Promise<NamespaceStorage> {
+    const page = (await this.request("GET", "topics?limit=1")) as { storage: NamespaceStorage };
+    return page.storage;
   }
 
   async topic(topic: string): Promise<TopicInfo> {

@@ -35,13 +35,27 @@ export function frameworkError(err: FastifyError, _request: unknown, reply: Fast
   void send(reply, fromFastify(err) ?? new AppError("invalid_url", { cause: err }));
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+/** The 429s of tenant limits, counted by code (vqs_tenant_limit_refusals_total). */
+export const TENANT_LIMIT_CODES: ReadonlySet<string> = new Set([
+  "rate_limited",
+  "topic_full",
+  "storage_quota_exceeded",
+  "too_many_requests_in_flight",
+  "too_many_waiters",
+  "concurrency_limit_exceeded",
+]);
+
+export function installErrorHandling(
+  app: FastifyInstance,
+  onLimit: (code: string) => void = () => undefined,
+): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     // A request no route serves can only fail before the 404 handler runs (an unparseable
     // Content-Type, say): whatever its body, the answer to a request to nowhere is 404.
     if (request.is404 && !isAppError(err)) return send(reply, new AppError("route_not_found"));
     const appErr = isAppError(err) ? err : fromFastify(err);
     if (appErr) {
+      if (TENANT_LIMIT_CODES.has(appErr.code)) onLimit(appErr.code);
       if (appErr.status >= 500) request.log.warn({ err: appErr.cause ?? appErr }, appErr.code);
       return send(reply, appErr);
     }

@@ -26,6 +26,7 @@ import { TopicSweeper } from "./queue-state/topic-sweeper.js";
 import { isCompatibilityServer, supportsMessageTtl } from "./core/server-features.js";
 import type { WriteFailureCause } from "./core/errors.js";
 import { Topology } from "./queue-state/topology.js";
+import { StorageQuotas, type StorageQuotaOptions } from "./queue-state/storage-quotas.js";
 
 export interface JetStreamAdapterOptions {
   /** Neighbour regions for failover, and how to connect to them. */
@@ -47,6 +48,8 @@ export interface JetStreamAdapterOptions {
   readonly maxLeaseMs: number;
   readonly maxTopicsPerNamespace: number;
   readonly maxGroupsPerNamespace: number;
+  /** Storage quotas (see storage-quotas.ts). */
+  readonly quotas: Omit<StorageQuotaOptions, "refreshMs"> & { readonly hardMaxBytes: number };
   /** Empty topics not published to for this long are removed. */
   readonly topicIdleMs: number;
   readonly log: Logger;
@@ -92,9 +95,11 @@ export interface JetStreamAdapter {
   /** Seeing and steering topics and groups (the management API's JetStream side). */
   readonly admin: JetStreamAdmin;
   /** Starts pulling for every pushed group of the region, handing each delivery to `push`. */
-  startPush(push: PushFeedsDeps["push"]): void;
+  startPush(push: PushFeedsDeps["push"], pushesInFlight?: PushFeedsDeps["pushesInFlight"]): void;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
+  /** Storage quotas per topic and namespace (checked by the broker on publish). */
+  readonly quotas: StorageQuotas;
   /** Bodies above the inline limit, in their own stream. */
   readonly bodies: JetStreamBodies;
   /** Per-group figures of this region, at most `max` groups. */
@@ -104,6 +109,9 @@ export interface JetStreamAdapter {
 
 /** Room kept in a NATS message for the headers the gateway adds. */
 const HEADER_RESERVE = 4096;
+
+/** How stale a namespace's storage usage may be when a publish checks its quotas. */
+const USAGE_REFRESH_MS = 1000;
 
 /** A large body's chunks: small enough for any server's max_payload, few enough per body. */
 const BODY_CHUNK_BYTES = 256 * 1024;
@@ -146,7 +154,9 @@ export async function openJetStreamAdapter(
     inactiveThresholdMs: o.consumerInactiveSeconds * 1000,
     maxTopicsPerNamespace: o.maxTopicsPerNamespace,
     maxGroupsPerNamespace: o.maxGroupsPerNamespace,
+    topicHardMaxBytes: o.quotas.hardMaxBytes,
   });
+  const quotas = new StorageQuotas(jsm, { ...o.quotas, refreshMs: USAGE_REFRESH_MS });
   const clock = new ServerClock();
   const now = o.now ?? clock.now;
   const pulls = new PullClient(nc);
@@ -212,6 +222,7 @@ export async function openJetStreamAdapter(
     js,
     jsm,
     topology,
+    quotas,
     pulls,
     scheduler,
     region: o.region,
@@ -280,10 +291,12 @@ export async function openJetStreamAdapter(
     settings,
     admin: new JetStreamAdmin({ jsm, topology, records, epochs, region: o.region, bodies }),
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
+    quotas,
     bodies,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
-    startPush(push) {
+    startPush(push, pushesInFlight) {
       pushFeeds ??= new PushFeeds({
+        ...(pushesInFlight ? { pushesInFlight } : {}),
         settings,
         nc,
         jsm,

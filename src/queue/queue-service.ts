@@ -14,6 +14,7 @@ import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
+import { NamespaceCounts } from "./namespace-counts.js";
 import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
@@ -76,6 +77,8 @@ export interface QueueServiceDeps {
   readonly settingsOf?: (group: GroupAddress) => ConsumerSettings | null;
   /** Where failures that reach no client are told (dead-lettering that must be retried). */
   readonly log?: Pick<Logger, "warn">;
+  /** Waiting receives per namespace on this gateway; past it 429 too_many_waiters (0: none). */
+  readonly maxWaitersPerNamespace?: number;
   /** Where bodies above the inline limit are kept; without it they are refused. */
   readonly bodies?: BodyStore;
   /**
@@ -119,6 +122,8 @@ export class QueueService {
   readonly #log: Pick<Logger, "warn"> | null;
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
+  /** Waiting receives per namespace, capped. */
+  readonly waiters: NamespaceCounts;
   readonly #bodies: BodyStore | null;
   readonly #largeStreams: { readonly max: number; readonly onChange?: (n: number) => void };
   #uploads = 0;
@@ -136,6 +141,7 @@ export class QueueService {
     this.#longPolls = new LongPolls(deps.broker);
     this.#settingsOf = deps.settingsOf ?? (() => null);
     this.#log = deps.log ?? null;
+    this.waiters = new NamespaceCounts(deps.maxWaitersPerNamespace ?? 0);
   }
 
   /**
@@ -278,13 +284,20 @@ export class QueueService {
     }
     // Long polling: wait for a delivery (one shared feed per group on this gateway), then hand
     // it out like the first message of a pull; one that may not be handed out (expired, held by
-    // ID, dead-lettered, over the concurrency limit) means waiting on.
-    const untilMs = Date.now() + waitMs;
-    for (;;) {
-      const d = await this.#longPolls.wait(group, untilMs, options.signal ?? null);
-      if (d === null) return [];
-      const got = await this.#receiveNow(group, options, d);
-      if (got.length > 0) return got;
+    // ID, dead-lettered, over the concurrency limit) means waiting on. A namespace with as many
+    // waiters here as it may have is told so (nothing was leased by the look above).
+    const ns = group.namespace.key;
+    if (!this.waiters.take(ns)) throw new AppError("too_many_waiters", { retryAfterSeconds: 1 });
+    try {
+      const untilMs = Date.now() + waitMs;
+      for (;;) {
+        const d = await this.#longPolls.wait(group, untilMs, options.signal ?? null);
+        if (d === null) return [];
+        const got = await this.#receiveNow(group, options, d);
+        if (got.length > 0) return got;
+      }
+    } finally {
+      this.waiters.release(ns);
     }
   }
 

@@ -7,7 +7,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyToken } from "../../src/nats/messages/message-codec.js";
-import { SCHEDULE_STREAM, topicNames } from "../../src/nats/core/naming.js";
+import { TIMER_STREAM, topicNames } from "../../src/nats/core/naming.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
@@ -66,9 +66,9 @@ async function drain(topic: string): Promise<[string, string, string][]> {
 /** Whether the schedule holds a timer that deletes the key's records. */
 async function hasKeyTimer(topic: string, key: string): Promise<boolean> {
   const subject = `${topicNames("iad1", { namespace: NAMESPACE, topic }).keyPrefix}.${keyToken(key)}`;
-  const info = await jsm.streams.info(SCHEDULE_STREAM);
+  const info = await jsm.streams.info(TIMER_STREAM);
   for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-    const m = await jsm.streams.getMessage(SCHEDULE_STREAM, { seq });
+    const m = await jsm.streams.getMessage(TIMER_STREAM, { seq }).catch(() => null);
     if (m && (JSON.parse(m.string()) as { k?: string }).k === subject) return true;
   }
   return false;
@@ -121,7 +121,8 @@ describe("a keyed publish whose reply is lost", () => {
     await api(b.url, token).publish(topic, "warm-up");
     // The move timer of a parked message (its Nats-Msg-Id is the topic stream and sequence).
     const lost = proxy.loseReplyTo(
-      (subject, headers) => subject === "vqs._schedule" && headers.includes("Nats-Msg-Id: VQS_"),
+      (subject, headers) =>
+        subject.startsWith("vqs._timers.") && headers.includes("Nats-Msg-Id: VQS_"),
     );
     const headers = { "vqs-idempotency-key": "k3", "vqs-delay-seconds": "2" };
     const first = await api(a.url, token).publish(topic, "later", headers);

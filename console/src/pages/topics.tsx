@@ -6,9 +6,28 @@ import { ErrorText, Freshness } from "../components/ui.js";
 import { ageOf, formatBytes, formatCount } from "../format.js";
 import { usePoll } from "../poll.js";
 import { Link } from "../router.js";
-import type { Topic } from "../types.js";
+import type { Topic, TopicPage } from "../types.js";
 
 const PAGE_SIZE = 50;
+
+/** The namespace's storage against its quota: a tenant sees a full quota coming. */
+function StorageUse({ storage: s }: { storage: TopicPage["storage"] }) {
+  const topic = s.topicLimitBytes ? `, at most ${formatBytes(s.topicLimitBytes)} per topic` : "";
+  if (!s.limitBytes)
+    return (
+      <p class="storage-use">
+        Storage: {formatBytes(s.usedBytes)}
+        {topic}
+      </p>
+    );
+  const pct = Math.floor((100 * s.usedBytes) / s.limitBytes);
+  return (
+    <p class="storage-use">
+      Storage: {formatBytes(s.usedBytes)} of {formatBytes(s.limitBytes)} ({pct}%){topic}{" "}
+      <meter min={0} max={s.limitBytes} high={0.8 * s.limitBytes} value={s.usedBytes} />
+    </p>
+  );
+}
 const REFRESH_MS = 3000;
 
 export function TopicsPage() {
@@ -47,6 +66,7 @@ export function TopicsPage() {
         </div>
       </div>
       {page.data === null ? <ErrorText error={page.error} /> : null}
+      {page.data ? <StorageUse storage={page.data.storage} /> : null}
       <div class="filter">
         <label for="topic-filter">Filter this page</label>
         <input

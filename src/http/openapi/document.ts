@@ -14,6 +14,8 @@ const UNUSED = new Proxy(
   },
 );
 
+import { NamespaceCounts } from "../../queue/namespace-counts.js";
+
 /** The application with every route, ready; close it when done. */
 export async function openApiApp(): Promise<FastifyInstance> {
   const deps = {
@@ -24,7 +26,10 @@ export async function openApiApp(): Promise<FastifyInstance> {
       operatorTeams: new Set<string>(),
       rateLimitPerSecond: 0,
       rateLimitTeams: new Map<string, number>(),
+      rateLimitBytesPerSecond: 0,
     },
+    requestsInFlight: new NamespaceCounts(0),
+    budget: { note: () => undefined, share: (_t: string, _k: string, limit: number) => limit },
     queue: UNUSED,
     settings: UNUSED,
     management: UNUSED,

@@ -42,10 +42,11 @@ export const LIST_TOPICS = {
   response: {
     200: json("A page of topics.", {
       type: "object",
-      required: ["topics", "nextCursor"],
+      required: ["topics", "nextCursor", "storage"],
       properties: {
         topics: list("Topic"),
         nextCursor: { ...nullable({ type: "string" }), description: "null on the last page." },
+        storage: ref("NamespaceStorage"),
       },
     }),
     ...errorResponses(["invalid_query", "storage_unavailable"]),

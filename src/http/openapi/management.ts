@@ -83,6 +83,16 @@ const PEEKED = object(
   ["payload"],
 );
 
+const STORAGE = object(
+  "NamespaceStorage",
+  "A namespace's storage against its quotas (VQS_NAMESPACE_MAX_BYTES, VQS_TOPIC_MAX_BYTES).",
+  {
+    usedBytes: { ...COUNT, description: "Bytes all of the namespace's topics hold." },
+    limitBytes: { ...COUNT, description: "The namespace's quota; 0: none." },
+    topicLimitBytes: { ...COUNT, description: "Each topic's quota; 0: none." },
+  },
+);
+
 const NAMESPACE = object("Namespace", "A namespace with topics in this region.", {
   team: { type: "string" },
   project: { type: "string" },
@@ -90,6 +100,7 @@ const NAMESPACE = object("Namespace", "A namespace with topics in this region.",
   deploymentId: nullable({ type: "string" }),
   label: { type: "string", description: "What Vqs-Namespace takes to act in it." },
   topics: COUNT,
+  storage: ref("NamespaceStorage"),
 });
 
-export const MANAGEMENT_COMPONENTS = [TOPIC, PUSH_HEALTH, GROUP, PEEKED, NAMESPACE];
+export const MANAGEMENT_COMPONENTS = [TOPIC, PUSH_HEALTH, GROUP, PEEKED, STORAGE, NAMESPACE];

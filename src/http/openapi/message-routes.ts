@@ -23,7 +23,7 @@ import {
   TOPIC_ERRORS,
 } from "./shared.js";
 
-const STORAGE = ["rate_limited", "storage_unavailable"] as const;
+const STORAGE = ["rate_limited", "too_many_requests_in_flight", "storage_unavailable"] as const;
 
 export const PUBLISH = {
   operationId: "publishMessage",
@@ -57,6 +57,8 @@ export const PUBLISH = {
       "invalid_content_type",
       "topic_limit_reached",
       "payload_too_large",
+      "topic_full",
+      "storage_quota_exceeded",
       ...STORAGE,
     ]),
   },
@@ -116,7 +118,13 @@ export const PUBLISH_BATCH = {
       required: ["results"],
       properties: { results: { type: "array", items: BATCH_RESULT } },
     }),
-    ...errorResponses([...TOPIC_ERRORS, "invalid_batch", "payload_too_large", "rate_limited"]),
+    ...errorResponses([
+      ...TOPIC_ERRORS,
+      "invalid_batch",
+      "payload_too_large",
+      "rate_limited",
+      "too_many_requests_in_flight",
+    ]),
   },
 };
 
@@ -148,7 +156,12 @@ export const RECEIVE = {
   response: {
     200: delivery("Leased messages.", LIMITS.maxMessages.max),
     204: noContent("No message to hand out (after Vqs-Wait-Seconds)."),
-    ...errorResponses([...LEASE_ERRORS, "invalid_max_messages", "invalid_wait_seconds"]),
+    ...errorResponses([
+      ...LEASE_ERRORS,
+      "invalid_max_messages",
+      "invalid_wait_seconds",
+      "too_many_waiters",
+    ]),
   },
 };
 

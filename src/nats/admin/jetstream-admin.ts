@@ -57,6 +57,15 @@ export class JetStreamAdmin implements QueueAdmin {
     return names.sort();
   }
 
+  async namespaceBytes(ns: Namespace): Promise<number> {
+    let bytes = 0;
+    for await (const info of this.#d.jsm.streams.list(namespaceFilter(this.#d.region, ns))) {
+      const id = identity(info.config.description);
+      if (id && id.region === this.#d.region && id.namespace === ns.key) bytes += info.state.bytes;
+    }
+    return bytes;
+  }
+
   async topic(topic: TopicAddress): Promise<TopicFigures | null> {
     const names = topicNames(this.#d.region, topic);
     let info;
@@ -267,18 +276,21 @@ export class JetStreamAdmin implements QueueAdmin {
     return true;
   }
 
-  async namespaces(): Promise<{ namespace: Namespace; topics: number }[]> {
-    const counts = new Map<string, number>();
+  async namespaces(): Promise<{ namespace: Namespace; topics: number; bytes: number }[]> {
+    const counts = new Map<string, { topics: number; bytes: number }>();
     for await (const info of this.#d.jsm.streams.list()) {
       const id = identity(info.config.description);
       if (id && id.region === this.#d.region) {
-        counts.set(id.namespace, (counts.get(id.namespace) ?? 0) + 1);
+        const c = counts.get(id.namespace) ?? { topics: 0, bytes: 0 };
+        c.topics++;
+        c.bytes += info.state.bytes;
+        counts.set(id.namespace, c);
       }
     }
-    const out: { namespace: Namespace; topics: number }[] = [];
-    for (const [key, topics] of counts) {
+    const out: { namespace: Namespace; topics: number; bytes: number }[] = [];
+    for (const [key, { topics, bytes }] of counts) {
       const parts = JSON.parse(key) as [string, string, string, string | null];
-      out.push({ namespace: makeNamespace(...parts), topics });
+      out.push({ namespace: makeNamespace(...parts), topics, bytes });
     }
     return out.sort((a, b) => a.namespace.key.localeCompare(b.namespace.key));
   }

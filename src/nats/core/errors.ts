@@ -62,6 +62,14 @@ export function writeFailureCause(err: unknown): WriteFailureCause {
   return "other";
 }
 
+/**
+ * A topic stream's own byte limit refused the write (max_bytes with discard new, VQS_TOPIC_HARD_
+ * MAX_BYTES): nats-server answers "maximum bytes exceeded" (10077 on 2.10+, text only on 2.9).
+ */
+export function isStreamFull(err: unknown): boolean {
+  return /maximum bytes exceeded/i.test(errorText(err));
+}
+
 /** JetStream's "insufficient resources" (a storage limit reached). */
 const INSUFFICIENT_RESOURCES = 10047;
 

@@ -17,6 +17,8 @@ const hex128 = (...parts: string[]) => hex(32, ...parts);
 
 export interface TopicNames {
   readonly stream: string;
+  /** The namespace's canonical key (its quotas are looked up by it). */
+  readonly namespaceKey: string;
   /** Subject filter of every topic of the namespace (to count them: caps per namespace). */
   readonly namespaceFilter: string;
   /** Subject filter of the whole topic log. */
@@ -77,6 +79,7 @@ function makeTopicNames(region: string, topic: TopicAddress): TopicNames {
   const base = `vqs.${ns}.${id}`;
   return {
     stream: `VQS_${id}`,
+    namespaceKey: topic.namespace.key,
     namespaceFilter: `vqs.${ns}.>`,
     all: `${base}.>`,
     ready: `${base}.m`,
@@ -111,7 +114,24 @@ function makeGroupNames(region: string, group: GroupAddress): GroupNames {
   };
 }
 
-/** The region's stream of timers that move delayed messages when they are due. */
+/**
+ * The region's timers (moving delayed messages when due, deleting expired key records), sharded
+ * by namespace: shard `i` is subject `vqs._timers.<i>`, read by durable consumer `timers-<i>`.
+ */
+export const TIMER_STREAM = "VQS_TIMERS";
+export const TIMER_SHARDS = 16;
+export const timerSubject = (shard: number) => `vqs._timers.${shard}`;
+export const timerConsumer = (shard: number) => `timers-${shard}`;
+
+/** The shard of a namespace's timers (a hash of its key: stable across gateways and restarts). */
+export function timerShard(namespaceKey: string): number {
+  return parseInt(hex(8, namespaceKey), 16) % TIMER_SHARDS;
+}
+
+/**
+ * The single timer stream and consumer of earlier versions: no longer written, still drained, so
+ * the timers stored before an upgrade fire.
+ */
 export const SCHEDULE_STREAM = "VQS_SCHEDULE";
 export const SCHEDULE_SUBJECT = "vqs._schedule";
 export const SCHEDULE_CONSUMER = "scheduler";

@@ -19,6 +19,7 @@ import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
 import { ackWaitMsOf, type Topology } from "../queue-state/topology.js";
+import { NamespaceCounts } from "../../queue/namespace-counts.js";
 
 export interface PushFeedsDeps {
   readonly settings: SettingsStore;
@@ -32,6 +33,8 @@ export interface PushFeedsDeps {
   readonly push: (group: GroupAddress, d: Delivery, settings: PushedSettings) => Promise<void>;
   /** How often everything is looked at again (topics of patterns, missing topics, caps). */
   readonly resyncMs?: number;
+  /** Pushes in flight per namespace on this gateway, with its cap (0: none). */
+  readonly pushesInFlight?: NamespaceCounts;
 }
 
 const STREAM_CREATED = "$JS.EVENT.ADVISORY.STREAM.CREATED.>";
@@ -53,9 +56,11 @@ export class PushFeeds {
   #unlisten: (() => void) | null = null;
   #running = false;
   #resyncing: Promise<void> = Promise.resolve();
+  readonly #shares: NamespaceShares;
 
   constructor(deps: PushFeedsDeps) {
     this.#d = deps;
+    this.#shares = new NamespaceShares(deps.pushesInFlight ?? new NamespaceCounts(0));
   }
 
   start(): void {
@@ -113,6 +118,7 @@ export class PushFeeds {
       for (const [key, runner] of this.#runners) {
         if (desired.has(key)) continue;
         this.#runners.delete(key);
+        this.#shares.leave(runner);
         runner.close();
         void runner.drained().then(async () => {
           if (!(await uncap(this.#d, runner.names)) && !this.#runners.has(key)) {
@@ -126,8 +132,11 @@ export class PushFeeds {
       for (const [key, want] of desired) {
         let runner = this.#runners.get(key);
         if (!runner) {
-          runner = new GroupRunner(this.#d, want.group, want.settings, () => this.#lookAgain());
+          runner = new GroupRunner(this.#d, want.group, want.settings, this.#shares, () =>
+            this.#lookAgain(),
+          );
           this.#runners.set(key, runner);
+          this.#shares.join(runner);
         }
         await runner.ensure(want.settings);
       }
@@ -223,8 +232,57 @@ async function uncap(d: PushFeedsDeps, names: GroupNames): Promise<boolean> {
 }
 
 /**
+ * A namespace's pushes on this gateway share its cap (VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE): a
+ * pushed group pulls at most its share of the free slots (rounded up), so a namespace with many
+ * groups whose endpoint never answers holds at most about the cap of this gateway's pushes, and
+ * its groups take turns as slots free. A pull opened before the cap was reached can still bring
+ * its messages: the cap can be passed by at most one pull per group of the namespace.
+ */
+class NamespaceShares {
+  readonly counts: NamespaceCounts;
+  readonly #groups = new Map<string, Set<GroupRunner>>();
+
+  constructor(counts: NamespaceCounts) {
+    this.counts = counts;
+  }
+
+  join(r: GroupRunner): void {
+    const ns = r.namespaceKey;
+    let set = this.#groups.get(ns);
+    if (!set) this.#groups.set(ns, (set = new Set()));
+    set.add(r);
+  }
+
+  leave(r: GroupRunner): void {
+    const set = this.#groups.get(r.namespaceKey);
+    set?.delete(r);
+    if (set?.size === 0) this.#groups.delete(r.namespaceKey);
+  }
+
+  /** What one of the namespace's groups may pull now, given what it could pull on its own. */
+  demand(ns: string, own: number): number {
+    const cap = this.counts.cap;
+    if (cap === 0 || own <= 0) return own;
+    const free = cap - this.counts.count(ns);
+    if (free <= 0) return 0;
+    return Math.min(own, Math.ceil(free / (this.#groups.get(ns)?.size ?? 1)));
+  }
+
+  started(ns: string): void {
+    this.counts.add(ns);
+  }
+
+  /** A push ended: at the cap, the namespace's other groups may pull again. */
+  ended(ns: string): void {
+    const wasFull = this.counts.cap > 0 && this.counts.count(ns) >= this.counts.cap;
+    this.counts.release(ns);
+    if (wasFull) for (const r of this.#groups.get(ns) ?? []) r.wake();
+  }
+}
+
+/**
  * One pushed group on this gateway: its consumer's cap and lease, and a feed sized to free push
- * slots.
+ * slots (within its namespace's share).
  */
 class GroupRunner {
   readonly #d: PushFeedsDeps;
@@ -239,14 +297,19 @@ class GroupRunner {
   #closed = false;
   readonly #idle: (() => void)[] = [];
   readonly #lookAgain: () => void;
+  readonly #shares: NamespaceShares;
+  readonly namespaceKey: string;
 
   constructor(
     d: PushFeedsDeps,
     group: GroupAddress,
     settings: PushedSettings,
+    shares: NamespaceShares,
     lookAgain: () => void,
   ) {
     this.#d = d;
+    this.#shares = shares;
+    this.namespaceKey = group.namespace.key;
     this.#lookAgain = lookAgain;
     this.#group = group;
     this.names = groupNames(d.region, group);
@@ -263,7 +326,13 @@ class GroupRunner {
       await this.#setConfig(settings);
       if (this.#closed) return;
       this.#handle = this.#d.feed.open(this.names.stream, this.names.consumer, {
-        demand: () => (this.#closed ? 0 : this.#settings.push.maxConcurrency - this.#inFlight),
+        demand: () =>
+          this.#closed
+            ? 0
+            : this.#shares.demand(
+                this.namespaceKey,
+                this.#settings.push.maxConcurrency - this.#inFlight,
+              ),
         take: (msg) => this.#take(msg),
         gone: () => this.#gone(),
       });
@@ -274,6 +343,11 @@ class GroupRunner {
       await this.#setConfig(settings);
     }
     this.#handle.wake();
+  }
+
+  /** Slots may have freed: pull for them. */
+  wake(): void {
+    this.#handle?.wake();
   }
 
   close(): void {
@@ -323,8 +397,10 @@ class GroupRunner {
       return;
     }
     this.#inFlight++;
+    this.#shares.started(this.namespaceKey);
     void this.#d.push(this.#group, d, this.#settings).finally(() => {
       this.#inFlight--;
+      this.#shares.ended(this.namespaceKey);
       if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
       this.#handle?.wake();
     });

@@ -81,7 +81,7 @@ export class IdempotencyKeys {
         // First the timer that deletes the key's records once its message has expired, so that
         // whatever fails later, no record is left that nothing deletes.
         await this.#d.scheduler.forgetKey(
-          names.stream,
+          names,
           subject,
           this.#d.now() + lifetimeMs + FORGET_MARGIN_MS,
           `${token}.${expected}`,

@@ -28,6 +28,7 @@ import {
   isApiError,
   isMessageGone,
   isNoResponders,
+  isStreamFull,
   StreamGoneError,
   toStorageError,
   withDeadline,
@@ -45,12 +46,14 @@ import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
 import type { Topology } from "./topology.js";
+import { QUOTA_RETRY_AFTER_SECONDS, type StorageQuotas } from "./storage-quotas.js";
 
 export interface JetStreamBrokerDeps {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly topology: Topology;
+  readonly quotas: StorageQuotas;
   readonly pulls: PullClient;
   readonly scheduler: DelayScheduler;
   readonly records: LeaseRecords;
@@ -120,8 +123,10 @@ export class JetStreamBroker implements Broker {
     };
     // Idempotent (a delayed message's timer is deduplicated by its sequence): it runs again
     // when a keyed publish finds the copy an earlier attempt stored.
+    const bytes = message.payload.byteLength;
     const stored = async (seq: number) => {
       this.#notePublish(names.stream);
+      this.#d.quotas.stored(names.namespaceKey, names.stream, bytes);
       if (delayed) await this.#d.scheduler.schedule(names, seq);
     };
     // One bound for the whole publish, however many round trips it takes: a store that cannot
@@ -136,6 +141,12 @@ export class JetStreamBroker implements Broker {
         ms,
         () => new RequestTimeoutError(`a publish to ${names.stream}`, ms),
       ).catch((err: unknown) => {
+        if (isStreamFull(err)) {
+          throw new AppError("topic_full", {
+            cause: err,
+            retryAfterSeconds: QUOTA_RETRY_AFTER_SECONDS,
+          });
+        }
         if (!isAppError(err)) this.#d.observeWriteFailure(writeFailureCause(err));
         throw err;
       }),
@@ -151,6 +162,12 @@ export class JetStreamBroker implements Broker {
     if (!this.#d.isConnected()) {
       throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
     }
+    await this.#d.quotas.admit(
+      names.namespaceKey,
+      names.namespaceFilter,
+      names.stream,
+      message.payload.byteLength,
+    );
     await this.#d.topology.ensureStream(names);
     const attempt = async (): Promise<PublishOutcome> => {
       if (message.idempotencyKey !== null) {

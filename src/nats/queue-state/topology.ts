@@ -32,6 +32,11 @@ export interface TopologyOptions {
   /** Caps per namespace (0: none), checked when a topic's stream or a group's consumer is made. */
   readonly maxTopicsPerNamespace: number;
   readonly maxGroupsPerNamespace: number;
+  /**
+   * Hard byte limit of every topic stream (max_bytes with discard new; 0: none). JetStream
+   * reserves it on creation, so the sum over all topics must fit the store (storage-quotas.ts).
+   */
+  readonly topicHardMaxBytes: number;
 }
 
 /**
@@ -145,10 +150,26 @@ export class Topology {
     try {
       const info = await this.#jsm.streams.info(names.stream);
       assertIdentity(names.stream, info.config.description, names.description);
+      const update = { ...info.config };
       if (this.#opts.allowMsgTtl && !info.config.allow_msg_ttl) {
         // Made before the server (or this setting) supported it: switch it on (it cannot be
         // switched off again, so "off" later only stops sending Nats-TTL).
-        await this.#jsm.streams.update(names.stream, { ...info.config, allow_msg_ttl: true });
+        update.allow_msg_ttl = true;
+      }
+      // Made before the hard limit, or under another one: the limit in force now applies, never
+      // below what the stream holds (nats-server 2.9 would drop the oldest messages to fit).
+      const hard = this.#opts.topicHardMaxBytes;
+      const maxBytes = hard > 0 ? Math.max(hard, info.state.bytes) : -1;
+      if (info.config.max_bytes !== maxBytes && !(hard > 0 && info.config.max_bytes === hard)) {
+        update.max_bytes = maxBytes;
+        if (hard > 0) update.discard = DiscardPolicy.New;
+      }
+      if (
+        update.allow_msg_ttl !== info.config.allow_msg_ttl ||
+        update.max_bytes !== info.config.max_bytes ||
+        update.discard !== info.config.discard
+      ) {
+        await this.#jsm.streams.update(names.stream, update);
       }
       return;
     } catch (err) {
@@ -163,7 +184,11 @@ export class Topology {
         subjects: [names.all],
         retention: RetentionPolicy.Limits,
         storage: StorageType.File,
-        discard: DiscardPolicy.Old,
+        // With a hard limit, a full topic refuses new messages (429 topic_full) and never drops
+        // stored ones; without one, only age and TTL remove messages.
+        ...(this.#opts.topicHardMaxBytes > 0
+          ? { discard: DiscardPolicy.New, max_bytes: this.#opts.topicHardMaxBytes }
+          : { discard: DiscardPolicy.Old }),
         max_age: maxAge,
         duplicate_window: nanos(Math.min(this.#opts.dedupWindowMs, this.#opts.maxAgeMs)),
         max_msg_size: this.#opts.maxMsgBytes,

@@ -1,8 +1,9 @@
 // Delayed messages. A delayed publish parks the message on its topic's "delayed" subject, which
-// no consumer group reads, and adds a timer to the region's schedule stream. Every gateway pulls
-// timers from one shared durable consumer: a timer that is not due is `-NAK`ed with exactly the
-// time left, so JetStream itself holds it until then (no gateway keeps timers in memory, and any
-// gateway can die). When due, the message is copied to the ready subject (idempotently, with
+// no consumer group reads, and adds a timer to the region's timer stream, on its namespace's
+// shard. Every gateway pulls every shard's durable consumer, each in its own loop, so a namespace
+// that floods its shard with timers delays only the namespaces that share that shard (1 in 16),
+// not the rest. A timer that is not due is `-NAK`ed with exactly the time left, so JetStream
+// itself holds it until then (no gateway keeps timers in memory, and any gateway can die). When due, the message is copied to the ready subject (idempotently, with
 // Nats-Msg-Id) and a forward pointer records where the copy is, for receive by ID. The same
 // timers delete an idempotency key's records once its message has expired (idempotency-keys.ts).
 import {
@@ -20,7 +21,11 @@ import { decodeMessage, movedHeaders, rfc3339ToMs } from "../messages/message-co
 import {
   SCHEDULE_CONSUMER,
   SCHEDULE_STREAM,
-  SCHEDULE_SUBJECT,
+  TIMER_SHARDS,
+  TIMER_STREAM,
+  timerConsumer,
+  timerShard,
+  timerSubject,
   type TopicNames,
 } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
@@ -78,46 +83,74 @@ export interface DelaySchedulerDeps {
   readonly messageTtl: boolean;
 }
 
-const BATCH = 128;
+const BATCH = 32;
 const WAIT_MS = 5000;
 const EARLY_TOLERANCE_MS = 5;
+/** How often a gateway looks whether the single timer stream of earlier versions exists. */
+const LEGACY_LOOK_MS = 60_000;
 
 export class DelayScheduler {
   readonly #d: DelaySchedulerDeps;
   #running = false;
-  #loop: Promise<void> | null = null;
+  #loops: Promise<void>[] = [];
   readonly #ensured = new Once<void>();
+  /** Whether the timer stream of earlier versions is there to drain (looked at now and then). */
+  #legacy: { exists: boolean; at: number } = { exists: false, at: 0 };
 
   constructor(deps: DelaySchedulerDeps) {
     this.#d = deps;
   }
 
-  /** Creates the schedule stream and its consumer once per gateway (again after a failure). */
+  /** Creates the timer stream and its shards' consumers once per gateway (again after a failure). */
   #ensure(): Promise<void> {
     return this.#ensured.get(() => this.#create());
   }
 
   async #create(): Promise<void> {
     await this.#d.topology.ensureInternalStream({
-      name: SCHEDULE_STREAM,
-      description: "vqs: timers of delayed messages",
-      subjects: [SCHEDULE_SUBJECT],
+      name: TIMER_STREAM,
+      description: "vqs: timers of delayed messages and key records, sharded by namespace",
+      subjects: [timerSubject(0).replace(/\.0$/, ".*")],
       retention: RetentionPolicy.Workqueue,
       storage: StorageType.File,
       max_age: nanos(this.#d.maxAgeMs + 3_600_000),
     });
+    await Promise.all(
+      Array.from({ length: TIMER_SHARDS }, async (_, shard) => {
+        try {
+          await this.#d.jsm.consumers.info(TIMER_STREAM, timerConsumer(shard));
+        } catch {
+          await this.#d.jsm.consumers.add(TIMER_STREAM, {
+            durable_name: timerConsumer(shard),
+            filter_subject: timerSubject(shard),
+            ack_policy: AckPolicy.Explicit,
+            deliver_policy: DeliverPolicy.All,
+            ack_wait: nanos(30_000),
+            max_deliver: -1,
+            max_ack_pending: -1,
+          });
+        }
+      }),
+    );
+  }
+
+  /** Whether the single timer stream of earlier versions (and its consumer) is there to drain. */
+  async #legacyExists(): Promise<boolean> {
+    if (this.#legacy.exists || Date.now() - this.#legacy.at < LEGACY_LOOK_MS) {
+      return this.#legacy.exists;
+    }
+    let exists = true;
     try {
       await this.#d.jsm.consumers.info(SCHEDULE_STREAM, SCHEDULE_CONSUMER);
-    } catch {
-      await this.#d.jsm.consumers.add(SCHEDULE_STREAM, {
-        durable_name: SCHEDULE_CONSUMER,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        ack_wait: nanos(30_000),
-        max_deliver: -1,
-        max_ack_pending: -1,
-      });
+    } catch (err) {
+      const gone =
+        isApiError(err, JetStreamApiCodes.StreamNotFound) ||
+        isApiError(err, JetStreamApiCodes.ConsumerNotFound);
+      if (!gone) throw err;
+      exists = false;
     }
+    this.#legacy = { exists, at: Date.now() };
+    return exists;
   }
 
   /**
@@ -135,6 +168,7 @@ export class DelayScheduler {
       f: names.forwardPrefix,
     };
     await this.#add(
+      names.namespaceKey,
       timer,
       rearm
         ? `${names.stream}.${seq}.${Math.floor(Date.now() / 60_000)}`
@@ -147,54 +181,66 @@ export class DelayScheduler {
    * looking first at `atMs`. `id` names the publish it is for (repeats within the schedule's
    * duplicate window add nothing; extra timers for one key are harmless).
    */
-  async forgetKey(stream: string, subject: string, atMs: number, id: string): Promise<void> {
+  async forgetKey(names: TopicNames, subject: string, atMs: number, id: string): Promise<void> {
     await this.#ensure();
-    const timer: KeyTimer = { s: stream, k: subject, x: atMs };
-    await this.#add(timer, `k.${stream}.${id}`);
+    const timer: KeyTimer = { s: names.stream, k: subject, x: atMs };
+    await this.#add(names.namespaceKey, timer, `k.${names.stream}.${id}`);
   }
 
-  async #add(timer: Timer, msgID: string): Promise<void> {
+  async #add(namespaceKey: string, timer: Timer, msgID: string): Promise<void> {
+    const subject = timerSubject(timerShard(namespaceKey));
     const send = () =>
-      this.#d.js.publish(SCHEDULE_SUBJECT, JSON.stringify(timer), {
+      this.#d.js.publish(subject, JSON.stringify(timer), {
         msgID,
         timeout: this.#d.requestTimeoutMs,
       });
     try {
       await send();
     } catch (err) {
-      // The schedule stream was removed under us: create it again and retry once.
+      // The timer stream was removed under us: create it again and retry once.
       if (!isNoResponders(err)) throw err;
       this.#ensured.reset();
-      this.#d.topology.forgetStream(SCHEDULE_STREAM);
+      this.#d.topology.forgetStream(TIMER_STREAM);
       await this.#ensure();
       await send();
     }
   }
 
+  /** One loop per shard, and one draining the timers of earlier versions while they exist. */
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    this.#loop = this.#run();
+    this.#loops = Array.from({ length: TIMER_SHARDS }, (_, shard) =>
+      this.#run(TIMER_STREAM, timerConsumer(shard), async () => {
+        await this.#ensure();
+        return true;
+      }),
+    );
+    this.#loops.push(this.#run(SCHEDULE_STREAM, SCHEDULE_CONSUMER, () => this.#legacyExists()));
   }
 
   async stop(): Promise<void> {
     this.#running = false;
-    await this.#loop;
+    await Promise.all(this.#loops);
   }
 
-  async #run(): Promise<void> {
+  async #run(stream: string, consumer: string, ready: () => Promise<boolean>): Promise<void> {
     while (this.#running) {
       try {
-        await this.#ensure();
+        if (!(await ready())) {
+          await sleep(1000);
+          continue;
+        }
         const handling: Promise<void>[] = [];
-        const r = await this.#d.pulls.pull(SCHEDULE_STREAM, SCHEDULE_CONSUMER, BATCH, {
+        const r = await this.#d.pulls.pull(stream, consumer, BATCH, {
           noWait: false,
           expiresMs: WAIT_MS,
           onMessage: (m) => handling.push(this.#handle(m)),
         });
         await Promise.all(handling);
         if (r.end === "no_consumer") {
-          this.#ensured.reset();
+          if (stream === TIMER_STREAM) this.#ensured.reset();
+          else this.#legacy = { exists: false, at: Date.now() };
           await sleep(1000);
         }
       } catch (err) {

@@ -20,6 +20,20 @@ export interface ManagementDeps {
   readonly now: () => number;
   /** Where large bodies are (a peek shows their start). */
   readonly bodies?: BodyStore;
+  /** A namespace's storage quotas in bytes (0: none): all its topics, and each topic. */
+  readonly storageLimits: (ns: Namespace) => StorageLimits;
+}
+
+export interface StorageLimits {
+  readonly namespaceBytes: number;
+  readonly topicBytes: number;
+}
+
+/** A namespace's storage and its quotas, as `GET /api/v3/topics` shows them. */
+export interface StorageView {
+  readonly usedBytes: number;
+  readonly limitBytes: number;
+  readonly topicLimitBytes: number;
 }
 
 export interface TopicView {
@@ -67,8 +81,12 @@ export class ManagementService {
     ns: Namespace,
     cursor: string | null,
     limit: number,
-  ): Promise<{ topics: TopicView[]; nextCursor: string | null }> {
-    const names = (await this.#d.admin.topicNames(ns)).filter((n) => cursor === null || n > cursor);
+  ): Promise<{ topics: TopicView[]; nextCursor: string | null; storage: StorageView }> {
+    const [all, usedBytes] = await Promise.all([
+      this.#d.admin.topicNames(ns),
+      this.#d.admin.namespaceBytes(ns),
+    ]);
+    const names = all.filter((n) => cursor === null || n > cursor);
     const page = names.slice(0, limit);
     const views: (TopicView | null)[] = new Array<TopicView | null>(page.length).fill(null);
     for (let i = 0; i < page.length; i += FIGURES_IN_PARALLEL) {
@@ -82,7 +100,14 @@ export class ManagementService {
     return {
       topics: views.filter((v): v is TopicView => v !== null),
       nextCursor: names.length > limit ? page.at(-1)! : null,
+      storage: this.storage(ns, usedBytes),
     };
+  }
+
+  /** The namespace's storage against its quotas. */
+  storage(ns: Namespace, usedBytes: number): StorageView {
+    const limits = this.#d.storageLimits(ns);
+    return { usedBytes, limitBytes: limits.namespaceBytes, topicLimitBytes: limits.topicBytes };
   }
 
   async topic(at: TopicAddress): Promise<TopicView> {

@@ -53,8 +53,12 @@ export interface QueueAdmin {
   deleteGroup(group: GroupAddress): Promise<boolean>;
   /** The group next receives from there; its handles turn stale; false: no such group. */
   seekGroup(group: GroupAddress, to: SeekTarget): Promise<boolean>;
-  /** Namespaces with topics in this region, and how many. */
-  namespaces(): Promise<{ readonly namespace: Namespace; readonly topics: number }[]>;
+  /** Namespaces with topics in this region, how many, and the bytes they hold. */
+  namespaces(): Promise<
+    { readonly namespace: Namespace; readonly topics: number; readonly bytes: number }[]
+  >;
+  /** Bytes all of the namespace's topics hold (what its storage quota counts). */
+  namespaceBytes(ns: Namespace): Promise<number>;
   /** Messages of the group moved to its dead-letter topic (all gateways together). */
   deadLettered(group: GroupAddress): Promise<number>;
   pushHealth(group: GroupAddress): Promise<PushHealth | null>;

@@ -58,6 +58,10 @@ describe("vqs publish and what topics, topic and peek show of it", () => {
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^TOPIC +MESSAGES +DELAYED/);
     expect(table.stdout).toMatch(new RegExp(`\\n${topic} +50 +0 +0 `));
+    // The namespace's storage against its quotas (the defaults: 10 GiB, 1 GiB per topic).
+    expect(table.stdout).toMatch(
+      /\nstorage: [\d.]+ \w*B of 10(\.0)? GiB \(0%\); per topic at most 1(\.0)? GiB\n/,
+    );
     // Not a terminal: no progress bar, one final line.
     const text = await vqs(["publish", topic, "--data", "y", "--count", "3"]);
     expect([text.code, text.stdout, text.stderr]).toEqual([

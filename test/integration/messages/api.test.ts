@@ -8,7 +8,13 @@ import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { groupNames } from "../../../src/nats/core/naming.js";
+import {
+  groupNames,
+  TIMER_SHARDS,
+  TIMER_STREAM,
+  timerConsumer,
+  timerSubject,
+} from "../../../src/nats/core/naming.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 import { TEAM_A } from "../../helpers/issuer.js";
 
@@ -284,7 +290,7 @@ describe("delay and TTL", () => {
     const id = await publishOk(topic, "once", key);
     // Lose the timer (as if the gateway died between parking the message and adding the timer).
     const nc = await connect({ servers: nats.url });
-    await (await jetstreamManager(nc)).streams.purge("VQS_SCHEDULE");
+    await (await jetstreamManager(nc)).streams.purge("VQS_TIMERS");
     await nc.close();
     await sleep(1500);
     expect((await q.receive(topic, "g")).status).toBe(204);
@@ -297,12 +303,12 @@ describe("delay and TTL", () => {
     ]);
   });
 
-  it("drops a malformed timer on the schedule subject instead of retrying it for ever", async () => {
+  it("drops a malformed timer on a timer subject instead of retrying it for ever", async () => {
     const nc = await connect({ servers: nats.url });
     const topic = uniqueName();
     await publishOk(topic, "first", { "vqs-delay-seconds": "1" }); // the schedule exists
     for (const junk of ["not json", "{}", '{"s":"VQS_X","q":"1"}']) {
-      nc.publish("vqs._schedule", junk);
+      for (let shard = 0; shard < TIMER_SHARDS; shard++) nc.publish(timerSubject(shard), junk);
     }
     await nc.flush();
     const id = await publishOk(topic, "later", { "vqs-delay-seconds": "1" });
@@ -310,9 +316,12 @@ describe("delay and TTL", () => {
     const got = await receiveParts(topic, "g", { "vqs-max-messages": "10" });
     expect(got.map((p) => p.body.toString()).sort()).toEqual(["first", "later"]);
     expect(got.map((p) => p.headers.get("vqs-message-id"))).toContain(id);
-    const info = await (await jetstreamManager(nc)).consumers.info("VQS_SCHEDULE", "scheduler");
-    expect(info.num_ack_pending).toBe(0);
-    expect(info.num_pending).toBe(0);
+    const jsm = await jetstreamManager(nc);
+    for (let shard = 0; shard < TIMER_SHARDS; shard++) {
+      const info = await jsm.consumers.info(TIMER_STREAM, timerConsumer(shard));
+      expect(info.num_ack_pending).toBe(0);
+      expect(info.num_pending).toBe(0);
+    }
     await nc.close();
   });
 

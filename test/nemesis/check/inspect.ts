@@ -6,8 +6,9 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { connect } from "@nats-io/transport-node";
 import {
   groupNames,
-  SCHEDULE_CONSUMER,
-  SCHEDULE_STREAM,
+  TIMER_STREAM,
+  timerConsumer,
+  timerShard,
   topicNames,
 } from "../../../src/nats/core/naming.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
@@ -99,7 +100,9 @@ export async function inspectTopic(
     const stuck = stored
       .filter((c) => c.subject === "parked" && !(c.seq in moved))
       .map((c) => c.seq);
-    const scheduler = await consumerState(jsm, SCHEDULE_STREAM, SCHEDULE_CONSUMER);
+    // The timer consumer of the namespace's shard.
+    const shard = timerShard(names.namespaceKey);
+    const scheduler = await consumerState(jsm, TIMER_STREAM, timerConsumer(shard));
     const timers = stuck.length > 0 ? await findTimers(jsm, names.stream, stuck) : {};
     const states: Record<string, GroupState | null> = {};
     for (const group of groups) {
@@ -180,12 +183,12 @@ async function findTimers(
   const wanted = new Set(parked);
   const out: Record<number, number[]> = {};
   for (const p of parked) out[p] = [];
-  const info = await jsm.streams.info(SCHEDULE_STREAM);
+  const info = await jsm.streams.info(TIMER_STREAM);
   let next = info.state.first_seq;
   const worker = async () => {
     while (next <= info.state.last_seq) {
       const seq = next++;
-      const m = await jsm.streams.getMessage(SCHEDULE_STREAM, { seq }).catch(() => null);
+      const m = await jsm.streams.getMessage(TIMER_STREAM, { seq }).catch(() => null);
       if (!m) continue;
       const t = JSON.parse(m.string()) as { s?: string; q?: number; x?: number };
       if (t.s === stream && t.x === undefined && t.q !== undefined && wanted.has(t.q)) {

@@ -1,7 +1,7 @@
 // `vqs topics`, `vqs topic`, `vqs groups`, `vqs namespaces`: what the management API tells of
 // a namespace's topics and consumer groups (docs/api.md, "Management API"), as tables or --json.
 import type { Command } from "commander";
-import type { GroupInfo, TopicInfo } from "../../api-client.js";
+import type { GroupInfo, NamespaceStorage, TopicInfo } from "../../api-client.js";
 import type { Context } from "../../context.js";
 import { checkName } from "../../options.js";
 import { formatBytes, formatDuration } from "../../output.js";
@@ -42,10 +42,22 @@ export function inspectCommands(program: Command, contextOf: ContextOf): void {
 
 const time = (t: string | null) => t ?? "-";
 
+/** "1.2 MiB of 10 GiB (12%)", or the bytes alone without a quota. */
+function quotaUse(s: NamespaceStorage): string {
+  if (s.limitBytes === 0) return formatBytes(s.usedBytes);
+  const pct = Math.floor((100 * s.usedBytes) / s.limitBytes);
+  return `${formatBytes(s.usedBytes)} of ${formatBytes(s.limitBytes)} (${pct}%)`;
+}
+
+function storageLine(s: NamespaceStorage): string {
+  const topic = s.topicLimitBytes === 0 ? "none" : formatBytes(s.topicLimitBytes);
+  return `storage: ${quotaUse(s)}; per topic at most ${topic}`;
+}
+
 async function runTopics(ctx: Context): Promise<void> {
-  const topics = await ctx.api().listTopics();
+  const [topics, storage] = await Promise.all([ctx.api().listTopics(), ctx.api().storage()]);
   if (ctx.out.json) return ctx.out.printJson(topics);
-  if (topics.length === 0) return ctx.out.print("no topics");
+  if (topics.length === 0) return ctx.out.print(`no topics\n${storageLine(storage)}`);
   ctx.out.printTable<TopicInfo>(
     [
       { header: "TOPIC", value: (t) => t.name, colour: () => "cyan" },
@@ -58,6 +70,7 @@ async function runTopics(ctx: Context): Promise<void> {
     ],
     topics,
   );
+  ctx.out.print(storageLine(storage));
 }
 
 async function runTopic(ctx: Context, name: string): Promise<void> {
@@ -147,6 +160,7 @@ async function runNamespaces(ctx: Context): Promise<void> {
     [
       { header: "NAMESPACE", value: (n) => n.label, colour: () => "cyan" },
       { header: "TOPICS", value: (n) => String(n.topics) },
+      { header: "STORAGE", value: (n) => quotaUse(n.storage) },
     ],
     namespaces,
   );

@@ -1,0 +1,163 @@
+// Caps per namespace on one gateway: requests in flight (429 too_many_requests_in_flight), waiting
+// receives (429 too_many_waiters) and pushes in flight (a namespace whose endpoint never answers
+// holds no more than its share), each with Retry-After where a client is refused, counted in
+// vqs_tenant_limit_refusals_total and vqs_namespaces_at_cap, while another namespace is served.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, describe, expect, it } from "vitest";
+import { useGateways } from "../../helpers/fixture.js";
+import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { eventually, settingsApi } from "../../helpers/settings.js";
+
+const fx = useGateways(1, {
+  env: {
+    VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE: "4",
+    VQS_MAX_WAITERS_PER_NAMESPACE: "2",
+    VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "2",
+  },
+});
+
+const held: ServerResponse[] = [];
+let endpoint: Server | null = null;
+afterAll(async () => {
+  for (const r of held) r.destroy();
+  await new Promise((r) => endpoint?.close(r) ?? r(undefined));
+});
+
+async function metric(name: string, labels: string): Promise<number> {
+  const text = await (await fetch(`${fx.gateways[0]!.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name}{${labels}}`));
+  return line ? Number(line.split(" ").pop()) : 0;
+}
+
+const tokenOf = (project: string) => fx.issuer.token({ project_id: project });
+
+describe("caps per namespace on a gateway", () => {
+  it("refuses a waiting receive past the waiter cap with 429; other namespaces wait as usual", async () => {
+    const url = fx.gateways[0]!.url;
+    const a = api(url, await tokenOf("prj_waiters_a"));
+    const b = api(url, await tokenOf("prj_waiters_b"));
+    const topic = uniqueName();
+    await a.publish(topic, "make the topic");
+    await b.publish(topic, "make the topic");
+    // Use up what is there, so that receives wait.
+    await parts(await a.receive(topic, "g"));
+    await parts(await b.receive(topic, "g"));
+    const wait = { "vqs-wait-seconds": "3" };
+    const waiting = [a.receive(topic, "g", wait), a.receive(topic, "g", wait)];
+    await sleep(300);
+    const refused = await a.receive(topic, "g", wait);
+    expect(refused.status).toBe(429);
+    expect(await errorCode(refused)).toBe("too_many_waiters");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(await metric("vqs_namespaces_at_cap", 'cap="waiters"')).toBe(1);
+    // A receive that does not wait is served; so is another namespace's waiting receive.
+    expect((await a.receive(topic, "g")).status).toBe(204);
+    const bWaiting = b.receive(topic, "g", wait);
+    await sleep(200);
+    await b.publish(topic, "for b");
+    const got = await parts(await bWaiting);
+    expect(got.map((p) => p.body.toString())).toEqual(["for b"]);
+    for (const r of await Promise.all(waiting)) expect(r.status).toBe(204);
+    expect(await metric("vqs_tenant_limit_refusals_total", 'code="too_many_waiters"')).toBe(1);
+  });
+
+  it("refuses a request past the in-flight cap with 429 until one ends; other namespaces go on", async () => {
+    const url = fx.gateways[0]!.url;
+    const a = api(url, await tokenOf("prj_inflight_a"));
+    const b = api(url, await tokenOf("prj_inflight_b"));
+    const [t1, t2] = [uniqueName(), uniqueName()];
+    await a.publish(t1, "x");
+    await a.publish(t2, "x");
+    await parts(await a.receive(t1, "g"));
+    await parts(await a.receive(t2, "g"));
+    // Four requests in flight (the cap): two waiting receives (the waiter cap) and two publishes
+    // whose bodies trickle in.
+    const wait = { "vqs-wait-seconds": "3" };
+    const longPolls = [a.receive(t1, "g", wait), a.receive(t2, "g", wait)];
+    const trickles = [
+      trickle(url, await tokenOf("prj_inflight_a"), t1),
+      trickle(url, await tokenOf("prj_inflight_a"), t2),
+    ];
+    await sleep(300);
+    const refused = await a.publish(t1, "one too many");
+    expect(refused.status).toBe(429);
+    expect(await errorCode(refused)).toBe("too_many_requests_in_flight");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // Another namespace is not refused.
+    expect((await b.publish(t1, "b")).status).toBe(201);
+    for (const t of trickles) t.finish();
+    expect((await Promise.all(trickles.map((t) => t.done))).every((s) => s === 201)).toBe(true);
+    await Promise.all(longPolls);
+    expect((await a.publish(t1, "room again")).status).toBe(201);
+    expect(
+      await metric("vqs_tenant_limit_refusals_total", 'code="too_many_requests_in_flight"'),
+    ).toBeGreaterThanOrEqual(1);
+  });
+
+  it("holds a namespace whose endpoint never answers to its push cap; another namespace is pushed", async () => {
+    const seen = new Map<string, number>();
+    let inFlightA = 0;
+    let maxInFlightA = 0;
+    endpoint = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const ns = req.url ?? "";
+      seen.set(ns, (seen.get(ns) ?? 0) + 1);
+      if (ns.startsWith("/a")) {
+        inFlightA++;
+        maxInFlightA = Math.max(maxInFlightA, inFlightA);
+        held.push(res); // never answered (until the test ends)
+        res.on("close", () => inFlightA--);
+        return;
+      }
+      req.resume();
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((r) => endpoint!.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
+    const url = fx.gateways[0]!.url;
+    const tokenA = await tokenOf("prj_push_a");
+    const tokenB = await tokenOf("prj_push_b");
+    const topic = uniqueName();
+    // Three pushed groups in A, each allowed 5 at once: 15 without the namespace cap.
+    for (const g of ["g1", "g2", "g3"]) {
+      await api(url, tokenA).publish(topic, "make");
+      const put = await settingsApi(url, tokenA).put(topic, g, {
+        push: { url: `${base}/a/${g}`, maxConcurrency: 5, timeoutSeconds: 30 },
+      });
+      expect(put.status).toBeLessThan(300);
+    }
+    for (let i = 0; i < 20; i++) await api(url, tokenA).publish(topic, `a-${i}`);
+    await api(url, tokenB).publish(topic, "make");
+    const putB = await settingsApi(url, tokenB).put(topic, "g", { push: { url: `${base}/b` } });
+    expect(putB.status).toBeLessThan(300);
+    for (let i = 0; i < 10; i++) await api(url, tokenB).publish(topic, `b-${i}`);
+    // Every one of B's messages is pushed while A's endpoint holds its pushes.
+    expect(await eventually(() => (seen.get("/b") ?? 0) >= 10, 15_000)).toBe(true);
+    await sleep(1000);
+    // The cap (2), passed by at most one pull per group of the namespace (3 groups).
+    expect(maxInFlightA).toBeGreaterThan(0);
+    expect(maxInFlightA).toBeLessThanOrEqual(3);
+    expect(await metric("vqs_namespaces_at_cap", 'cap="pushes_in_flight"')).toBe(1);
+  });
+});
+
+/** A publish whose body arrives slowly: in flight until `finish`. */
+function trickle(base: string, token: string, topic: string) {
+  let finish!: () => void;
+  const rest = new Promise<void>((r) => (finish = r));
+  const body = new ReadableStream<Uint8Array>({
+    async start(c) {
+      c.enqueue(new TextEncoder().encode("slow "));
+      await rest;
+      c.enqueue(new TextEncoder().encode("body"));
+      c.close();
+    },
+  });
+  const done = fetch(`${base}/api/v3/topic/${topic}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "text/plain" },
+    body,
+    duplex: "half",
+  }).then((r) => r.status);
+  return { finish, done };
+}
