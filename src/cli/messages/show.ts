@@ -13,7 +13,7 @@ export function payloadOf(m: ReceivedMessage): Buffer {
 }
 
 /** `dead letter of orders/billing (message m1_..., 3 deliveries)`, or null. */
-export function deadLetterLine(m: ReceivedMessage): string | null {
+export function deadLetterLine(m: Pick<ReceivedMessage, "deadLetter">): string | null {
   const dl = m.deadLetter;
   if (!dl) return null;
   const times = dl.deliveryCount === 1 ? "1 delivery" : `${dl.deliveryCount} deliveries`;
