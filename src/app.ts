@@ -41,7 +41,7 @@ export interface AppDeps {
   >;
   readonly queue: QueueService;
   readonly settings: SettingsService;
-  /** Seeing and steering queues (README, "Management API"). */
+  /** Seeing and steering queues (docs/api.md, "Management API"). */
   readonly management: ManagementService;
   /** Where destructive management calls are recorded. */
   readonly audit: AuditLog;

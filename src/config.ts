@@ -1,5 +1,5 @@
 // Configuration: read once from an environment object, validated, frozen. Bad settings stop the
-// process at start with a message naming the variable. README.md lists every setting.
+// process at start with a message naming the variable. docs/configuration.md lists every setting (a test keeps it complete).
 import {
   DEVELOPMENT_PUSH_URLS,
   parsePushUrlPrefix,

@@ -1,4 +1,4 @@
-// Composes one gateway from its configuration: NATS connection -> JetStream store -> queue
+// Composes one gateway from its configuration: NATS connection -> JetStream adapter -> queue
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
@@ -7,7 +7,7 @@ import { createTokenVerifier, remoteKeySet, type TokenVerifier } from "./auth/to
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
 import { connectNats } from "./nats/core/connection.js";
-import { openJetStreamStore, type JetStreamStore } from "./nats/jetstream-store.js";
+import { openJetStreamAdapter, type JetStreamAdapter } from "./nats/jetstream-adapter.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
 import { SettingsService } from "./queue/settings/settings-service.js";
@@ -17,9 +17,9 @@ import { ManagementService } from "./queue/management/management-service.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";
 import { createMetrics } from "./metrics.js";
-import { PushClient } from "./push/push-client.js";
-import { PushSigningKeys } from "./push/push-signer.js";
-import { Pusher } from "./queue/push/pusher.js";
+import { PushClient } from "./outbound/push-client.js";
+import { PushSigningKeys } from "./outbound/push-signer.js";
+import { Pusher } from "./queue/push-delivery/pusher.js";
 
 /**
  * Where `npm run build` puts the web console: dist/console of the checkout, whether this module
@@ -49,7 +49,8 @@ export interface GatewayOptions {
 
 export interface Gateway {
   readonly app: FastifyInstance;
-  readonly store: JetStreamStore;
+  /** The JetStream adapter: broker, scheduler, keys, settings, admin, push feeds. */
+  readonly jetstream: JetStreamAdapter;
   /** The queue domain (waiting receives, for metrics and tests). */
   readonly queue: QueueService;
   /** Consumer group settings of the region, kept current in memory (for the pusher). */
@@ -84,7 +85,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
     maxPushGroups: config.metricsMaxGroups,
   });
-  const store = await openJetStreamStore(nc, {
+  const jetstream = await openJetStreamAdapter(nc, {
     region: config.region,
     replicas: config.streamReplicas,
     requestTimeoutMs: config.requestTimeoutMs,
@@ -112,12 +113,12 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       },
     },
   });
-  if (store.failover) {
-    const failover = store.failover;
+  if (jetstream.failover) {
+    const failover = jetstream.failover;
     metrics.useDeferredCount(() => failover.waiting());
   }
-  metrics.useGroupStats(() => store.groupStats(config.metricsMaxGroups));
-  const maxMessageBytes = Math.min(config.maxMessageBytes, store.maxPayloadBytes);
+  metrics.useGroupStats(() => jetstream.groupStats(config.metricsMaxGroups));
+  const maxMessageBytes = Math.min(config.maxMessageBytes, jetstream.maxPayloadBytes);
   if (maxMessageBytes < config.maxMessageBytes) {
     logger.warn(
       { configured: config.maxMessageBytes, effective: maxMessageBytes },
@@ -126,12 +127,12 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   }
   const secretKeys = deriveSecretKeys(secret, config.region);
   const queue = new QueueService({
-    broker: store.broker,
+    broker: jetstream.broker,
     keys: secretKeys,
-    now: store.now,
+    now: jetstream.now,
     observer: metrics.observer,
-    ...(store.failover ? { deferrer: store.failover } : {}),
-    settingsOf: (g) => store.settings.effective(g.namespace, g.topic, g.group),
+    ...(jetstream.failover ? { deferrer: jetstream.failover } : {}),
+    settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
   });
   const pushKeys = new PushSigningKeys({
@@ -144,27 +145,27 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const pushClient = new PushClient();
   const pusher = new Pusher({
     queue,
-    broker: store.broker,
+    broker: jetstream.broker,
     transport: pushClient,
     signer: pushKeys,
     observer: metrics.push,
     log: logger,
     region: config.region,
-    now: store.now,
+    now: jetstream.now,
     inlineLimitBytes: config.pushInlineLimitBytes,
     allowedUrls: config.pushAllowedUrls,
   });
   const settings = new SettingsService({
-    store: store.settings,
+    store: jetstream.settings,
     pushAllowedUrls: config.pushAllowedUrls,
     maxPerNamespace: config.maxSettingsPerNamespace,
   });
   const management = new ManagementService({
-    admin: store.admin,
-    broker: store.broker,
-    settings: store.settings,
+    admin: jetstream.admin,
+    broker: jetstream.broker,
+    settings: jetstream.settings,
     duplicateIdKey: secretKeys.duplicateId,
-    now: store.now,
+    now: jetstream.now,
   });
   // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
   const audit = logger.child(
@@ -184,7 +185,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     // With failover, a gateway whose home store is down still takes publishes (202): it stays
     // ready while a neighbour can store them.
     isReady: async () =>
-      ready && ((await store.broker.isReady()) || (store.failover?.canDefer() ?? false)),
+      ready && ((await jetstream.broker.isReady()) || (jetstream.failover?.canDefer() ?? false)),
     isDraining: () => !ready,
     logger,
     metrics,
@@ -194,13 +195,13 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }
       : null,
   });
-  store.scheduler.start();
-  store.startPush((group, delivery, settings) => pusher.push(group, delivery, settings));
+  jetstream.scheduler.start();
+  jetstream.startPush((group, delivery, settings) => pusher.push(group, delivery, settings));
   return {
     app,
-    store,
+    jetstream,
     queue,
-    settings: store.settings,
+    settings: jetstream.settings,
     maxMessageBytes,
     stopBeingReady() {
       ready = false;
@@ -214,7 +215,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       const idle = setTimeout(() => app.server.closeIdleConnections(), IDLE_CLOSE_DELAY_MS);
       await app.close();
       clearTimeout(idle);
-      await store.close();
+      await jetstream.close();
       await pushClient.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.
       await nc.drain().catch(() => nc.close());

@@ -3,7 +3,7 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
 import { namespaceLabel, type GroupAddress } from "./queue/namespace.js";
 import type { QueueObserver } from "./queue/observer.js";
-import type { PushObserver, PushOutcome } from "./queue/push/push-ports.js";
+import type { PushObserver, PushOutcome } from "./queue/push-delivery/push-ports.js";
 
 /** One consumer group's figures, as the per-group gauges export them. */
 export interface GroupStat {

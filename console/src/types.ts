@@ -1,5 +1,5 @@
-// The shapes the console reads from the gateway: the management API's (README, "Management
-// API") and the v3 API's settings and redrive answers. Kept by hand, except the settings
+// The shapes the console reads from the gateway: the management API's (docs/api.md,
+// "Management API") and the v3 API's settings and redrive answers. Kept by hand, except the settings
 // themselves: those are the gateway's own types (a type-only import of a module that imports
 // nothing at run time, so the console still builds and type-checks without Node's types).
 import type {

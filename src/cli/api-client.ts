@@ -34,7 +34,7 @@ export interface Connection {
   readonly namespace?: string | null;
 }
 
-/** A consumer settings document as the API answers it (README, "Consumer settings"). */
+/** A consumer settings document as the API answers it (docs/api.md, "Consumer settings"). */
 export interface SettingsDocument {
   readonly topic: string;
   readonly consumerGroup: string;
@@ -52,7 +52,7 @@ export interface SettingsBody {
 }
 
 /** Where a dead-letter copy came from (its `deadLetter` field). */
-/** A received message as NDJSON carries it (README, "API"); `body` is base64. */
+/** A received message as NDJSON carries it (docs/api.md, "Operations"); `body` is base64. */
 export interface ReceivedMessage {
   readonly messageId: string;
   readonly receiptHandle: string;
@@ -77,7 +77,7 @@ export interface RedriveResult {
   readonly remaining: number;
 }
 
-// The management API (README, "Management API").
+// The management API (docs/api.md, "Management API").
 
 export interface TopicInfo {
   readonly name: string;
@@ -274,7 +274,7 @@ export class ApiClient {
     );
   }
 
-  // Messages (README, "API"): receive, acknowledge, release; redrive of a dead-letter topic.
+  // Messages (docs/api.md, "Operations"): receive, acknowledge, release; redrive of a dead-letter topic.
 
   /**
    * Receives up to `maxMessages` messages of a group (NDJSON), waiting up to `waitSeconds` for
@@ -349,7 +349,7 @@ export class ApiClient {
 
   /**
    * Publishes one message; `data` may be a stream (a file, stdin), sent as it is read. The
-   * headers are the API's (README, "API"): Content-Type, Vqs-Delay-Seconds,
+   * headers are the API's (docs/api.md, "Operations"): Content-Type, Vqs-Delay-Seconds,
    * Vqs-Retention-Seconds, Vqs-Idempotency-Key. A stream is bounded by `o.stall` (nothing moved
    * for its time) rather than by a deadline; `o.size`, when known, is sent as Content-Length, so
    * a body over the gateway's limit is refused before it is sent.
@@ -414,7 +414,7 @@ export class ApiClient {
     })();
   }
 
-  // Management (README, "Management API").
+  // Management (docs/api.md, "Management API").
 
   /** Every topic of the namespace, by name (all pages). */
   async listTopics(): Promise<TopicInfo[]> {
@@ -482,7 +482,7 @@ export class ApiClient {
     return body.namespaces;
   }
 
-  // Consumer settings (README, "Consumer settings").
+  // Consumer settings (docs/api.md, "Consumer settings").
 
   /** The stored document, or null when there is none (404 settings_not_found). */
   async getSettings(topic: string, group: string): Promise<SettingsDocument | null> {

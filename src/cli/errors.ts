@@ -1,7 +1,7 @@
-// The tool's failures and their exit codes (README, "The vqs tool"): every command throws one
+// The tool's failures and their exit codes (docs/cli.md): every command throws one
 // of these, and program.ts turns it into a message and an exit code in one place.
 
-/** Exit codes, documented in the README. */
+/** Exit codes, documented in docs/cli.md. */
 export const EXIT = {
   ok: 0,
   /** The API answered an error (4xx/5xx), or some entries of a command failed. */

@@ -99,7 +99,7 @@ export function buildProgram(io: Io, onContext: (ctx: Context) => void = () => u
   return program;
 }
 
-/** Runs one command line; answers the exit code (README, "The vqs tool"). */
+/** Runs one command line; answers the exit code (docs/cli.md). */
 export async function run(argv: readonly string[], io: Io): Promise<number> {
   let ctx: Context | null = null;
   const program = buildProgram(io, (c) => (ctx = c));

@@ -1,4 +1,5 @@
-// Bounds and defaults of the v3 API (interface.md, decisions.md), in one place.
+// Bounds and defaults of the v3 API in one place: the name, header and body limits every request
+// is checked against, and the defaults a request that omits them gets.
 
 export const LIMITS = {
   nameMaxLength: 255,

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PushClient } from "../../src/push/push-client.js";
+import { PushClient } from "../../src/outbound/push-client.js";
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void;
 const routes = new Map<string, Route>();

@@ -281,7 +281,7 @@ export function SettingsDialog({
           multiline
           rows={14}
           error={action.error ? formError(action.error, ["group"]) : null}
-          hint="The body of PUT …/settings (README, Consumer settings). Ctrl+Enter saves."
+          hint="The body of PUT …/settings (docs/api.md, Consumer settings). Ctrl+Enter saves."
         />
       ) : (
         <>

@@ -1,4 +1,4 @@
-// `vqs settings get|put|delete|list`: consumer settings documents (README, "Consumer
+// `vqs settings get|put|delete|list`: consumer settings documents (docs/api.md, "Consumer
 // settings") as they are stored: put takes the JSON document from --data, a file or stdin and
 // replaces what is stored; the gateway checks it (400 invalid_settings, exit 1).
 import type { Command } from "commander";

@@ -157,7 +157,7 @@ async function warnDeadLetters(ctx: Context, api: ApiClient, topic: string, grou
   }
 }
 
-/** The document that applies (README, "Consumer settings"): the topic's, else the longest pattern's. */
+/** The document that applies (docs/api.md, "Consumer settings"): the topic's, else the longest pattern's. */
 export function applicableSettings(
   docs: readonly SettingsDocument[],
   topic: string,

@@ -82,7 +82,7 @@ export async function receiveToFiles(
   }
 }
 
-/** The message's fields from its part headers (README, "API"). */
+/** The message's fields from its part headers (docs/api.md, "Operations"). */
 function fieldsOf(h: Headers): Omit<ReceivedMessage, "body"> {
   const dlTopic = h.get("vqs-dead-letter-topic");
   return {

@@ -24,7 +24,7 @@ export interface RedriveProgress {
 export type RedriveEnd =
   /** Nothing is left in the dead-letter topic. */
   | "empty"
-  /** The last round moved fewer than asked, but some remain: they cannot move (see README). */
+  /** The last round moved fewer than asked, but some remain: they cannot move (see docs/cli.md, "vqs dlq redrive"). */
   | "stuck"
   | "limit"
   | "interrupted";

@@ -1,4 +1,4 @@
-// The route schemas of the management API (README, "Management API"). Documentation only
+// The route schemas of the management API (docs/api.md, "Management API"). Documentation only
 // (plugin.ts); the components they refer to are in management.ts.
 import { LIMITS } from "../../queue/limits.js";
 import {

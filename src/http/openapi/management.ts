@@ -1,4 +1,4 @@
-// The management API's components: Topic, ConsumerGroup, PeekedMessage and Namespace (README,
+// The management API's components: Topic, ConsumerGroup, PeekedMessage and Namespace (docs/api.md,
 // "Management API"), as ManagementService answers them.
 import { NAME, nullable, ref, TIME } from "./shared.js";
 

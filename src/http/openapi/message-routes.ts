@@ -1,4 +1,4 @@
-// The route schemas of the message operations (README, "API"): publish, batch publish, receive,
+// The route schemas of the message operations (docs/api.md, "Operations"): publish, batch publish, receive,
 // receive by ID, acknowledge, and extend or release a lease. Documentation only (plugin.ts).
 import { LIMITS } from "../../queue/limits.js";
 import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";

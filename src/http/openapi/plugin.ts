@@ -39,7 +39,7 @@ const TAGS = [
 
 const DESCRIPTION = `The HTTP API of vqs, a self-hostable queue service that speaks the Vercel Queue v3 API.
 
-Every /api/v3 request needs \`Authorization: Bearer <JWT>\`; \`Vqs-Deployment-Id\` selects a deployment's namespace. Every error is JSON, \`{"error": {"code", "message"}}\`, with a stable code (the README's error table); each operation lists the codes it can answer. Every GET also answers HEAD.`;
+Every /api/v3 request needs \`Authorization: Bearer <JWT>\`; \`Vqs-Deployment-Id\` selects a deployment's namespace. Every error is JSON, \`{"error": {"code", "message"}}\`, with a stable code (docs/errors.md); each operation lists the codes it can answer. Every GET also answers HEAD.`;
 
 /** The package's version (package.json is three levels up from src/http/openapi and dist/). */
 function packageVersion(): string {

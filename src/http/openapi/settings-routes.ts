@@ -1,4 +1,4 @@
-// The route schemas of the consumer settings (README, "Consumer settings") and of the dead-letter
+// The route schemas of the consumer settings (docs/api.md, "Consumer settings") and of the dead-letter
 // redrive. Documentation only (plugin.ts).
 import { LIMITS } from "../../queue/limits.js";
 import {

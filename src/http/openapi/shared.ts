@@ -104,7 +104,7 @@ export const ERROR_COMPONENT = {
       type: "object",
       required: ["code", "message"],
       properties: {
-        code: { type: "string", description: "Stable; the README's error table lists them all." },
+        code: { type: "string", description: "Stable; docs/errors.md lists them all." },
         message: { type: "string" },
       },
     },
@@ -143,7 +143,7 @@ export function errorResponses(
 ): Record<string, object> {
   const listed = new Set([...(auth ? AUTH_ERRORS : []), ...codes]);
   const byStatus = new Map<number, ErrorCode[]>();
-  // In the catalogue's order, as the README's error table lists them.
+  // In the catalogue's order, as docs/errors.md lists them.
   for (const code of (Object.keys(ERRORS) as ErrorCode[]).filter((c) => listed.has(c))) {
     const status = ERRORS[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);

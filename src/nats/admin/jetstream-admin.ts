@@ -23,9 +23,9 @@ import { isApiError } from "../core/errors.js";
 import { groupNames, namespaceFilter, topicNames, type GroupNames } from "../core/naming.js";
 import { directGet, leaderGet } from "../messages/reads.js";
 import { rfc3339ToMs } from "../messages/message-codec.js";
-import type { GroupEpochs } from "../storage/group-epochs.js";
-import { LEASES_BUCKET, type LeaseRecords } from "../storage/lease-records.js";
-import type { Topology } from "../storage/topology.js";
+import type { GroupEpochs } from "../queue-state/group-epochs.js";
+import { LEASES_BUCKET, type LeaseRecords } from "../queue-state/lease-records.js";
+import type { Topology } from "../queue-state/topology.js";
 
 export interface JetStreamAdminDeps {
   readonly jsm: JetStreamManager;

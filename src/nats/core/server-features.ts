@@ -1,6 +1,8 @@
 // What the connected nats-server can do, from its version (nc.info.version). Older servers
-// silently ignore stream settings they do not know, so a feature is used only when the version
-// says the server has it (see ../shared/design/jetstream-notes.md, "Versions").
+// silently ignore stream and consumer settings they do not know (2.9 keeps messages a stream
+// created with `allow_msg_ttl` should expire, and gives a consumer created with `filter_subjects`
+// no filter), so a feature is used only when the version says the server has it: metadata and
+// `filter_subjects` from 2.10, per-message TTL from 2.11, scheduled messages from 2.12.
 
 /** Whether `version` is at least 2.`minor` (false when it cannot be read). */
 function atLeast(version: string | undefined, minor: number): boolean {

@@ -25,12 +25,12 @@ import {
 } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
 import { currentGet, directGet, leaderGet } from "../messages/reads.js";
-import { FORGET_MARGIN_MS, readKeyMessage, readKeyRecord } from "../storage/key-records.js";
+import { FORGET_MARGIN_MS, readKeyMessage, readKeyRecord } from "../queue-state/key-records.js";
 import { isNoResponders } from "../core/errors.js";
 import { remainingTtl } from "../core/server-features.js";
 import { Once } from "../core/once.js";
 import { isApiError, isMessageGone } from "../core/errors.js";
-import type { Topology } from "../storage/topology.js";
+import type { Topology } from "../queue-state/topology.js";
 
 /** Moves a parked message to the ready subject when it is due. */
 interface MoveTimer {

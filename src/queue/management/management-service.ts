@@ -1,4 +1,4 @@
-// Seeing and steering a namespace's queues (README, "Management API"): topics with their figures,
+// Seeing and steering a namespace's queues (docs/api.md, "Management API"): topics with their figures,
 // groups with theirs, peeking at messages without leasing them, and the destructive calls
 // (delete a topic or a group, purge, seek). Routes validate input and call these; the store side
 // is the QueueAdmin port, messages are read through the Broker.

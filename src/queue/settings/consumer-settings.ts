@@ -45,7 +45,7 @@ export interface SettingsEntry {
   readonly revision: number;
 }
 
-/** Bounds and defaults of the settings body (consumer-settings.md, the field table). */
+/** Bounds and defaults of the settings body, one entry per field. */
 export const SETTINGS_LIMITS = {
   pushUrlMaxLength: 2048,
   maxConcurrency: { min: 1, max: 1000, default: 10 },

@@ -1,4 +1,4 @@
-// The settings body of a PUT, checked field by field against consumer-settings.md's table and
+// The settings body of a PUT, checked field by field against SETTINGS_LIMITS (consumer-settings.ts) and
 // returned with every default filled in. Every field is optional; a field this version does not
 // know, at any level, is refused (a typo must not silently fall back to a default). Errors are
 // 400 invalid_settings with a message naming the field's path, or 403

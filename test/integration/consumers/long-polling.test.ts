@@ -146,7 +146,7 @@ describe("long polling", () => {
       g.receive(topic, "workers", { "vqs-wait-seconds": "20" }).then((r) => r.status),
     );
     await sleep(500);
-    expect(gw.gateway.store).toBeDefined();
+    expect(gw.gateway.jetstream).toBeDefined();
     const started = Date.now();
     await gw.close();
     const statuses = await Promise.all(waits);

@@ -1,4 +1,4 @@
-// The management API (README, "Management API") against a real nats-server: every endpoint and
+// The management API (docs/api.md, "Management API") against a real nats-server: every endpoint and
 // its errors, namespace scoping (a tenant sees only its own; an operator any, with
 // Vqs-Namespace), peeking that leases nothing, seeks that move a group and turn its handles
 // stale, purges and deletes that touch nothing else, pages over many topics, and audit events.

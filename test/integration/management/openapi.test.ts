@@ -1,7 +1,7 @@
 // The OpenAPI document as a gateway serves it: at GET /openapi.json without a token, the same as
 // docs/openapi.json, and listing every route the gateway has with its methods (HEAD aside: every
 // GET answers it, as the document says; the web console's files aside: a page, not the API).
-// Validity and the README: test/unit/openapi.test.ts.
+// Validity and the API reference (docs/api.md): test/unit/openapi.test.ts.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";

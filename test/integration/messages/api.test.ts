@@ -1,5 +1,5 @@
 // Every endpoint of the v3 API against a real nats-server: publish, receive (both formats),
-// receive by ID, acknowledge, extend/release, batch, and the statuses of decisions.md.
+// receive by ID, acknowledge, extend/release, batch, and the status each outcome answers with.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";

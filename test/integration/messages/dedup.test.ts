@@ -114,7 +114,7 @@ describe("idempotency keys", () => {
     // a and b stop handling timers; once the keys are stored, a third gateway whose clock runs
     // 2 minutes ahead finds their timers due at once. (Started earlier, it would look at each
     // key before its record was written: the timer is added before the message is stored.)
-    await Promise.all([a.gateway.store.scheduler.stop(), b.gateway.store.scheduler.stop()]);
+    await Promise.all([a.gateway.jetstream.scheduler.stop(), b.gateway.jetstream.scheduler.stop()]);
     let ahead: TestGateway | undefined;
     try {
       for (let i = 0; i < 20; i++) {
@@ -133,8 +133,8 @@ describe("idempotency keys", () => {
       await expect.poll(() => keyRecords(topic), { timeout: 10_000, interval: 200 }).toBe(1);
     } finally {
       await ahead?.close();
-      a.gateway.store.scheduler.start();
-      b.gateway.store.scheduler.start();
+      a.gateway.jetstream.scheduler.start();
+      b.gateway.jetstream.scheduler.start();
     }
   });
 
@@ -165,8 +165,8 @@ describe("idempotency keys", () => {
     };
     const noTimer = () => Promise.resolve();
     const [slow, fast] = await Promise.all([
-      a.gateway.store.keys.publish(n, token, 3_600_000, sendAs("slow", 300), noTimer),
-      b.gateway.store.keys.publish(n, token, 3_600_000, sendAs("fast", 0), noTimer),
+      a.gateway.jetstream.keys.publish(n, token, 3_600_000, sendAs("slow", 300), noTimer),
+      b.gateway.jetstream.keys.publish(n, token, 3_600_000, sendAs("fast", 0), noTimer),
     ]);
     expect(fast.kind).toBe("stored");
     expect(slow).toEqual({

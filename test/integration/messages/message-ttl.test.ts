@@ -44,7 +44,7 @@ afterAll(async () => {
 
 /** Stores a message with a TTL shorter than the API allows (60 s), to see storage freed soon. */
 function publishShort(topic: string, body: string, retentionSeconds: number, delaySeconds = 0) {
-  return gw.gateway.store.broker.publish(
+  return gw.gateway.jetstream.broker.publish(
     { namespace, topic },
     {
       payload: new TextEncoder().encode(body),

@@ -153,11 +153,11 @@ describe("idle clean-up", () => {
     const stream = streamOf("prj_sweep", empty);
     await jsm.streams.purge(stream); // stands in for every message reaching the stream's max age
 
-    await gw.gateway.store.sweeper.sweep();
+    await gw.gateway.jetstream.sweeper.sweep();
     expect((await jsm.streams.info(stream)).config.name).toBe(stream); // not idle long enough yet
 
     offsetMs = 61_000;
-    expect(await gw.gateway.store.sweeper.sweep()).toBeGreaterThanOrEqual(1);
+    expect(await gw.gateway.jetstream.sweeper.sweep()).toBeGreaterThanOrEqual(1);
     await expect(jsm.streams.info(stream)).rejects.toThrow(/stream not found/);
     expect((await jsm.streams.info(streamOf("prj_sweep", busy))).state.messages).toBe(1);
 

@@ -6,6 +6,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { progressLine } from "../../../src/cli/terminal/progress.js";
 import { multipartParts } from "../../../src/cli/transfer/multipart-reader.js";
@@ -152,8 +153,12 @@ describe("progress line in bytes", () => {
   });
 });
 
-async function* chunks(b: Buffer): AsyncGenerator<Uint8Array> {
-  for (let i = 0; i < b.length; i += 7000) yield b.subarray(i, i + 7000);
+function chunks(b: Buffer): AsyncIterable<Uint8Array> {
+  return Readable.from(
+    Array.from({ length: Math.ceil(b.length / 7000) }, (_, i) =>
+      b.subarray(i * 7000, i * 7000 + 7000),
+    ),
+  );
 }
 
 function toStream(it: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {

@@ -1,5 +1,5 @@
 // `vqs topics`, `vqs topic`, `vqs groups`, `vqs namespaces`: what the management API tells of
-// a namespace's topics and consumer groups (README, "Management API"), as tables or --json.
+// a namespace's topics and consumer groups (docs/api.md, "Management API"), as tables or --json.
 import type { Command } from "commander";
 import type { GroupInfo, TopicInfo } from "../../api-client.js";
 import type { Context } from "../../context.js";

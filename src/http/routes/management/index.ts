@@ -1,4 +1,4 @@
-// The management routes (README, "Management API"), one file per operation.
+// The management routes (docs/api.md, "Management API"), one file per operation.
 import type { FastifyInstance } from "fastify";
 import type { ManagementService } from "../../../queue/management/management-service.js";
 import type { AuditLog } from "./audit.js";

@@ -4,7 +4,7 @@
 import type { Logger } from "../../logger.js";
 import type { PushHealth } from "../../queue/management/queue-admin.js";
 import type { GroupNames } from "../core/naming.js";
-import type { LeaseRecords } from "../storage/lease-records.js";
+import type { LeaseRecords } from "../queue-state/lease-records.js";
 
 const FLUSH_MS = 5000;
 /** Groups whose health waits to be written, at most (the oldest is dropped). */

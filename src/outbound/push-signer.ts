@@ -7,7 +7,7 @@
 // (docs/operations.md, "Push delivery").
 import { createECDH, createPrivateKey, hkdfSync, type KeyObject } from "node:crypto";
 import { SignJWT, type JWK } from "jose";
-import type { PushSigner } from "../queue/push/push-ports.js";
+import type { PushSigner } from "../queue/push-delivery/push-ports.js";
 
 export interface PushSigningOptions {
   readonly secret: string;

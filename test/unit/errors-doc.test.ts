@@ -1,12 +1,12 @@
-// The README's error table is the public list of error codes: it must match the catalogue.
+// docs/errors.md's table is the public list of error codes: it must match the catalogue.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ERRORS } from "../../src/errors.js";
 
 describe("error catalogue", () => {
-  it("is listed row for row in the README's error table", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const rows = [...readme.matchAll(/^\|\s*`([a-z_]+)`\s*\|\s*(\d{3})\s*\|\s*(.+?)\s*\|$/gm)].map(
+  it("is listed row for row in docs/errors.md", () => {
+    const page = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8");
+    const rows = [...page.matchAll(/^\|\s*`([a-z_]+)`\s*\|\s*(\d{3})\s*\|\s*(.+?)\s*\|$/gm)].map(
       (m) => ({
         code: m[1],
         status: Number(m[2]),

@@ -1,5 +1,5 @@
 // What the pusher needs from the outside, in queue vocabulary: a way to POST (outbound HTTP, in
-// src/push/), a signer for the JWT each push carries, and a place to report outcomes (metrics).
+// src/outbound/), a signer for the JWT each push carries, and a place to report outcomes (metrics).
 import type { GroupAddress } from "../namespace.js";
 
 /** How one push ended. `blocked`: the destination is no longer on the operator's allow-list. */

@@ -1,4 +1,4 @@
-// How long a message waits after a failed push (consumer-settings.md, `retry`): `afterSeconds`
+// How long a message waits after a failed push (the settings' `retry`): `afterSeconds`
 // for the first 32 failed attempts (the hosted trigger's retryAfterSeconds), then doubling per
 // attempt up to `maxBackoffSeconds` ("configured delay for the first 32 attempts, then forced
 // backoff").

@@ -1,5 +1,5 @@
 // The push request: a binary-mode CloudEvent of type com.vercel.queue.v2beta, exactly what
-// `@vercel/queue`'s handleCallback parses (consumer-settings.md, "The push request"). Metadata in
+// `@vercel/queue`'s handleCallback parses. Metadata in
 // `ce-*` headers, the payload as the body; above the inline limit neither body nor receipt handle
 // is sent, and the client leases the message by ID itself.
 import { randomUUID } from "node:crypto";

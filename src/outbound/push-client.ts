@@ -10,7 +10,7 @@
 // listener, an async resource and a body stream per request, which cost more gateway CPU than
 // the rest of the request (measured: 74-80 µs of client CPU per POST against 163-172 µs).
 import { Agent, errors, type Dispatcher } from "undici";
-import type { PushResponse, PushTransport } from "../queue/push/push-ports.js";
+import type { PushResponse, PushTransport } from "../queue/push-delivery/push-ports.js";
 
 /** How much of a push answer is read (and thrown away): handlers answer with small JSON. */
 const RESPONSE_CAP = 4096;

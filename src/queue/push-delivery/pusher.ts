@@ -1,9 +1,9 @@
 // Push delivery, one message at a time: a message pulled for a pushed group is handed out as a
 // receive would hand it out (lease, receipt handle), POSTed to the group's URL as a CloudEvent,
-// and settled by the outcome (consumer-settings.md): a 2xx ends the push (and with `autoAck`
+// and settled by the outcome: a 2xx ends the push (and with `autoAck`
 // acknowledges); anything else makes the message visible again after the retry delay, unless
 // the handler already set its lease through the API, which wins. The pulling (which groups, how
-// many at once) is the NATS adapter's (src/nats/push/); see docs/architecture.md, "Push delivery".
+// many at once) is the NATS adapter's (src/nats/push-feeds/); see docs/architecture.md, "Push delivery".
 import type { Logger } from "../../logger.js";
 import type { Broker, Delivery } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";

@@ -9,24 +9,24 @@ import { ServerClock } from "./core/server-clock.js";
 import { DelayScheduler } from "./scheduling/delay-scheduler.js";
 import { SettingsBucket } from "./settings/settings-bucket.js";
 import { ConsumerFeed } from "./pulls/consumer-feed.js";
-import { PushFeeds, type PushFeedsDeps } from "./push/push-feeds.js";
+import { PushFeeds, type PushFeedsDeps } from "./push-feeds/push-feeds.js";
 import { Failover, type FailoverOptions } from "./failover/failover.js";
 import { JetStreamAdmin } from "./admin/jetstream-admin.js";
-import { readGroupStats } from "./storage/group-stats.js";
-import { JetStreamBroker } from "./storage/jetstream-broker.js";
-import { CutLeases } from "./storage/cut-leases.js";
-import { GroupEpochs } from "./storage/group-epochs.js";
-import { PushHealthRecorder } from "./push/push-health.js";
-import { IdempotencyKeys } from "./storage/idempotency-keys.js";
-import { LeaseRecords } from "./storage/lease-records.js";
+import { readGroupStats } from "./queue-state/group-stats.js";
+import { JetStreamBroker } from "./queue-state/jetstream-broker.js";
+import { CutLeases } from "./queue-state/cut-leases.js";
+import { GroupEpochs } from "./queue-state/group-epochs.js";
+import { PushHealthRecorder } from "./push-feeds/push-health.js";
+import { IdempotencyKeys } from "./queue-state/idempotency-keys.js";
+import { LeaseRecords } from "./queue-state/lease-records.js";
 import { PullClient } from "./pulls/pull-client.js";
 import { Requests } from "./core/requests.js";
-import { TopicSweeper } from "./storage/topic-sweeper.js";
+import { TopicSweeper } from "./queue-state/topic-sweeper.js";
 import { isCompatibilityServer, supportsMessageTtl } from "./core/server-features.js";
 import type { WriteFailureCause } from "./core/errors.js";
-import { Topology } from "./storage/topology.js";
+import { Topology } from "./queue-state/topology.js";
 
-export interface StoreOptions {
+export interface JetStreamAdapterOptions {
   /** Neighbour regions for failover, and how to connect to them. */
   readonly failover: Omit<
     FailoverOptions,
@@ -52,13 +52,13 @@ export interface StoreOptions {
   /** A fixed clock (tests); without one the gateway follows the NATS server's clock. */
   readonly now: (() => number) | null;
   readonly observe: (operation: string, seconds: number) => void;
-  /** Told of every publish the store did not take, with why. */
+  /** Told of every publish JetStream did not take, with why. */
   readonly observeWriteFailure: (cause: WriteFailureCause) => void;
   /** Told when the connection to NATS goes down or comes back. */
   readonly onConnectionChange?: (up: boolean) => void;
 }
 
-export interface JetStreamStore {
+export interface JetStreamAdapter {
   /** The clock every time comparison uses: estimated NATS server time (or the fixed one). */
   readonly now: () => number;
   readonly broker: JetStreamBroker;
@@ -71,7 +71,7 @@ export interface JetStreamStore {
   readonly keys: IdempotencyKeys;
   /** Consumer settings: the region's documents, followed in memory. */
   readonly settings: SettingsBucket;
-  /** Seeing and steering topics and groups (the management API's store side). */
+  /** Seeing and steering topics and groups (the management API's JetStream side). */
   readonly admin: JetStreamAdmin;
   /** Starts pulling for every pushed group of the region, handing each delivery to `push`. */
   startPush(push: PushFeedsDeps["push"]): void;
@@ -90,10 +90,10 @@ const PUSH_DRAIN_MS = 10_000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-export async function openJetStreamStore(
+export async function openJetStreamAdapter(
   nc: NatsConnection,
-  o: StoreOptions,
-): Promise<JetStreamStore> {
+  o: JetStreamAdapterOptions,
+): Promise<JetStreamAdapter> {
   const jsm = await jetstreamManager(nc, { timeout: o.requestTimeoutMs, checkAPI: false });
   const js = jetstream(nc, { timeout: o.requestTimeoutMs });
   const maxPayload = nc.info?.max_payload ?? 1024 * 1024;

@@ -10,13 +10,13 @@ import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node"
 import type { Logger } from "../../logger.js";
 import type { Delivery } from "../../queue/broker.js";
 import type { GroupAddress, Namespace } from "../../queue/namespace.js";
-import type { PushedSettings } from "../../queue/push/pusher.js";
+import type { PushedSettings } from "../../queue/push-delivery/pusher.js";
 import type { SettingsStore } from "../../queue/settings/settings-store.js";
 import { appliesTo, patternPrefix } from "../../queue/settings/topic-pattern.js";
 import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
-import type { Topology } from "../storage/topology.js";
+import type { Topology } from "../queue-state/topology.js";
 
 export interface PushFeedsDeps {
   readonly settings: SettingsStore;

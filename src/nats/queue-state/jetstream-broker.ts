@@ -36,7 +36,7 @@ import {
 } from "../core/errors.js";
 import type { CutLeases } from "./cut-leases.js";
 import type { GroupEpochs } from "./group-epochs.js";
-import type { PushHealthRecorder } from "../push/push-health.js";
+import type { PushHealthRecorder } from "../push-feeds/push-health.js";
 import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
