@@ -93,7 +93,7 @@ describe("vqs publish --file and receive --out with large bodies", () => {
     const topic = uniqueName("big");
     await writeFile(join(dir, "huge.bin"), randomBytes(LIMIT + 1));
     const r = await vqs(["publish", topic, "--file", "huge.bin"]);
-    expect(r.code).toBe(1);
+    expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toContain("payload_too_large");
     const peek = await api(fx.gateways[0]!.url, token).call("GET", `${topic}/messages`);
     expect([200, 404]).toContain(peek.status);
