@@ -57,6 +57,8 @@ export interface AppDeps {
   readonly metrics: Metrics;
   /** Largest message body accepted (413 above). */
   readonly maxMessageBytes: number;
+  /** Bodies up to this size travel inside their message; larger ones go to the body store. */
+  readonly inlineBodyBytes: number;
   /** Largest batch publish body. */
   readonly maxBatchBytes: number;
   /** The web console at /console; null: off (/console is 404 route_not_found). */
@@ -68,7 +70,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger,
     childLoggerFactory: lazyChildLoggerFactory,
     routerOptions: { maxParamLength: 2048 },
-    bodyLimit: deps.maxMessageBytes,
+    // Routes other than publish (which streams its body) read small bodies only.
+    bodyLimit: deps.inlineBodyBytes,
     requestIdHeader: "x-request-id",
     genReqId: () => randomUUID(),
     return503OnClosing: true,
@@ -110,8 +113,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       perSecond: deps.config.rateLimitPerSecond,
       teams: deps.config.rateLimitTeams,
     });
-    publishRoute(api, deps.queue);
-    publishBatchRoute(api, deps.queue, deps.maxMessageBytes, deps.maxBatchBytes);
+    await api.register((scope, _options, registered) => {
+      // A publish reads its own body, streamed: the parser hands the request stream over unread.
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
+      publishRoute(scope, deps.queue, {
+        inlineBytes: deps.inlineBodyBytes,
+        maxBytes: deps.maxMessageBytes,
+      });
+      registered();
+    });
+    publishBatchRoute(
+      api,
+      deps.queue,
+      { inlineBytes: deps.inlineBodyBytes, maxBytes: deps.maxMessageBytes },
+      deps.maxBatchBytes,
+    );
     receiveRoute(api, deps.queue);
     receiveByIdRoute(api, deps.queue);
     acknowledgeRoute(api, deps.queue);

@@ -49,7 +49,14 @@ export interface Config {
   readonly operatorClaim: string | null;
   /** null in development: a secret kept in the data directory is used. */
   readonly receiptSecret: string | null;
+  /** The largest message body (bytes; 100 MB = 100,000,000 by default). */
   readonly maxMessageBytes: number;
+  /** Bodies up to this size travel inside their NATS message; larger ones go to the body store. */
+  readonly inlineBodyBytes: number;
+  /** Chunk publishes (or reads) in flight per large body. */
+  readonly largeBodyWindow: number;
+  /** Byte limit of the region's large-body store; 0: none. */
+  readonly largeBodyStoreBytes: number;
   readonly maxBatchBytes: number;
   readonly streamReplicas: number;
   readonly requestTimeoutMs: number;
@@ -224,7 +231,10 @@ export function loadConfig(env: Env): Config {
     operatorTeams: set("VQS_OPERATOR_TEAMS") ?? new Set<string>(),
     operatorClaim: str("VQS_OPERATOR_CLAIM"),
     receiptSecret,
-    maxMessageBytes: int("VQS_MAX_MESSAGE_BYTES", 1_048_576, 1, 64 * 1_048_576),
+    maxMessageBytes: int("VQS_MAX_MESSAGE_BYTES", 100_000_000, 1, 1_000_000_000),
+    inlineBodyBytes: int("VQS_INLINE_BODY_BYTES", 1_048_576, 1024, 64 * 1_048_576),
+    largeBodyWindow: int("VQS_LARGE_BODY_WINDOW", 8, 1, 64),
+    largeBodyStoreBytes: int("VQS_LARGE_BODY_STORE_BYTES", 10 * 1024 ** 3, 0, 2 ** 50),
     maxBatchBytes: int("VQS_MAX_BATCH_BYTES", 16 * 1_048_576, 1024, 256 * 1_048_576),
     streamReplicas: int("VQS_STREAM_REPLICAS", 1, 1, 5),
     requestTimeoutMs: int("VQS_NATS_REQUEST_TIMEOUT_MS", 5000, 100, 60_000),

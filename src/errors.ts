@@ -166,6 +166,11 @@ export const ERRORS = {
     status: 413,
     message: "The message body is larger than the configured maximum.",
   },
+  large_body_unsupported: {
+    status: 413,
+    message:
+      "Bodies above the inline limit need nats-server 2.11 or newer with per-message TTL; this region's server cannot store them.",
+  },
   concurrency_limit_exceeded: {
     status: 429,
     message: "The consumer group has reached Vqs-Max-Concurrency messages in flight.",
@@ -185,6 +190,16 @@ export const ERRORS = {
   storage_unavailable: {
     status: 503,
     message: "The message store (JetStream) is unavailable right now; retry later.",
+  },
+  large_body_not_deferred: {
+    status: 503,
+    message:
+      "This region's message store is unavailable, and large bodies are not deferred to another region (they stay in their own region's store); retry later.",
+  },
+  large_body_store_full: {
+    status: 507,
+    message:
+      "The large-body store is full (VQS_LARGE_BODY_STORE_BYTES); space frees as messages expire, retry later.",
   },
 } as const satisfies Record<string, { status: number; message: string }>;
 

@@ -56,6 +56,8 @@ export interface Gateway {
   /** Consumer group settings of the region, kept current in memory (for the pusher). */
   readonly settings: SettingsStore;
   readonly maxMessageBytes: number;
+  /** Bodies up to this size travel inside their message; larger ones go to the body store. */
+  readonly inlineBodyBytes: number;
   /** Readiness answers 503 from now on (the first step of a graceful shutdown). */
   stopBeingReady(): void;
   /** Stops accepting requests, lets in-flight ones finish, stops the scheduler, drains NATS. */
@@ -103,6 +105,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),
     observeWriteFailure: (cause) => metrics.storeWriteFailures.inc({ cause }),
     onConnectionChange: (up) => metrics.natsConnected.set(up ? 1 : 0),
+    largeBodies: {
+      window: config.largeBodyWindow,
+      maxStoreBytes: config.largeBodyStoreBytes,
+    },
     failover: {
       neighbours: config.failoverRegions,
       credentials: {
@@ -118,12 +124,18 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics.useDeferredCount(() => failover.waiting());
   }
   metrics.useGroupStats(() => jetstream.groupStats(config.metricsMaxGroups));
-  const maxMessageBytes = Math.min(config.maxMessageBytes, jetstream.maxPayloadBytes);
-  if (maxMessageBytes < config.maxMessageBytes) {
+  const inlineBodyBytes = Math.min(config.inlineBodyBytes, jetstream.maxPayloadBytes);
+  if (inlineBodyBytes < config.inlineBodyBytes) {
     logger.warn(
-      { configured: config.maxMessageBytes, effective: maxMessageBytes },
-      "VQS_MAX_MESSAGE_BYTES is above what the NATS server's max_payload allows; using the smaller",
+      { configured: config.inlineBodyBytes, effective: inlineBodyBytes },
+      "VQS_INLINE_BODY_BYTES is above what the NATS server's max_payload allows; using the smaller",
     );
+  }
+  // Without a body store (a server older than 2.11) nothing above the inline limit is taken; a
+  // larger body is answered 413 large_body_unsupported, which says why.
+  const maxMessageBytes = config.maxMessageBytes;
+  if (jetstream.bodies.unsupportedReason && maxMessageBytes > inlineBodyBytes) {
+    logger.warn({ inlineBodyBytes }, jetstream.bodies.unsupportedReason);
   }
   const secretKeys = deriveSecretKeys(secret, config.region);
   const queue = new QueueService({
@@ -134,6 +146,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     ...(jetstream.failover ? { deferrer: jetstream.failover } : {}),
     settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
+    bodies: jetstream.bodies,
   });
   const pushKeys = new PushSigningKeys({
     secret,
@@ -190,6 +203,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     logger,
     metrics,
     maxMessageBytes,
+    inlineBodyBytes,
     maxBatchBytes: config.maxBatchBytes,
     console: config.console
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }
@@ -203,6 +217,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     queue,
     settings: jetstream.settings,
     maxMessageBytes,
+    inlineBodyBytes,
     stopBeingReady() {
       ready = false;
     },

@@ -12,6 +12,7 @@ import { ConsumerFeed } from "./pulls/consumer-feed.js";
 import { PushFeeds, type PushFeedsDeps } from "./push-feeds/push-feeds.js";
 import { Failover, type FailoverOptions } from "./failover/failover.js";
 import { JetStreamAdmin } from "./admin/jetstream-admin.js";
+import { JetStreamBodies } from "./bodies/jetstream-bodies.js";
 import { readGroupStats } from "./queue-state/group-stats.js";
 import { JetStreamBroker } from "./queue-state/jetstream-broker.js";
 import { CutLeases } from "./queue-state/cut-leases.js";
@@ -56,6 +57,13 @@ export interface JetStreamAdapterOptions {
   readonly observeWriteFailure: (cause: WriteFailureCause) => void;
   /** Told when the connection to NATS goes down or comes back. */
   readonly onConnectionChange?: (up: boolean) => void;
+  /** The large-body store (bodies above the inline limit). */
+  readonly largeBodies: {
+    /** Chunk publishes or reads in flight per body. */
+    readonly window: number;
+    /** Byte limit of the whole store; 0: none. */
+    readonly maxStoreBytes: number;
+  };
 }
 
 export interface JetStreamAdapter {
@@ -77,6 +85,8 @@ export interface JetStreamAdapter {
   startPush(push: PushFeedsDeps["push"]): void;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
+  /** Bodies above the inline limit, in their own stream. */
+  readonly bodies: JetStreamBodies;
   /** Per-group figures of this region, at most `max` groups. */
   groupStats(max: number): ReturnType<typeof readGroupStats>;
   close(): Promise<void>;
@@ -84,6 +94,12 @@ export interface JetStreamAdapter {
 
 /** Room kept in a NATS message for the headers the gateway adds. */
 const HEADER_RESERVE = 4096;
+
+/** A large body's chunks: small enough for any server's max_payload, few enough per body. */
+const BODY_CHUNK_BYTES = 256 * 1024;
+
+/** TTL margin of body chunks (seconds beyond the longest retention), for the stream's max age. */
+const BODY_AGE_MARGIN_MS = 3_600_000;
 
 /** How long a closing gateway waits for pushes under way. */
 const PUSH_DRAIN_MS = 10_000;
@@ -220,6 +236,22 @@ export async function openJetStreamAdapter(
     }
     clock.start(() => records.bucket(), key);
   }
+  const bodies = new JetStreamBodies({
+    jsm,
+    requests,
+    region: o.region,
+    replicas: o.replicas,
+    unsupportedReason: messageTtl
+      ? null
+      : supportsMessageTtl(nc.info?.version)
+        ? "Bodies above the inline limit need per-message TTL, which this gateway has off (VQS_MESSAGE_TTL=off)."
+        : `Bodies above the inline limit need nats-server 2.11 or newer (per-message TTL, batch reads); this region runs ${nc.info?.version ?? "an unknown version"}.`,
+    chunkBytes: Math.min(BODY_CHUNK_BYTES, maxPayload - HEADER_RESERVE),
+    window: o.largeBodies.window,
+    maxAgeMs: o.maxAgeMs + BODY_AGE_MARGIN_MS,
+    maxStoreBytes: o.largeBodies.maxStoreBytes,
+    requestTimeoutMs: o.requestTimeoutMs,
+  });
   let pushFeeds: PushFeeds | undefined;
   return {
     now,
@@ -231,6 +263,7 @@ export async function openJetStreamAdapter(
     settings,
     admin: new JetStreamAdmin({ jsm, topology, records, epochs, region: o.region }),
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
+    bodies,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     startPush(push) {
       pushFeeds ??= new PushFeeds({

@@ -1,5 +1,6 @@
 // The storage port: what the queue domain needs from a message store, in queue vocabulary
 // (topic, group, lease). src/nats/ implements it on JetStream; nothing else knows NATS exists.
+import type { BodyRef } from "./bodies.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 
 /**
@@ -21,7 +22,10 @@ export interface DeadLetterOrigin {
 }
 
 export interface NewMessage {
+  /** Empty when `body` is set. */
   readonly payload: Uint8Array;
+  /** A body above the inline limit, already in the body store (written before the message). */
+  readonly body?: BodyRef;
   readonly contentType: string | null;
   readonly retentionSeconds: number;
   /** Already capped at the retention. */
@@ -56,6 +60,8 @@ export interface StoredMessage {
   readonly visibleAtMs: number;
   readonly trace: TraceContext | null;
   readonly deadLetter: DeadLetterOrigin | null;
+  /** Where the body is when it is not inline (`payload` is then empty). */
+  readonly body: BodyRef | null;
 }
 
 /** A message handed to a group, before the gateway turns it into a receipt handle. */

@@ -9,6 +9,7 @@ import type {
   StoredMessage,
   TraceContext,
 } from "./broker.js";
+import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
@@ -22,6 +23,7 @@ import type { ConsumerSettings, DeadLetterSettings } from "./settings/consumer-s
 import type { SecretKeys } from "./secret-keys.js";
 
 export interface PublishInput {
+  /** An inline body; a large one is given to `publishStreamed` instead. */
   readonly payload: Uint8Array;
   readonly contentType: string | null;
   readonly retentionSeconds: number;
@@ -52,7 +54,10 @@ export interface ReceivedMessage {
   readonly publishedAt: Date;
   readonly expiresAt: Date;
   readonly contentType: string | null;
+  /** The inline body; empty when `body` is set. */
   readonly payload: Uint8Array;
+  /** A large body, kept in the body store: read it with `QueueService.openBody`. */
+  readonly body: BodyRef | null;
   /** The trace context its publish carried. */
   readonly trace: TraceContext | null;
   /** Where it came from, when it is a dead-letter copy. */
@@ -70,6 +75,17 @@ export interface QueueServiceDeps {
   readonly settingsOf?: (group: GroupAddress) => ConsumerSettings | null;
   /** Where failures that reach no client are told (dead-lettering that must be retried). */
   readonly log?: Pick<Logger, "warn">;
+  /** Where bodies above the inline limit are kept; without it they are refused. */
+  readonly bodies?: BodyStore;
+}
+
+/** A body above the inline limit, as it arrives. */
+export interface StreamedBody {
+  readonly source: ByteSource;
+  /** Content-Length, when the client sent one. */
+  readonly declaredLength: number | null;
+  /** More bytes than this: 413, and nothing is left stored. */
+  readonly maxBytes: number;
 }
 
 /** Messages read from a dead-letter topic at a time by redrive. */
@@ -80,6 +96,8 @@ const DEAD_LETTER_RETRY_MS = 5000;
 
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
+
+const EMPTY = new Uint8Array(0);
 
 /** Handles this close to their deadline are checked for staleness (clock skew, slow networks). */
 const STALE_CHECK_MARGIN_MS = 1000;
@@ -95,8 +113,10 @@ export class QueueService {
   readonly #log: Pick<Logger, "warn"> | null;
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
+  readonly #bodies: BodyStore | null;
 
   constructor(deps: QueueServiceDeps) {
+    this.#bodies = deps.bodies ?? null;
     this.#deferrer = deps.deferrer ?? null;
     this.#broker = deps.broker;
     this.#keys = deps.keys;
@@ -114,9 +134,71 @@ export class QueueService {
    * stores a new one. The store decides this atomically (see docs/architecture.md).
    */
   async publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
+    return this.#publish(topic, input, null);
+  }
+
+  /**
+   * Publishes a body above the inline limit: the body goes to the body store first, chunk by
+   * chunk as it arrives, then the message that points at it (the commit point: a message whose
+   * body is partial is never visible). A duplicate of a keyed message removes the body it
+   * brought, so a retried keyed publish leaves one body. A message that may or may not have
+   * been stored (a timeout) keeps its body; the body store's sweep removes it if no message
+   * points at it.
+   */
+  async publishStreamed(
+    topic: TopicAddress,
+    input: Omit<PublishInput, "payload">,
+    body: StreamedBody,
+  ): Promise<PublishResult> {
+    const bodies = this.#bodies;
+    if (!bodies) throw new AppError("large_body_unsupported");
+    if (bodies.unsupportedReason) {
+      throw new AppError("large_body_unsupported", { message: bodies.unsupportedReason });
+    }
+    let ref: BodyRef;
+    try {
+      ref = await bodies.write(topic, body.source, {
+        retentionSeconds: input.retentionSeconds,
+        maxBytes: body.maxBytes,
+        declaredLength: body.declaredLength,
+      });
+    } catch (err) {
+      throw this.#notDeferred(err);
+    }
+    let result: PublishResult;
+    try {
+      result = await this.#publish(topic, { ...input, payload: EMPTY }, ref);
+    } catch (err) {
+      throw this.#notDeferred(err);
+    }
+    if (!result.deferred && result.duplicate)
+      await bodies.remove(topic, ref).catch(() => undefined);
+    return result;
+  }
+
+  /** A large body stays in its region's store: while that store is down, 503, not 202. */
+  #notDeferred(err: unknown): unknown {
+    if (this.#deferrer && isAppError(err) && err.code === "storage_unavailable") {
+      return new AppError("large_body_not_deferred", { cause: err, retryAfterSeconds: 5 });
+    }
+    return err;
+  }
+
+  /** The bytes of a large body, verified as they are read (a failure throws mid-way). */
+  openBody(topic: TopicAddress, ref: BodyRef): AsyncIterable<Uint8Array> {
+    if (!this.#bodies) throw new AppError("storage_unavailable");
+    return this.#bodies.read(topic, ref);
+  }
+
+  async #publish(
+    topic: TopicAddress,
+    input: PublishInput,
+    body: BodyRef | null,
+  ): Promise<PublishResult> {
     const nonce = newNonce();
     const message = {
       payload: input.payload,
+      ...(body ? { body } : {}),
       contentType: input.contentType,
       retentionSeconds: input.retentionSeconds,
       delaySeconds: Math.min(input.delaySeconds, input.retentionSeconds),
@@ -129,7 +211,9 @@ export class QueueService {
       outcome = await this.#broker.publish(topic, message);
     } catch (err) {
       // The home store cannot take it: a neighbour region keeps it until home recovers.
-      if (!this.#deferrer || !isAppError(err) || err.code !== "storage_unavailable") throw err;
+      if (body || !this.#deferrer || !isAppError(err) || err.code !== "storage_unavailable") {
+        throw err;
+      }
       await this.#deferrer.defer(topic, message);
       this.#observer.deferred();
       return { deferred: true };
@@ -640,6 +724,7 @@ export class QueueService {
       expiresAt: new Date(message.expiresAtMs),
       contentType: message.contentType,
       payload: message.payload,
+      body: message.body,
       trace: message.trace,
       deadLetter: message.deadLetter,
     };

@@ -58,6 +58,7 @@ function message(payload: Buffer, i: number): ReceivedMessage {
     messageId: `m${i}_AAAAAAAAAAAAAAAA`,
     receiptHandle: `handle-${i}`,
     deliveryCount: i + 1,
+    body: null,
     publishedAt: new Date(1_700_000_000_000),
     expiresAt: new Date(1_700_086_400_000),
     trace: null,

@@ -195,7 +195,22 @@ async function publishOne(
         progress = progressBar(ctx.stderr, ctx.env, ctx.out.paintErr, Date.now, "bytes");
         progress?.update(0, body.size);
       }
-      return await api.publish(topic, body.stream, { ...options, size: body.size, stall });
+      try {
+        return await api.publish(topic, body.stream, { ...options, size: body.size, stall });
+      } catch (err) {
+        // A gateway refuses an over-limit file (413) before reading it and closes the
+        // connection; the refusal can be lost under the upload (EPIPE, reset). Say so.
+        if (err instanceof UnreachableError && /EPIPE|ECONNRESET|closed/.test(err.message)) {
+          throw new UnreachableError(
+            `${err.message}: the gateway closed the connection when ${sent} of ${body.size} ` +
+              "bytes of the file were read; it refuses a body over its limit (VQS_MAX_MESSAGE_BYTES) that " +
+              "way, and a publish cut off stores nothing",
+            err.code,
+            { cause: err },
+          );
+        }
+        throw err;
+      }
     } finally {
       progress?.stop();
       // The read stream closes the file at its end; this closes it after a failure too.

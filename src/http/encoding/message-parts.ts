@@ -1,11 +1,20 @@
 // Renders received messages as multipart/mixed or NDJSON. Payloads are written as they are (no
 // copy, no encoding) into a streamed body; the boundary is random and checked against every
-// payload, so any bytes, CRLFs and boundary-like text included, pass through unchanged.
+// inline payload, so any bytes, CRLFs and boundary-like text included, pass through unchanged.
+// A large body is streamed from the body store as the client reads it; a body that fails its
+// check mid-way fails the stream, so the response is cut off rather than ended.
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import type { ReceivedMessage } from "../../queue/queue-service.js";
 
 export const DEFAULT_CONTENT_TYPE = "application/octet-stream";
+
+/** The bytes of a message's large body (`ReceivedMessage.body`), read as they are needed. */
+export type BodyOpener = (m: ReceivedMessage) => AsyncIterable<Uint8Array>;
+
+const noBodies: BodyOpener = () => {
+  throw new Error("a large body without a body store");
+};
 
 export interface RenderedBody {
   readonly contentType: string;
@@ -16,30 +25,42 @@ function asBuffer(u8: Uint8Array): Buffer {
   return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
 }
 
-export function renderMultipart(messages: readonly ReceivedMessage[]): RenderedBody {
+export function renderMultipart(
+  messages: readonly ReceivedMessage[],
+  openBody: BodyOpener = noBodies,
+): RenderedBody {
   const payloads = messages.map((m) => asBuffer(m.payload));
+  // A large body cannot be searched before it is sent: the boundary is 122 random bits drawn
+  // after the body was stored, which its writer cannot have known, and every part says its
+  // Content-Length.
   let boundary = `vqs-${randomUUID()}`;
   while (payloads.some((p) => p.includes(boundary))) boundary = `vqs-${randomUUID()}`;
-  const chunks: Buffer[] = [];
-  messages.forEach((m, i) => {
-    const head =
-      `--${boundary}\r\n` +
-      `Content-Type: ${m.contentType ?? DEFAULT_CONTENT_TYPE}\r\n` +
-      `Vqs-Message-Id: ${m.messageId}\r\n` +
-      `Vqs-Receipt-Handle: ${m.receiptHandle}\r\n` +
-      `Vqs-Delivery-Count: ${m.deliveryCount}\r\n` +
-      `Vqs-Timestamp: ${m.publishedAt.toISOString()}\r\n` +
-      `Vqs-Expires-At: ${m.expiresAt.toISOString()}\r\n` +
-      deadLetterHeaders(m) +
-      `Content-Length: ${payloads[i]!.length}\r\n\r\n`;
-    chunks.push(Buffer.from(head, "latin1"), payloads[i]!, Buffer.from("\r\n"));
-  });
-  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  async function* parts(): AsyncGenerator<Buffer | Uint8Array> {
+    for (const [i, m] of messages.entries()) {
+      const head =
+        `--${boundary}\r\n` +
+        `Content-Type: ${m.contentType ?? DEFAULT_CONTENT_TYPE}\r\n` +
+        `Vqs-Message-Id: ${m.messageId}\r\n` +
+        `Vqs-Receipt-Handle: ${m.receiptHandle}\r\n` +
+        `Vqs-Delivery-Count: ${m.deliveryCount}\r\n` +
+        `Vqs-Timestamp: ${m.publishedAt.toISOString()}\r\n` +
+        `Vqs-Expires-At: ${m.expiresAt.toISOString()}\r\n` +
+        deadLetterHeaders(m) +
+        `Content-Length: ${m.body ? m.body.length : payloads[i]!.length}\r\n\r\n`;
+      yield Buffer.from(head, "latin1");
+      if (m.body) yield* openBody(m);
+      else yield payloads[i]!;
+      yield CRLF;
+    }
+    yield Buffer.from(`--${boundary}--\r\n`);
+  }
   return {
     contentType: `multipart/mixed; boundary=${boundary}`,
-    body: Readable.from(chunks, { objectMode: false }),
+    body: Readable.from(parts(), { objectMode: false }),
   };
 }
+
+const CRLF = Buffer.from("\r\n");
 
 /** The four `Vqs-Dead-Letter-*` part headers of a dead-letter copy (names and IDs: ASCII). */
 function deadLetterHeaders(m: ReceivedMessage): string {
@@ -53,10 +74,13 @@ function deadLetterHeaders(m: ReceivedMessage): string {
   );
 }
 
-export function renderNdjson(messages: readonly ReceivedMessage[]): RenderedBody {
-  const lines = messages.map(
-    (m) =>
-      JSON.stringify({
+export function renderNdjson(
+  messages: readonly ReceivedMessage[],
+  openBody: BodyOpener = noBodies,
+): RenderedBody {
+  async function* lines(): AsyncGenerator<Buffer | string> {
+    for (const m of messages) {
+      const fields = {
         messageId: m.messageId,
         receiptHandle: m.receiptHandle,
         deliveryCount: m.deliveryCount,
@@ -64,14 +88,32 @@ export function renderNdjson(messages: readonly ReceivedMessage[]): RenderedBody
         expiresAt: m.expiresAt.toISOString(),
         contentType: m.contentType ?? DEFAULT_CONTENT_TYPE,
         ...(m.deadLetter ? { deadLetter: m.deadLetter } : {}),
-        body: asBuffer(m.payload).toString("base64"),
-      }) + "\n",
-  );
+      };
+      if (!m.body) {
+        yield JSON.stringify({ ...fields, body: asBuffer(m.payload).toString("base64") }) + "\n";
+        continue;
+      }
+      // The body is the last field, written as base64 while it is read: the line is the same
+      // JSON as for an inline body, never held whole.
+      yield JSON.stringify(fields).slice(0, -1) + ',"body":"';
+      yield* base64Stream(openBody(m));
+      yield '"}\n';
+    }
+  }
   return {
     contentType: "application/x-ndjson",
-    body: Readable.from(
-      lines.map((l) => Buffer.from(l)),
-      { objectMode: false },
-    ),
+    body: Readable.from(lines(), { objectMode: false }),
   };
+}
+
+/** Base64 of a byte stream, a piece at a time (each piece a whole number of 3-byte groups). */
+async function* base64Stream(source: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  let rest = Buffer.alloc(0);
+  for await (const piece of source) {
+    const bytes = rest.length ? Buffer.concat([rest, piece]) : asBuffer(piece);
+    const whole = bytes.length - (bytes.length % 3);
+    if (whole > 0) yield bytes.subarray(0, whole).toString("base64");
+    rest = Buffer.from(bytes.subarray(whole));
+  }
+  if (rest.length) yield rest.toString("base64");
 }

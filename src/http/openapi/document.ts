@@ -37,6 +37,7 @@ export async function openApiApp(): Promise<FastifyInstance> {
     logger: createLogger("silent"),
     metrics: UNUSED,
     maxMessageBytes: 1024,
+    inlineBodyBytes: 1024,
     maxBatchBytes: 1024,
   } as unknown as AppDeps;
   const app = await buildApp(deps);

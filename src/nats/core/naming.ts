@@ -129,3 +129,25 @@ export function settingsKey(
 ): string {
   return `${hex128(region, namespaceKey)}.${hex128(topicOrPattern)}.${hex128(group)}`;
 }
+
+/** The region's store of large bodies (chunks), one stream for every namespace and topic. */
+export const BODY_STREAM = "VQS_BODIES";
+export const BODY_SUBJECTS = "vqs._body.>";
+
+/**
+ * Chunks of one topic's bodies are on `vqs._body.<ns64>.<hex128>.<body id>`: the namespace hash
+ * and topic hash of the topic's own subjects, so a namespace's or a topic's bodies are one
+ * subject filter (usage, purge, delete).
+ */
+export function bodyTopicPrefix(region: string, topic: TopicAddress): string {
+  const names = topicNames(region, topic);
+  return `vqs._body.${names.namespaceFilter.slice(4, -2)}.${names.stream.slice(4)}`;
+}
+
+/** Subject filter of every body of a namespace. */
+export function bodyNamespaceFilter(
+  region: string,
+  ns: Pick<TopicAddress["namespace"], "key">,
+): string {
+  return `vqs._body.${hex(16, region, ns.key)}.>`;
+}

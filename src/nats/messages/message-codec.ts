@@ -2,6 +2,7 @@
 // in headers. Times come from the server's timestamp of the stored message, never a gateway clock.
 import { headers, type MsgHdrs } from "@nats-io/transport-node";
 import { createHash } from "node:crypto";
+import type { BodyRef } from "../../queue/bodies.js";
 import type {
   DeadLetterOrigin,
   NewMessage,
@@ -25,6 +26,8 @@ export const H = {
   traceparent: "Vqs-Traceparent",
   tracestate: "Vqs-Tracestate",
   baggage: "Vqs-Baggage",
+  /** A body kept in the body store (claim check): `<id>;<length>;<sha256 hex>`, empty payload. */
+  body: "Vqs-Body",
 } as const;
 
 /** The headers every copy of a message keeps (a delayed message's moved copy, a relocated one). */
@@ -39,6 +42,7 @@ export const KEPT_HEADERS = [
   H.deadLetterGroup,
   H.deadLetterMessageId,
   H.deadLetterDeliveryCount,
+  H.body,
 ] as const;
 
 /**
@@ -58,6 +62,7 @@ export function encodeHeaders(message: NewMessage): MsgHdrs {
   if (message.trace?.traceparent) h.set(H.traceparent, message.trace.traceparent);
   if (message.trace?.tracestate) h.set(H.tracestate, message.trace.tracestate);
   if (message.trace?.baggage) h.set(H.baggage, message.trace.baggage);
+  if (message.body) h.set(H.body, encodeBodyRef(message.body));
   const dl = message.deadLetter;
   if (dl) {
     h.set(H.deadLetterTopic, dl.topic);
@@ -103,7 +108,18 @@ export function decodeMessage(
     visibleAtMs: publishedAtMs + delay * 1000,
     trace: decodeTrace(hdrs),
     deadLetter: decodeDeadLetter(hdrs),
+    body: decodeBodyRef(hdrs.get(H.body)),
   };
+}
+
+function encodeBodyRef(ref: BodyRef): string {
+  return `${ref.id};${ref.length};${ref.sha256}`;
+}
+
+/** The claim check of a message whose body is in the body store; null for an inline body. */
+function decodeBodyRef(value: string): BodyRef | null {
+  const m = /^([0-9a-f]{32});(\d{1,15});([0-9a-f]{64})$/.exec(value);
+  return m ? { id: m[1]!, length: Number(m[2]), sha256: m[3]! } : null;
 }
 
 function decodeDeadLetter(hdrs: MsgHdrs): DeadLetterOrigin | null {

@@ -101,8 +101,10 @@ export class Pusher {
       return;
     }
     // Above the inline limit (and unless a 2xx acknowledges, which needs the body there) the
-    // client leases the message by ID: the cursor's lease is given up for that.
-    const inline = push.autoAck || message.payload.length <= this.#d.inlineLimitBytes;
+    // client leases the message by ID: the cursor's lease is given up for that. A body in the
+    // body store is never put into a push, autoAck or not: the endpoint reads it by ID, streamed.
+    const inline =
+      message.body === null && (push.autoAck || message.payload.length <= this.#d.inlineLimitBytes);
     if (!inline) await this.#d.queue.yieldToReceiveById(group, lease);
     const subject = pushSubject(group);
     const request = pushRequest({

@@ -13,9 +13,9 @@ import { useGateways } from "../../helpers/fixture.js";
 import { api, uniqueName } from "../../helpers/http.js";
 
 /** A body above the gateway's inline limit (stored aside, streamed), a few MB to stay quick. */
-const SIZE = 600_000;
+const SIZE = 3_000_000;
 /** The gateway's limit in this file: a file larger is refused with 413. */
-const LIMIT = 1_000_000;
+const LIMIT = 5_000_000;
 
 const fx = useGateways(1, { env: { VQS_MAX_MESSAGE_BYTES: String(LIMIT) } });
 let token: string;
@@ -93,8 +93,13 @@ describe("vqs publish --file and receive --out with large bodies", () => {
     const topic = uniqueName("big");
     await writeFile(join(dir, "huge.bin"), randomBytes(LIMIT + 1));
     const r = await vqs(["publish", topic, "--file", "huge.bin"]);
-    expect(r.code, r.stderr).toBe(1);
-    expect(r.stderr).toContain("payload_too_large");
+    // The gateway answers 413 before reading and closes: the answer may be lost under the
+    // upload (EPIPE), and the tool then says what most likely happened.
+    if (r.code === 1) expect(r.stderr).toContain("payload_too_large");
+    else {
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toMatch(/closed the connection when \d+ of 5000001 bytes/);
+    }
     const peek = await api(fx.gateways[0]!.url, token).call("GET", `${topic}/messages`);
     expect([200, 404]).toContain(peek.status);
     if (peek.status === 200) {

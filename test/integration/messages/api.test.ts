@@ -140,8 +140,27 @@ describe("publish and receive", () => {
     expect(res.status).toBe(413);
     expect(await errorCode(res)).toBe("payload_too_large");
     expect((await q.receive(topic, "g")).status).toBe(204);
-    await publishOk(topic, Buffer.alloc(gw.gateway.maxMessageBytes));
-    expect((await receiveParts(topic, "g"))[0]!.body.length).toBe(gw.gateway.maxMessageBytes);
+    const inline = randomBytes(gw.gateway.inlineBodyBytes);
+    await publishOk(topic, inline);
+    expect((await receiveParts(topic, "g"))[0]!.body.equals(inline)).toBe(true);
+  });
+
+  it("takes a body just above the inline limit on nats-server 2.11+, else says why not (413)", async () => {
+    const topic = uniqueName();
+    const large = randomBytes(gw.gateway.inlineBodyBytes + 1);
+    const reason = gw.gateway.jetstream.bodies.unsupportedReason;
+    if (reason === null) {
+      await publishOk(topic, large);
+      expect((await receiveParts(topic, "g"))[0]!.body.equals(large)).toBe(true);
+      return;
+    }
+    // The compatibility lane (2.9.10): no body store, and the answer names the server's version.
+    const res = await q.publish(topic, large);
+    expect(res.status).toBe(413);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("large_body_unsupported");
+    expect(body.error.message).toMatch(/2\.11 or newer.*2\.9\.10/);
+    expect((await q.receive(topic, "g")).status).toBe(204);
   });
 });
 

@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { parseMultipartStream } from "mixpart";
 import { AppError, isAppError } from "../../../errors.js";
 import { LIMITS } from "../../../queue/limits.js";
+import type { BodyLimits } from "../../encoding/publish-body.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
@@ -42,7 +43,7 @@ async function readParts(contentType: string | undefined, body: Buffer): Promise
 export function publishBatchRoute(
   app: FastifyInstance,
   queue: QueueService,
-  maxMessageBytes: number,
+  limits: BodyLimits,
   maxBatchBytes: number,
 ): void {
   app.post(
@@ -54,8 +55,18 @@ export function publishBatchRoute(
       const results = await Promise.all(
         parts.map(async (part): Promise<BatchResult> => {
           try {
-            if (part.payload.length > maxMessageBytes) throw new AppError("payload_too_large");
-            const result = await queue.publish(topic, publishInput(part.headers, part.payload));
+            if (part.payload.length > limits.maxBytes) throw new AppError("payload_too_large");
+            const input = publishInput(part.headers, part.payload);
+            // A part above the inline limit goes to the body store like a large single publish
+            // (the batch itself is read whole, bounded by VQS_MAX_BATCH_BYTES).
+            const result =
+              part.payload.length > limits.inlineBytes
+                ? await queue.publishStreamed(topic, input, {
+                    source: [part.payload],
+                    declaredLength: part.payload.length,
+                    maxBytes: limits.maxBytes,
+                  })
+                : await queue.publish(topic, input);
             return result.deferred
               ? { status: "deferred", messageId: null }
               : { status: "sent", messageId: result.messageId };

@@ -1,18 +1,33 @@
-// SendMessage: POST /api/v3/topic/{topic}. The raw body is the message.
+// SendMessage: POST /api/v3/topic/{topic}. The raw body is the message: read into memory up to
+// the inline limit, streamed to the body store above it. Everything but the body (auth, names,
+// headers, the declared size) is answered before a byte of it is read.
 import type { FastifyInstance } from "fastify";
+import type { Readable } from "node:stream";
 import type { QueueService } from "../../../queue/queue-service.js";
+import { readPublishBody, type BodyLimits } from "../../encoding/publish-body.js";
 import { PUBLISH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
 import { publishInput } from "./publish-input.js";
 
-export function publishRoute(app: FastifyInstance, queue: QueueService): void {
+const EMPTY = Buffer.alloc(0);
+
+/** `app` must hand bodies over unread (a content parser that passes the stream through). */
+export function publishRoute(app: FastifyInstance, queue: QueueService, limits: BodyLimits): void {
   app.post("/api/v3/topic/:topic", { schema: PUBLISH }, async (request, reply) => {
     const topic = topicOf(request);
-    const input = publishInput(
+    const input = publishInput(request.headers, EMPTY);
+    // A refusal before the body is read ends the connection: the rest is not read either.
+    reply.header("connection", "close");
+    const body = await readPublishBody(
+      request.body as Readable | undefined,
       request.headers,
-      (request.body as Buffer | undefined) ?? Buffer.alloc(0),
+      limits,
     );
-    const result = await queue.publish(topic, input);
+    const result =
+      body.kind === "inline"
+        ? await queue.publish(topic, { ...input, payload: body.payload })
+        : await queue.publishStreamed(topic, input, { ...body, maxBytes: limits.maxBytes });
+    reply.removeHeader("connection");
     if (result.deferred) return reply.code(202).send({ deferred: true });
     return reply
       .code(201)

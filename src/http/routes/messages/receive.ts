@@ -8,7 +8,7 @@ import { negotiateFormat } from "../../encoding/accept.js";
 import { intHeader } from "../../encoding/headers.js";
 import { RECEIVE } from "../../openapi/message-routes.js";
 import { groupOf } from "../../params.js";
-import { leaseHeaders, sendMessages } from "./send-messages.js";
+import { bodiesOf, leaseHeaders, sendMessages } from "./send-messages.js";
 
 export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
   app.post("/api/v3/topic/:topic/consumer/:group", { schema: RECEIVE }, async (request, reply) => {
@@ -33,7 +33,7 @@ export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
       ...leaseHeaders(request),
     });
     if (messages.length === 0) return reply.code(204).send();
-    return sendMessages(reply, format, messages);
+    return sendMessages(reply, format, messages, bodiesOf(queue, group));
   });
 }
 

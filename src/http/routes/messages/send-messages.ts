@@ -2,10 +2,11 @@
 // messages in the negotiated format.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LIMITS } from "../../../queue/limits.js";
-import type { ReceivedMessage } from "../../../queue/queue-service.js";
+import type { TopicAddress } from "../../../queue/namespace.js";
+import type { QueueService, ReceivedMessage } from "../../../queue/queue-service.js";
 import type { ResponseFormat } from "../../encoding/accept.js";
 import { intHeader } from "../../encoding/headers.js";
-import { renderMultipart, renderNdjson } from "../../encoding/message-parts.js";
+import { renderMultipart, renderNdjson, type BodyOpener } from "../../encoding/message-parts.js";
 
 /** Vqs-Visibility-Timeout-Seconds and Vqs-Max-Concurrency, checked (400 with their codes). */
 export function leaseHeaders(request: FastifyRequest): {
@@ -33,7 +34,17 @@ export function sendMessages(
   reply: FastifyReply,
   format: ResponseFormat,
   messages: readonly ReceivedMessage[],
+  openBody: BodyOpener,
 ): FastifyReply {
-  const rendered = format === "multipart" ? renderMultipart(messages) : renderNdjson(messages);
+  const rendered =
+    format === "multipart" ? renderMultipart(messages, openBody) : renderNdjson(messages, openBody);
   return reply.code(200).type(rendered.contentType).send(rendered.body);
+}
+
+/** Reads the large bodies of messages received from `topic`. */
+export function bodiesOf(queue: QueueService, topic: TopicAddress): BodyOpener {
+  return (m) => {
+    if (!m.body) throw new Error("an inline message has no stored body");
+    return queue.openBody(topic, m.body);
+  };
 }

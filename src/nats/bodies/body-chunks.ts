@@ -1,0 +1,146 @@
+// Writing and reading one large body as a run of chunk messages on its own subject of the body
+// stream: a bounded window of publishes in flight going in, one batch Direct Get at a time
+// coming out, the SHA-256 checked as the bytes pass.
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
+import { createHash } from "node:crypto";
+import { AppError } from "../../errors.js";
+import { BodyCorruptError, type ByteSource } from "../../queue/bodies.js";
+import type { Requests } from "../core/requests.js";
+import { BODY_STREAM } from "../core/naming.js";
+
+/** The chunk's place in its body (0, 1, ...), so a gap or a reordering is seen. */
+export const CHUNK_HEADER = "Vqs-Chunk";
+/** On chunk 0: the namespace the body belongs to (its usage metric's label). */
+export const NAMESPACE_HEADER = "Vqs-Body-Namespace";
+
+export interface ChunkWriteOptions {
+  readonly requests: Requests;
+  readonly subject: string;
+  readonly chunkBytes: number;
+  /** Chunk publishes in flight at most. */
+  readonly window: number;
+  readonly ttlSeconds: number;
+  readonly maxBytes: number;
+  readonly timeoutMs: number;
+  readonly namespaceLabel: string;
+  /** Told of every byte taken from the source (the ingest budget, the upload's progress). */
+  readonly onBytes?: (n: number) => Promise<void> | void;
+}
+
+/**
+ * Stores the source's bytes as chunks; returns the length and SHA-256. On any failure the caller
+ * removes the subject (some chunks may be stored).
+ */
+export async function writeChunks(
+  source: ByteSource,
+  o: ChunkWriteOptions,
+): Promise<{ length: number; sha256: string }> {
+  const hash = createHash("sha256");
+  const inFlight: Promise<unknown>[] = [];
+  let total = 0;
+  let index = 0;
+  let chunk = Buffer.allocUnsafe(o.chunkBytes);
+  let fill = 0;
+  const send = async (data: Buffer): Promise<void> => {
+    const h = headers();
+    h.set("Nats-Expected-Stream", BODY_STREAM);
+    h.set("Nats-TTL", String(o.ttlSeconds));
+    h.set(CHUNK_HEADER, String(index));
+    if (index === 0) h.set(NAMESPACE_HEADER, o.namespaceLabel);
+    index++;
+    const ack = o.requests.publish(o.subject, data, o.timeoutMs, h);
+    ack.catch(() => undefined); // awaited below, in order
+    inFlight.push(ack);
+    if (inFlight.length >= o.window) await inFlight.shift();
+  };
+  try {
+    for await (const piece of source) {
+      total += piece.length;
+      if (total > o.maxBytes) throw new AppError("payload_too_large");
+      hash.update(piece);
+      await o.onBytes?.(piece.length);
+      let at = 0;
+      while (at < piece.length) {
+        const n = Math.min(o.chunkBytes - fill, piece.length - at);
+        chunk.set(piece.subarray(at, at + n), fill);
+        fill += n;
+        at += n;
+        if (fill === o.chunkBytes) {
+          // A fresh buffer per chunk: the one just sent may still be queued for the socket.
+          await send(chunk);
+          chunk = Buffer.allocUnsafe(o.chunkBytes);
+          fill = 0;
+        }
+      }
+    }
+    if (fill > 0 || index === 0) await send(chunk.subarray(0, fill));
+    await Promise.all(inFlight);
+  } catch (err) {
+    await Promise.allSettled(inFlight);
+    throw err;
+  }
+  return { length: total, sha256: hash.digest("hex") };
+}
+
+export interface ChunkReadOptions {
+  readonly jsm: JetStreamManager;
+  readonly subject: string;
+  readonly length: number;
+  readonly sha256: string;
+  /** Chunks asked for at a time (what is held in memory at most). */
+  readonly window: number;
+}
+
+/** How often a chunk that is not there is asked for again (a replica catching up). */
+const MISSING_RETRIES = 2;
+const MISSING_RETRY_MS = 250;
+
+/**
+ * The body's bytes in order, a window of chunks at a time, only as fast as the consumer takes
+ * them. The last chunk is held back until the length and SHA-256 check out, so a reader never
+ * gets a whole body that is wrong: it gets an error instead.
+ */
+export async function* readChunks(o: ChunkReadOptions): AsyncGenerator<Uint8Array> {
+  const hash = createHash("sha256");
+  let from = 1;
+  let index = 0;
+  let total = 0;
+  let held: Uint8Array | null = null;
+  let misses = 0;
+  while (total < o.length || index === 0) {
+    const batch = await o.jsm.direct.getBatch(BODY_STREAM, {
+      seq: from,
+      next_by_subj: o.subject,
+      batch: o.window,
+    });
+    let got = 0;
+    for await (const m of batch) {
+      if (Number(m.header.get(CHUNK_HEADER)) !== index) {
+        throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+      }
+      got++;
+      index++;
+      from = m.seq + 1;
+      total += m.data.length;
+      if (total > o.length) throw new BodyCorruptError(`${o.subject} is longer than recorded`);
+      hash.update(m.data);
+      if (held) yield held;
+      held = m.data;
+    }
+    if (got > 0) {
+      misses = 0;
+      continue;
+    }
+    // Direct Get may be answered by a replica that has not caught up yet: ask again a little
+    // later, then give up (the body was removed or never completed).
+    if (++misses > MISSING_RETRIES) {
+      throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+    }
+    await new Promise((r) => setTimeout(r, MISSING_RETRY_MS));
+  }
+  if (hash.digest("hex") !== o.sha256) {
+    throw new BodyCorruptError(`${o.subject} does not match its SHA-256`);
+  }
+  if (held && held.length > 0) yield held;
+}

@@ -1,0 +1,178 @@
+// The BodyStore port on JetStream: one stream VQS_BODIES per region, each body a run of chunk
+// messages on its own subject, every chunk with a per-message TTL of its message's retention
+// (so a body expires with its message). Needs nats-server 2.11+ (per-message TTL, batch Direct
+// Get); on older servers large bodies are refused with the reason. See docs/architecture.md,
+// "Large bodies".
+import {
+  DiscardPolicy,
+  JetStreamApiCodes,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
+import { randomBytes } from "node:crypto";
+import { AppError, isAppError } from "../../errors.js";
+import type { BodyRef, BodyStore, BodyWriteOptions, ByteSource } from "../../queue/bodies.js";
+import { namespaceLabel, type TopicAddress } from "../../queue/namespace.js";
+import type { Requests } from "../core/requests.js";
+import { PubAckError } from "../core/requests.js";
+import { isApiError, toStorageError } from "../core/errors.js";
+import { BODY_STREAM, BODY_SUBJECTS, bodyTopicPrefix } from "../core/naming.js";
+import { readChunks, writeChunks } from "./body-chunks.js";
+
+export interface JetStreamBodiesOptions {
+  readonly jsm: JetStreamManager;
+  readonly requests: Requests;
+  readonly region: string;
+  readonly replicas: number;
+  /** Null: large bodies are refused, with this reason. */
+  readonly unsupportedReason: string | null;
+  readonly chunkBytes: number;
+  /** Chunks in flight per body, either way. */
+  readonly window: number;
+  /** The body stream's `max_age`: the longest retention plus the TTL margin. */
+  readonly maxAgeMs: number;
+  /** The whole store's byte limit (`max_bytes`); 0: none. */
+  readonly maxStoreBytes: number;
+  readonly requestTimeoutMs: number;
+}
+
+/**
+ * A body outlives its message's retention by this much, so a read that began just before the
+ * message expired still finds every chunk.
+ */
+export const BODY_TTL_MARGIN_SECONDS = 300;
+
+/** JetStream's "maximum bytes exceeded" / "insufficient resources" answers to a publish. */
+const STORE_FULL_CODES = new Set([10047, 10054]);
+
+export class JetStreamBodies implements BodyStore {
+  readonly unsupportedReason: string | null;
+  readonly #o: JetStreamBodiesOptions;
+  #ready: Promise<void> | null = null;
+
+  constructor(o: JetStreamBodiesOptions) {
+    this.#o = o;
+    this.unsupportedReason = o.unsupportedReason;
+  }
+
+  async write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<BodyRef> {
+    if (this.unsupportedReason) {
+      throw new AppError("large_body_unsupported", { message: this.unsupportedReason });
+    }
+    await this.#ensureStream();
+    const id = randomBytes(16).toString("hex");
+    const subject = this.#subject(topic, id);
+    try {
+      const { length, sha256 } = await writeChunks(source, {
+        requests: this.#o.requests,
+        subject,
+        chunkBytes: this.#o.chunkBytes,
+        window: this.#o.window,
+        ttlSeconds: o.retentionSeconds + BODY_TTL_MARGIN_SECONDS,
+        maxBytes: o.maxBytes,
+        timeoutMs: this.#o.requestTimeoutMs,
+        namespaceLabel: namespaceLabel(topic.namespace),
+      });
+      return { id, length, sha256 };
+    } catch (err) {
+      await this.#purge(subject).catch(() => undefined);
+      throw toBodyWriteError(err);
+    }
+  }
+
+  read(topic: TopicAddress, ref: BodyRef): AsyncIterable<Uint8Array> {
+    return readChunks({
+      jsm: this.#o.jsm,
+      subject: this.#subject(topic, ref.id),
+      length: ref.length,
+      sha256: ref.sha256,
+      window: this.#o.window,
+    });
+  }
+
+  async remove(topic: TopicAddress, ref: BodyRef): Promise<void> {
+    await this.#purge(this.#subject(topic, ref.id));
+  }
+
+  /** Removes every body of a topic (purge, delete). */
+  async removeTopic(topic: TopicAddress): Promise<void> {
+    if (this.unsupportedReason) return;
+    await this.#purge(`${bodyTopicPrefix(this.#o.region, topic)}.>`);
+  }
+
+  copy(
+    from: TopicAddress,
+    ref: BodyRef,
+    to: TopicAddress,
+    retentionSeconds: number,
+  ): Promise<BodyRef> {
+    return this.write(to, this.read(from, ref), {
+      retentionSeconds,
+      maxBytes: ref.length,
+      declaredLength: ref.length,
+    });
+  }
+
+  #subject(topic: TopicAddress, id: string): string {
+    return `${bodyTopicPrefix(this.#o.region, topic)}.${id}`;
+  }
+
+  async #purge(filter: string): Promise<void> {
+    try {
+      await this.#o.jsm.streams.purge(BODY_STREAM, { filter });
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return;
+      throw toStorageError(err);
+    }
+  }
+
+  /** Creates the body stream, or brings its limits in line with the configuration. */
+  #ensureStream(): Promise<void> {
+    this.#ready ??= this.#makeStream().catch((err: unknown) => {
+      this.#ready = null;
+      throw toStorageError(err);
+    });
+    return this.#ready;
+  }
+
+  async #makeStream(): Promise<void> {
+    const o = this.#o;
+    const config: Partial<StreamConfig> & { name: string } = {
+      name: BODY_STREAM,
+      description: "vqs large message bodies (chunks)",
+      subjects: [BODY_SUBJECTS],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      num_replicas: o.replicas,
+      max_age: o.maxAgeMs * 1_000_000,
+      max_bytes: o.maxStoreBytes > 0 ? o.maxStoreBytes : -1,
+      discard: DiscardPolicy.New,
+      allow_msg_ttl: true,
+      allow_direct: true,
+      duplicate_window: 120 * 1_000_000_000,
+    };
+    try {
+      const info = await o.jsm.streams.info(BODY_STREAM);
+      if (info.config.max_bytes !== config.max_bytes || info.config.max_age !== config.max_age) {
+        await o.jsm.streams.update(BODY_STREAM, { ...info.config, ...config });
+      }
+    } catch (err) {
+      if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+      await o.jsm.streams.add(config);
+    }
+  }
+}
+
+/** A failed body write as the client should see it. */
+function toBodyWriteError(err: unknown): unknown {
+  if (isAppError(err)) return err;
+  if (
+    err instanceof PubAckError &&
+    (STORE_FULL_CODES.has(err.code) || /maximum bytes/i.test(err.message))
+  ) {
+    return new AppError("large_body_store_full", { cause: err, retryAfterSeconds: 60 });
+  }
+  return toStorageError(err);
+}
