@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { HistoryWriter } from "./check/history.js";
+import { labelOf, sha256 } from "./payload.js";
 
 export interface PushEndpoint {
   readonly url: string;
@@ -59,14 +60,23 @@ export async function startPushEndpoint(
     const fail = o.failOneIn > 0 && count === 1 && hash(messageId) % o.failOneIn === 0;
     const status = fail ? 500 : 200;
     res.writeHead(status, { "content-type": "application/json" }).end("{}");
-    const text = body.toString();
+    const text = labelOf(body);
     if (fail) counts.failed++;
     else done.add(text);
     history.write({
       type: "complete",
       id,
       status,
-      messages: [{ id: messageId, handle: h("ce-vqsreceipthandle"), count, body: text }],
+      messages: [
+        {
+          id: messageId,
+          handle: h("ce-vqsreceipthandle"),
+          count,
+          body: text,
+          sha256: sha256(body),
+          size: body.length,
+        },
+      ],
       ...(h("authorization").startsWith("Bearer ") ? {} : { error: "no bearer token" }),
     });
   };
