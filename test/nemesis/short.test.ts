@@ -53,6 +53,8 @@ describe.skipIf(missing.length > 0)("the nemesis's short schedule", () => {
       expect(r.report.pushes[PUSH_GROUP]?.received, "pushes to the pushed group").toBeGreaterThan(
         200,
       );
+      expect(r.report.largeBodies.published, "large bodies published").toBeGreaterThan(0);
+      expect(r.report.largeBodies.delivered, "large bodies delivered").toBeGreaterThan(0);
       expect(a.lost, "acknowledged publishes never delivered").toEqual([]);
       expect(a.phantom, "deliveries nobody published").toEqual([]);
       expect(a.resurrected, "deliveries after an acknowledgement").toEqual([]);

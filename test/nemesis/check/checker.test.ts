@@ -214,6 +214,7 @@ describe("the nemesis history checker", () => {
       ["pushed", "Lk2", 1_999_999],
     ]);
     expect(r.anomalies.corrupt[0]!.published).toEqual({ sha256: good, size: 2_000_000 });
+    expect(r.largeBodies).toEqual({ published: 2, delivered: 4 });
   });
 
   it("does not count a publish answered 503 as lost", () => {

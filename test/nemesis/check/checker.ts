@@ -120,6 +120,11 @@ export interface CheckReport {
   readonly duringFaults: Readonly<Record<string, Readonly<Record<string, number>>>>;
   readonly faults: readonly string[];
   readonly acknowledgedPublishes: number;
+  /**
+   * Bodies above 1 MiB (the gateway's inline limit by default: through its large-body store):
+   * publishes answered 201/202, and deliveries (receives and pushes) checked by SHA-256.
+   */
+  readonly largeBodies: { readonly published: number; readonly delivered: number };
   readonly keys: number;
   readonly deliveries: number;
   /** Delayed messages received before they were due (beyond the tolerance). */
@@ -153,6 +158,9 @@ export interface CheckReport {
 
 /** Windows the history marks that are phases of a run rather than faults. */
 const PHASES = ["drain", "disk-recovery"];
+
+/** Bodies above this go through the gateway's large-body store (its default inline limit). */
+const LARGE_BYTES = 1024 * 1024;
 
 /** Statuses that say for sure the message was not stored. */
 const REFUSED = new Set([400, 401, 403, 404, 413, 429]);
@@ -393,6 +401,13 @@ export function check(
       .filter((e) => e.phase === "start" && !PHASES.includes(e.fault))
       .map((e) => e.fault),
     acknowledgedPublishes: acknowledged.length,
+    largeBodies: {
+      published: acknowledged.filter(
+        (o) => ((o.invoke as Invoke & { f: "publish" }).size ?? 0) > LARGE_BYTES,
+      ).length,
+      delivered: deliveries.filter((d) => (d.size ?? 0) > LARGE_BYTES && d.sha256 !== undefined)
+        .length,
+    },
     keys: [...bodies.values()].filter((b) => b.key !== null).length,
     deliveries: deliveries.length,
     early,
