@@ -57,6 +57,10 @@ export interface Config {
   readonly largeBodyWindow: number;
   /** Byte limit of the region's large-body store; 0: none. */
   readonly largeBodyStoreBytes: number;
+  /** A body no message points at this long after its last chunk is removed by the sweep. */
+  readonly largeBodyOrphanGraceSeconds: number;
+  /** How often each gateway sweeps the large-body store (orphans, usage per namespace). */
+  readonly largeBodySweepSeconds: number;
   readonly maxBatchBytes: number;
   readonly streamReplicas: number;
   readonly requestTimeoutMs: number;
@@ -235,6 +239,8 @@ export function loadConfig(env: Env): Config {
     inlineBodyBytes: int("VQS_INLINE_BODY_BYTES", 1_048_576, 1024, 64 * 1_048_576),
     largeBodyWindow: int("VQS_LARGE_BODY_WINDOW", 8, 1, 64),
     largeBodyStoreBytes: int("VQS_LARGE_BODY_STORE_BYTES", 10 * 1024 ** 3, 0, 2 ** 50),
+    largeBodyOrphanGraceSeconds: int("VQS_LARGE_BODY_ORPHAN_GRACE_SECONDS", 300, 120, 86_400),
+    largeBodySweepSeconds: int("VQS_LARGE_BODY_SWEEP_SECONDS", 300, 10, 86_400),
     maxBatchBytes: int("VQS_MAX_BATCH_BYTES", 16 * 1_048_576, 1024, 256 * 1_048_576),
     streamReplicas: int("VQS_STREAM_REPLICAS", 1, 1, 5),
     requestTimeoutMs: int("VQS_NATS_REQUEST_TIMEOUT_MS", 5000, 100, 60_000),

@@ -108,6 +108,9 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     largeBodies: {
       window: config.largeBodyWindow,
       maxStoreBytes: config.largeBodyStoreBytes,
+      orphanGraceMs: config.largeBodyOrphanGraceSeconds * 1000,
+      sweepIntervalMs: config.largeBodySweepSeconds * 1000,
+      observeBytes: (direction, n) => metrics.largeBodyBytes.inc({ direction }, n),
     },
     failover: {
       neighbours: config.failoverRegions,
@@ -124,6 +127,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics.useDeferredCount(() => failover.waiting());
   }
   metrics.useGroupStats(() => jetstream.groupStats(config.metricsMaxGroups));
+  metrics.useLargeBodyUsage(() => jetstream.bodies.usage());
   const inlineBodyBytes = Math.min(config.inlineBodyBytes, jetstream.maxPayloadBytes);
   if (inlineBodyBytes < config.inlineBodyBytes) {
     logger.warn(
@@ -179,6 +183,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settings: jetstream.settings,
     duplicateIdKey: secretKeys.duplicateId,
     now: jetstream.now,
+    bodies: jetstream.bodies,
   });
   // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
   const audit = logger.child(

@@ -40,6 +40,12 @@ export interface Metrics {
   useDeferredCount(provider: () => Promise<number>): void;
   /** Push outcomes, latency, pushes in flight and per-group push health. */
   readonly push: PushObserver;
+  /** Bytes of large bodies moved into ("in") and out of ("out") the body store. */
+  readonly largeBodyBytes: Counter<"direction">;
+  /** Large bodies being moved through this gateway now (uploads and downloads). */
+  readonly largeBodyStreams: Gauge;
+  /** Where vqs_large_body_stored_bytes comes from (the body store's last sweep). */
+  useLargeBodyUsage(provider: () => ReadonlyMap<string, number>): void;
 }
 
 export function createMetrics(registry: Registry, options: MetricsOptions): Metrics {
@@ -111,6 +117,32 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     help: "1 while this gateway is connected to NATS, else 0.",
     registers: [registry],
   });
+  const largeBodyBytes = new Counter({
+    name: "vqs_large_body_bytes_total",
+    help: "Bytes of large message bodies moved into (direction=in) and out of (out) the body store.",
+    labelNames: ["direction"],
+    registers: [registry],
+  });
+  for (const direction of ["in", "out"]) largeBodyBytes.inc({ direction }, 0);
+  const largeBodyStreams = new Gauge({
+    name: "vqs_large_body_streams",
+    help: "Large message bodies being uploaded or downloaded through this gateway now.",
+    registers: [registry],
+  });
+  let largeBodyUsage: (() => ReadonlyMap<string, number>) | null = null;
+  new Gauge({
+    name: "vqs_large_body_stored_bytes",
+    help:
+      "Bytes of large message bodies stored per namespace, as this gateway's last sweep of the " +
+      "body store found them (bodies still uploading counted in whole 256 KiB chunks).",
+    labelNames: ["queue_namespace"],
+    registers: [registry],
+    collect() {
+      if (!largeBodyUsage) return;
+      this.reset();
+      for (const [ns, bytes] of largeBodyUsage()) this.set({ queue_namespace: ns }, bytes);
+    },
+  });
   const push = pushMetrics(registry, options.maxPushGroups ?? 1000);
   const deadLetters = deadLetterMetrics(registry, options.maxPushGroups ?? 1000);
   const redriven = new Counter({
@@ -135,6 +167,11 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
       deferredCount = provider;
     },
     push,
+    largeBodyBytes,
+    largeBodyStreams,
+    useLargeBodyUsage: (provider) => {
+      largeBodyUsage = provider;
+    },
     observer: {
       published: (duplicate) => (duplicate ? deduplicated : published).inc(),
       deferred: () => deferred.inc(),

@@ -63,6 +63,12 @@ export interface JetStreamAdapterOptions {
     readonly window: number;
     /** Byte limit of the whole store; 0: none. */
     readonly maxStoreBytes: number;
+    /** An uncommitted body with no message this long after its last chunk is removed. */
+    readonly orphanGraceMs: number;
+    /** How often the orphan sweep runs. */
+    readonly sweepIntervalMs: number;
+    /** Bytes moved in or out of the store. */
+    readonly observeBytes: (direction: "in" | "out", n: number) => void;
   };
 }
 
@@ -251,7 +257,13 @@ export async function openJetStreamAdapter(
     maxAgeMs: o.maxAgeMs + BODY_AGE_MARGIN_MS,
     maxStoreBytes: o.largeBodies.maxStoreBytes,
     requestTimeoutMs: o.requestTimeoutMs,
+    orphanGraceMs: o.largeBodies.orphanGraceMs,
+    sweepIntervalMs: o.largeBodies.sweepIntervalMs,
+    now,
+    log: o.log,
+    observeBytes: o.largeBodies.observeBytes,
   });
+  bodies.start();
   let pushFeeds: PushFeeds | undefined;
   return {
     now,
@@ -261,7 +273,7 @@ export async function openJetStreamAdapter(
     sweeper,
     keys,
     settings,
-    admin: new JetStreamAdmin({ jsm, topology, records, epochs, region: o.region }),
+    admin: new JetStreamAdmin({ jsm, topology, records, epochs, region: o.region, bodies }),
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     bodies,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
@@ -283,6 +295,7 @@ export async function openJetStreamAdapter(
       await Promise.race([pushFeeds?.stop(), sleep(PUSH_DRAIN_MS)]);
       consumerFeed.close();
       clock.stop();
+      bodies.stop();
       cuts.stop();
       epochs.stop();
       await pushHealth.stop();

@@ -38,6 +38,11 @@ export interface BodyStore {
    * `BodyCorruptError` before the last bytes are handed over.
    */
   read(topic: TopicAddress, ref: BodyRef): AsyncIterable<Uint8Array>;
+  /**
+   * Records that a stored message points at the body (after its PubAck), so the orphan sweep
+   * leaves it without looking for the message. Best effort: the sweep finds the message anyway.
+   */
+  commit(topic: TopicAddress, ref: BodyRef, retentionSeconds: number): Promise<void>;
   /** Removes a body (gone already: nothing happens). */
   remove(topic: TopicAddress, ref: BodyRef): Promise<void>;
   /** A copy of a body for another message (a dead-letter copy, a redriven message). */

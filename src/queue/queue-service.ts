@@ -6,6 +6,7 @@ import type {
   DeadLetterOrigin,
   Deferrer,
   Delivery,
+  NewMessage,
   StoredMessage,
   TraceContext,
 } from "./broker.js";
@@ -171,8 +172,11 @@ export class QueueService {
     } catch (err) {
       throw this.#notDeferred(err);
     }
-    if (!result.deferred && result.duplicate)
+    if (!result.deferred && result.duplicate) {
       await bodies.remove(topic, ref).catch(() => undefined);
+    } else {
+      await bodies.commit(topic, ref, input.retentionSeconds).catch(() => undefined);
+    }
     return result;
   }
 
@@ -432,19 +436,15 @@ export class QueueService {
     dl: DeadLetterSettings,
   ): Promise<void> {
     const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
-    await this.#broker.publish(
+    await this.#publishCopy(
+      group,
+      message,
       { namespace: group.namespace, topic: dl.topic },
       {
-        payload: message.payload,
-        contentType: message.contentType,
         retentionSeconds: Math.min(
           LIMITS.retentionSeconds.max,
           Math.max(LIMITS.retentionSeconds.min, left),
         ),
-        delaySeconds: 0,
-        idempotencyKey: null,
-        nonce: newNonce(),
-        trace: message.trace,
         deadLetter: {
           topic: group.topic,
           consumerGroup: group.group,
@@ -454,6 +454,36 @@ export class QueueService {
         dedupToken: `dead-letter\n${group.topic}\n${group.group}\n${streamSeq}`,
       },
     );
+  }
+
+  /**
+   * Stores a copy of a message (a dead-letter copy, a redriven message) in `to`: payload,
+   * content type and trace unchanged. A large body is copied too, so the copy stays whole when
+   * the original expires or is removed; a copy that turns out a duplicate leaves its body to the
+   * body store's sweep.
+   */
+  async #publishCopy(
+    from: TopicAddress,
+    message: StoredMessage,
+    to: TopicAddress,
+    o: Pick<NewMessage, "retentionSeconds" | "deadLetter" | "dedupToken">,
+  ): Promise<void> {
+    let body: BodyRef | undefined;
+    if (message.body) {
+      if (!this.#bodies) throw new AppError("storage_unavailable");
+      body = await this.#bodies.copy(from, message.body, to, o.retentionSeconds);
+    }
+    await this.#broker.publish(to, {
+      payload: message.payload,
+      ...(body ? { body } : {}),
+      contentType: message.contentType,
+      delaySeconds: 0,
+      idempotencyKey: null,
+      nonce: newNonce(),
+      trace: message.trace,
+      ...o,
+    });
+    if (body) await this.#bodies?.commit(to, body, o.retentionSeconds).catch(() => undefined);
   }
 
   /** Gives each delivery its lease, and records which delivery is current after a redelivery. */
@@ -670,25 +700,23 @@ export class QueueService {
         from = streamSeq + 1;
         if (message.expiresAtMs <= this.#now()) {
           await this.#broker.removeMessage(deadLetters, streamSeq);
+          if (message.body) await this.#bodies?.remove(deadLetters, message.body);
           continue;
         }
         const target = options.target ?? message.deadLetter?.topic;
         if (!target || target === deadLetters.topic) continue; // nowhere to go: it stays
         const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
-        await this.#broker.publish(
+        await this.#publishCopy(
+          deadLetters,
+          message,
           { namespace: deadLetters.namespace, topic: target },
           {
-            payload: message.payload,
-            contentType: message.contentType,
             retentionSeconds: Math.max(LIMITS.retentionSeconds.min, left),
-            delaySeconds: 0,
-            idempotencyKey: null,
-            nonce: newNonce(),
-            trace: message.trace,
             dedupToken: `redrive\n${deadLetters.topic}\n${streamSeq}`,
           },
         );
         await this.#broker.removeMessage(deadLetters, streamSeq);
+        if (message.body) await this.#bodies?.remove(deadLetters, message.body);
         moved++;
         if (moved >= options.limit) break;
       }

@@ -372,7 +372,7 @@ describe.skipIf(skipReason !== null)("the web console", () => {
       page.getByRole("button", { name: /^Download the payload of / }).click(),
     ]);
     expect(download.suggestedFilename()).toMatch(/^m[0-9a-z]+_[A-Za-z0-9_-]+\.bin$/);
-    const saved = await readFile((await download.path()));
+    const saved = await readFile(await download.path());
     expect(saved.length).toBe(big.length);
     expect(createHash("sha256").update(saved).digest("hex")).toBe(
       createHash("sha256").update(big).digest("hex"),

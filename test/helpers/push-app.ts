@@ -3,7 +3,7 @@
 // handleNodeCallback (Node-style, with the body pre-parsed like a framework does, at
 // /node/<name>), and plain webhooks (/hook/<name>) that answer a chosen status. It records every
 // request (headers, the time, how many were in flight) for the tests to look at.
-import { BufferTransport, QueueClient, type MessageMetadata } from "@vercel/queue";
+import { BufferTransport, QueueClient, StreamTransport, type MessageMetadata } from "@vercel/queue";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -19,8 +19,11 @@ export type Handler = (payload: unknown, meta: MessageMetadata) => Promise<void>
 export interface CallbackRoute {
   readonly handler: Handler;
   readonly options?: Parameters<QueueClient["handleCallback"]>[1];
-  /** "buffer": the client's BufferTransport (payloads as Buffers); default JSON. */
-  readonly transport?: "json" | "buffer";
+  /**
+   * "buffer": the client's BufferTransport (payloads as Buffers); "stream": its StreamTransport
+   * (payloads as ReadableStreams, never buffered); default JSON.
+   */
+  readonly transport?: "json" | "buffer" | "stream";
 }
 
 export interface PushApp {
@@ -55,6 +58,7 @@ export async function startPushApp(gatewayUrl: string, token: string): Promise<P
       deploymentId: null,
       resolveBaseUrl: () => new URL(gatewayUrl),
       ...(transport === "buffer" ? { transport: new BufferTransport() } : {}),
+      ...(transport === "stream" ? { transport: new StreamTransport() } : {}),
     });
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];

@@ -25,6 +25,7 @@ import { directGet, leaderGet } from "../messages/reads.js";
 import { rfc3339ToMs } from "../messages/message-codec.js";
 import type { GroupEpochs } from "../queue-state/group-epochs.js";
 import { LEASES_BUCKET, type LeaseRecords } from "../queue-state/lease-records.js";
+import type { JetStreamBodies } from "../bodies/jetstream-bodies.js";
 import type { Topology } from "../queue-state/topology.js";
 
 export interface JetStreamAdminDeps {
@@ -33,6 +34,8 @@ export interface JetStreamAdminDeps {
   readonly records: LeaseRecords;
   readonly epochs: GroupEpochs;
   readonly region: string;
+  /** A topic's large bodies go with its messages (purge, delete). */
+  readonly bodies: Pick<JetStreamBodies, "removeTopic">;
 }
 
 /** After a group's epoch moves, how long a seek waits for every gateway to learn of it. */
@@ -172,6 +175,7 @@ export class JetStreamAdmin implements QueueAdmin {
       throw err;
     }
     this.#d.topology.forgetStream(names.stream);
+    await this.#d.bodies.removeTopic(topic);
     await this.#forgetRecords(`${names.stream}.>`);
     return true;
   }
@@ -180,6 +184,8 @@ export class JetStreamAdmin implements QueueAdmin {
     const figures = await this.topic(topic);
     if (figures === null) return null;
     await this.#d.jsm.streams.purge(topicNames(this.#d.region, topic).stream);
+    // After the messages: no message is left pointing at a body that is gone.
+    await this.#d.bodies.removeTopic(topic);
     return figures.messages + figures.delayed;
   }
 

@@ -7,12 +7,18 @@ import { createHash } from "node:crypto";
 import { AppError } from "../../errors.js";
 import { BodyCorruptError, type ByteSource } from "../../queue/bodies.js";
 import type { Requests } from "../core/requests.js";
+import { isNothingFound } from "../core/errors.js";
 import { BODY_STREAM } from "../core/naming.js";
 
 /** The chunk's place in its body (0, 1, ...), so a gap or a reordering is seen. */
 export const CHUNK_HEADER = "Vqs-Chunk";
-/** On chunk 0: the namespace the body belongs to (its usage metric's label). */
+/** On chunk 0 and the commit marker: the namespace the body belongs to (its usage's label). */
 export const NAMESPACE_HEADER = "Vqs-Body-Namespace";
+/**
+ * The commit marker, after the last chunk: a message points at this body (its length). The
+ * orphan sweep leaves committed bodies alone without looking for their message.
+ */
+export const COMMIT_HEADER = "Vqs-Body-Commit";
 
 export interface ChunkWriteOptions {
   readonly requests: Requests;
@@ -24,7 +30,7 @@ export interface ChunkWriteOptions {
   readonly maxBytes: number;
   readonly timeoutMs: number;
   readonly namespaceLabel: string;
-  /** Told of every byte taken from the source (the ingest budget, the upload's progress). */
+  /** Told of every piece taken from the source (byte counts, the ingest budget). */
   readonly onBytes?: (n: number) => Promise<void> | void;
 }
 
@@ -90,6 +96,8 @@ export interface ChunkReadOptions {
   readonly sha256: string;
   /** Chunks asked for at a time (what is held in memory at most). */
   readonly window: number;
+  /** Told of every chunk handed over. */
+  readonly onBytes?: (n: number) => void;
 }
 
 /** How often a chunk that is not there is asked for again (a replica catching up). */
@@ -115,18 +123,27 @@ export async function* readChunks(o: ChunkReadOptions): AsyncGenerator<Uint8Arra
       batch: o.window,
     });
     let got = 0;
-    for await (const m of batch) {
-      if (Number(m.header.get(CHUNK_HEADER)) !== index) {
-        throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+    try {
+      for await (const m of batch) {
+        if (m.header.has(COMMIT_HEADER)) continue;
+        if (Number(m.header.get(CHUNK_HEADER)) !== index) {
+          throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+        }
+        got++;
+        index++;
+        from = m.seq + 1;
+        total += m.data.length;
+        if (total > o.length) throw new BodyCorruptError(`${o.subject} is longer than recorded`);
+        hash.update(m.data);
+        if (held) {
+          o.onBytes?.(held.length);
+          yield held;
+        }
+        held = m.data;
       }
-      got++;
-      index++;
-      from = m.seq + 1;
-      total += m.data.length;
-      if (total > o.length) throw new BodyCorruptError(`${o.subject} is longer than recorded`);
-      hash.update(m.data);
-      if (held) yield held;
-      held = m.data;
+    } catch (err) {
+      // The batch found nothing more (a 404 status): the chunk is missing, looked at below.
+      if (!isNothingFound(err)) throw err;
     }
     if (got > 0) {
       misses = 0;
@@ -142,5 +159,8 @@ export async function* readChunks(o: ChunkReadOptions): AsyncGenerator<Uint8Arra
   if (hash.digest("hex") !== o.sha256) {
     throw new BodyCorruptError(`${o.subject} does not match its SHA-256`);
   }
-  if (held && held.length > 0) yield held;
+  if (held && held.length > 0) {
+    o.onBytes?.(held.length);
+    yield held;
+  }
 }

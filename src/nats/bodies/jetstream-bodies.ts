@@ -19,7 +19,10 @@ import type { Requests } from "../core/requests.js";
 import { PubAckError } from "../core/requests.js";
 import { isApiError, toStorageError } from "../core/errors.js";
 import { BODY_STREAM, BODY_SUBJECTS, bodyTopicPrefix } from "../core/naming.js";
-import { readChunks, writeChunks } from "./body-chunks.js";
+import { COMMIT_HEADER, NAMESPACE_HEADER, readChunks, writeChunks } from "./body-chunks.js";
+import { OrphanSweep, type SweepResult } from "./orphan-sweep.js";
+import { headers } from "@nats-io/transport-node";
+import type { Logger } from "../../logger.js";
 
 export interface JetStreamBodiesOptions {
   readonly jsm: JetStreamManager;
@@ -36,6 +39,14 @@ export interface JetStreamBodiesOptions {
   /** The whole store's byte limit (`max_bytes`); 0: none. */
   readonly maxStoreBytes: number;
   readonly requestTimeoutMs: number;
+  /** An uncommitted body is an orphan once its last chunk is this old and no message has it. */
+  readonly orphanGraceMs: number;
+  /** How often the sweep runs (orphans, usage per namespace); 0: only when asked. */
+  readonly sweepIntervalMs: number;
+  readonly now: () => number;
+  readonly log: Pick<Logger, "warn">;
+  /** Bytes moved in ("in") or out ("out") of the store. */
+  readonly observeBytes: (direction: "in" | "out", n: number) => void;
 }
 
 /**
@@ -50,11 +61,63 @@ const STORE_FULL_CODES = new Set([10047, 10054]);
 export class JetStreamBodies implements BodyStore {
   readonly unsupportedReason: string | null;
   readonly #o: JetStreamBodiesOptions;
+  readonly #sweep: OrphanSweep;
   #ready: Promise<void> | null = null;
+  #sweeping: Promise<SweepResult> | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  /** What the last sweep found stored per namespace. */
+  #usage = new Map<string, number>();
 
   constructor(o: JetStreamBodiesOptions) {
     this.#o = o;
     this.unsupportedReason = o.unsupportedReason;
+    this.#sweep = new OrphanSweep({
+      jsm: o.jsm,
+      chunkBytes: o.chunkBytes,
+      graceMs: o.orphanGraceMs,
+      publishBoundMs: 2 * o.requestTimeoutMs + 60_000,
+      now: o.now,
+      commit: (subject, namespace, length, ttlSeconds) =>
+        this.#commit(subject, namespace, length, ttlSeconds),
+      purge: (subject) => this.#purge(subject),
+    });
+  }
+
+  /** Runs the sweep every interval (with jitter), from now on. */
+  start(): void {
+    if (this.unsupportedReason || this.#o.sweepIntervalMs <= 0 || this.#timer) return;
+    const next = () => {
+      const ms = this.#o.sweepIntervalMs * (0.75 + Math.random() / 2);
+      this.#timer = setTimeout(() => {
+        this.sweep()
+          .catch((err: unknown) => this.#o.log.warn({ err }, "large-body sweep failed"))
+          .finally(() => this.#timer && next());
+      }, ms);
+      this.#timer.unref();
+    };
+    next();
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  /** One pass now: removes orphans, and returns (and keeps for the metric) usage per namespace. */
+  sweep(): Promise<SweepResult> {
+    this.#sweeping ??= this.#sweep
+      .run()
+      .then((r) => {
+        this.#usage = r.usage;
+        return r;
+      })
+      .finally(() => (this.#sweeping = null));
+    return this.#sweeping;
+  }
+
+  /** Bytes of large bodies per namespace, as the last sweep found them. */
+  usage(): ReadonlyMap<string, number> {
+    return this.#usage;
   }
 
   async write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<BodyRef> {
@@ -74,6 +137,7 @@ export class JetStreamBodies implements BodyStore {
         maxBytes: o.maxBytes,
         timeoutMs: this.#o.requestTimeoutMs,
         namespaceLabel: namespaceLabel(topic.namespace),
+        onBytes: (n) => this.#o.observeBytes("in", n),
       });
       return { id, length, sha256 };
     } catch (err) {
@@ -89,7 +153,26 @@ export class JetStreamBodies implements BodyStore {
       length: ref.length,
       sha256: ref.sha256,
       window: this.#o.window,
+      onBytes: (n) => this.#o.observeBytes("out", n),
     });
+  }
+
+  commit(topic: TopicAddress, ref: BodyRef, retentionSeconds: number): Promise<void> {
+    return this.#commit(
+      this.#subject(topic, ref.id),
+      namespaceLabel(topic.namespace),
+      ref.length,
+      retentionSeconds + BODY_TTL_MARGIN_SECONDS,
+    );
+  }
+
+  async #commit(subject: string, namespace: string, length: number, ttlSeconds: number) {
+    const h = headers();
+    h.set("Nats-Expected-Stream", BODY_STREAM);
+    h.set("Nats-TTL", String(ttlSeconds));
+    h.set(COMMIT_HEADER, String(length));
+    h.set(NAMESPACE_HEADER, namespace);
+    await this.#o.requests.publish(subject, new Uint8Array(0), this.#o.requestTimeoutMs, h);
   }
 
   async remove(topic: TopicAddress, ref: BodyRef): Promise<void> {

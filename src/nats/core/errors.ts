@@ -2,7 +2,7 @@
 // the store could not do is "storage unavailable" (503, retryable), never a 500 with internals.
 import { NoRespondersError, RequestError } from "@nats-io/transport-node";
 import { AppError, isAppError } from "../../errors.js";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, JetStreamError } from "@nats-io/jetstream";
 import { NoRespondersError as OurNoResponders, PubAckError } from "./requests.js";
 
 export function toStorageError(err: unknown): AppError {
@@ -99,5 +99,16 @@ export function isMessageGone(err: unknown): boolean {
   return (
     isApiError(err, JetStreamApiCodes.NoMessageFound) ||
     (isApiError(err, MESSAGE_DELETE_FAILED) && /no message found/i.test(errorText(err)))
+  );
+}
+
+/**
+ * A Direct Get (or batch) found nothing: the API's "no message found", or the 404 status a
+ * batch or a start-time read answers with instead.
+ */
+export function isNothingFound(err: unknown): boolean {
+  return (
+    isApiError(err, JetStreamApiCodes.NoMessageFound) ||
+    (err instanceof JetStreamError && (err as { code?: unknown }).code === 404)
   );
 }

@@ -2,6 +2,7 @@
 // groups with theirs, peeking at messages without leasing them, and the destructive calls
 // (delete a topic or a group, purge, seek). Routes validate input and call these; the store side
 // is the QueueAdmin port, messages are read through the Broker.
+import type { BodyStore } from "../bodies.js";
 import { AppError } from "../../errors.js";
 import type { Broker, StoredMessage } from "../broker.js";
 import { parseMessageId, storedMessageId } from "../message-id.js";
@@ -17,6 +18,8 @@ export interface ManagementDeps {
   /** The key duplicate message IDs are signed with (to read an `after` message ID). */
   readonly duplicateIdKey: Buffer;
   readonly now: () => number;
+  /** Where large bodies are (a peek shows their start). */
+  readonly bodies?: BodyStore;
 }
 
 export interface TopicView {
@@ -147,11 +150,30 @@ export class ManagementService {
     const batch = await this.#d.broker.readTopic(at, fromSeq, limit + 1);
     const now = this.#d.now();
     const shown = batch.slice(0, limit).filter((m) => m.message.expiresAtMs > now);
-    const messages = shown.map(({ message }) => peeked(message, full));
+    const messages = await Promise.all(
+      shown.map(async ({ message }) => peeked(message, await this.#head(at, message), full)),
+    );
     return {
       messages,
       next: batch.length > limit ? (messages.at(-1)?.messageId ?? null) : null,
     };
+  }
+
+  /**
+   * What a peek shows of a message: its inline payload, or the start of a large body (its
+   * first chunks only, never the whole body). A body that cannot be read shows nothing.
+   */
+  async #head(at: TopicAddress, m: StoredMessage): Promise<Uint8Array> {
+    if (!m.body) return m.payload;
+    if (!this.#d.bodies) return new Uint8Array(0);
+    try {
+      for await (const piece of this.#d.bodies.read(at, m.body)) {
+        return piece.subarray(0, PREVIEW_BYTES);
+      }
+    } catch {
+      // missing or corrupt: the preview stays empty, the size says what was stored
+    }
+    return new Uint8Array(0);
   }
 
   async #fromSeq(at: TopicAddress, after: string | null): Promise<number> {
@@ -217,9 +239,16 @@ export class ManagementService {
   }
 }
 
-function peeked(m: StoredMessage, full: boolean): PeekedMessage {
+/**
+ * A large body is never put into the JSON whole (`full` gives the payload of inline messages
+ * only); its `size` is the body's length and its preview the body's first bytes.
+ */
+function peeked(m: StoredMessage, start: Uint8Array, full: boolean): PeekedMessage {
   const bytes = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength);
-  const head = bytes.subarray(0, PREVIEW_BYTES);
+  const head = Buffer.from(start.buffer, start.byteOffset, start.byteLength).subarray(
+    0,
+    PREVIEW_BYTES,
+  );
   let preview: string;
   let previewEncoding: "utf8" | "base64" = "utf8";
   try {
@@ -234,10 +263,10 @@ function peeked(m: StoredMessage, full: boolean): PeekedMessage {
     timestamp: new Date(m.publishedAtMs).toISOString(),
     expiresAt: new Date(m.expiresAtMs).toISOString(),
     contentType: m.contentType ?? "application/octet-stream",
-    size: bytes.length,
+    size: m.body ? m.body.length : bytes.length,
     preview,
     previewEncoding,
-    ...(full ? { payload: bytes.toString("base64") } : {}),
+    ...(full && !m.body ? { payload: bytes.toString("base64") } : {}),
     deadLetter: m.deadLetter,
   };
 }

@@ -1,0 +1,243 @@
+// A large body lives and dies with its message: TTL on every chunk, purge, delete topic,
+// dead-lettering and redrive (copies of their own), a keyed retry storing one body, a client
+// that hangs up mid-upload, a gateway that died mid-upload (the sweep), a corrupt body never
+// delivered as good. Real nats-server; chunks counted in the body stream.
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
+import { createHash, randomBytes } from "node:crypto";
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
+import { leaderGet } from "../../../src/nats/messages/reads.js";
+import { makeNamespace } from "../../../src/queue/namespace.js";
+import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { startIssuer, TEAM_A, type TestIssuer } from "../../helpers/issuer.js";
+import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+
+const MB = 1_000_000;
+const NS = makeNamespace(
+  TEAM_A.owner_id as string,
+  TEAM_A.project_id as string,
+  TEAM_A.environment as string,
+  null,
+);
+
+let nats: TestNats;
+let issuer: TestIssuer;
+let gw: TestGateway;
+let q: ReturnType<typeof api>;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  issuer = await startIssuer();
+  gw = await startGateway(nats.url, issuer, {
+    // The sweep runs when a test asks; an uncommitted body is an orphan after a second.
+    config: { largeBodyOrphanGraceSeconds: 1, largeBodySweepSeconds: 86_400 },
+  });
+  q = api(gw.url, await issuer.token());
+  nc = await connect({ servers: nats.url });
+  jsm = await jetstreamManager(nc);
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await gw?.close();
+  await issuer?.close();
+  await nats?.dispose();
+});
+
+/** Messages (chunks and commit markers) of `topic`'s bodies in the body stream. */
+async function chunksOf(topic: string): Promise<number> {
+  const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
+  try {
+    const info = await jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
+    return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Distinct bodies of `topic` in the body stream. */
+async function bodiesOf(topic: string): Promise<number> {
+  const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
+  const info = await jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
+  return Object.keys(info.state.subjects ?? {}).length;
+}
+
+async function publish(topic: string, body: Buffer, h: Record<string, string> = {}) {
+  const res = await q.publish(topic, body, h);
+  expect(res.status, await res.clone().text()).toBe(201);
+  return ((await res.json()) as { messageId: string }).messageId;
+}
+
+async function settings(topic: string, group: string, body: unknown) {
+  const res = await q.call("PUT", `${topic}/consumer/${group}/settings`, {
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  expect(res.status).toBe(200);
+}
+
+async function metric(name: string): Promise<string> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(name))
+    .join("\n");
+}
+
+describe("a large body's lifecycle", () => {
+  it("gives every chunk its message's retention as TTL, plus the read margin", async () => {
+    const topic = uniqueName();
+    await publish(topic, randomBytes(2 * MB), { "vqs-retention-seconds": "120" });
+    const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
+    const first = await leaderGet(jsm, BODY_STREAM, { seq: 1, next_by_subj: filter });
+    expect(first?.header.get("Nats-TTL")).toBe(String(120 + 300));
+    const info = await jsm.streams.info(BODY_STREAM);
+    expect(info.config.allow_msg_ttl).toBe(true);
+  });
+
+  it("goes with its topic's purge and deletion", async () => {
+    const purged = uniqueName();
+    const deleted = uniqueName();
+    await publish(purged, randomBytes(2 * MB));
+    await publish(deleted, randomBytes(2 * MB));
+    expect(await chunksOf(purged)).toBeGreaterThan(0);
+    expect((await q.call("POST", `${purged}/purge`)).status).toBe(200);
+    expect(await chunksOf(purged)).toBe(0);
+    expect((await q.call("DELETE", deleted)).status).toBe(204);
+    expect(await chunksOf(deleted)).toBe(0);
+  });
+
+  it("is copied whole to the dead-letter topic and back by redrive, leaving no chunk behind", async () => {
+    const topic = uniqueName("poison");
+    const dlq = `${topic}-dead`;
+    const body = randomBytes(3 * MB);
+    await settings(topic, "workers", { deadLetter: { topic: dlq, maxDeliveries: 1 } });
+    await publish(topic, body);
+    const [first] = await parts(
+      await q.receive(topic, "workers", { "vqs-visibility-timeout-seconds": "0" }),
+    );
+    expect(first!.body.equals(body)).toBe(true);
+    // The second delivery is one too many: the message moves, its body copied.
+    expect((await q.receive(topic, "workers")).status).toBe(204);
+    expect(await bodiesOf(dlq)).toBe(1);
+    // The original goes (purge): the copy stays whole.
+    await q.call("POST", `${topic}/purge`);
+    expect(await chunksOf(topic)).toBe(0);
+    const [copy] = await parts(
+      await q.receive(dlq, "inspect", { "vqs-visibility-timeout-seconds": "0" }),
+    );
+    expect(copy!.body.equals(body)).toBe(true);
+    // Redrive: a new copy in the source topic, the dead-letter one removed with its body.
+    const res = await q.call("POST", `${dlq}/redrive`, {
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(await res.json()).toMatchObject({ moved: 1, remaining: 0 });
+    expect(await chunksOf(dlq)).toBe(0);
+    const [back] = await parts(await q.receive(topic, "again"));
+    expect(back!.body.equals(body)).toBe(true);
+    await q.call("DELETE", topic);
+    await q.call("DELETE", dlq);
+    expect((await chunksOf(topic)) + (await chunksOf(dlq))).toBe(0);
+  });
+
+  it("keeps one body for a keyed 50 MB publish retried", async () => {
+    const topic = uniqueName();
+    const body = randomBytes(50 * MB);
+    const key = { "vqs-idempotency-key": "big-1" };
+    const id = await publish(topic, body, key);
+    const again = await publish(topic, body, key);
+    expect(again).not.toBe(id); // the duplicate's own ID, pointing at the first
+    expect(await bodiesOf(topic)).toBe(1);
+    const [p] = await parts(await q.receive(topic, "g"));
+    expect(createHash("sha256").update(p!.body).digest("hex")).toBe(
+      createHash("sha256").update(body).digest("hex"),
+    );
+    await q.call("DELETE", topic);
+  });
+
+  it("keeps nothing of an upload whose client hangs up half-way", async () => {
+    const topic = uniqueName();
+    const url = new URL(`${gw.url}/api/v3/topic/${topic}`);
+    const req = request(url, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await issuer.token()}`,
+        "content-length": String(20 * MB),
+      },
+    });
+    req.on("error", () => undefined);
+    req.write(randomBytes(8 * MB));
+    // Until chunks are in the store, then the client goes.
+    for (let i = 0; i < 100 && (await chunksOf(topic)) === 0; i++) await sleep(50);
+    expect(await chunksOf(topic)).toBeGreaterThan(0);
+    req.destroy();
+    await expect.poll(() => chunksOf(topic), { timeout: 10_000 }).toBe(0);
+    expect((await q.receive(topic, "g")).status).toBe(204);
+  });
+
+  it("sweeps away a body no message points at (a gateway killed mid-upload), and counts usage per namespace", async () => {
+    const topic = uniqueName();
+    // What a gateway killed mid-upload leaves: chunks, and no message, no commit marker.
+    const subject = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.${randomBytes(16).toString("hex")}`;
+    for (let i = 0; i < 3; i++) {
+      const h = headers();
+      h.set("Vqs-Chunk", String(i));
+      h.set("Nats-TTL", "3600");
+      if (i === 0) h.set("Vqs-Body-Namespace", "orphans/p/e");
+      await nc.request(subject, randomBytes(256 * 1024), { headers: h, timeout: 5000 });
+    }
+    // A committed body next to it stays.
+    const kept = randomBytes(2 * MB);
+    await publish(topic, kept);
+    expect(await bodiesOf(topic)).toBe(2);
+    await sleep(1500); // past the grace
+    const { removed, usage } = await gw.gateway.jetstream.bodies.sweep();
+    expect(removed).toBeGreaterThanOrEqual(1);
+    expect(await bodiesOf(topic)).toBe(1);
+    expect(usage.get("orphans/p/e") ?? 0).toBe(0);
+    expect(await metric("vqs_large_body_stored_bytes")).toContain("queue_namespace=");
+    const [p] = await parts(await q.receive(topic, "g"));
+    expect(p!.body.equals(kept)).toBe(true);
+    // Once its topic is gone the namespace stores nothing more of it.
+    await q.call("DELETE", topic);
+    expect(await chunksOf(topic)).toBe(0);
+  });
+
+  it("keeps a body whose commit marker was lost when its message exists (the sweep finds it)", async () => {
+    const topic = uniqueName();
+    const body = randomBytes(2 * MB);
+    await publish(topic, body);
+    // The gateway died between the message's PubAck and the marker: remove the marker.
+    const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
+    const marker = await jsm.streams.getMessage(BODY_STREAM, { last_by_subj: filter });
+    expect(marker?.header.get("Vqs-Body-Commit")).toBe(String(body.length));
+    await jsm.streams.deleteMessage(BODY_STREAM, marker!.seq);
+    await sleep(1500);
+    await gw.gateway.jetstream.bodies.sweep();
+    const [p] = await parts(await q.receive(topic, "g"));
+    expect(p!.body.equals(body)).toBe(true);
+    await q.call("DELETE", topic);
+  });
+
+  it("never delivers a body with a chunk missing as a good one: the response is cut off", async () => {
+    const topic = uniqueName();
+    await publish(topic, randomBytes(3 * MB));
+    const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
+    const chunk = await leaderGet(jsm, BODY_STREAM, { seq: 1, next_by_subj: filter });
+    const second = await leaderGet(jsm, BODY_STREAM, {
+      seq: chunk!.seq + 1,
+      next_by_subj: filter,
+    });
+    await jsm.streams.deleteMessage(BODY_STREAM, second!.seq);
+    const res = await q.receive(topic, "g");
+    expect(res.status).toBe(200);
+    await expect(parts(res)).rejects.toThrow();
+    await q.call("DELETE", topic);
+  });
+});
