@@ -227,7 +227,7 @@ describe("large bodies through the real @vercel/queue client", () => {
       const r = await (client(PollingQueueClient) as PollingQueueClient).receive(
         topic,
         "g",
-        async (payload) => void (seen = await hashStream(payload as ReadableStream)),
+        async (payload) => void (seen = await hashStream(payload as ReadableStream<Uint8Array>)),
       );
       expect(r.ok).toBe(true);
       expect(seen).toBe(sha(body));
@@ -246,7 +246,7 @@ describe("large bodies through the real @vercel/queue client", () => {
     const out = 'vqs_large_body_bytes_total{direction="out"}';
     const start = await metricValue(gw100.url, out);
     const res = await api(gw100.url, await issuer.token()).receive(topic, "g");
-    const reader = res.body!.getReader();
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
     await new Promise((r) => setTimeout(r, 1500));
     // A window of chunks and the sockets' buffers, not the body: reads from NATS wait.
