@@ -10,8 +10,7 @@ import type { Context } from "../context.js";
 import { entryFailure, PartialFailure, UnreachableError, type EntryError } from "../errors.js";
 import { progressBar } from "../terminal/progress.js";
 import { saveBody, type SavedBody } from "../transfer/save-body.js";
-import { deadLetterLine } from "./show.js";
-import { formatBytes } from "../output.js";
+import { messageHead } from "./show.js";
 
 /** One message of `receive --out/--output-dir --json`: the API's fields, where its body went. */
 export type SavedMessage = Omit<ReceivedMessage, "body"> &
@@ -161,17 +160,7 @@ async function save(
 
 function printSaved(ctx: Context, r: SavedMessage, acked: boolean): void {
   const out = ctx.out;
-  const head = [
-    out.paint("bold", r.messageId),
-    `delivery ${r.deliveryCount}`,
-    r.timestamp,
-    r.contentType,
-    formatBytes(r.size),
-  ].join("  ");
-  const lines = [head];
-  const dl = deadLetterLine(r);
-  if (dl) lines.push(`  ${out.paint("magenta", dl)}`);
-  if (!acked) lines.push(`  receipt handle  ${r.receiptHandle}`);
+  const lines = messageHead(r, r.size, { paint: out.paint, showHandle: !acked });
   lines.push(`  saved to ${r.file}  sha256 ${r.sha256}`);
   if (r.error) {
     lines.push(
