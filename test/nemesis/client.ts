@@ -40,6 +40,10 @@ export class RecordingClient {
     return this.#topic;
   }
 
+  get token(): string {
+    return this.#token;
+  }
+
   setToken(token: string): void {
     this.#token = token;
   }
