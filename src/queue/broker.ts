@@ -1,5 +1,7 @@
-// The storage port: what the queue domain needs from a message store, in queue vocabulary
-// (topic, group, lease). src/nats/ implements it on JetStream; nothing else knows NATS exists.
+// The storage ports: what the queue domain needs from a message store, in queue vocabulary
+// (topic, group, lease), one interface per responsibility (the log, a group's cursor, the lease
+// ledger, ID leases, push records). src/nats/ implements them on JetStream; nothing else knows
+// NATS exists.
 import type { BodyRef } from "./bodies.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 
@@ -141,61 +143,14 @@ export interface Feed {
   close(): void;
 }
 
-export interface Broker {
-  /** The lease length a delivery gets without `setLease`. */
-  readonly defaultLeaseMs: number;
+/**
+ * The topic log: messages as published, read back by ID or in order, removed. Shared by every
+ * group of the topic.
+ */
+export interface MessageLog {
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome>;
-  /** Up to `max` deliveries at once; null when the topic does not exist. */
-  pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
-  /** Makes the lease end `ms` from now (0 releases the message at once). */
-  setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void>;
-  /**
-   * Records, for every gateway, that a lease was cut short through its handle before the
-   * handle's deadline `untilMs` (the message may be delivered again while it looks current).
-   */
-  markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void>;
-  /** Whether the lease was cut short through its handle (no round trip). */
-  wasCut(group: GroupAddress, lease: LeaseRef): boolean;
-  /** Removes the message from the group's view. Idempotent. */
-  ack(group: GroupAddress, lease: LeaseRef): Promise<void>;
-  /** null when the topic or group does not exist. */
-  progress(group: GroupAddress): Promise<GroupProgress | null>;
   /** Finds a message by the sequence of its ID. */
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup>;
-  /** Records that delivery `count` of a message is now the current one (on redelivery). */
-  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
-  /** The current delivery number of a message that was ever redelivered, else null. */
-  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null>;
-  /**
-   * Pushed groups: deliveries held back for `retry.initialDelaySeconds` (the server counted them
-   * as deliveries; the consumer must not), and the delivery whose lease the handler set through
-   * the API (so the pusher does not override it).
-   */
-  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
-  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number>;
-  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void>;
-  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null>;
-  /** One more message of the group moved to its dead-letter topic (best effort). */
-  noteDeadLettered(group: GroupAddress): Promise<void>;
-  /** A push of the group ended with `outcome` ("success" or a failure): its push health. */
-  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
-  /** The group's epoch (grows with every seek or deletion of the group), from memory. */
-  groupEpoch(group: GroupAddress): number;
-  /** Whether the group ever used receive by ID (so ordinary receives must honour ID leases). */
-  usesIdLeases(group: GroupAddress): Promise<boolean>;
-  /** Marks the group as using receive by ID; resolves once every gateway honours it. */
-  markIdLeases(group: GroupAddress): Promise<void>;
-  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null>;
-  /** Records a cursor delivery, lease change or ack (only for groups that use receive by ID). */
-  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void>;
-  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null>;
-  /** Compare-and-set (null: create); the new revision, or null when another request won. */
-  putIdLease(
-    group: GroupAddress,
-    streamSeq: number,
-    lease: Omit<IdLease, "revision">,
-    expectedRevision: number | null,
-  ): Promise<number | null>;
   /**
    * Up to `max` messages consumer groups see (not delayed ones, not records), from stream
    * sequence `fromSeq` on, oldest first, read from the stream leader; empty when the topic does
@@ -210,11 +165,86 @@ export interface Broker {
   removeMessage(topic: TopicAddress, streamSeq: number): Promise<void>;
   /** How many messages consumer groups can see in the topic; null when it does not exist. */
   countMessages(topic: TopicAddress): Promise<number | null>;
+  /** True when the store answers. */
+  isReady(): Promise<boolean>;
+}
+
+/**
+ * A group's cursor over the log: what it is handed, under which lease, what it acknowledged.
+ */
+export interface GroupCursor {
+  /** The lease length a delivery gets without `setLease`. */
+  readonly defaultLeaseMs: number;
+  /** Up to `max` deliveries at once; null when the topic does not exist. */
+  pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
+  /** Makes the lease end `ms` from now (0 releases the message at once). */
+  setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void>;
+  /** Removes the message from the group's view. Idempotent. */
+  ack(group: GroupAddress, lease: LeaseRef): Promise<void>;
+  /** null when the topic or group does not exist. */
+  progress(group: GroupAddress): Promise<GroupProgress | null>;
   /**
    * Keeps a waiting pull open on the group (shared with everyone else feeding from it on this
    * gateway), sized to the takers' demand; null when the topic does not exist.
    */
   openFeed(group: GroupAddress, taker: DeliveryTaker): Promise<Feed | null>;
-  /** True when the store answers. */
-  isReady(): Promise<boolean>;
+  /** The group's epoch (grows with every seek or deletion of the group), from memory. */
+  groupEpoch(group: GroupAddress): number;
 }
+
+/**
+ * What the cursor cannot say about a lease, kept by the gateways: which delivery of a message is
+ * the current one, which leases were cut short through their handle, dead-letter counts.
+ */
+export interface LeaseLedger {
+  /**
+   * Records, for every gateway, that a lease was cut short through its handle before the
+   * handle's deadline `untilMs` (the message may be delivered again while it looks current).
+   */
+  markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void>;
+  /** Whether the lease was cut short through its handle (no round trip). */
+  wasCut(group: GroupAddress, lease: LeaseRef): boolean;
+  /** Records that delivery `count` of a message is now the current one (on redelivery). */
+  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
+  /** The current delivery number of a message that was ever redelivered, else null. */
+  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null>;
+  /** One more message of the group moved to its dead-letter topic (best effort). */
+  noteDeadLettered(group: GroupAddress): Promise<void>;
+}
+
+/** Leases taken by message ID, and what the cursor did meanwhile (receive by ID). */
+export interface IdLeaseLedger {
+  /** Whether the group ever used receive by ID (so ordinary receives must honour ID leases). */
+  usesIdLeases(group: GroupAddress): Promise<boolean>;
+  /** Marks the group as using receive by ID; resolves once every gateway honours it. */
+  markIdLeases(group: GroupAddress): Promise<void>;
+  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null>;
+  /** Compare-and-set (null: create); the new revision, or null when another request won. */
+  putIdLease(
+    group: GroupAddress,
+    streamSeq: number,
+    lease: Omit<IdLease, "revision">,
+    expectedRevision: number | null,
+  ): Promise<number | null>;
+  /** Records a cursor delivery, lease change or ack (only for groups that use receive by ID). */
+  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void>;
+  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null>;
+}
+
+/**
+ * What push delivery keeps beside the cursor: deliveries held back for
+ * `retry.initialDelaySeconds` (the server counted them as deliveries; the consumer must not),
+ * the delivery whose lease the handler set through the API (so the pusher does not override it),
+ * and push health.
+ */
+export interface PushLedger {
+  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
+  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number>;
+  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void>;
+  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null>;
+  /** A push of the group ended with `outcome` ("success" or a failure): its push health. */
+  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
+}
+
+/** Every storage port at once: what src/nats implements on JetStream (JetStreamBroker). */
+export interface Broker extends MessageLog, GroupCursor, LeaseLedger, IdLeaseLedger, PushLedger {}

@@ -3,15 +3,25 @@
 // ordinary receive honours them: see docs/architecture.md, "Receive by ID".
 import { randomInt } from "node:crypto";
 import { AppError } from "../errors.js";
-import type { Broker, CursorLease, Delivery, IdLease } from "./broker.js";
+import type {
+  CursorLease,
+  Delivery,
+  GroupCursor,
+  IdLease,
+  IdLeaseLedger,
+  LeaseLedger,
+} from "./broker.js";
+
+/** What ID leases need: the ID lease records, the cursor, and which delivery is current. */
+type IdLeasePorts = IdLeaseLedger & GroupCursor & Pick<LeaseLedger, "recordDelivery">;
 import type { GroupAddress } from "./namespace.js";
 import type { Lease } from "./receipt-handle.js";
 
 export class IdLeases {
-  readonly #broker: Broker;
+  readonly #broker: IdLeasePorts;
   readonly #now: () => number;
 
-  constructor(broker: Broker, now: () => number) {
+  constructor(broker: IdLeasePorts, now: () => number) {
     this.#broker = broker;
     this.#now = now;
   }

@@ -4,7 +4,7 @@
 // thousand. A delivery goes to the group's longest waiter; one that arrives when nobody waits any
 // more (a waiter timed out or hung up a moment ago) is kept briefly for the next waiter (clients
 // poll again at once), then released. See docs/architecture.md, "Long polling".
-import type { Broker, Delivery, DeliveryTaker, Feed } from "./broker.js";
+import type { Delivery, DeliveryTaker, Feed, GroupCursor } from "./broker.js";
 import type { GroupAddress } from "./namespace.js";
 
 /** A delivery nobody waits for is kept this long for the next waiter before it is released. */
@@ -19,11 +19,11 @@ interface Waiter {
 }
 
 export class LongPolls {
-  readonly #broker: Broker;
+  readonly #broker: GroupCursor;
   readonly #groups = new Map<string, GroupWaiters>();
   #closed = false;
 
-  constructor(broker: Broker) {
+  constructor(broker: GroupCursor) {
     this.#broker = broker;
   }
 
@@ -73,7 +73,7 @@ export class LongPolls {
 }
 
 class GroupWaiters implements DeliveryTaker {
-  readonly #broker: Broker;
+  readonly #broker: GroupCursor;
   readonly #group: GroupAddress;
   readonly #forget: () => void;
   readonly waiters: Waiter[] = [];
@@ -83,7 +83,7 @@ class GroupWaiters implements DeliveryTaker {
   #idle: NodeJS.Timeout | null = null;
   #retry: NodeJS.Timeout | null = null;
 
-  constructor(broker: Broker, group: GroupAddress, forget: () => void) {
+  constructor(broker: GroupCursor, group: GroupAddress, forget: () => void) {
     this.#broker = broker;
     this.#group = group;
     this.#forget = forget;

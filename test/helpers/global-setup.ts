@@ -1,6 +1,6 @@
 // Fails the run at once, with the way to get one, when a nats-server to test against is missing.
-// The suite runs on two servers (vitest.config.ts): a current one (the main lane) and the
-// distribution's (the compatibility lane).
+// The suite runs on three servers (vitest.config.ts): a current one (the main lane), the
+// distribution's 2.9 and Debian trixie's 2.10 (the compatibility lanes).
 import { existsSync } from "node:fs";
 import {
   distributionNatsServerBinary,
@@ -18,8 +18,16 @@ export default function setup(): void {
         "root on Debian/Ubuntu; `npm test` does) or set NATS_SERVER_CURRENT_BIN to nats-server >= 2.11",
     );
   }
+  const v210 = process.env.NATS_SERVER_210_BIN ?? ".cache/nats-2.10/nats-server";
+  if (!existsSync(v210)) {
+    throw new Error(
+      `no nats-server 2.10 at ${v210}: run \`node scripts/ensure-nats-2.10.mjs\` (as root on ` +
+        "Debian/Ubuntu; `npm test` does) or set NATS_SERVER_210_BIN to a nats-server 2.10",
+    );
+  }
   process.stdout.write(
     `testing against nats-server ${natsServerVersion(current)} (${current}), and ` +
-      `${natsServerVersion(compat)} (${compat}) for compatibility\n`,
+      `${natsServerVersion(compat)} (${compat}) and ${natsServerVersion(v210)} (${v210}) for ` +
+      "compatibility\n",
   );
 }

@@ -117,6 +117,9 @@ Included from deployment.yaml.
 {{- fail "config.oidc.jwksUrl, config.oidc.issuer and config.oidc.audience are required (the gateway refuses to start in production without them)" }}
 {{- end }}
 {{- end }}
+{{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- fail (printf "autoscaling.minReplicas (%d) must not exceed autoscaling.maxReplicas (%d)" (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- end }}
 {{- with .Values.config.tenantClaims }}
 {{- if ne (len (splitList "," .)) 3 }}
 {{- fail "config.tenantClaims must name exactly three claims: team,project,environment" }}

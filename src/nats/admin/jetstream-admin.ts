@@ -183,10 +183,27 @@ export class JetStreamAdmin implements QueueAdmin {
   async purgeTopic(topic: TopicAddress): Promise<number | null> {
     const figures = await this.topic(topic);
     if (figures === null) return null;
-    await this.#d.jsm.streams.purge(topicNames(this.#d.region, topic).stream);
+    const stream = topicNames(this.#d.region, topic).stream;
+    await this.#d.jsm.streams.purge(stream);
+    await this.#refreshPending(stream);
     // After the messages: no message is left pointing at a body that is gone.
     await this.#d.bodies.removeTopic(topic);
     return figures.messages + figures.delayed;
+  }
+
+  /**
+   * Reads every group of a purged stream once. nats-server 2.9 keeps a consumer's count of
+   * pending messages from before a purge until something recounts it (CONSUMER.INFO does, and
+   * CONSUMER.LIST reads each one's info): with the stale count, a `no_wait` pull on the emptied
+   * stream is held instead of answered 404, and every receive on the group failed with 503.
+   * Later servers recount on purge; the read costs one request per topic purge on any server.
+   */
+  async #refreshPending(stream: string): Promise<void> {
+    try {
+      for await (const c of this.#d.jsm.consumers.list(stream)) void c;
+    } catch (err) {
+      if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+    }
   }
 
   async deleteGroup(group: GroupAddress): Promise<boolean> {

@@ -4,8 +4,8 @@
 // arrive on one wildcard subscription and are told apart by their ack subject, which names the
 // stream and consumer. JetStream serves a consumer's waiting pulls in order, one message at a
 // time to the oldest, so each message is counted against the oldest open pull of its consumer;
-// status replies (408 expired, 404/409 ended, 100 heartbeat, 503 gone) carry the pull's own
-// inbox token. A pull that goes silent (its server restarted, its consumer moved) is dropped
+// status replies (408 expired, 404/409 ended, 100 heartbeat, 503 gone, 409 "Consumer Deleted"
+// gone) carry the pull's own inbox token. A pull that goes silent (its server restarted, its consumer moved) is dropped
 // after two missed heartbeats and replaced. See docs/architecture.md, "Push delivery".
 import { createInbox, nanos, type Msg, type NatsConnection } from "@nats-io/transport-node";
 
@@ -164,8 +164,10 @@ export class ConsumerFeed {
       return;
     }
     this.#end(feed, pull);
-    if (code === 503) {
-      // Nobody serves the consumer: it (or its stream) is gone.
+    if (code === 503 || (code === 409 && msg.headers?.description === "Consumer Deleted")) {
+      // Nobody serves the consumer: it (or its stream) is gone. A deleted one may be made again
+      // at once (a seek): the takers look at it before pulling, as a pull sent in that moment
+      // reaches the old consumer on nats-server 2.9, which drops it without an answer.
       for (const t of [...feed.takers]) t.gone();
       return;
     }

@@ -1,10 +1,10 @@
 // Seeing and steering a namespace's queues (docs/api.md, "Management API"): topics with their figures,
 // groups with theirs, peeking at messages without leasing them, and the destructive calls
 // (delete a topic or a group, purge, seek). Routes validate input and call these; the store side
-// is the QueueAdmin port, messages are read through the Broker.
+// is the QueueAdmin port, messages are read through the MessageLog.
 import type { BodyStore } from "../bodies.js";
 import { AppError } from "../../errors.js";
-import type { Broker, StoredMessage } from "../broker.js";
+import type { MessageLog, StoredMessage } from "../broker.js";
 import { parseMessageId, storedMessageId } from "../message-id.js";
 import type { GroupAddress, Namespace, TopicAddress } from "../namespace.js";
 import type { SettingsStore } from "../settings/settings-store.js";
@@ -13,7 +13,7 @@ import type { GroupFigures, QueueAdmin, SeekTarget, TopicFigures } from "./queue
 
 export interface ManagementDeps {
   readonly admin: QueueAdmin;
-  readonly broker: Broker;
+  readonly broker: Pick<MessageLog, "readTopic">;
   readonly settings: SettingsStore;
   /** The key duplicate message IDs are signed with (to read an `after` message ID). */
   readonly duplicateIdKey: Buffer;

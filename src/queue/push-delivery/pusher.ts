@@ -5,7 +5,7 @@
 // the handler already set its lease through the API, which wins. The pulling (which groups, how
 // many at once) is the NATS adapter's (src/nats/push-feeds/); see docs/architecture.md, "Push delivery".
 import type { Logger } from "../../logger.js";
-import type { Broker, Delivery } from "../broker.js";
+import type { Delivery, GroupCursor, PushLedger } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../receipt-handle.js";
 import type { QueueService, ReceivedMessage } from "../queue-service.js";
@@ -17,7 +17,8 @@ import { retryDelaySeconds } from "./retry-delay.js";
 
 export interface PusherDeps {
   readonly queue: QueueService;
-  readonly broker: Broker;
+  /** The push records, and the cursor (to set a pushed message's lease). */
+  readonly broker: PushLedger & Pick<GroupCursor, "setLease">;
   readonly transport: PushTransport;
   readonly signer: PushSigner;
   readonly observer: PushObserver;

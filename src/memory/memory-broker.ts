@@ -1,0 +1,411 @@
+// Every storage port (src/queue/broker.ts) in memory, on an injected clock: one gateway's view of
+// one region, for fast tests of the delivery rules without a nats-server. It behaves as the
+// JetStream implementation does where the domain can tell (test/contract/ runs one suite against
+// both): a group's cursor hands out redeliveries before new messages, counts every delivery,
+// takes an acknowledgement or a release by stream position whatever the delivery, and counts a
+// released message as in flight until it comes back. Time moves only when the clock says so:
+// after moving it, `pump()` hands what became due to open feeds.
+import type {
+  Broker,
+  CursorLease,
+  Delivery,
+  DeliveryTaker,
+  Feed,
+  GroupProgress,
+  IdLease,
+  LeaseRef,
+  MessageLookup,
+  NewMessage,
+  PublishOutcome,
+  StoredMessage,
+} from "../queue/broker.js";
+import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+
+export interface MemoryBrokerOptions {
+  /** The clock every time comparison uses (ms). */
+  readonly now: () => number;
+  /** The lease a delivery gets without `setLease` (the consumer's ack wait). */
+  readonly defaultLeaseMs: number;
+  /** How long publishes with one `dedupToken` share one copy (the stream's duplicate window). */
+  readonly dedupWindowMs: number;
+}
+
+interface Entry {
+  readonly seq: number;
+  readonly message: StoredMessage;
+}
+
+interface Pending {
+  deliverySeq: number;
+  deliveryCount: number;
+  /** When the message may be handed out again. */
+  availableAtMs: number;
+}
+
+interface GroupState {
+  /** The highest stream position handed out. */
+  deliveredSeq: number;
+  deliveries: number;
+  readonly pending: Map<number, Pending>;
+  /** Every position handed out at least once (a delayed message comes after later ones). */
+  readonly seen: Set<number>;
+  readonly feeds: Set<DeliveryTaker>;
+}
+
+interface TopicState {
+  lastSeq: number;
+  readonly log: Map<number, Entry>;
+  readonly groups: Map<string, GroupState>;
+  /** Idempotency key -> the sequence of its message. */
+  readonly keys: Map<string, number>;
+  /** Dedup token -> the sequence of its copy and when the window for it ends. */
+  readonly tokens: Map<string, { seq: number; untilMs: number }>;
+}
+
+const topicKey = (t: TopicAddress) => JSON.stringify([t.namespace.key, t.topic]);
+const groupKey = (g: GroupAddress) => JSON.stringify([g.namespace.key, g.topic, g.group]);
+const recordKey = (g: GroupAddress, seq: number) => `${groupKey(g)}#${seq}`;
+
+export class MemoryBroker implements Broker {
+  readonly defaultLeaseMs: number;
+  readonly #o: MemoryBrokerOptions;
+  readonly #topics = new Map<string, TopicState>();
+  readonly #cuts = new Set<string>();
+  readonly #current = new Map<string, number>();
+  readonly #deadLettered = new Map<string, number>();
+  readonly #idLeaseGroups = new Set<string>();
+  readonly #idLeases = new Map<string, IdLease>();
+  readonly #cursorLeases = new Map<string, CursorLease>();
+  readonly #holdbacks = new Map<string, number>();
+  readonly #handlerLeases = new Map<string, number>();
+  readonly #epochs = new Map<string, number>();
+  #revision = 0;
+  /** Push outcomes as noted, newest last (push health). */
+  readonly pushOutcomes: { group: GroupAddress; outcome: string; atMs: number }[] = [];
+
+  constructor(options: MemoryBrokerOptions) {
+    this.#o = options;
+    this.defaultLeaseMs = options.defaultLeaseMs;
+  }
+
+  // ---- MessageLog
+
+  publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome> {
+    const now = this.#o.now();
+    const t = this.#topic(topic, true)!;
+    if (message.dedupToken !== undefined) {
+      const copy = t.tokens.get(message.dedupToken);
+      if (copy && copy.untilMs > now) return Promise.resolve({ kind: "stored", seq: copy.seq });
+    }
+    if (message.idempotencyKey !== null) {
+      const seq = t.keys.get(message.idempotencyKey);
+      const original = seq === undefined ? undefined : t.log.get(seq);
+      if (original && original.message.expiresAtMs > now) {
+        return Promise.resolve({ kind: "duplicate", originalSeq: seq! });
+      }
+    }
+    const seq = ++t.lastSeq;
+    const stored: StoredMessage = {
+      idSeq: seq,
+      nonce: message.nonce,
+      payload: message.payload,
+      body: message.body ?? null,
+      contentType: message.contentType,
+      publishedAtMs: now,
+      expiresAtMs: now + message.retentionSeconds * 1000,
+      visibleAtMs: now + message.delaySeconds * 1000,
+      trace: message.trace,
+      deadLetter: message.deadLetter ?? null,
+    };
+    t.log.set(seq, { seq, message: stored });
+    if (message.idempotencyKey !== null) t.keys.set(message.idempotencyKey, seq);
+    if (message.dedupToken !== undefined) {
+      t.tokens.set(message.dedupToken, { seq, untilMs: now + this.#o.dedupWindowMs });
+    }
+    this.pump();
+    return Promise.resolve({ kind: "stored", seq });
+  }
+
+  lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup> {
+    const entry = this.#live(this.#topic(topic), idSeq);
+    if (!entry) return Promise.resolve({ kind: "missing" });
+    if (entry.message.visibleAtMs > this.#o.now()) {
+      return Promise.resolve({ kind: "delayed", message: entry.message });
+    }
+    return Promise.resolve({ kind: "ready", message: entry.message, streamSeq: entry.seq });
+  }
+
+  readTopic(
+    topic: TopicAddress,
+    fromSeq: number,
+    max: number,
+  ): Promise<{ readonly streamSeq: number; readonly message: StoredMessage }[]> {
+    const t = this.#topic(topic);
+    if (!t) return Promise.resolve([]);
+    const out = this.#visible(t)
+      .filter((e) => e.seq >= fromSeq)
+      .slice(0, max)
+      .map((e) => ({ streamSeq: e.seq, message: e.message }));
+    return Promise.resolve(out);
+  }
+
+  removeMessage(topic: TopicAddress, streamSeq: number): Promise<void> {
+    this.#topic(topic)?.log.delete(streamSeq);
+    return Promise.resolve();
+  }
+
+  countMessages(topic: TopicAddress): Promise<number | null> {
+    const t = this.#topic(topic);
+    return Promise.resolve(t ? this.#visible(t).length : null);
+  }
+
+  isReady(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  // ---- GroupCursor
+
+  pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
+    const t = this.#topic(group);
+    if (!t) return Promise.resolve(null);
+    return Promise.resolve(this.#deliver(t, this.#group(t, group), max));
+  }
+
+  setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void> {
+    const p = this.#pendingOf(group, lease.streamSeq);
+    if (p) p.availableAtMs = this.#o.now() + Math.max(0, ms);
+    if (ms <= 0) this.pump();
+    return Promise.resolve();
+  }
+
+  ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
+    const t = this.#topic(group);
+    if (!t) return Promise.resolve();
+    const g = this.#group(t, group);
+    g.pending.delete(lease.streamSeq);
+    return Promise.resolve();
+  }
+
+  progress(group: GroupAddress): Promise<GroupProgress | null> {
+    const t = this.#topic(group);
+    const g = t?.groups.get(groupKey(group));
+    if (!t || !g) return Promise.resolve(null);
+    let ackFloorSeq = 0;
+    for (let seq = 1; seq <= g.deliveredSeq; seq++) {
+      if (g.pending.has(seq)) break;
+      ackFloorSeq = seq;
+    }
+    return Promise.resolve({
+      ackFloorSeq,
+      deliveredSeq: g.deliveredSeq,
+      inFlight: g.pending.size,
+    });
+  }
+
+  openFeed(group: GroupAddress, taker: DeliveryTaker): Promise<Feed | null> {
+    const t = this.#topic(group);
+    if (!t) return Promise.resolve(null);
+    const g = this.#group(t, group);
+    g.feeds.add(taker);
+    queueMicrotask(() => this.pump());
+    return Promise.resolve({
+      wake: () => this.pump(),
+      close: () => void g.feeds.delete(taker),
+    });
+  }
+
+  groupEpoch(group: GroupAddress): number {
+    return this.#epochs.get(groupKey(group)) ?? 0;
+  }
+
+  /** Hands open feeds what they want of what is due now (call after moving the clock). */
+  pump(): void {
+    for (const t of this.#topics.values()) {
+      for (const g of t.groups.values()) {
+        for (const taker of g.feeds) {
+          const want = taker.demand();
+          if (want <= 0) continue;
+          for (const d of this.#deliver(t, g, want)) taker.take(d);
+        }
+      }
+    }
+  }
+
+  // ---- LeaseLedger
+
+  markCut(group: GroupAddress, lease: LeaseRef, _untilMs: number): Promise<void> {
+    this.#cuts.add(`${recordKey(group, lease.streamSeq)}@${lease.deliveryCount}`);
+    return Promise.resolve();
+  }
+
+  wasCut(group: GroupAddress, lease: LeaseRef): boolean {
+    return this.#cuts.has(`${recordKey(group, lease.streamSeq)}@${lease.deliveryCount}`);
+  }
+
+  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
+    const key = recordKey(group, streamSeq);
+    this.#current.set(key, Math.max(count, this.#current.get(key) ?? 0));
+    return Promise.resolve();
+  }
+
+  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null> {
+    return Promise.resolve(this.#current.get(recordKey(group, streamSeq)) ?? null);
+  }
+
+  noteDeadLettered(group: GroupAddress): Promise<void> {
+    const key = groupKey(group);
+    this.#deadLettered.set(key, (this.#deadLettered.get(key) ?? 0) + 1);
+    return Promise.resolve();
+  }
+
+  /** How many of the group's messages went to its dead-letter topic. */
+  deadLettered(group: GroupAddress): number {
+    return this.#deadLettered.get(groupKey(group)) ?? 0;
+  }
+
+  // ---- IdLeaseLedger
+
+  usesIdLeases(group: GroupAddress): Promise<boolean> {
+    return Promise.resolve(this.#idLeaseGroups.has(groupKey(group)));
+  }
+
+  markIdLeases(group: GroupAddress): Promise<void> {
+    this.#idLeaseGroups.add(groupKey(group));
+    return Promise.resolve();
+  }
+
+  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null> {
+    return Promise.resolve(this.#idLeases.get(recordKey(group, streamSeq)) ?? null);
+  }
+
+  putIdLease(
+    group: GroupAddress,
+    streamSeq: number,
+    lease: Omit<IdLease, "revision">,
+    expectedRevision: number | null,
+  ): Promise<number | null> {
+    const key = recordKey(group, streamSeq);
+    const current = this.#idLeases.get(key);
+    if ((current?.revision ?? null) !== expectedRevision) return Promise.resolve(null);
+    const revision = ++this.#revision;
+    this.#idLeases.set(key, { ...lease, revision });
+    return Promise.resolve(revision);
+  }
+
+  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void> {
+    this.#cursorLeases.set(recordKey(group, streamSeq), lease);
+    return Promise.resolve();
+  }
+
+  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
+    return Promise.resolve(this.#cursorLeases.get(recordKey(group, streamSeq)) ?? null);
+  }
+
+  // ---- PushLedger
+
+  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
+    this.#holdbacks.set(recordKey(group, streamSeq), count);
+    return Promise.resolve();
+  }
+
+  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number> {
+    return Promise.resolve(this.#holdbacks.get(recordKey(group, streamSeq)) ?? 0);
+  }
+
+  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void> {
+    this.#handlerLeases.set(recordKey(group, streamSeq), deliveryCount);
+    return Promise.resolve();
+  }
+
+  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null> {
+    return Promise.resolve(this.#handlerLeases.get(recordKey(group, streamSeq)) ?? null);
+  }
+
+  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {
+    this.pushOutcomes.push({ group, outcome, atMs });
+  }
+
+  // ---- inside
+
+  #topic(topic: TopicAddress, create = false): TopicState | undefined {
+    const key = topicKey(topic);
+    let t = this.#topics.get(key);
+    if (!t && create) {
+      t = { lastSeq: 0, log: new Map(), groups: new Map(), keys: new Map(), tokens: new Map() };
+      this.#topics.set(key, t);
+    }
+    return t;
+  }
+
+  #group(t: TopicState, group: GroupAddress): GroupState {
+    const key = groupKey(group);
+    let g = t.groups.get(key);
+    if (!g) {
+      g = {
+        deliveredSeq: 0,
+        deliveries: 0,
+        pending: new Map(),
+        seen: new Set(),
+        feeds: new Set(),
+      };
+      t.groups.set(key, g);
+    }
+    return g;
+  }
+
+  #pendingOf(group: GroupAddress, streamSeq: number): Pending | undefined {
+    return this.#topic(group)?.groups.get(groupKey(group))?.pending.get(streamSeq);
+  }
+
+  /** The entry at `seq` unless it was removed or has expired. */
+  #live(t: TopicState | undefined, seq: number): Entry | undefined {
+    const entry = t?.log.get(seq);
+    return entry && entry.message.expiresAtMs > this.#o.now() ? entry : undefined;
+  }
+
+  /** What consumer groups see now: live and no longer delayed, oldest first. */
+  #visible(t: TopicState): Entry[] {
+    const now = this.#o.now();
+    return [...t.log.values()]
+      .filter((e) => e.message.expiresAtMs > now && e.message.visibleAtMs <= now)
+      .sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Up to `max` deliveries: due redeliveries first, then messages the group has not seen. */
+  #deliver(t: TopicState, g: GroupState, max: number): Delivery[] {
+    const now = this.#o.now();
+    const out: Delivery[] = [];
+    const hand = (entry: Entry, count: number) => {
+      const p: Pending = {
+        deliverySeq: ++g.deliveries,
+        deliveryCount: count,
+        availableAtMs: now + this.#o.defaultLeaseMs,
+      };
+      g.pending.set(entry.seq, p);
+      out.push({
+        message: entry.message,
+        streamSeq: entry.seq,
+        deliverySeq: p.deliverySeq,
+        deliveryCount: p.deliveryCount,
+      });
+    };
+    const due = [...g.pending].filter(([, p]) => p.availableAtMs <= now).sort(([a], [b]) => a - b);
+    for (const [seq, p] of due) {
+      if (out.length >= max) return out;
+      const entry = this.#live(t, seq);
+      if (!entry) {
+        g.pending.delete(seq); // removed or expired: nothing to hand out, nothing to ack
+        continue;
+      }
+      hand(entry, p.deliveryCount + 1);
+    }
+    for (const entry of this.#visible(t)) {
+      if (out.length >= max) break;
+      if (g.seen.has(entry.seq)) continue;
+      g.seen.add(entry.seq);
+      g.deliveredSeq = Math.max(g.deliveredSeq, entry.seq);
+      hand(entry, 1);
+    }
+    return out;
+  }
+}

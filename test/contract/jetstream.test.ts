@@ -1,0 +1,15 @@
+// The storage ports contract on JetStream: a gateway's JetStreamBroker on a real nats-server,
+// time passing for real (a 1 s ack wait keeps the lease tests short).
+import { useGateways } from "../helpers/fixture.js";
+import { sleep } from "../helpers/http.js";
+import { brokerContract } from "./broker-contract.js";
+
+const fixture = useGateways(1, { env: { VQS_CONSUMER_ACK_WAIT_SECONDS: "1" } });
+
+brokerContract("JetStream", {
+  broker: () => fixture.gateways[0]!.gateway.jetstream.broker,
+  advance: async (ms) => {
+    await sleep(ms);
+  },
+  patience: 20,
+});

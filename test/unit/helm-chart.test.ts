@@ -1,0 +1,238 @@
+// The chart (helm/vqs) run through the real helm (scripts/ensure-helm.mjs puts the official helm
+// 4.1.4 into .cache/helm/): `helm lint` and `helm template` with several value sets, each rendered
+// object validated against the Kubernetes API schemas of a current release (kubernetes-models,
+// generated from the Kubernetes OpenAPI; the Prometheus Operator's CRDs from
+// @kubernetes-models/prometheus-operator). The PrometheusRule and the dashboard ConfigMap carry the
+// very files deploy/ links to; values the templates cannot render are refused by values.schema.json
+// before anything renders. The NATS side: helm/nats-values.yaml and deploy/nats/ set what the
+// gateway needs (the configs checked by nats-server -t). Without helm these fail, never skip.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { parse, parseAllDocuments, stringify } from "yaml";
+import { ConfigMap, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
+import { Deployment } from "kubernetes-models/apps/v1";
+import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import {
+  PrometheusRule,
+  ServiceMonitor,
+} from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+import { chart, helmBinary, regionValues, root } from "../helpers/chart.js";
+import { currentNatsServerBinary } from "../helpers/processes/nats.js";
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [key: string]: unknown;
+}
+
+/** The schema of every kind the chart may render; any other kind fails the test. */
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  "v1/ConfigMap": ConfigMap,
+  "v1/Secret": Secret,
+  "v1/Service": Service,
+  "v1/ServiceAccount": ServiceAccount,
+  "v1/Pod": Pod,
+  "apps/v1/Deployment": Deployment,
+  "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,
+  "monitoring.coreos.com/v1/ServiceMonitor": ServiceMonitor,
+};
+
+const work = mkdtempSync(join(tmpdir(), "vqs-chart-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+let files = 0;
+
+/** Runs helm with the values in a file (as an operator would pass them with -f). */
+function helm(command: "lint" | "template", values: object) {
+  const file = join(work, `values-${++files}.yaml`);
+  writeFileSync(file, stringify(values));
+  const args =
+    command === "lint"
+      ? ["lint", "--strict", chart, "-f", file]
+      : ["template", "vqs", chart, "--namespace", "queues", "-f", file];
+  return spawnSync(helmBinary(), args, { encoding: "utf8" });
+}
+
+/** Lints and renders; every object is validated against its Kubernetes schema. */
+function render(values: object): K8sObject[] {
+  const lint = helm("lint", values);
+  expect(lint.status, lint.stdout + lint.stderr).toBe(0);
+  const r = helm("template", values);
+  expect(r.status, r.stderr).toBe(0);
+  const objects = parseAllDocuments(r.stdout)
+    .map((doc) => {
+      expect(doc.errors).toEqual([]);
+      return doc.toJS() as K8sObject | null;
+    })
+    .filter((o): o is K8sObject => o !== null);
+  for (const o of objects) {
+    const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+    expect(Model, `no schema for ${o.apiVersion} ${o.kind}`).toBeDefined();
+    expect(() => new Model!(o as never).validate(), `${o.kind} ${o.metadata.name}`).not.toThrow();
+  }
+  return objects;
+}
+
+const kinds = (objects: K8sObject[]) => objects.map((o) => o.kind).sort();
+const find = (objects: K8sObject[], kind: string) => objects.find((o) => o.kind === kind)!;
+const merged = (extra: object) => ({ ...regionValues, ...extra });
+
+describe("the chart, through helm and the Kubernetes schemas", () => {
+  it("renders a region with the required values only", () => {
+    const objects = render(regionValues);
+    expect(kinds(objects)).toEqual([
+      "ConfigMap",
+      "Deployment",
+      "Pod",
+      "PodDisruptionBudget",
+      "Secret",
+      "Service",
+      "ServiceAccount",
+    ]);
+    const deployment = find(objects, "Deployment") as { spec: { replicas?: number } } & K8sObject;
+    expect(deployment.spec.replicas).toBe(3);
+    expect(deployment.metadata.namespace).toBe("queues");
+  });
+
+  it("renders the HorizontalPodAutoscaler, and leaves replicas to it", () => {
+    const objects = render(merged({ autoscaling: { enabled: true, minReplicas: 4 } }));
+    const hpa = find(objects, "HorizontalPodAutoscaler") as K8sObject & {
+      spec: { minReplicas: number; scaleTargetRef: { kind: string; name: string } };
+    };
+    expect(hpa.spec.minReplicas).toBe(4);
+    expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: "Deployment", name: "vqs" });
+    expect(find(objects, "Deployment")).not.toHaveProperty("spec.replicas");
+  });
+
+  it("renders the ServiceMonitor, the PrometheusRule from alerts.yml and the dashboard ConfigMap", () => {
+    const objects = render(
+      merged({
+        serviceMonitor: { enabled: true, labels: { release: "kube-prometheus-stack" } },
+        prometheusRule: {
+          enabled: true,
+          labels: { release: "kube-prometheus-stack" },
+          runbookBaseUrl: "https://git.example.com/platform/vqs/blob/main/",
+          ruleLabels: { team: "platform" },
+        },
+        grafanaDashboard: { enabled: true, namespace: "monitoring" },
+      }),
+    );
+    expect(find(objects, "ServiceMonitor").metadata.labels).toMatchObject({
+      release: "kube-prometheus-stack",
+    });
+
+    // The PrometheusRule is alerts.yml itself, with the runbook base and the extra label added.
+    const rule = find(objects, "PrometheusRule") as K8sObject & { spec: { groups: unknown } };
+    expect(rule.metadata.labels).toMatchObject({ release: "kube-prometheus-stack" });
+    const source = parse(
+      readFileSync(join(root, "deploy", "prometheus", "alerts.yml"), "utf8"),
+    ) as {
+      groups: {
+        rules: { labels: Record<string, string>; annotations: Record<string, string> }[];
+      }[];
+    };
+    for (const r of source.groups.flatMap((g) => g.rules)) {
+      r.labels = { ...r.labels, team: "platform" };
+      r.annotations.runbook_url = `https://git.example.com/platform/vqs/blob/main/${r.annotations.runbook_url}`;
+    }
+    expect(rule.spec.groups).toEqual(source.groups);
+
+    // The dashboard ConfigMap: the sidecar's label, in Grafana's namespace, the file byte for byte.
+    const dashboard = objects.find((o) => o.metadata.name === "vqs-dashboard") as K8sObject & {
+      data: Record<string, string>;
+    };
+    expect(dashboard.metadata).toMatchObject({
+      namespace: "monitoring",
+      labels: { grafana_dashboard: "1" },
+    });
+    const json = readFileSync(join(root, "deploy", "grafana", "vqs-dashboard.json"), "utf8");
+    expect(dashboard.data["vqs-dashboard.json"]).toBe(json.trimEnd());
+  });
+
+  it("renders with an existing Secret and NATS credentials, and creates no Secret", () => {
+    const objects = render({
+      config: regionValues.config,
+      secret: { existingSecret: "vqs-receipt", existingSecretKey: "key" },
+      nats: { credsSecret: "vqs-nats" },
+    });
+    expect(kinds(objects)).not.toContain("Secret");
+    const text = JSON.stringify(find(objects, "Deployment"));
+    expect(text).toContain('"secretKeyRef":{"name":"vqs-receipt","key":"key"}');
+    expect(text).toContain('"secretName":"vqs-nats"');
+  });
+
+  it("refuses values the templates cannot render, naming the value", () => {
+    const refused: [object, RegExp][] = [
+      [{ config: regionValues.config }, /receipt|secret/i],
+      [{ ...regionValues, config: { ...regionValues.config, natsUrl: "" } }, /natsUrl/],
+      [merged({ secret: { receiptSecret: "short" } }), /receiptSecret/],
+      [merged({ replicaCount: "three" }), /replicaCount/],
+      [merged({ surprise: true }), /surprise/],
+      [merged({ prometheusRule: { enabled: true, runbookBaseUrl: "docs" } }), /runbookBaseUrl/],
+      [merged({ grafanaDashboard: { enabled: true, labels: { grafana_dashboard: 1 } } }), /labels/],
+      [merged({ autoscaling: { enabled: true, minReplicas: 0 } }), /minReplicas/],
+      [merged({ autoscaling: { enabled: true, minReplicas: 5, maxReplicas: 2 } }), /minReplicas/],
+      [merged({ fullnameOverride: "Queue_Gateway" }), /fullnameOverride/],
+      [merged({ prometheusRule: { enabled: true, namespace: "Mon itoring" } }), /namespace/],
+      [merged({ serviceMonitor: { enabled: true, interval: "often" } }), /interval/],
+      [
+        merged({ secret: { existingSecret: "vqs-receipt", existingSecretKey: "a/b" } }),
+        /SecretKey/,
+      ],
+      [merged({ serviceAccount: { name: "Gateway_SA" } }), /serviceAccount/],
+    ];
+    for (const [values, why] of refused) {
+      const r = helm("template", values);
+      expect(r.status, JSON.stringify(values)).not.toBe(0);
+      expect(r.stderr, JSON.stringify(values)).toMatch(why);
+    }
+  });
+});
+
+describe("the NATS side (helm/nats-values.yaml for the official chart; deploy/nats/ by hand)", () => {
+  it("sets what the gateway needs: 3 JetStream servers, fsync always, max_payload, a volume", () => {
+    const v = parse(readFileSync(join(root, "helm", "nats-values.yaml"), "utf8")) as {
+      config: {
+        cluster: { enabled: boolean; replicas: number };
+        jetstream: {
+          enabled: boolean;
+          fileStore: { enabled: boolean; pvc: { enabled: boolean; size: string } };
+          merge: { sync_interval: string };
+        };
+        merge: { max_payload: string };
+      };
+    };
+    expect(v.config.cluster).toMatchObject({ enabled: true, replicas: 3 });
+    expect(v.config.jetstream).toMatchObject({
+      enabled: true,
+      fileStore: { enabled: true, pvc: { enabled: true } },
+      merge: { sync_interval: "always" },
+    });
+    expect(v.config.merge.max_payload).toMatch(/^<< \d+MB >>$/);
+    const values = parse(readFileSync(join(chart, "values.yaml"), "utf8")) as {
+      config: { streamReplicas: number; maxMessageBytes: number };
+    };
+    // The gateway's defaults fit: R3 streams on 3 servers, bodies up to max_payload - 4 KiB.
+    expect(values.config.streamReplicas).toBeLessThanOrEqual(v.config.cluster.replicas);
+    const maxPayload = Number(/\d+/.exec(v.config.merge.max_payload)![0]) * 1024 * 1024;
+    expect(values.config.maxMessageBytes).toBeLessThanOrEqual(maxPayload - 4096);
+  });
+
+  it("deploy/nats/ configs pass nats-server -t and set the same", () => {
+    for (const n of [1, 2, 3]) {
+      const file = join(root, "deploy", "nats", `cluster-node-${n}.conf`);
+      const r = spawnSync(currentNatsServerBinary(), ["-t", "-c", file], { encoding: "utf8" });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      const text = readFileSync(file, "utf8");
+      expect(text).toMatch(/^max_payload: 2MB$/m);
+      expect(text).toMatch(/^\s+sync_interval: always$/m);
+      expect(text.match(/nats-route:\/\/nats-\d:6222/g)).toHaveLength(3);
+    }
+  });
+});

@@ -1,0 +1,210 @@
+// The delivery rules of QueueService on the in-memory storage ports (src/memory/), its clock moved
+// by the test: stale handles, the concurrency limit, receive by ID against ordinary receives, and
+// dead-lettering. The same rules against a real nats-server: test/integration/messages/ and
+// test/integration/consumers/ (the in-memory ports keep to JetStream's contract: test/contract/).
+import { beforeEach, describe, expect, it } from "vitest";
+import { MemoryBroker } from "../../../src/memory/memory-broker.js";
+import { isAppError } from "../../../src/errors.js";
+import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
+import { QueueService, type ReceiveOptions } from "../../../src/queue/queue-service.js";
+import { deriveSecretKeys } from "../../../src/queue/secret-keys.js";
+import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
+
+const namespace = makeNamespace("team", "project", "production", null);
+const orders: GroupAddress = { namespace, topic: "orders", group: "billing" };
+const keys = deriveSecretKeys("delivery-rules-secret-delivery-rules!!", "iad1");
+
+let clock: number;
+let broker: MemoryBroker;
+let settings: ConsumerSettings | null;
+let queue: QueueService;
+
+beforeEach(() => {
+  clock = Date.parse("2026-01-05T10:00:00Z");
+  settings = null;
+  broker = new MemoryBroker({ now: () => clock, defaultLeaseMs: 60_000, dedupWindowMs: 120_000 });
+  queue = new QueueService({ broker, keys, now: () => clock, settingsOf: () => settings });
+});
+
+const receiveOptions: ReceiveOptions = {
+  maxMessages: 1,
+  visibilityTimeoutSeconds: 30,
+  maxConcurrency: null,
+};
+
+function publish(text: string) {
+  return queue.publish(orders, {
+    payload: new TextEncoder().encode(text),
+    contentType: "text/plain",
+    retentionSeconds: 3600,
+    delaySeconds: 0,
+    idempotencyKey: null,
+    trace: null,
+  });
+}
+
+async function receiveOne(options: Partial<ReceiveOptions> = {}) {
+  const [m] = await queue.receive(orders, { ...receiveOptions, ...options });
+  return m;
+}
+
+/** The error code a promise fails with. */
+async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (isAppError(err)) return err.code;
+    throw err;
+  }
+  return "(no error)";
+}
+
+describe("stale receipt handles", () => {
+  it("a handle whose message was released and delivered again is stale", async () => {
+    await publish("a");
+    const first = (await receiveOne())!;
+    await queue.changeVisibility(orders, first.receiptHandle, 0);
+    const second = (await receiveOne())!;
+    expect(second.messageId).toBe(first.messageId);
+    expect(second.deliveryCount).toBe(2);
+    expect(await code(queue.acknowledge(orders, first.receiptHandle))).toBe("receipt_handle_stale");
+    await queue.acknowledge(orders, second.receiptHandle);
+    expect(await receiveOne()).toBeUndefined();
+  });
+
+  it("a handle whose lease ran out and whose message was delivered again is stale", async () => {
+    await publish("a");
+    const first = (await receiveOne({ visibilityTimeoutSeconds: 30 }))!;
+    expect(await receiveOne()).toBeUndefined();
+    clock += 31_000;
+    const second = (await receiveOne())!;
+    expect(second.deliveryCount).toBe(2);
+    expect(await code(queue.changeVisibility(orders, first.receiptHandle, 10))).toBe(
+      "receipt_handle_stale",
+    );
+    await queue.acknowledge(orders, second.receiptHandle);
+  });
+
+  it("an extended lease keeps the message from everyone else until it ends", async () => {
+    await publish("a");
+    const first = (await receiveOne({ visibilityTimeoutSeconds: 10 }))!;
+    await queue.changeVisibility(orders, first.receiptHandle, 120);
+    clock += 60_000;
+    expect(await receiveOne()).toBeUndefined();
+    clock += 61_000;
+    expect((await receiveOne())!.deliveryCount).toBe(2);
+  });
+});
+
+describe("the concurrency limit", () => {
+  it("refuses a receive while the group has that many messages in flight", async () => {
+    await publish("a");
+    await publish("b");
+    const first = (await receiveOne({ maxConcurrency: 1 }))!;
+    expect(await code(receiveOne({ maxConcurrency: 1 }))).toBe("concurrency_limit_exceeded");
+    // A released message that has not come back yet still counts.
+    await queue.changeVisibility(orders, first.receiptHandle, 5);
+    expect(await code(receiveOne({ maxConcurrency: 1 }))).toBe("concurrency_limit_exceeded");
+    // An acknowledged one does not.
+    const again = (await receiveOne({ maxConcurrency: 2 }))!;
+    await queue.acknowledge(orders, again.receiptHandle);
+    expect(await code(receiveOne({ maxConcurrency: 1 }))).toBe("concurrency_limit_exceeded");
+    clock += 6_000;
+    const back = (await receiveOne({ maxConcurrency: 2 }))!;
+    expect([back.messageId, back.deliveryCount]).toEqual([first.messageId, 2]);
+  });
+
+  it("hands out no more than the room left under the limit", async () => {
+    for (const m of ["a", "b", "c"]) await publish(m);
+    const got = await queue.receive(orders, {
+      ...receiveOptions,
+      maxMessages: 10,
+      maxConcurrency: 2,
+    });
+    expect(got).toHaveLength(2);
+  });
+});
+
+describe("receive by ID and ordinary receives", () => {
+  it("a message leased by ID is not handed out by a receive, and once acknowledged is gone", async () => {
+    const published = await publish("a");
+    if (published.deferred) throw new Error("not deferred in memory");
+    const byId = await queue.receiveById(orders, published.messageId, {
+      visibilityTimeoutSeconds: 30,
+      maxConcurrency: null,
+    });
+    expect(byId.deliveryCount).toBe(1);
+    expect(await receiveOne()).toBeUndefined();
+    expect(
+      await code(
+        queue.receiveById(orders, published.messageId, {
+          visibilityTimeoutSeconds: 30,
+          maxConcurrency: null,
+        }),
+      ),
+    ).toBe("message_not_available");
+    await queue.acknowledge(orders, byId.receiptHandle);
+    expect(
+      await code(
+        queue.receiveById(orders, published.messageId, {
+          visibilityTimeoutSeconds: 30,
+          maxConcurrency: null,
+        }),
+      ),
+    ).toBe("message_already_acknowledged");
+    clock += 120_000;
+    expect(await receiveOne()).toBeUndefined();
+  });
+
+  it("a message a receive holds cannot be taken by ID until its lease ends", async () => {
+    const byIdOptions = { visibilityTimeoutSeconds: 30, maxConcurrency: null };
+    const first = await publish("a");
+    const second = await publish("b");
+    if (first.deferred || second.deferred) throw new Error("not deferred in memory");
+    // The group uses receive by ID from now on: its receives record what they hand out.
+    await queue.receiveById(orders, second.messageId, byIdOptions);
+    const received = (await receiveOne({ visibilityTimeoutSeconds: 30 }))!;
+    expect(received.messageId).toBe(first.messageId);
+    expect(await code(queue.receiveById(orders, first.messageId, byIdOptions))).toBe(
+      "message_not_available",
+    );
+    clock += 31_000;
+    const byId = await queue.receiveById(orders, first.messageId, byIdOptions);
+    expect(byId.deliveryCount).toBe(2);
+    expect(await code(queue.acknowledge(orders, received.receiptHandle))).toBe(
+      "receipt_handle_stale",
+    );
+    await queue.acknowledge(orders, byId.receiptHandle);
+  });
+});
+
+describe("dead letters", () => {
+  it("moves a message delivered maxDeliveries times to the dead-letter topic instead", async () => {
+    settings = {
+      push: null,
+      retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
+      deadLetter: { topic: "orders-dead", maxDeliveries: 2 },
+    };
+    const published = await publish("poison");
+    if (published.deferred) throw new Error("not deferred in memory");
+    for (let delivery = 1; delivery <= 2; delivery++) {
+      const m = (await receiveOne())!;
+      expect(m.deliveryCount).toBe(delivery);
+      await queue.changeVisibility(orders, m.receiptHandle, 0);
+    }
+    expect(await receiveOne()).toBeUndefined();
+    expect(broker.deadLettered(orders)).toBe(1);
+    const dead = await queue.receive(
+      { namespace, topic: "orders-dead", group: "ops" },
+      receiveOptions,
+    );
+    expect(dead).toHaveLength(1);
+    expect(new TextDecoder().decode(dead[0]!.payload)).toBe("poison");
+    expect(dead[0]!.deadLetter).toEqual({
+      topic: "orders",
+      consumerGroup: "billing",
+      messageId: published.messageId,
+      deliveryCount: 3,
+    });
+  });
+});
