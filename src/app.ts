@@ -6,6 +6,7 @@ import type { TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
 import { frameworkError, installErrorHandling } from "./http/error-handler.js";
 import { installRateLimit } from "./http/plugins/rate-limit.js";
+import { installUploadWatchdog } from "./http/plugins/upload-watchdog.js";
 import { installAuth } from "./http/plugins/auth.js";
 import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
@@ -59,6 +60,10 @@ export interface AppDeps {
   readonly maxMessageBytes: number;
   /** Bodies up to this size travel inside their message; larger ones go to the body store. */
   readonly inlineBodyBytes: number;
+  /** A request body slower than this over any 60 s is cut off (408 request_timeout). */
+  readonly minUploadBytesPerSecond: number;
+  /** ... measured over this window (60 s). */
+  readonly minUploadWindowMs: number;
   /** Largest batch publish body. */
   readonly maxBatchBytes: number;
   /** The web console at /console; null: off (/console is 404 route_not_found). */
@@ -78,8 +83,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Idle connections are closed by the gateway's close(), a moment after the listener: a
     // connection accepted just before must get to send its request (and be answered).
     forceCloseConnections: false,
-    // A client that trickles its body must not hold a connection for ever.
-    requestTimeout: 60_000,
+    // No fixed limit on a whole request (a 100 MB upload may take minutes): a body must arrive
+    // at the minimum upload rate instead (upload-watchdog.ts).
+    requestTimeout: 0,
     frameworkErrors: frameworkError,
   });
   installErrorHandling(app);
@@ -99,6 +105,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (deps.isDraining()) reply.header("connection", "close");
   });
   installMetrics(app, deps.metrics);
+  installUploadWatchdog(app, {
+    minBytesPerSecond: deps.minUploadBytesPerSecond,
+    windowMs: deps.minUploadWindowMs,
+  });
   installHealth(app, { isReady: deps.isReady });
   jwksRoute(app, deps.pushKeys);
   // Outside the API scope: the console's files need no token (its API calls carry one).

@@ -61,6 +61,16 @@ export interface Config {
   readonly largeBodyOrphanGraceSeconds: number;
   /** How often each gateway sweeps the large-body store (orphans, usage per namespace). */
   readonly largeBodySweepSeconds: number;
+  /** Percent of the large-body store one namespace may use (of VQS_LARGE_BODY_STORE_BYTES). */
+  readonly largeBodyNamespacePercent: number;
+  /** Large-body uploads a gateway takes at once; 503 large_body_busy past it. */
+  readonly maxLargeStreams: number;
+  /** Bytes per second a gateway takes into the large-body store, all uploads together; 0: any. */
+  readonly largeIngestBytesPerSecond: number;
+  /** A request body must bring at least this many bytes per second over any 60 s; else 408. */
+  readonly minUploadBytesPerSecond: number;
+  /** The window that rate is measured over. */
+  readonly minUploadWindowSeconds: number;
   readonly maxBatchBytes: number;
   readonly streamReplicas: number;
   readonly requestTimeoutMs: number;
@@ -241,6 +251,11 @@ export function loadConfig(env: Env): Config {
     largeBodyStoreBytes: int("VQS_LARGE_BODY_STORE_BYTES", 10 * 1024 ** 3, 0, 2 ** 50),
     largeBodyOrphanGraceSeconds: int("VQS_LARGE_BODY_ORPHAN_GRACE_SECONDS", 300, 120, 86_400),
     largeBodySweepSeconds: int("VQS_LARGE_BODY_SWEEP_SECONDS", 300, 10, 86_400),
+    largeBodyNamespacePercent: int("VQS_LARGE_BODY_NAMESPACE_PERCENT", 25, 1, 100),
+    maxLargeStreams: int("VQS_MAX_LARGE_STREAMS", 16, 1, 10_000),
+    largeIngestBytesPerSecond: int("VQS_LARGE_INGEST_BYTES_PER_SECOND", 50_000_000, 0, 2 ** 40),
+    minUploadBytesPerSecond: int("VQS_MIN_UPLOAD_BYTES_PER_SECOND", 65_536, 1, 2 ** 40),
+    minUploadWindowSeconds: int("VQS_MIN_UPLOAD_WINDOW_SECONDS", 60, 10, 3600),
     maxBatchBytes: int("VQS_MAX_BATCH_BYTES", 16 * 1_048_576, 1024, 256 * 1_048_576),
     streamReplicas: int("VQS_STREAM_REPLICAS", 1, 1, 5),
     requestTimeoutMs: int("VQS_NATS_REQUEST_TIMEOUT_MS", 5000, 100, 60_000),

@@ -162,6 +162,16 @@ export const ERRORS = {
     message:
       "The message was delivered to this consumer group as often as its settings allow and has moved to the dead-letter topic.",
   },
+  large_body_share_exceeded: {
+    status: 403,
+    message:
+      "This namespace's large message bodies already use its share of the large-body store; wait for messages to expire or ask the operator for a larger share.",
+  },
+  request_timeout: {
+    status: 408,
+    message:
+      "The request body arrived slower than the service's minimum upload rate (VQS_MIN_UPLOAD_BYTES_PER_SECOND).",
+  },
   payload_too_large: {
     status: 413,
     message: "The message body is larger than the configured maximum.",
@@ -190,6 +200,11 @@ export const ERRORS = {
   storage_unavailable: {
     status: 503,
     message: "The message store (JetStream) is unavailable right now; retry later.",
+  },
+  large_body_busy: {
+    status: 503,
+    message:
+      "This gateway is transferring as many large bodies as it allows (VQS_MAX_LARGE_STREAMS); retry shortly.",
   },
   large_body_not_deferred: {
     status: 503,

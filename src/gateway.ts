@@ -108,6 +108,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     largeBodies: {
       window: config.largeBodyWindow,
       maxStoreBytes: config.largeBodyStoreBytes,
+      namespaceShareBytes: Math.floor(
+        (config.largeBodyStoreBytes * config.largeBodyNamespacePercent) / 100,
+      ),
+      ingestBytesPerSecond: config.largeIngestBytesPerSecond,
       orphanGraceMs: config.largeBodyOrphanGraceSeconds * 1000,
       sweepIntervalMs: config.largeBodySweepSeconds * 1000,
       observeBytes: (direction, n) => metrics.largeBodyBytes.inc({ direction }, n),
@@ -151,6 +155,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
     bodies: jetstream.bodies,
+    largeStreams: {
+      max: config.maxLargeStreams,
+      onChange: (n) => metrics.largeBodyStreams.set(n),
+    },
   });
   const pushKeys = new PushSigningKeys({
     secret,
@@ -209,6 +217,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics,
     maxMessageBytes,
     inlineBodyBytes,
+    minUploadBytesPerSecond: config.minUploadBytesPerSecond,
+    minUploadWindowMs: config.minUploadWindowSeconds * 1000,
     maxBatchBytes: config.maxBatchBytes,
     console: config.console
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }

@@ -63,6 +63,10 @@ export interface JetStreamAdapterOptions {
     readonly window: number;
     /** Byte limit of the whole store; 0: none. */
     readonly maxStoreBytes: number;
+    /** What one namespace may store; 0: no share. */
+    readonly namespaceShareBytes: number;
+    /** Bytes per second this gateway takes in; 0: any. */
+    readonly ingestBytesPerSecond: number;
     /** An uncommitted body with no message this long after its last chunk is removed. */
     readonly orphanGraceMs: number;
     /** How often the orphan sweep runs. */
@@ -256,6 +260,8 @@ export async function openJetStreamAdapter(
     window: o.largeBodies.window,
     maxAgeMs: o.maxAgeMs + BODY_AGE_MARGIN_MS,
     maxStoreBytes: o.largeBodies.maxStoreBytes,
+    namespaceShareBytes: o.largeBodies.namespaceShareBytes,
+    ingestBytesPerSecond: o.largeBodies.ingestBytesPerSecond,
     requestTimeoutMs: o.requestTimeoutMs,
     orphanGraceMs: o.largeBodies.orphanGraceMs,
     sweepIntervalMs: o.largeBodies.sweepIntervalMs,

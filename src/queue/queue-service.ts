@@ -78,6 +78,11 @@ export interface QueueServiceDeps {
   readonly log?: Pick<Logger, "warn">;
   /** Where bodies above the inline limit are kept; without it they are refused. */
   readonly bodies?: BodyStore;
+  /**
+   * Large-body uploads this gateway takes at once (503 large_body_busy past it), and who hears
+   * of the number of large bodies moving (uploads and downloads).
+   */
+  readonly largeStreams?: { readonly max: number; readonly onChange?: (n: number) => void };
 }
 
 /** A body above the inline limit, as it arrives. */
@@ -115,9 +120,13 @@ export class QueueService {
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
   readonly #bodies: BodyStore | null;
+  readonly #largeStreams: { readonly max: number; readonly onChange?: (n: number) => void };
+  #uploads = 0;
+  #downloads = 0;
 
   constructor(deps: QueueServiceDeps) {
     this.#bodies = deps.bodies ?? null;
+    this.#largeStreams = deps.largeStreams ?? { max: Infinity };
     this.#deferrer = deps.deferrer ?? null;
     this.#broker = deps.broker;
     this.#keys = deps.keys;
@@ -156,7 +165,12 @@ export class QueueService {
     if (bodies.unsupportedReason) {
       throw new AppError("large_body_unsupported", { message: bodies.unsupportedReason });
     }
+    // Checked before a byte is read: past the cap the client is told to come back.
+    if (this.#uploads >= this.#largeStreams.max) {
+      throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
+    }
     let ref: BodyRef;
+    this.#moving(1, 0);
     try {
       ref = await bodies.write(topic, body.source, {
         retentionSeconds: input.retentionSeconds,
@@ -165,6 +179,8 @@ export class QueueService {
       });
     } catch (err) {
       throw this.#notDeferred(err);
+    } finally {
+      this.#moving(-1, 0);
     }
     let result: PublishResult;
     try {
@@ -191,7 +207,23 @@ export class QueueService {
   /** The bytes of a large body, verified as they are read (a failure throws mid-way). */
   openBody(topic: TopicAddress, ref: BodyRef): AsyncIterable<Uint8Array> {
     if (!this.#bodies) throw new AppError("storage_unavailable");
-    return this.#bodies.read(topic, ref);
+    return this.#counted(this.#bodies.read(topic, ref));
+  }
+
+  /** A download counts among the large bodies moving while it is read. */
+  async *#counted(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    this.#moving(0, 1);
+    try {
+      yield* source;
+    } finally {
+      this.#moving(0, -1);
+    }
+  }
+
+  #moving(uploads: number, downloads: number): void {
+    this.#uploads += uploads;
+    this.#downloads += downloads;
+    this.#largeStreams.onChange?.(this.#uploads + this.#downloads);
   }
 
   async #publish(

@@ -2,7 +2,6 @@
 // above it as a stream for the body store. The declared size is judged before a byte is read;
 // a body without Content-Length is read until it ends or passes the inline limit.
 import type { IncomingHttpHeaders } from "node:http";
-import type { Readable } from "node:stream";
 import { AppError } from "../../errors.js";
 
 export type PublishBody =
@@ -32,7 +31,7 @@ export function declaredLength(headers: IncomingHttpHeaders): number | null {
  * undefined when the request has none.
  */
 export async function readPublishBody(
-  stream: Readable | undefined,
+  stream: AsyncIterable<Buffer> | undefined,
   headers: IncomingHttpHeaders,
   limits: BodyLimits,
 ): Promise<PublishBody> {
@@ -42,7 +41,7 @@ export async function readPublishBody(
   if (declared !== null && declared > limits.inlineBytes) {
     return { kind: "large", source: stream, declaredLength: declared };
   }
-  const pieces = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const pieces = stream[Symbol.asyncIterator]();
   const head: Buffer[] = [];
   let size = 0;
   for (;;) {
@@ -64,4 +63,24 @@ export async function readPublishBody(
     }
   }
   return { kind: "large", source: rest(), declaredLength: null };
+}
+
+/** `source`, failing with the signal's reason as soon as it aborts (a stalled upload). */
+export async function* abortable(
+  source: AsyncIterable<Buffer>,
+  signal: AbortSignal,
+): AsyncGenerator<Buffer> {
+  const pieces = source[Symbol.asyncIterator]();
+  const aborted = new Promise<never>((_, reject) => {
+    const fail = () =>
+      reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+    if (signal.aborted) fail();
+    else signal.addEventListener("abort", fail, { once: true });
+  });
+  aborted.catch(() => undefined);
+  for (;;) {
+    const r = await Promise.race([pieces.next(), aborted]);
+    if (r.done) return;
+    yield r.value;
+  }
 }

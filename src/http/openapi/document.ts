@@ -38,6 +38,8 @@ export async function openApiApp(): Promise<FastifyInstance> {
     metrics: UNUSED,
     maxMessageBytes: 1024,
     inlineBodyBytes: 1024,
+    minUploadBytesPerSecond: 1024,
+    minUploadWindowMs: 60_000,
     maxBatchBytes: 1024,
   } as unknown as AppDeps;
   const app = await buildApp(deps);

@@ -18,7 +18,13 @@ import { namespaceLabel, type TopicAddress } from "../../queue/namespace.js";
 import type { Requests } from "../core/requests.js";
 import { PubAckError } from "../core/requests.js";
 import { isApiError, toStorageError } from "../core/errors.js";
-import { BODY_STREAM, BODY_SUBJECTS, bodyTopicPrefix } from "../core/naming.js";
+import {
+  BODY_STREAM,
+  BODY_SUBJECTS,
+  bodyNamespaceFilter,
+  bodyTopicPrefix,
+} from "../core/naming.js";
+import { IngestBudget } from "./ingest-budget.js";
 import { COMMIT_HEADER, NAMESPACE_HEADER, readChunks, writeChunks } from "./body-chunks.js";
 import { OrphanSweep, type SweepResult } from "./orphan-sweep.js";
 import { headers } from "@nats-io/transport-node";
@@ -38,6 +44,10 @@ export interface JetStreamBodiesOptions {
   readonly maxAgeMs: number;
   /** The whole store's byte limit (`max_bytes`); 0: none. */
   readonly maxStoreBytes: number;
+  /** What one namespace may store; 0: no share. */
+  readonly namespaceShareBytes: number;
+  /** Bytes per second this gateway takes in, all uploads together; 0: any. */
+  readonly ingestBytesPerSecond: number;
   readonly requestTimeoutMs: number;
   /** An uncommitted body is an orphan once its last chunk is this old and no message has it. */
   readonly orphanGraceMs: number;
@@ -62,6 +72,7 @@ export class JetStreamBodies implements BodyStore {
   readonly unsupportedReason: string | null;
   readonly #o: JetStreamBodiesOptions;
   readonly #sweep: OrphanSweep;
+  readonly #budget: IngestBudget;
   #ready: Promise<void> | null = null;
   #sweeping: Promise<SweepResult> | null = null;
   #timer: NodeJS.Timeout | null = null;
@@ -71,6 +82,7 @@ export class JetStreamBodies implements BodyStore {
   constructor(o: JetStreamBodiesOptions) {
     this.#o = o;
     this.unsupportedReason = o.unsupportedReason;
+    this.#budget = new IngestBudget(o.ingestBytesPerSecond);
     this.#sweep = new OrphanSweep({
       jsm: o.jsm,
       chunkBytes: o.chunkBytes,
@@ -127,6 +139,12 @@ export class JetStreamBodies implements BodyStore {
     await this.#ensureStream();
     const id = randomBytes(16).toString("hex");
     const subject = this.#subject(topic, id);
+    // The namespace's share: what it stores now (whole chunks) plus what this body brings.
+    const share = this.#o.namespaceShareBytes;
+    const used = share > 0 ? await this.#namespaceUsage(topic) : 0;
+    const overShare = (bytes: number) => share > 0 && used + bytes > share;
+    if (overShare(o.declaredLength ?? 0)) throw new AppError("large_body_share_exceeded");
+    let written = 0;
     try {
       const { length, sha256 } = await writeChunks(source, {
         requests: this.#o.requests,
@@ -137,7 +155,12 @@ export class JetStreamBodies implements BodyStore {
         maxBytes: o.maxBytes,
         timeoutMs: this.#o.requestTimeoutMs,
         namespaceLabel: namespaceLabel(topic.namespace),
-        onBytes: (n) => this.#o.observeBytes("in", n),
+        onBytes: async (n) => {
+          written += n;
+          if (overShare(written)) throw new AppError("large_body_share_exceeded");
+          await this.#budget.take(n);
+          this.#o.observeBytes("in", n);
+        },
       });
       return { id, length, sha256 };
     } catch (err) {
@@ -196,6 +219,21 @@ export class JetStreamBodies implements BodyStore {
       maxBytes: ref.length,
       declaredLength: ref.length,
     });
+  }
+
+  /** Bytes of large bodies the topic's namespace stores (in whole chunks: an upper bound). */
+  async #namespaceUsage(topic: TopicAddress): Promise<number> {
+    try {
+      const info = await this.#o.jsm.streams.info(BODY_STREAM, {
+        subjects_filter: bodyNamespaceFilter(this.#o.region, topic.namespace),
+      });
+      let chunks = 0;
+      for (const n of Object.values(info.state.subjects ?? {})) chunks += n;
+      return chunks * this.#o.chunkBytes;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return 0;
+      throw toStorageError(err);
+    }
   }
 
   #subject(topic: TopicAddress, id: string): string {

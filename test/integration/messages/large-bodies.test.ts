@@ -135,6 +135,17 @@ describe("large bodies", () => {
     expect(sha(p!.body)).toBe(sha(body));
   });
 
+  it("stores a batch part above the inline limit in the body store, byte-exact", async () => {
+    const topic = uniqueName();
+    const big = randomBytes(3 * MB).toString("base64"); // 4 MB of text
+    const res = await q.publishBatch(topic, ["small", big], { "content-type": "text/plain" });
+    expect(res.status).toBe(200);
+    const { results } = (await res.json()) as { results: { status: string }[] };
+    expect(results.map((r) => r.status)).toEqual(["sent", "sent"]);
+    const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));
+    expect(got.map((p) => p.body.toString()).sort()).toEqual(["small", big].sort());
+  });
+
   it("answers 413 before reading a body whose Content-Length is over the limit", async () => {
     const topic = uniqueName();
     const before = await storedChunks();

@@ -4,7 +4,8 @@
 import type { FastifyInstance } from "fastify";
 import type { Readable } from "node:stream";
 import type { QueueService } from "../../../queue/queue-service.js";
-import { readPublishBody, type BodyLimits } from "../../encoding/publish-body.js";
+import { abortable, readPublishBody, type BodyLimits } from "../../encoding/publish-body.js";
+import { uploadSignal } from "../../plugins/upload-watchdog.js";
 import { PUBLISH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
 import { publishInput } from "./publish-input.js";
@@ -18,8 +19,10 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
     const input = publishInput(request.headers, EMPTY);
     // A refusal before the body is read ends the connection: the rest is not read either.
     reply.header("connection", "close");
+    const stream = request.body as Readable | undefined;
+    const signal = uploadSignal(request);
     const body = await readPublishBody(
-      request.body as Readable | undefined,
+      stream && signal ? abortable(stream, signal) : stream,
       request.headers,
       limits,
     );

@@ -1,0 +1,93 @@
+// The minimum upload rate (VQS_MIN_UPLOAD_BYTES_PER_SECOND) instead of a fixed request timeout:
+// a request body must bring at least the rate's worth of bytes in every 60 s, however long it
+// is, so a 100 MB upload over a slow link finishes and a trickled body (slowloris) does not hold
+// a connection for ever. One timer per gateway looks at the bodies under way every 5 s (a quarter window at most). A
+// publish hears of it through its request's signal and answers 408 request_timeout; any other
+// request's connection is closed.
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { IncomingMessage } from "node:http";
+import { AppError } from "../../errors.js";
+
+interface Upload {
+  readonly raw: IncomingMessage;
+  readonly startBytes: number;
+  readonly startedAt: number;
+  /** (time, bytes) samples, the oldest at least a window old once there is one. */
+  readonly samples: { at: number; bytes: number }[];
+  readonly abort: AbortController;
+  /** A route reads the body through the signal (and answers 408 itself). */
+  taken: boolean;
+}
+
+const watched = new WeakMap<FastifyRequest, Upload>();
+
+/**
+ * Aborts (with AppError request_timeout) when the request's body arrives too slowly; the route
+ * that asks for it answers the 408 itself.
+ */
+export function uploadSignal(request: FastifyRequest): AbortSignal | undefined {
+  const u = watched.get(request);
+  if (!u) return undefined;
+  u.taken = true;
+  return u.abort.signal;
+}
+
+export function installUploadWatchdog(
+  app: FastifyInstance,
+  options: {
+    readonly minBytesPerSecond: number;
+    /** The window the rate is measured over (60 s). */
+    readonly windowMs: number;
+  },
+): void {
+  const WINDOW_MS = options.windowMs;
+  const CHECK_MS = Math.min(5_000, WINDOW_MS / 4);
+  const uploads = new Set<Upload>();
+  let timer: NodeJS.Timeout | null = null;
+  const check = () => {
+    const now = Date.now();
+    for (const u of uploads) {
+      if (u.raw.complete || u.raw.destroyed) {
+        uploads.delete(u);
+        continue;
+      }
+      const bytes = u.raw.socket.bytesRead - u.startBytes;
+      u.samples.push({ at: now, bytes });
+      while (u.samples.length > 1 && u.samples[1]!.at <= now - WINDOW_MS) u.samples.shift();
+      const from = u.samples[0]!;
+      const windowFull = now - u.startedAt >= WINDOW_MS && now - from.at >= WINDOW_MS;
+      if (!windowFull) continue;
+      const rate = ((bytes - from.bytes) * 1000) / (now - from.at);
+      if (rate >= options.minBytesPerSecond) continue;
+      uploads.delete(u);
+      if (u.abort.signal.aborted) continue;
+      u.abort.abort(new AppError("request_timeout"));
+      // Nobody reads this body through the signal (a route other than publish): close it.
+      if (!u.taken) u.raw.socket.destroy();
+    }
+    if (uploads.size === 0 && timer) {
+      clearInterval(timer);
+      timer = null;
+    }
+  };
+  app.addHook("onRequest", (request, _reply, done) => {
+    const h = request.headers;
+    const hasBody =
+      h["transfer-encoding"] !== undefined ||
+      (h["content-length"] !== undefined && h["content-length"] !== "0");
+    if (hasBody) {
+      const u: Upload = {
+        raw: request.raw,
+        startBytes: request.raw.socket.bytesRead,
+        startedAt: Date.now(),
+        samples: [{ at: Date.now(), bytes: 0 }],
+        abort: new AbortController(),
+        taken: false,
+      };
+      uploads.add(u);
+      watched.set(request, u);
+      timer ??= setInterval(check, CHECK_MS).unref();
+    }
+    done();
+  });
+}
