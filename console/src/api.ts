@@ -77,16 +77,21 @@ export class Api {
     private readonly onAuthFailure: AuthFailure = () => {},
   ) {}
 
-  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+  /** The session's headers (token, namespace or deployment) with `extra`. */
+  private headers(extra: Readonly<Record<string, string>>): Record<string, string> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.credentials.token}`,
-      accept: "application/json",
-      ...opts.headers,
+      ...extra,
     };
     if (this.credentials.namespace) headers["vqs-namespace"] = this.credentials.namespace;
     else if (this.credentials.deploymentId) {
       headers["vqs-deployment-id"] = this.credentials.deploymentId;
     }
+    return headers;
+  }
+
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const headers = this.headers({ accept: "application/json", ...opts.headers });
     let response: Response;
     try {
       response = await fetch(path, {
@@ -105,6 +110,23 @@ export class Api {
     }
     const error = await errorOf(response);
     if (opts.nullOn === error.code) return null as T;
+    if (response.status === 401) this.onAuthFailure(error);
+    throw error;
+  }
+
+  /**
+   * A request whose answer is read as a stream (a payload download): the Response of a 2xx, else
+   * the API's error as ApiError.
+   */
+  async open(method: string, path: string, extra: Record<string, string>): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(path, { method, headers: this.headers(extra), credentials: "omit" });
+    } catch {
+      throw new ApiError(0, "network_error", "The gateway cannot be reached.");
+    }
+    if (response.ok) return response;
+    const error = await errorOf(response);
     if (response.status === 401) this.onAuthFailure(error);
     throw error;
   }

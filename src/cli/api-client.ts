@@ -10,10 +10,19 @@ import type {
   RetrySettings,
 } from "../queue/settings/consumer-settings.js";
 import { ApiError, UnreachableError } from "./errors.js";
+import { multipartParts, type StreamedPart } from "./transfer/multipart-reader.js";
+import { StallTimeout } from "./transfer/stall-timeout.js";
 
 // The API's shapes that the gateway defines are its own types (imported as types only: nothing
 // of the server is loaded by the tool).
-export type { DeadLetterOrigin, DeadLetterSettings, PeekedMessage, PushSettings, RetrySettings };
+export type {
+  DeadLetterOrigin,
+  DeadLetterSettings,
+  PeekedMessage,
+  PushSettings,
+  RetrySettings,
+  StreamedPart,
+};
 
 export interface Connection {
   /** The gateway's base URL (VQS_URL). */
@@ -139,6 +148,8 @@ export interface RequestOptions {
   readonly headers?: Record<string, string>;
   readonly signal?: AbortSignal;
   readonly timeoutMs?: number;
+  /** A streamed transfer: ends when nothing moved for its time, not at a fixed deadline. */
+  readonly stall?: StallTimeout;
 }
 
 export interface ApiClientOptions {
@@ -199,6 +210,28 @@ export class ApiClient {
     body: unknown,
     o: RequestOptions,
   ): Promise<{ res: Response; text: string }> {
+    const { res, timeoutMs, stalled } = await this.#send(method, path, body, o);
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw this.#failure(err, o, timeoutMs, stalled);
+    }
+    if (!res.ok) throw apiError(res, text);
+    return { res, text };
+  }
+
+  /**
+   * The request, its answer's body not read yet (a 2xx answer; anything else is ApiError). With
+   * `o.stall`, no fixed deadline applies: the request ends when nothing moved for the stall's
+   * time (the caller touches it as bytes go out or come in).
+   */
+  async #send(
+    method: string,
+    path: string,
+    body: unknown,
+    o: RequestOptions,
+  ): Promise<{ res: Response; timeoutMs: number; stalled: boolean }> {
     const url = new URL(`api/v3/${path}`, withSlash(this.#conn.url));
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.#conn.token}`,
@@ -209,10 +242,10 @@ export class ApiClient {
     if (this.#conn.namespace) headers["vqs-namespace"] = this.#conn.namespace;
     const raw = body instanceof RawBody;
     if (body !== undefined && !raw) headers["content-type"] = "application/json";
-    const timeoutMs = o.timeoutMs ?? this.#timeoutMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
+    const timeoutMs = o.stall?.ms ?? o.timeoutMs ?? this.#timeoutMs;
+    const timeout = o.stall?.signal ?? AbortSignal.timeout(timeoutMs);
+    const signal = o.signal ? AbortSignal.any([timeout, o.signal]) : timeout;
     let res: Response;
-    let text: string;
     try {
       res = await this.#fetch(url, {
         method,
@@ -222,19 +255,31 @@ export class ApiClient {
           : body !== undefined
             ? { body: JSON.stringify(body) }
             : {}),
-        signal: o.signal ? AbortSignal.any([timeout, o.signal]) : timeout,
+        signal,
       });
-      text = await res.text();
     } catch (err) {
-      if (o.signal?.aborted) throw o.signal.reason;
-      throw new UnreachableError(
-        `cannot reach ${this.#conn.url.origin}: ${reason(err, timeoutMs)}`,
-        "unreachable",
-        { cause: err },
-      );
+      throw this.#failure(err, o, timeoutMs, o.stall !== undefined);
     }
-    if (!res.ok) throw apiError(res, text);
-    return { res, text };
+    if (!res.ok) {
+      let text = "";
+      try {
+        text = await res.text();
+      } catch (err) {
+        throw this.#failure(err, o, timeoutMs, o.stall !== undefined);
+      }
+      throw apiError(res, text);
+    }
+    return { res, timeoutMs, stalled: o.stall !== undefined };
+  }
+
+  /** What a failed request throws: the caller's own abort as it is, else UnreachableError. */
+  #failure(err: unknown, o: RequestOptions, timeoutMs: number, stalled: boolean): unknown {
+    if (o.signal?.aborted) return o.signal.reason;
+    return new UnreachableError(
+      `cannot reach ${this.#conn.url.origin}: ${reason(err, timeoutMs, stalled)}`,
+      "unreachable",
+      { cause: err },
+    );
   }
 
   // Messages (docs/api.md, "Operations"): receive, acknowledge, release; redrive of a dead-letter topic.
@@ -311,14 +356,16 @@ export class ApiClient {
   }
 
   /**
-   * Publishes one message; `data` may be a stream (stdin), sent as it is read. The headers are
-   * the API's (docs/api.md, "Operations"): Content-Type, Vqs-Delay-Seconds, Vqs-Retention-Seconds,
-   * Vqs-Idempotency-Key.
+   * Publishes one message; `data` may be a stream (a file, stdin), sent as it is read. The
+   * headers are the API's (docs/api.md, "Operations"): Content-Type, Vqs-Delay-Seconds,
+   * Vqs-Retention-Seconds, Vqs-Idempotency-Key. A stream is bounded by `o.stall` (nothing moved
+   * for its time) rather than by a deadline; `o.size`, when known, is sent as Content-Length, so
+   * a body over the gateway's limit is refused before it is sent.
    */
   async publish(
     topic: string,
     data: Uint8Array | ReadableStream<Uint8Array>,
-    o: PublishOptions = {},
+    o: PublishOptions & { readonly size?: number; readonly stall?: StallTimeout } = {},
   ): Promise<PublishResult> {
     const headers: Record<string, string> = {
       "content-type": o.contentType ?? "application/octet-stream",
@@ -328,9 +375,51 @@ export class ApiClient {
       headers["vqs-retention-seconds"] = String(o.retentionSeconds);
     }
     if (o.idempotencyKey !== undefined) headers["vqs-idempotency-key"] = o.idempotencyKey;
+    if (o.size !== undefined) headers["content-length"] = String(o.size);
     return (await this.request("POST", topicPath(topic), new RawBody(data), {
       headers,
+      ...(o.stall ? { stall: o.stall } : {}),
     })) as PublishResult;
+  }
+
+  /**
+   * Receives up to `maxMessages` messages as multipart/mixed, each payload streamed as it
+   * arrives (never whole in memory). The request ends when nothing moved for `o.stall`'s time
+   * (the long-poll wait excepted: the stall starts after it).
+   */
+  async receiveParts(
+    topic: string,
+    group: string,
+    o: Omit<ReceiveOptions, "signal"> & { readonly stallMs: number },
+  ): Promise<AsyncGenerator<StreamedPart>> {
+    const stall = new StallTimeout(o.stallMs + o.waitSeconds * 1000);
+    const { res } = await this.#send("POST", groupPath(topic, group), undefined, {
+      headers: {
+        accept: "multipart/mixed",
+        "vqs-max-messages": String(o.maxMessages),
+        "vqs-visibility-timeout-seconds": String(o.visibilityTimeoutSeconds),
+        "vqs-wait-seconds": String(o.waitSeconds),
+      },
+      stall,
+    });
+    const origin = this.#conn.url.origin;
+    return (async function* () {
+      try {
+        if (res.status === 204) return;
+        for await (const part of multipartParts(res, () => stall.touch())) yield part;
+      } catch (err) {
+        if (stall.signal.aborted) {
+          throw new UnreachableError(
+            `cannot reach ${origin}: nothing moved for ${stall.ms / 1000} s`,
+            "unreachable",
+            { cause: err },
+          );
+        }
+        throw err;
+      } finally {
+        stall.clear();
+      }
+    })();
   }
 
   // Management (docs/api.md, "Management API").
@@ -481,9 +570,11 @@ function cut(text: string): string {
 }
 
 /** Why fetch failed, in a few words (undici hides the system error in `cause`). */
-function reason(err: unknown, timeoutMs: number): string {
+function reason(err: unknown, timeoutMs: number, stalled: boolean): string {
   if (err instanceof DOMException && err.name === "TimeoutError") {
-    return `no answer within ${timeoutMs / 1000} s`;
+    return stalled
+      ? `nothing moved for ${timeoutMs / 1000} s`
+      : `no answer within ${timeoutMs / 1000} s`;
   }
   const cause = err instanceof Error ? (err.cause as { code?: string; message?: string }) : null;
   if (cause?.code) return cause.code;

@@ -2,6 +2,7 @@
 // to one gateway, and writes its completion (status, message IDs, deliveries), also when the
 // connection failed (status 0) or the request outlived the client's bound (status -1).
 import { parseMultipartStream } from "mixpart";
+import { labelOf, sha256 } from "./payload.js";
 import type {
   Complete,
   Delivered,
@@ -13,6 +14,8 @@ import type {
 
 /** A request still unanswered after this long is abandoned (and reported if nothing excuses it). */
 export const CLIENT_BOUND_MS = 30_000;
+/** mixpart counts the next socket read into its header limit: larger than any read. */
+const PARSER = { maxHeaderSize: 1024 * 1024 };
 
 export interface Target {
   readonly url: string;
@@ -37,16 +40,39 @@ export class RecordingClient {
     return this.#topic;
   }
 
+  get token(): string {
+    return this.#token;
+  }
+
   setToken(token: string): void {
     this.#token = token;
   }
 
-  publish(proc: string, gw: number, key: string | null, body: string, delay: number) {
-    const headers: Record<string, string> = { "content-type": "text/plain" };
+  /** `payload`: a large body's bytes (`body` is then its label); else `body` is the payload. */
+  publish(
+    proc: string,
+    gw: number,
+    key: string | null,
+    body: string,
+    delay: number,
+    payload?: Buffer,
+  ) {
+    const headers: Record<string, string> = {
+      "content-type": payload ? "application/octet-stream" : "text/plain",
+    };
     if (key !== null) headers["vqs-idempotency-key"] = key;
     if (delay > 0) headers["vqs-delay-seconds"] = String(delay);
-    return this.#call(proc, gw, { f: "publish", key, body, delay }, async (signal) => {
-      const res = await this.#fetch(gw, "POST", this.#topic, { headers, body, signal });
+    const bytes = payload ?? body;
+    const op = {
+      f: "publish",
+      key,
+      body,
+      delay,
+      sha256: sha256(bytes),
+      size: Buffer.byteLength(bytes),
+    } as const;
+    return this.#call(proc, gw, op, async (signal) => {
+      const res = await this.#fetch(gw, "POST", this.#topic, { headers, body: bytes, signal });
       const text = await res.text();
       const fields: Fields = { status: res.status };
       if (res.status === 201) {
@@ -74,13 +100,15 @@ export class RecordingClient {
       }
       const messages: Delivered[] = [];
       try {
-        for await (const p of parseMultipartStream(res)) {
-          const body = Buffer.from(await new Response(p.payload).arrayBuffer()).toString();
+        for await (const p of parseMultipartStream(res, PARSER)) {
+          const bytes = Buffer.from(await new Response(p.payload).arrayBuffer());
           messages.push({
             id: p.headers.get("vqs-message-id") ?? "",
             handle: p.headers.get("vqs-receipt-handle") ?? "",
             count: Number(p.headers.get("vqs-delivery-count")),
-            body,
+            body: labelOf(bytes),
+            sha256: sha256(bytes),
+            size: bytes.length,
           });
         }
       } catch (err) {
@@ -129,7 +157,7 @@ export class RecordingClient {
     gw: number,
     method: string,
     path: string,
-    init: { headers?: Record<string, string>; body?: string; signal: AbortSignal },
+    init: { headers?: Record<string, string>; body?: string | Buffer; signal: AbortSignal },
   ): Promise<Response> {
     return fetch(`${this.#gateways[gw]!.url}/api/v3/topic/${path}`, {
       method,

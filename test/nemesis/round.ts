@@ -65,6 +65,7 @@ export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promis
     group: PUSH_GROUP,
     gateways: env.gateways.map((g) => new URL(g.url).hostname),
     failOneIn: PUSH_FAIL_ONE_IN,
+    byId: { urls: env.gateways.map((g) => g.url), topic: o.topic, token: () => client.token },
   });
   try {
     await setUpPushedGroup(client, endpoint);

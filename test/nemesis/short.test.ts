@@ -1,10 +1,10 @@
 // The nemesis's short schedule, in CI: each fault once (a node SIGKILLed and restarted; the
 // stream leader, then a follower, SIGSTOPped 8 s each; a gateway SIGSTOPped; the leader cut off
 // from every host, then a 1-2 split with a gateway on each side; a gateway's clock stepped 5
-// minutes; every node's disk full) under keyed, plain and delayed publishes, acknowledging
-// consumers and a pushed group on a 3-node R3 cluster, then a drain and a fresh group reading the
-// whole topic. The checker must find nothing lost, phantom, resurrected, duplicated or hung in
-// either group. Runs on the current
+// minutes; every node's disk full) under keyed, plain, delayed and large (1.5-3 MB) publishes,
+// acknowledging consumers and a pushed group on a 3-node R3 cluster, then a drain and a fresh
+// group reading the whole topic. The checker must find nothing lost, phantom, resurrected,
+// duplicated, hung or corrupt (a body whose SHA-256 is not the published one's) in any group. Runs on the current
 // nats-server only (vitest.config.ts); `npm run soak` runs long randomised schedules.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -53,11 +53,14 @@ describe.skipIf(missing.length > 0)("the nemesis's short schedule", () => {
       expect(r.report.pushes[PUSH_GROUP]?.received, "pushes to the pushed group").toBeGreaterThan(
         200,
       );
+      expect(r.report.largeBodies.published, "large bodies published").toBeGreaterThan(0);
+      expect(r.report.largeBodies.delivered, "large bodies delivered").toBeGreaterThan(0);
       expect(a.lost, "acknowledged publishes never delivered").toEqual([]);
       expect(a.phantom, "deliveries nobody published").toEqual([]);
       expect(a.resurrected, "deliveries after an acknowledgement").toEqual([]);
       expect(a.duplicate, "idempotency keys stored twice").toEqual([]);
       expect(a.hung, "requests past their bound").toEqual([]);
+      expect(a.corrupt, "bodies delivered other than published (SHA-256)").toEqual([]);
     } finally {
       await env.dispose();
       if (clean) await rm(dir, { recursive: true, force: true });

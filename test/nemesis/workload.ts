@@ -1,11 +1,13 @@
 // The nemesis workload on one topic: producers publishing with idempotency keys (a non-201 is
-// retried with the same key, through the other gateway), some plain and some delayed publishes;
+// retried with the same key, through the other gateway), some plain and some delayed publishes,
+// a few with large bodies (1.5-3 MB, through the large-body store);
 // polling consumers of one group acknowledging what they receive (a few deliveries left to run out
 // their lease, as a crashed consumer would); a readiness poller per gateway. After the faults:
 // a drain that runs until every acknowledged publish was acknowledged by the group (or a
 // deadline), and a fresh group that reads the whole topic once more (the audit).
 import type { Complete } from "./check/history.js";
 import type { RecordingClient } from "./client.js";
+import { largePayload } from "./payload.js";
 
 export const GROUP = "workers";
 export const AUDIT_GROUP = "audit";
@@ -19,6 +21,10 @@ export interface WorkloadOptions {
   readonly keyedFraction: number;
   readonly delayedFraction: number;
   readonly maxDelaySeconds: number;
+  /** Share of publishes with a large body (above the inline limit: the large-body store). */
+  readonly largeFraction: number;
+  /** A large body's size: from `largeBytes` to twice that. */
+  readonly largeBytes: number;
   /** Pause between one producer's publishes. */
   readonly publishIntervalMs: number;
   /** Retries of a keyed publish that was not answered 201 (same key). */
@@ -36,6 +42,8 @@ export const DEFAULT_WORKLOAD: Omit<WorkloadOptions, "gateways" | "random"> = {
   keyedFraction: 0.9,
   delayedFraction: 0.1,
   maxDelaySeconds: 5,
+  largeFraction: 0.01,
+  largeBytes: 1_500_000,
   publishIntervalMs: 150,
   retries: 3,
   lease: 5,
@@ -147,7 +155,12 @@ export class Workload {
       const keyed = r() < this.#o.keyedFraction;
       const delay =
         r() < this.#o.delayedFraction ? 1 + Math.floor(r() * this.#o.maxDelaySeconds) : 0;
-      const body = keyed ? `k${i}-${n}` : `u${i}-${n}`;
+      const large = r() < this.#o.largeFraction;
+      const body = `${large ? "L" : ""}${keyed ? "k" : "u"}${i}-${n}`;
+      // A few MB, the same bytes on every retry (derived from the label).
+      const payload = large
+        ? largePayload(body, this.#o.largeBytes + Math.floor(r() * this.#o.largeBytes))
+        : undefined;
       let gw = i % this.#o.gateways;
       for (let attempt = 0; attempt <= (keyed ? this.#o.retries : 0); attempt++) {
         const res: Complete = await this.#client.publish(
@@ -156,6 +169,7 @@ export class Workload {
           keyed ? body : null,
           body,
           delay,
+          payload,
         );
         if (res.status === 201 || res.status === 202) {
           this.#stored.add(body);

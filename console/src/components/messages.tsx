@@ -1,5 +1,6 @@
-// Peek at a topic's messages, oldest first, without leasing them: a preview per row, and the
-// whole payload on demand (JSON pretty-printed, text, or a hex dump for bytes).
+// Peek at a topic's messages, oldest first, without leasing them: a preview per row, the whole
+// payload on demand (JSON pretty-printed, text, or a hex dump for bytes) up to 1 MiB, and a
+// download of any payload as a file (a large one is streamed, never rendered: see download.ts).
 import { useEffect, useState } from "preact/hooks";
 import { useConsole } from "../app.js";
 import { formatBytes, formatTime } from "../format.js";
@@ -11,6 +12,7 @@ import {
   type RenderedPayload,
 } from "../payload.js";
 import type { PeekedMessage } from "../types.js";
+import { fileName, payloadBlob, PEEKABLE_BYTES, saveBlob } from "../download.js";
 import { ErrorText } from "./ui.js";
 
 const PAGE = 20;
@@ -197,13 +199,26 @@ function Payload({
   readonly preview: RenderedPayload;
 }) {
   const { api } = useConsole();
-  // A preview that is the whole payload needs no request.
+  // A preview that is the whole payload needs no request; a large payload is never shown whole.
+  const large = m.size > PEEKABLE_BYTES;
   const [full, setFull] = useState<RenderedPayload | null>(() =>
     preview.truncated ? null : wholeFromPreview(m),
   );
   const [error, setError] = useState<string | null>(null);
+  const [downloading, setDownloading] = useState(false);
+  const download = async () => {
+    setDownloading(true);
+    setError(null);
+    try {
+      saveBlob(await payloadBlob(api, topic, m, previous), fileName(m));
+    } catch (e) {
+      setError(`The download failed: ${(e as Error).message}`);
+    } finally {
+      setDownloading(false);
+    }
+  };
   useEffect(() => {
-    if (full) return;
+    if (full || large) return;
     let stale = false;
     // The whole payload: the one message after its predecessor, with payload=full.
     api.peek(topic, { after: previous, limit: 1, full: true }).then(
@@ -212,6 +227,9 @@ function Payload({
         const found = page.messages.find((x) => x.messageId === m.messageId);
         if (found?.payload !== undefined) {
           setFull(renderPayload(base64ToBytes(found.payload), m.contentType, m.size));
+        } else if (found) {
+          // Kept in the large-body store: a peek carries its start only.
+          setError("Only the start of this payload is shown: download it to see it whole.");
         } else {
           setError(
             "The message is no longer there (expired, purged or removed): its preview is shown.",
@@ -239,10 +257,24 @@ function Payload({
         </span>
       </div>
       {error ? <p class="error">{error}</p> : null}
+      {large ? (
+        <p class="muted">
+          A large message: the first bytes are shown. Download it to see it whole.
+        </p>
+      ) : null}
       <pre class="payload-text" tabIndex={0} aria-label={`Payload of ${m.messageId}`}>
         {shown.text}
-        {!full && !error ? "\n… loading the whole payload" : ""}
+        {!full && !error && !large ? "\n… loading the whole payload" : ""}
       </pre>
+      <button
+        type="button"
+        class="secondary small"
+        onClick={() => void download()}
+        disabled={downloading}
+        aria-label={`Download the payload of ${m.messageId}`}
+      >
+        {downloading ? "Downloading…" : `Download (${formatBytes(m.size)})`}
+      </button>
     </div>
   );
 }

@@ -1,10 +1,11 @@
 // `vqs receive` and `vqs ack`: receive messages of a consumer group as a consumer would (each
-// shown with its fields and a payload preview), and acknowledge them, at once (--ack) or later
-// by receipt handle.
+// shown with its fields and a payload preview, or its body written to a file with --out or
+// --output-dir), and acknowledge them, at once (--ack) or later by receipt handle.
 import type { Command } from "commander";
 import type { ReceivedMessage } from "../api-client.js";
 import type { Context } from "../context.js";
-import { entryFailure, PartialFailure, type EntryError } from "../errors.js";
+import { entryFailure, PartialFailure, UsageError, type EntryError } from "../errors.js";
+import { receiveToFiles } from "../messages/receive-files.js";
 import { DEFAULT_COLUMNS, messageBlock } from "../messages/show.js";
 import { checkName, LIMITS, parseInteger } from "../options.js";
 import { examples, type ContextOf } from "./help.js";
@@ -14,6 +15,8 @@ interface ReceiveOptions {
   readonly visibility: string;
   readonly wait: string;
   readonly ack?: boolean;
+  readonly out?: string;
+  readonly outputDir?: string;
 }
 
 /** One message of `receive --json`: the API's fields, and what --ack did. */
@@ -54,6 +57,14 @@ export function messagesCommands(program: Command, contextOf: ContextOf): void {
       "0",
     )
     .option("--ack", "acknowledge each message once printed (else: its receipt handle is shown)")
+    .option(
+      "--out <file>",
+      "write the message's body to this file as it arrives (any size; with --max 1)",
+    )
+    .option(
+      "--output-dir <dir>",
+      "write each message's body to <dir>/<message ID> as it arrives (any size)",
+    )
     .action(async (topic: string, group: string, _o: ReceiveOptions, cmd: Command) => {
       await runReceive(contextOf(cmd), topic, group, cmd.opts<ReceiveOptions>());
     });
@@ -61,6 +72,8 @@ export function messagesCommands(program: Command, contextOf: ContextOf): void {
     "vqs receive orders billing",
     "vqs receive orders billing --max 10 --wait 20 --ack",
     "vqs receive orders-dead billing --json | jq -r '.[].body' | base64 -d",
+    "vqs receive uploads archiver --out video.bin --ack",
+    "vqs receive uploads archiver --max 10 --output-dir ./bodies",
   ]);
 
   const ack = program
@@ -87,7 +100,23 @@ async function runReceive(ctx: Context, topic: string, group: string, o: Receive
     L.visibilityTimeoutSeconds.max,
   );
   const waitSeconds = parseInteger("--wait", o.wait, L.waitSeconds.min, L.waitSeconds.max);
+  if (o.out !== undefined && o.outputDir !== undefined) {
+    throw new UsageError("give one of --out and --output-dir");
+  }
+  if (o.out !== undefined && maxMessages !== 1) {
+    throw new UsageError("--out writes one message's body: use --max 1, or --output-dir");
+  }
   const api = ctx.api();
+  if (o.out !== undefined || o.outputDir !== undefined) {
+    // Bodies of any size, streamed to files (NDJSON would carry them whole, in base64).
+    return receiveToFiles(ctx, api, topic, group, {
+      maxMessages,
+      visibilityTimeoutSeconds,
+      waitSeconds,
+      ack: o.ack === true,
+      target: o.out !== undefined ? { file: o.out } : { dir: o.outputDir! },
+    });
+  }
   const { messages } = await api.receive(topic, group, {
     maxMessages,
     visibilityTimeoutSeconds,

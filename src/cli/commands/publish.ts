@@ -1,5 +1,7 @@
-// `vqs publish`: one message from --data, a file or stdin (streamed as it is read), or the same
-// payload --count times with a progress bar on a terminal. Headers as the API takes them.
+// `vqs publish`: one message from --data, a file or stdin (streamed as it is read, never whole in
+// memory: a file of 100 MB goes out as the socket takes it, with a progress bar by bytes on a
+// terminal), or the same payload --count times with a progress bar by messages. Headers as the
+// API takes them.
 import type { Command } from "commander";
 import { open } from "node:fs/promises";
 import { Readable } from "node:stream";
@@ -7,7 +9,9 @@ import type { ApiClient, PublishOptions, PublishResult } from "../api-client.js"
 import type { Context } from "../context.js";
 import { UnreachableError, UsageError } from "../errors.js";
 import { checkName, LIMITS, parseInteger } from "../options.js";
-import { progressBar } from "../terminal/progress.js";
+import { progressBar, type Progress } from "../terminal/progress.js";
+import { counted, fileBody } from "../transfer/file-body.js";
+import { StallTimeout } from "../transfer/stall-timeout.js";
 import { examples, type ContextOf } from "./help.js";
 
 interface PublishFlags {
@@ -113,11 +117,16 @@ async function runPublish(
     ctx.out.note("reading the payload from stdin (end it with Ctrl-D)");
   }
   const api = ctx.api();
+  const from: Source =
+    o.data !== undefined
+      ? { kind: "bytes", data: Buffer.from(o.data) }
+      : o.file !== undefined
+        ? { kind: "file", path: o.file }
+        : { kind: "stdin" };
 
   if (count === null) {
     // One message: a file or stdin is streamed, never held whole.
-    const data = o.data !== undefined ? Buffer.from(o.data) : await stream(ctx, o.file);
-    const r = await api.publish(topic, data, options);
+    const r = await publishOne(ctx, api, topic, from, options, true);
     if (ctx.out.json) ctx.out.printJson(r);
     else
       ctx.out.print(
@@ -128,8 +137,10 @@ async function runPublish(
     return;
   }
 
-  const payload = o.data !== undefined ? Buffer.from(o.data) : await readAll(ctx, o.file);
-  const report = await publishMany(ctx, api, topic, payload, options, count);
+  // The same payload again and again: a file is read anew for each (stdin can be read once only).
+  const again: Source =
+    from.kind === "stdin" ? { kind: "bytes", data: await readStdin(ctx) } : from;
+  const report = await publishMany(ctx, api, topic, again, options, count);
   if (ctx.out.json) ctx.out.printJson(report);
   else {
     const deferred = report.deferred ? ` (${report.deferred} deferred)` : "";
@@ -137,11 +148,84 @@ async function runPublish(
   }
 }
 
+/** Where the payload comes from. */
+type Source =
+  | { readonly kind: "bytes"; readonly data: Buffer }
+  | { readonly kind: "file"; readonly path: string }
+  | { readonly kind: "stdin" };
+
+/** A file at least this large gets a progress bar by bytes (on a terminal). */
+const BAR_FROM_BYTES = 4 * 1024 * 1024;
+/** A streamed publish ends when no byte moved for this long (not at a fixed deadline). */
+const STALL_MS = 30_000;
+
+/**
+ * One publish. A file or stdin is streamed; a file's size goes as Content-Length, so a gateway
+ * refuses one over its limit (413) before it is sent. `bar`: a progress bar for a large file.
+ */
+async function publishOne(
+  ctx: Context,
+  api: ApiClient,
+  topic: string,
+  source: Source,
+  options: PublishOptions,
+  bar: boolean,
+): Promise<PublishResult> {
+  if (source.kind === "bytes") return api.publish(topic, source.data, options);
+  const stall = new StallTimeout(STALL_MS);
+  try {
+    if (source.kind === "stdin") {
+      const stdin = Readable.toWeb(Readable.from(ctx.stdin)) as ReadableStream<Uint8Array>;
+      return await api.publish(
+        topic,
+        counted(stdin, () => stall.touch()),
+        { ...options, stall },
+      );
+    }
+    const handle = await openFile(ctx, source.path);
+    let progress: Progress | null = null;
+    let sent = 0;
+    try {
+      const body = await fileBody(handle, (n) => {
+        stall.touch();
+        sent += n;
+        progress?.update(sent, body.size);
+      });
+      if (bar && body.size >= BAR_FROM_BYTES) {
+        progress = progressBar(ctx.stderr, ctx.env, ctx.out.paintErr, Date.now, "bytes");
+        progress?.update(0, body.size);
+      }
+      try {
+        return await api.publish(topic, body.stream, { ...options, size: body.size, stall });
+      } catch (err) {
+        // A gateway refuses an over-limit file (413) before reading it and closes the
+        // connection; the refusal can be lost under the upload (EPIPE, reset). Say so.
+        if (err instanceof UnreachableError && /EPIPE|ECONNRESET|closed/.test(err.message)) {
+          throw new UnreachableError(
+            `${err.message}: the gateway closed the connection when ${sent} of ${body.size} ` +
+              "bytes of the file were read; it refuses a body over its limit (VQS_MAX_MESSAGE_BYTES) that " +
+              "way, and a publish cut off stores nothing",
+            err.code,
+            { cause: err },
+          );
+        }
+        throw err;
+      }
+    } finally {
+      progress?.stop();
+      // The read stream closes the file at its end; this closes it after a failure too.
+      await handle.close().catch(() => undefined);
+    }
+  } finally {
+    stall.clear();
+  }
+}
+
 async function publishMany(
   ctx: Context,
   api: ApiClient,
   topic: string,
-  payload: Uint8Array,
+  source: Source,
   options: PublishOptions,
   count: number,
 ): Promise<PublishReport> {
@@ -153,7 +237,7 @@ async function publishMany(
   const worker = async () => {
     while (next < count) {
       const i = next++;
-      results[i] = await api.publish(topic, payload, options);
+      results[i] = await publishOne(ctx, api, topic, source, options, false);
       bar?.update(++done, count);
     }
   };
@@ -166,25 +250,8 @@ async function publishMany(
   return { published: count, deferred: count - messageIds.length, messageIds };
 }
 
-/** A file's or stdin's bytes as a stream for fetch. */
-async function stream(ctx: Context, file: string | undefined): Promise<ReadableStream<Uint8Array>> {
-  if (file === undefined) {
-    return Readable.toWeb(Readable.from(ctx.stdin)) as ReadableStream<Uint8Array>;
-  }
-  const handle = await openFile(ctx, file);
-  // The read stream closes the file at its end.
-  return Readable.toWeb(handle.createReadStream()) as ReadableStream<Uint8Array>;
-}
-
-async function readAll(ctx: Context, file: string | undefined): Promise<Buffer> {
-  if (file !== undefined) {
-    const handle = await openFile(ctx, file);
-    try {
-      return await handle.readFile();
-    } finally {
-      await handle.close();
-    }
-  }
+/** Standard input whole (for --count, which sends it again and again). */
+async function readStdin(ctx: Context): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of ctx.stdin)
     chunks.push(typeof c === "string" ? Buffer.from(c) : Buffer.from(c));

@@ -13,7 +13,7 @@ export function payloadOf(m: ReceivedMessage): Buffer {
 }
 
 /** `dead letter of orders/billing (message m1_..., 3 deliveries)`, or null. */
-export function deadLetterLine(m: ReceivedMessage): string | null {
+export function deadLetterLine(m: Pick<ReceivedMessage, "deadLetter">): string | null {
   const dl = m.deadLetter;
   if (!dl) return null;
   const times = dl.deliveryCount === 1 ? "1 delivery" : `${dl.deliveryCount} deliveries`;
@@ -29,20 +29,33 @@ export function messageBlock(
   o: { columns: number; paint: Paint; showHandle: boolean },
 ): string {
   const payload = payloadOf(m);
+  const lines = messageHead(m, payload.length, o);
+  const p = preview(payload, o.columns - 2);
+  lines.push(`  ${p.kind === "text" ? p.text : o.paint("dim", p.text)}`);
+  return lines.join("\n");
+}
+
+/**
+ * The first lines of a received message's block (receive, and receive to files): ID, delivery
+ * count, timestamp, content type and size; the dead-letter origin; the receipt handle.
+ */
+export function messageHead(
+  m: Omit<ReceivedMessage, "body">,
+  size: number,
+  o: { paint: Paint; showHandle: boolean },
+): string[] {
   const head = [
     o.paint("bold", m.messageId),
     `delivery ${m.deliveryCount}`,
     m.timestamp,
     m.contentType,
-    formatBytes(payload.length),
+    formatBytes(size),
   ].join("  ");
   const lines = [head];
   const dl = deadLetterLine(m);
   if (dl) lines.push(`  ${o.paint("magenta", dl)}`);
   if (o.showHandle) lines.push(`  receipt handle  ${m.receiptHandle}`);
-  const p = preview(payload, o.columns - 2);
-  lines.push(`  ${p.kind === "text" ? p.text : o.paint("dim", p.text)}`);
-  return lines.join("\n");
+  return lines;
 }
 
 /** tail's line: timestamp, ID, content type, delivery count past 1, origin, payload preview. */

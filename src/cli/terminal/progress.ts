@@ -1,9 +1,13 @@
-// The progress bar of `dlq redrive` and `publish --count`, drawn by cli-progress on stderr and
-// only on a terminal: `[#####-----] 40/100  40%  12/s  ETA 5s`. cli-progress redraws in place at
+// The progress bar of `dlq redrive` and `publish --count` (`[#####-----] 40/100  40%  12/s  ETA
+// 5s`) and of a large file published or received (`... 40.0 MiB/100.0 MiB  40%  12.5 MiB/s ...`),
+// drawn by cli-progress on stderr and only on a terminal. cli-progress redraws in place at
 // most 10 times a second, however often the count changes. Elsewhere there is no bar (commands
 // print a final line), so logs and pipes never see carriage returns.
 import { SingleBar, type Options, type Params } from "cli-progress";
-import { formatDuration, type OutStream, type Paint } from "../output.js";
+import { formatBytes, formatDuration, type OutStream, type Paint } from "../output.js";
+
+/** What the bar counts: messages (plain numbers) or bytes (KiB, MiB, ...). */
+export type ProgressUnit = "count" | "bytes";
 
 export interface Progress {
   /** `done` of `total` (total 0: nothing to do, shown as full); `label` after the figures. */
@@ -18,9 +22,10 @@ export function progressBar(
   env: NodeJS.ProcessEnv,
   paint: Paint,
   now: () => number = Date.now,
+  unit: ProgressUnit = "count",
 ): Progress | null {
   if (stream.isTTY !== true || env.TERM === "dumb") return null;
-  return new Bar(stream, paint, now);
+  return new Bar(stream, paint, now, unit);
 }
 
 class Bar implements Progress {
@@ -29,7 +34,7 @@ class Bar implements Progress {
   readonly #start: number;
   #started = false;
 
-  constructor(stream: OutStream, paint: Paint, now: () => number) {
+  constructor(stream: OutStream, paint: Paint, now: () => number, unit: ProgressUnit) {
     this.#now = now;
     this.#start = now();
     const options: Options = {
@@ -43,6 +48,7 @@ class Bar implements Progress {
           paint,
           seconds: (this.#now() - this.#start) / 1000,
           label: payload.label ?? "",
+          unit,
         }),
       fps: 10,
       // Leave the terminal as it was, even when a second Ctrl-C ends the process mid-bar:
@@ -76,16 +82,23 @@ class Bar implements Progress {
  */
 export function progressLine(
   params: Pick<Params, "value" | "total">,
-  o: { columns: number; paint: Paint; seconds: number; label: string },
+  o: { columns: number; paint: Paint; seconds: number; label: string; unit?: ProgressUnit },
 ): string {
   const { value: done, total } = params;
   const fraction = total <= 0 ? 1 : Math.min(1, done / total);
   const rate = o.seconds > 0 ? done / o.seconds : 0;
   const eta = rate > 0 && done < total ? formatDuration((total - done) / rate) : "";
+  const bytes = o.unit === "bytes";
+  const amount = (n: number) => (bytes ? formatBytes(n) : String(n));
+  const perSecond = bytes
+    ? formatBytes(Math.round(rate))
+    : rate >= 10
+      ? String(Math.round(rate))
+      : rate.toFixed(1);
   const stats = [
-    `${done}/${total}`,
+    `${amount(done)}/${amount(total)}`,
     `${Math.floor(fraction * 100)}%`,
-    rate > 0 ? `${rate >= 10 ? Math.round(rate) : rate.toFixed(1)}/s` : "",
+    rate > 0 ? `${perSecond}/s` : "",
     eta ? `ETA ${eta}` : "",
     o.label,
   ]

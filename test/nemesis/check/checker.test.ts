@@ -18,7 +18,7 @@ function historyOf() {
       body: string,
       status: number,
       messageId?: string,
-      o: { key?: boolean; delay?: number; ms?: number } = {},
+      o: { key?: boolean; delay?: number; ms?: number; sha256?: string; size?: number } = {},
     ) {
       const n = ++id;
       lines.push({
@@ -31,6 +31,7 @@ function historyOf() {
         key: o.key === false ? null : body,
         body,
         delay: o.delay ?? 0,
+        ...(o.sha256 !== undefined ? { sha256: o.sha256, size: o.size ?? 0 } : {}),
       });
       lines.push({
         type: "complete",
@@ -121,7 +122,7 @@ function inspection(stored: StoredCopy[], ackFloor = 0, delivered = 0): Inspecti
 
 const counts = (r: CheckReport) =>
   Object.fromEntries(Object.entries(r.anomalies).map(([k, v]) => [k, v.length]));
-const NONE = { lost: 0, phantom: 0, resurrected: 0, duplicate: 0, hung: 0 };
+const NONE = { lost: 0, phantom: 0, resurrected: 0, duplicate: 0, hung: 0, corrupt: 0 };
 const ONLY_WORKERS = { ...DEFAULT_CHECK, groups: ["workers"] };
 const WITH_PUSHED = { ...DEFAULT_CHECK, groups: ["workers", "pushed"] };
 
@@ -190,6 +191,30 @@ describe("the nemesis history checker", () => {
     const r = check(h.lines, null, ONLY_WORKERS);
     expect(counts(r)).toEqual(NONE);
     expect(r.ackUnconfirmed).toEqual({ workers: 1 });
+  });
+
+  it("reports a delivered body whose SHA-256 is not the published one's (large bodies)", () => {
+    const h = historyOf();
+    const good = "a".repeat(64);
+    const bad = "b".repeat(64);
+    h.publish("Lk1", 503, undefined, { sha256: good, size: 3_000_000 });
+    h.publish("Lk1", 201, "m1_abcdefghijklmnop", { sha256: good, size: 3_000_000 });
+    h.publish("Lk2", 201, "m2_abcdefghijklmnop", { sha256: good, size: 2_000_000 });
+    const right = { ...msg(1, "Lk1"), sha256: good, size: 3_000_000 };
+    const wrong = { ...msg(2, "Lk2"), sha256: bad, size: 2_000_000 };
+    h.receive("workers", [right, wrong]);
+    h.ack("workers", right);
+    h.ack("workers", wrong);
+    h.push("pushed", { ...msg(1, "Lk1"), sha256: good, size: 3_000_000 });
+    h.push("pushed", { ...msg(2, "Lk2"), sha256: bad, size: 1_999_999 });
+    const r = check(h.lines, null, WITH_PUSHED);
+    expect(counts(r)).toEqual({ ...NONE, corrupt: 2 });
+    expect(r.anomalies.corrupt.map((c) => [c.group, c.body, c.delivered.size])).toEqual([
+      ["workers", "Lk2", 2_000_000],
+      ["pushed", "Lk2", 1_999_999],
+    ]);
+    expect(r.anomalies.corrupt[0]!.published).toEqual({ sha256: good, size: 2_000_000 });
+    expect(r.largeBodies).toEqual({ published: 2, delivered: 4 });
   });
 
   it("does not count a publish answered 503 as lost", () => {

@@ -8,14 +8,23 @@
 //               handle (204), or a push after the endpoint answered 2xx to the message's current
 //               push (the group has autoAck) while no fault was on;
 //   duplicate   more than one stored message for one idempotency key;
-//   hung        a request slower than its bound that no fault excuses (its gateway was paused).
+//   hung        a request slower than its bound that no fault excuses (its gateway was paused);
+//   corrupt     a delivery (or push) whose bytes' SHA-256 is not the SHA-256 of what was
+//               published under its body label (large bodies go through the large-body store).
 // It also counts what clients saw during each fault, how late deliveries came, delayed messages
 // delivered before they were due, and pushes repeated after a 2xx answered during a fault (the
 // gateway's autoAck may have failed then: the message legitimately comes back).
 import type { Complete, Delivered, HistoryLine, Invoke, NemesisEvent } from "./history.js";
 import type { Inspection } from "./inspect.js";
 
-export const ANOMALIES = ["lost", "phantom", "resurrected", "duplicate", "hung"] as const;
+export const ANOMALIES = [
+  "lost",
+  "phantom",
+  "resurrected",
+  "duplicate",
+  "hung",
+  "corrupt",
+] as const;
 export type AnomalyKind = (typeof ANOMALIES)[number];
 
 export interface CheckOptions {
@@ -86,6 +95,16 @@ export interface Hung {
   readonly status: number | null;
 }
 
+export interface Corrupt {
+  readonly group: string;
+  readonly body: string;
+  readonly messageId: string;
+  readonly receive: number;
+  /** SHA-256 and size published, and delivered. */
+  readonly published: { readonly sha256: string; readonly size: number | null };
+  readonly delivered: { readonly sha256: string; readonly size: number | null };
+}
+
 export interface CheckReport {
   readonly anomalies: {
     readonly lost: readonly Lost[];
@@ -93,6 +112,7 @@ export interface CheckReport {
     readonly resurrected: readonly Resurrected[];
     readonly duplicate: readonly Duplicate[];
     readonly hung: readonly Hung[];
+    readonly corrupt: readonly Corrupt[];
   };
   /** "publish 201" -> count, over the whole run. */
   readonly statuses: Readonly<Record<string, number>>;
@@ -100,6 +120,11 @@ export interface CheckReport {
   readonly duringFaults: Readonly<Record<string, Readonly<Record<string, number>>>>;
   readonly faults: readonly string[];
   readonly acknowledgedPublishes: number;
+  /**
+   * Bodies above 1 MiB (the gateway's inline limit by default: through its large-body store):
+   * publishes answered 201/202, and deliveries (receives and pushes) checked by SHA-256.
+   */
+  readonly largeBodies: { readonly published: number; readonly delivered: number };
   readonly keys: number;
   readonly deliveries: number;
   /** Delayed messages received before they were due (beyond the tolerance). */
@@ -133,6 +158,9 @@ export interface CheckReport {
 
 /** Windows the history marks that are phases of a run rather than faults. */
 const PHASES = ["drain", "disk-recovery"];
+
+/** Bodies above this go through the gateway's large-body store (its default inline limit). */
+const LARGE_BYTES = 1024 * 1024;
 
 /** Statuses that say for sure the message was not stored. */
 const REFUSED = new Set([400, 401, 403, 404, 413, 429]);
@@ -270,6 +298,26 @@ export function check(
       phantom.push({ group: d.group, body: d.body, messageId: d.id, receive: d.receive });
   }
 
+  // Every delivered body against what was published under its label (every attempt of a keyed
+  // publish sends the same bytes; histories without SHA-256s are not checked).
+  const corrupt: Corrupt[] = [];
+  for (const d of deliveries) {
+    if (d.sha256 === undefined) continue;
+    const sent = bodies
+      .get(d.body)
+      ?.ops.map((o) => o.invoke as Invoke & { f: "publish" })
+      .find((inv) => inv.sha256 !== undefined);
+    if (!sent?.sha256 || sent.sha256 === d.sha256) continue;
+    corrupt.push({
+      group: d.group,
+      body: d.body,
+      messageId: d.id,
+      receive: d.receive,
+      published: { sha256: sent.sha256, size: sent.size ?? null },
+      delivered: { sha256: d.sha256, size: d.size ?? null },
+    });
+  }
+
   const excuses = windows.filter((w) => w.fault !== "drain");
   const { resurrected, repushed, stale } = findResurrections(
     all,
@@ -346,13 +394,20 @@ export function check(
   }
 
   return {
-    anomalies: { lost, phantom, resurrected, duplicate, hung },
+    anomalies: { lost, phantom, resurrected, duplicate, hung, corrupt },
     statuses,
     duringFaults,
     faults: events
       .filter((e) => e.phase === "start" && !PHASES.includes(e.fault))
       .map((e) => e.fault),
     acknowledgedPublishes: acknowledged.length,
+    largeBodies: {
+      published: acknowledged.filter(
+        (o) => ((o.invoke as Invoke & { f: "publish" }).size ?? 0) > LARGE_BYTES,
+      ).length,
+      delivered: deliveries.filter((d) => (d.size ?? 0) > LARGE_BYTES && d.sha256 !== undefined)
+        .length,
+    },
     keys: [...bodies.values()].filter((b) => b.key !== null).length,
     deliveries: deliveries.length,
     early,

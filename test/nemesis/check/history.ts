@@ -10,15 +10,24 @@ export interface Delivered {
   readonly id: string;
   readonly handle: string;
   readonly count: number;
+  /** The body's label (test/nemesis/payload.ts): the whole text of a small body. */
   readonly body: string;
+  /** SHA-256 (hex) of the bytes delivered; absent in histories written before it was kept. */
+  readonly sha256?: string;
+  /** Bytes delivered. */
+  readonly size?: number;
 }
 
 export type Operation =
   | {
       readonly f: "publish";
       readonly key: string | null;
+      /** The body's label; a large body's bytes are kept as their SHA-256 and size only. */
       readonly body: string;
       readonly delay: number;
+      /** SHA-256 (hex) of the bytes published. */
+      readonly sha256?: string;
+      readonly size?: number;
     }
   | { readonly f: "receive"; readonly group: string; readonly max: number; readonly lease: number }
   | {

@@ -94,7 +94,10 @@ export function pushedTable(rounds: readonly RoundSummary[], group: string): str
 
 /** The findings themselves (at most `max` of each kind) and the statuses seen during faults. */
 export function details(report: CheckReport, max = 5): string {
-  const out: string[] = [];
+  const out: string[] = [
+    `large bodies (over 1 MiB): ${report.largeBodies.published} published, ` +
+      `${report.largeBodies.delivered} deliveries checked by SHA-256`,
+  ];
   for (const kind of ANOMALIES) {
     const list = report.anomalies[kind] as readonly unknown[];
     if (list.length === 0) continue;

@@ -37,6 +37,10 @@ export const NEMESIS_GATEWAY_ENV: Record<string, string> = {
   VQS_STREAM_REPLICAS: "3",
   VQS_NATS_REQUEST_TIMEOUT_MS: "2000",
   VQS_CONSUMER_ACK_WAIT_SECONDS: "5",
+  // The large-body store's byte limit must fit the nodes' JetStream storage (2 GiB here, 4x the
+  // 512 MiB disks): at the 10 GiB default no node can place the store, and every large publish
+  // is refused (503).
+  VQS_LARGE_BODY_STORE_BYTES: String(256 * 1024 * 1024),
 };
 
 export async function startEnvironment(o: EnvironmentOptions): Promise<NemesisEnvironment> {

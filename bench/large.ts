@@ -1,0 +1,672 @@
+// `npm run bench:large [-- options]`: bodies of 100 MB through the gateway against raw JetStream
+// chunk publishes and chunk reads of the same bytes, in one run on one nats-server: upload and
+// download MB/s, the gateway's memory per concurrent large transfer, and small-message publish
+// latency while large uploads run. See bench/README.md ("Large bodies"). Never part of
+// `npm test`; everything on 127.0.0.1; every loop bounded in count and time.
+import { jetstream, jetstreamManager, type StreamConfig } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { availableParallelism, cpus, tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import { GatewayApi } from "./lib/gw.js";
+import { createHttpClient, type HttpClient } from "./lib/http-client.js";
+import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
+import {
+  createChunkStream,
+  downloadChunks,
+  removeChunks,
+  uploadChunks,
+  type ChunkOptions,
+  type ChunkStream,
+} from "./lib/large/chunks.js";
+import { slope, watchRss } from "./lib/large/memory.js";
+import { findBodyStore } from "./lib/large/body-store.js";
+import { acknowledge, downloadBody, uploadBody, type GatewayTarget } from "./lib/large/transfer.js";
+import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
+import { targetsTable, type Target } from "./lib/report.js";
+import { percentiles, Recorder, round, sleep } from "./lib/stats.js";
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const REPO_DIR = dirname(BENCH_DIR);
+const RESULTS = join(BENCH_DIR, "results");
+const MB = 1_000_000;
+const MiB = 1024 * 1024;
+
+const HELP = `npm run bench:large -- [options]
+  --size-mb <n>         body size in MB of 10^6 bytes (default 100)
+  --rounds <n>          paired raw/gateway rounds of upload and download (default 3)
+  --concurrency <list>  concurrent transfers of the memory scenario (default 1,2,4)
+  --chunk-kib <n>       the baseline's chunk size in KiB (default: the gateway's, else 1024)
+  --window <n>          the baseline's publishes in flight / chunks read ahead (default 8)
+  --small-rate <n>      small publishes a second in the latency scenario (default 100)
+  --small-seconds <s>   each latency phase's length (default 10)
+  --loaders <n>         concurrent large uploads in the loaded phase (default 4)
+  --gateway-env K=V,..  extra environment of the gateway (e.g. its large-body settings)
+  --quick               --rounds 1, --small-seconds 5 (a check that everything runs)
+  --out <file>          results file (default bench/results/large.json)`;
+
+interface Options {
+  readonly sizeBytes: number;
+  readonly rounds: number;
+  readonly concurrency: readonly number[];
+  readonly chunkKiB: number | null;
+  readonly window: number;
+  readonly smallRate: number;
+  readonly smallSeconds: number;
+  readonly loaders: number;
+  readonly gatewayEnv: Record<string, string>;
+  readonly quick: boolean;
+  readonly out: string;
+}
+
+function parseOptions(): Options {
+  const { values } = parseArgs({
+    options: {
+      "size-mb": { type: "string", default: "100" },
+      rounds: { type: "string" },
+      concurrency: { type: "string", default: "1,2,4" },
+      "chunk-kib": { type: "string" },
+      window: { type: "string", default: "8" },
+      "small-rate": { type: "string", default: "100" },
+      "small-seconds": { type: "string" },
+      loaders: { type: "string", default: "4" },
+      "gateway-env": { type: "string", default: "" },
+      quick: { type: "boolean", default: false },
+      out: { type: "string", default: join(RESULTS, "large.json") },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    process.exit(0);
+  }
+  const num = (name: string, raw: string, min: number, max: number): number => {
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < min || n > max) {
+      throw new Error(`--${name} must be a number from ${min} to ${max} (got "${raw}")`);
+    }
+    return n;
+  };
+  const gatewayEnv: Record<string, string> = {};
+  for (const pair of values["gateway-env"].split(",").filter(Boolean)) {
+    const eq = pair.indexOf("=");
+    if (eq < 1) throw new Error(`--gateway-env: "${pair}" is not KEY=VALUE`);
+    gatewayEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const quick = values.quick;
+  return {
+    sizeBytes: Math.round(num("size-mb", values["size-mb"], 0.001, 1000) * MB),
+    rounds: Math.round(num("rounds", values.rounds ?? (quick ? "1" : "3"), 1, 20)),
+    concurrency: values.concurrency
+      .split(",")
+      .map((s) => Math.round(num("concurrency", s.trim(), 1, 16))),
+    chunkKiB: values["chunk-kib"] ? num("chunk-kib", values["chunk-kib"], 1, 8192) : null,
+    window: Math.round(num("window", values.window, 1, 256)),
+    smallRate: num("small-rate", values["small-rate"], 1, 2000),
+    smallSeconds: num("small-seconds", values["small-seconds"] ?? (quick ? "5" : "10"), 1, 120),
+    loaders: Math.round(num("loaders", values.loaders, 1, 16)),
+    gatewayEnv,
+    quick,
+    out: values.out,
+  };
+}
+
+const started = performance.now();
+const log = (line: string) =>
+  process.stderr.write(
+    `[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`,
+  );
+
+interface Env {
+  readonly nats: BenchNats;
+  readonly gateway: GatewayProcess;
+  readonly nc: NatsConnection;
+  readonly target: GatewayTarget;
+  readonly client: HttpClient;
+  readonly api: GatewayApi;
+}
+
+const mbps = (bytes: number, ms: number) => round(bytes / MB / (ms / 1000), 1);
+const median = (xs: readonly number[]) => {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t, value };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 1: upload and download MB/s, raw and gateway in paired rounds.
+
+interface RoundResult {
+  readonly round: number;
+  readonly rawUploadMBps: number;
+  readonly gatewayUploadMBps: number;
+  readonly gatewayChunkedUploadMBps: number;
+  readonly rawDownloadMBps: number;
+  readonly gatewayDownloadMBps: number;
+}
+
+async function throughput(
+  o: Options,
+  env: Env,
+  cs: ChunkStream,
+  chunk: ChunkOptions,
+  body: Buffer,
+  sha256: string,
+): Promise<{ rounds: RoundResult[]; topics: string[] }> {
+  const js = jetstream(env.nc);
+  const jsm = await jetstreamManager(env.nc);
+  const rounds: RoundResult[] = [];
+  const topics: string[] = [];
+  for (let r = 1; r <= o.rounds; r++) {
+    const topic = `large-${r}`;
+    topics.push(topic, `large-chunked-${r}`);
+    const rawUp = async () => (await timed(() => uploadChunks(js, cs, `r${r}`, body, chunk))).ms;
+    const gwUp = async (contentLength: boolean, t: string) => {
+      const { ms, value } = await timed(() => uploadBody(env.target, t, body, { contentLength }));
+      if (value.status !== 201) {
+        throw new Error(`gateway upload to ${t}: HTTP ${value.status} ${value.body}`);
+      }
+      return ms;
+    };
+    const rawDown = async () => {
+      const { ms, value } = await timed(() => downloadChunks(js, cs, `r${r}`, body.length, chunk));
+      if (value.sha256 !== sha256) throw new Error("raw chunk read: SHA-256 differs");
+      return ms;
+    };
+    const gwDown = async () => {
+      const group = `dl-${r}`;
+      const { ms, value } = await timed(() => downloadBody(env.target, topic, group));
+      if (value.status !== 200 || value.sha256 !== sha256 || value.bytes !== body.length) {
+        throw new Error(
+          `gateway download of ${topic}: HTTP ${value.status}, ${value.bytes} bytes, ` +
+            `${value.sha256 === sha256 ? "same" : "different"} SHA-256`,
+        );
+      }
+      if (value.receiptHandle) await acknowledge(env.target, topic, group, value.receiptHandle);
+      return ms;
+    };
+    // Alternate which side goes first, so a drift of the machine's speed favours neither.
+    const gatewayFirst = r % 2 === 0;
+    let rawUpMs: number, gwUpMs: number, rawDownMs: number, gwDownMs: number;
+    if (gatewayFirst) {
+      gwUpMs = await gwUp(true, topic);
+      rawUpMs = await rawUp();
+    } else {
+      rawUpMs = await rawUp();
+      gwUpMs = await gwUp(true, topic);
+    }
+    const gwChunkedMs = await gwUp(false, `large-chunked-${r}`);
+    if (gatewayFirst) {
+      gwDownMs = await gwDown();
+      rawDownMs = await rawDown();
+    } else {
+      rawDownMs = await rawDown();
+      gwDownMs = await gwDown();
+    }
+    await removeChunks(jsm, cs, `r${r}`);
+    const res: RoundResult = {
+      round: r,
+      rawUploadMBps: mbps(body.length, rawUpMs),
+      gatewayUploadMBps: mbps(body.length, gwUpMs),
+      gatewayChunkedUploadMBps: mbps(body.length, gwChunkedMs),
+      rawDownloadMBps: mbps(body.length, rawDownMs),
+      gatewayDownloadMBps: mbps(body.length, gwDownMs),
+    };
+    log(
+      `round ${r}: upload raw ${res.rawUploadMBps} / gateway ${res.gatewayUploadMBps} ` +
+        `(chunked ${res.gatewayChunkedUploadMBps}) MB/s; download raw ${res.rawDownloadMBps} / ` +
+        `gateway ${res.gatewayDownloadMBps} MB/s`,
+    );
+    rounds.push(res);
+  }
+  return { rounds, topics };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 2: the gateway's resident memory with k large transfers at once.
+
+interface MemoryLevel {
+  readonly concurrency: number;
+  readonly kind: "upload" | "download";
+  readonly baselineMiB: number;
+  readonly peakMiB: number;
+  readonly growthMiB: number;
+  readonly perTransferMiB: number;
+  readonly seconds: number;
+}
+
+async function memoryScenario(
+  o: Options,
+  env: Env,
+  body: Buffer,
+  sha256: string,
+  downloadTopic: string,
+): Promise<{ levels: MemoryLevel[]; slopeMiB: { upload: number; download: number } }> {
+  const levels: MemoryLevel[] = [];
+  for (const kind of ["upload", "download"] as const) {
+    for (const k of o.concurrency) {
+      // After a full GC, what the gateway holds with nothing running.
+      await env.gateway.memory();
+      await sleep(200);
+      const baseline = sampleProc(env.gateway.pid)?.rssBytes ?? NaN;
+      const watch = watchRss(env.gateway.pid);
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: k }, async (_, i) => {
+          if (kind === "upload") {
+            const res = await uploadBody(env.target, `mem-${k}-${i}`, body, {
+              contentLength: true,
+              retentionSeconds: 60,
+            });
+            if (res.status !== 201)
+              throw new Error(`memory upload: HTTP ${res.status} ${res.body}`);
+          } else {
+            const group = `mem-${k}-${i}`;
+            const res = await downloadBody(env.target, downloadTopic, group);
+            if (res.status !== 200 || res.sha256 !== sha256) {
+              throw new Error(`memory download: HTTP ${res.status}, ${res.bytes} bytes`);
+            }
+            if (res.receiptHandle) {
+              await acknowledge(env.target, downloadTopic, group, res.receiptHandle);
+            }
+          }
+        }),
+      );
+      const seconds = (performance.now() - t0) / 1000;
+      const peak = watch.stop();
+      const level: MemoryLevel = {
+        concurrency: k,
+        kind,
+        baselineMiB: round(baseline / MiB, 1),
+        peakMiB: round(peak / MiB, 1),
+        growthMiB: round((peak - baseline) / MiB, 1),
+        perTransferMiB: round((peak - baseline) / MiB / k, 2),
+        seconds: round(seconds, 1),
+      };
+      log(
+        `memory, ${k} ${kind}(s) at once: RSS ${level.baselineMiB} -> peak ${level.peakMiB} MiB ` +
+          `(+${level.growthMiB}, ${level.perTransferMiB} per transfer) in ${level.seconds} s`,
+      );
+      levels.push(level);
+      if (kind === "upload") {
+        for (let i = 0; i < k; i++) {
+          await env.api.get("/healthz"); // keeps the client's connection warm; cheap
+          await purgeTopic(env, `mem-${k}-${i}`);
+        }
+      }
+    }
+  }
+  const slopeOf = (kind: "upload" | "download") =>
+    round(
+      slope(levels.filter((l) => l.kind === kind).map((l) => ({ x: l.concurrency, y: l.peakMiB }))),
+      2,
+    );
+  return { levels, slopeMiB: { upload: slopeOf("upload"), download: slopeOf("download") } };
+}
+
+async function purgeTopic(env: Env, topic: string): Promise<void> {
+  await env.client
+    .request("DELETE", `/api/v3/topic/${topic}`, { authorization: `Bearer ${env.target.token}` })
+    .catch(() => undefined);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 3: small-message publish latency, idle and while large uploads run.
+
+interface LatencyPhase {
+  readonly phase: "idle" | "loaded" | "idle again";
+  readonly published: number;
+  readonly errors: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  readonly largeUploads?: number;
+  readonly largeMBps?: number;
+}
+
+/** Publishes of 1 KiB at a fixed rate (open loop: a slow answer does not delay the next send). */
+async function smallPublishes(o: Options, env: Env, topic: string): Promise<Recorder> {
+  const rec = new Recorder();
+  const payload = randomBytes(1024);
+  const interval = 1000 / o.smallRate;
+  const n = Math.round(o.smallRate * o.smallSeconds);
+  const t0 = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    const due = t0 + i * interval;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    pending.push(
+      (async () => {
+        const t = performance.now();
+        try {
+          const res = await env.api.publish(topic, payload);
+          if (res.status === 201) rec.record(performance.now() - t);
+          else rec.error(`HTTP ${res.status}`);
+        } catch (err) {
+          rec.error(err instanceof Error ? err.message : String(err));
+        }
+      })(),
+    );
+  }
+  await Promise.all(pending);
+  return rec;
+}
+
+async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<LatencyPhase[]> {
+  const phases: LatencyPhase[] = [];
+  const summarize = (
+    phase: LatencyPhase["phase"],
+    rec: Recorder,
+    extra: Partial<LatencyPhase> = {},
+  ): LatencyPhase => {
+    const p = percentiles(rec.samples);
+    const r: LatencyPhase = {
+      phase,
+      published: rec.operations,
+      errors: rec.errors,
+      p50Ms: round(p.p50, 2),
+      p99Ms: round(p.p99, 2),
+      maxMs: round(p.max, 2),
+      ...extra,
+    };
+    log(
+      `small publishes, ${phase}: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms ` +
+        `(${r.published} published, ${r.errors} errors)` +
+        (extra.largeUploads !== undefined
+          ? `; ${extra.largeUploads} large uploads at ${extra.largeMBps} MB/s in all`
+          : ""),
+    );
+    return r;
+  };
+  // A first publish creates the topic, which is not what is measured; a short warm-up at the
+  // same rate lets the gateway's code settle (JIT) before the idle phase.
+  await env.api.publish("small", Buffer.from("x"));
+  await smallPublishes({ ...o, smallSeconds: Math.min(2, o.smallSeconds) }, env, "small");
+  phases.push(summarize("idle", await smallPublishes(o, env, "small")));
+
+  let stop = false;
+  let uploads = 0;
+  let uploadErrors = 0;
+  const t0 = performance.now();
+  const loaders = Array.from({ length: o.loaders }, async (_, w) => {
+    for (let i = 0; !stop && i < 10_000; i++) {
+      const res = await uploadBody(env.target, `load-${w}`, body, {
+        contentLength: true,
+        retentionSeconds: 60,
+      }).catch(() => null);
+      if (res?.status === 201) uploads++;
+      else {
+        uploadErrors++;
+        await sleep(100);
+      }
+    }
+  });
+  // Let every loader get going before measuring.
+  await sleep(1000);
+  const loaded = await smallPublishes(o, env, "small");
+  stop = true;
+  const loadSeconds = (performance.now() - t0) / 1000;
+  await Promise.all(loaders);
+  phases.push(
+    summarize("loaded", loaded, {
+      largeUploads: uploads,
+      largeMBps: round((uploads * body.length) / MB / ((performance.now() - t0) / 1000), 1),
+      ...(uploadErrors ? { errors: loaded.errors } : {}),
+    }),
+  );
+  if (uploadErrors) log(`  ${uploadErrors} large uploads failed in ${loadSeconds.toFixed(0)} s`);
+  for (let w = 0; w < o.loaders; w++) await purgeTopic(env, `load-${w}`);
+  await sleep(1000);
+  phases.push(summarize("idle again", await smallPublishes(o, env, "small")));
+  return phases;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const o = parseOptions();
+  const root = await mkdtemp(join(tmpdir(), "vqs-bench-large-"));
+  const issuer = await startBenchIssuer();
+  let nats: BenchNats | null = null;
+  let gateway: GatewayProcess | null = null;
+  let nc: NatsConnection | null = null;
+  let client: HttpClient | null = null;
+  const cleanup = async () => {
+    client?.close();
+    await nc?.close().catch(() => undefined);
+    await gateway?.stop().catch(() => undefined);
+    await nats?.stop().catch(() => undefined);
+    await issuer.close().catch(() => undefined);
+    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+  };
+  const endTimeLimit = boundRun(cleanup, (o.quick ? 10 : 30) * 60_000, log);
+  try {
+    await mkdir(RESULTS, { recursive: true });
+    await writeFile(join(RESULTS, "large-gateway.log"), "");
+    nats = await startBenchNats(join(root, "store"), join(RESULTS, "large-nats-server.log"));
+    gateway = await startGatewayProcess({
+      env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, o.gatewayEnv),
+      logFile: join(RESULTS, "large-gateway.log"),
+    });
+    nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
+    client = createHttpClient("node", [gateway.url]);
+    const target: GatewayTarget = { url: gateway.url, token: issuer.token, timeoutMs: 300_000 };
+    const env: Env = {
+      nats,
+      gateway,
+      nc,
+      target,
+      client,
+      api: new GatewayApi(client, issuer.token),
+    };
+    const varz = await nats.varz();
+    const machine = {
+      cores: availableParallelism(),
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      node: process.version,
+      nats: (typeof varz?.version === "string" ? varz.version : null) ?? nats.version,
+      loadAverageAtStart: loadAverage(),
+    };
+    log(
+      `vqs bench:large: ${o.sizeBytes / MB} MB bodies; ${machine.cores} cores, nats-server ` +
+        `${machine.nats}; load average ${machine.loadAverageAtStart}`,
+    );
+
+    const body = randomBytes(o.sizeBytes);
+    const sha256 = createHash("sha256").update(body).digest("hex");
+    // The gateway's body store, once a body went through it: the baseline copies its stream
+    // configuration and its chunk size, so both sides write the same way.
+    const probe = await uploadBody(target, "large-probe", body, { contentLength: true });
+    if (probe.status !== 201) {
+      throw new Error(
+        `the gateway refused a ${o.sizeBytes / MB} MB body: HTTP ${probe.status} ${probe.body} ` +
+          "(does it take large bodies? see VQS_MAX_MESSAGE_BYTES)",
+      );
+    }
+    const jsm = await jetstreamManager(nc);
+    const store = await findBodyStore(jsm);
+    const chunkBytes = o.chunkKiB ? o.chunkKiB * 1024 : (store?.chunkBytes ?? MiB);
+    log(
+      store
+        ? `gateway body store: stream ${store.stream}, chunks of ${store.chunkBytes} bytes`
+        : "gateway body store not found (bodies inline?): the baseline uses a file stream",
+    );
+    const like: Partial<StreamConfig> | null = store?.config ?? null;
+    const cs = await createChunkStream(jsm, "BENCH_LARGE", like);
+    const chunk: ChunkOptions = { chunkBytes, window: o.window, timeoutMs: 120_000 };
+    // Warm-up of the baseline's path too.
+    await uploadChunks(jetstream(nc), cs, "warm", body, chunk);
+    await downloadChunks(jetstream(nc), cs, "warm", body.length, chunk);
+    await removeChunks(jsm, cs, "warm");
+
+    const tp = await throughput(o, env, cs, chunk, body, sha256);
+    const mem = await memoryScenario(o, env, body, sha256, "large-1");
+    const latency = await latencyScenario(o, env, body);
+
+    const med = (f: (r: RoundResult) => number) => round(median(tp.rounds.map(f)), 1);
+    const ratio = (a: (r: RoundResult) => number, b: (r: RoundResult) => number) =>
+      round(median(tp.rounds.map((r) => a(r) / b(r))), 2);
+    const summary = {
+      rawUploadMBps: med((r) => r.rawUploadMBps),
+      gatewayUploadMBps: med((r) => r.gatewayUploadMBps),
+      gatewayChunkedUploadMBps: med((r) => r.gatewayChunkedUploadMBps),
+      rawDownloadMBps: med((r) => r.rawDownloadMBps),
+      gatewayDownloadMBps: med((r) => r.gatewayDownloadMBps),
+      uploadRatio: ratio(
+        (r) => r.gatewayUploadMBps,
+        (r) => r.rawUploadMBps,
+      ),
+      chunkedUploadRatio: ratio(
+        (r) => r.gatewayChunkedUploadMBps,
+        (r) => r.rawUploadMBps,
+      ),
+      downloadRatio: ratio(
+        (r) => r.gatewayDownloadMBps,
+        (r) => r.rawDownloadMBps,
+      ),
+    };
+    const idle = latency.filter((p) => p.phase !== "loaded").map((p) => p.p99Ms);
+    const idleP99 = round(idle.reduce((s, v) => s + v, 0) / idle.length, 2);
+    const loadedP99 = latency.find((p) => p.phase === "loaded")?.p99Ms ?? NaN;
+    const p99Ratio = round(loadedP99 / idleP99, 2);
+    const worstPerTransfer = (kind: "upload" | "download") =>
+      Math.max(
+        ...mem.levels.filter((l) => l.kind === kind).map((l) => l.perTransferMiB),
+        -Infinity,
+      );
+
+    const targets: Target[] = [
+      {
+        name: `upload MB/s, ${o.sizeBytes / MB} MB, gateway vs raw chunk publishes`,
+        target: ">= 0.5x raw",
+        value: summary.uploadRatio,
+        pass: summary.uploadRatio >= 0.5,
+      },
+      {
+        name: `download MB/s, ${o.sizeBytes / MB} MB, gateway vs raw chunk reads`,
+        target: ">= 0.5x raw",
+        value: summary.downloadRatio,
+        pass: summary.downloadRatio >= 0.5,
+      },
+      ...(["upload", "download"] as const).map((kind): Target => ({
+        name: `gateway RSS per additional concurrent ${kind} (slope over ${o.concurrency.join(", ")})`,
+        target: "<= 4 MiB",
+        value: mem.slopeMiB[kind],
+        pass: mem.slopeMiB[kind] <= 4,
+        note: `growth / transfers, worst level: ${worstPerTransfer(kind)} MiB`,
+      })),
+      {
+        name: `small publish p99 while ${o.loaders} large uploads run, vs idle`,
+        target: "<= 2x idle",
+        value: p99Ratio,
+        pass: p99Ratio <= 2,
+      },
+    ];
+
+    const results = {
+      tool: "vqs bench:large (bench/large.ts)",
+      mode: o.quick ? "quick" : "full",
+      startedAt: new Date(Date.now() - (performance.now() - started)).toISOString(),
+      finishedAt: new Date().toISOString(),
+      options: {
+        bodyBytes: o.sizeBytes,
+        rounds: o.rounds,
+        concurrency: o.concurrency,
+        baselineChunkBytes: chunkBytes,
+        baselineWindow: o.window,
+        smallRate: o.smallRate,
+        smallSeconds: o.smallSeconds,
+        loaders: o.loaders,
+        gatewayEnv: o.gatewayEnv,
+      },
+      machine: { ...machine, loadAverageAtEnd: loadAverage() },
+      bodyStore: store ? { stream: store.stream, chunkBytes: store.chunkBytes } : null,
+      throughput: { rounds: tp.rounds, ...summary },
+      memory: mem,
+      smallPublishLatency: {
+        phases: latency,
+        idleP99Ms: idleP99,
+        loadedP99Ms: loadedP99,
+        p99Ratio,
+      },
+      targets,
+    };
+    await mkdir(dirname(o.out), { recursive: true });
+    await writeFile(o.out, JSON.stringify(results, null, 2) + "\n");
+
+    const table = [
+      "| | raw JetStream chunks | gateway | gateway / raw |",
+      "| --- | ---: | ---: | ---: |",
+      `| upload MB/s (Content-Length) | ${summary.rawUploadMBps} | ${summary.gatewayUploadMBps} | ${summary.uploadRatio} |`,
+      `| upload MB/s (chunked) | ${summary.rawUploadMBps} | ${summary.gatewayChunkedUploadMBps} | ${summary.chunkedUploadRatio} |`,
+      `| download MB/s (multipart receive) | ${summary.rawDownloadMBps} | ${summary.gatewayDownloadMBps} | ${summary.downloadRatio} |`,
+    ];
+    const memTable = [
+      "| transfers at once | kind | RSS before (MiB) | peak (MiB) | growth (MiB) | per transfer (MiB) | seconds |",
+      "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+      ...mem.levels.map(
+        (l) =>
+          `| ${l.concurrency} | ${l.kind} | ${l.baselineMiB} | ${l.peakMiB} | ${l.growthMiB} | ${l.perTransferMiB} | ${l.seconds} |`,
+      ),
+    ];
+    const latTable = [
+      "| phase | published | errors | p50 ms | p99 ms | max ms | large uploads |",
+      "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+      ...latency.map(
+        (p) =>
+          `| ${p.phase} | ${p.published} | ${p.errors} | ${p.p50Ms} | ${p.p99Ms} | ${p.maxMs} | ` +
+          `${p.largeUploads !== undefined ? `${p.largeUploads} (${p.largeMBps} MB/s)` : ""} |`,
+      ),
+    ];
+    process.stdout.write(
+      [
+        "",
+        `vqs bench:large, ${results.startedAt}: ${o.sizeBytes / MB} MB bodies of random bytes, ` +
+          `${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; ` +
+          `median of ${o.rounds} paired round(s); baseline chunks of ${chunkBytes} bytes, ${o.window} in flight`,
+        "",
+        ...table,
+        "",
+        `Gateway memory (RSS sampled every 20 ms; slope of the peak over transfers: upload ` +
+          `${mem.slopeMiB.upload} MiB, download ${mem.slopeMiB.download} MiB per transfer):`,
+        "",
+        ...memTable,
+        "",
+        `Small publishes (1 KiB, ${o.smallRate}/s for ${o.smallSeconds} s), idle and while ` +
+          `${o.loaders} large uploads run:`,
+        "",
+        ...latTable,
+        "",
+        "Targets (ratios within this run):",
+        "",
+        targetsTable(targets),
+        "",
+        `Results: ${relative(REPO_DIR, o.out)}`,
+        "",
+      ].join("\n"),
+    );
+  } finally {
+    endTimeLimit();
+    await cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `bench:large failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});
