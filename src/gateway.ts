@@ -15,7 +15,7 @@ import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
 import { SettingsService } from "./queue/settings/settings-service.js";
 import type { SettingsStore } from "./queue/settings/settings-store.js";
-import { deriveSecretKeys } from "./queue/secret-keys.js";
+import { deriveSecretKeys } from "./queue/identity/secret-keys.js";
 import { ManagementService } from "./queue/management/management-service.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";

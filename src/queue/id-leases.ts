@@ -15,7 +15,7 @@ import type {
 /** What ID leases need: the ID lease records, the cursor, and which delivery is current. */
 type IdLeasePorts = IdLeaseLedger & GroupCursor & Pick<LeaseLedger, "recordDelivery">;
 import type { GroupAddress } from "./namespace.js";
-import type { Lease } from "./receipt-handle.js";
+import type { Lease } from "./identity/receipt-handle.js";
 
 export class IdLeases {
   readonly #broker: IdLeasePorts;

@@ -15,14 +15,19 @@ import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
 import { NamespaceCounts } from "./namespace-counts.js";
-import { duplicateMessageId, newNonce, parseMessageId, storedMessageId } from "./message-id.js";
+import {
+  duplicateMessageId,
+  newNonce,
+  parseMessageId,
+  storedMessageId,
+} from "./identity/message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
-import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./receipt-handle.js";
+import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
 import { NO_OBSERVER, type QueueObserver } from "./observer.js";
 import type { Logger } from "../logger.js";
 import { LIMITS } from "./limits.js";
 import type { ConsumerSettings, DeadLetterSettings } from "./settings/consumer-settings.js";
-import type { SecretKeys } from "./secret-keys.js";
+import type { SecretKeys } from "./identity/secret-keys.js";
 
 export interface PublishInput {
   /** An inline body; a large one is given to `publishStreamed` instead. */

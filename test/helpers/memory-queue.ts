@@ -3,7 +3,7 @@
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
 import type { TopicAddress } from "../../src/queue/namespace.js";
 import { QueueService, type QueueServiceDeps } from "../../src/queue/queue-service.js";
-import { deriveSecretKeys } from "../../src/queue/secret-keys.js";
+import { deriveSecretKeys } from "../../src/queue/identity/secret-keys.js";
 
 export interface MemoryQueue {
   readonly broker: MemoryBroker;

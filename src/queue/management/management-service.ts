@@ -5,7 +5,7 @@
 import type { BodyStore } from "../bodies.js";
 import { AppError } from "../../errors.js";
 import type { MessageLog, StoredMessage } from "../broker.js";
-import { parseMessageId, storedMessageId } from "../message-id.js";
+import { parseMessageId, storedMessageId } from "../identity/message-id.js";
 import type { GroupAddress, Namespace, TopicAddress } from "../namespace.js";
 import type { SettingsStore } from "../settings/settings-store.js";
 import { appliesTo } from "../settings/topic-pattern.js";

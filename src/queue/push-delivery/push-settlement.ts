@@ -4,7 +4,7 @@
 // the client leases by ID), and freeing the cursor's place once that lease was acknowledged.
 import type { GroupCursor, IdLeaseLedger, PushLedger } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";
-import type { Lease } from "../receipt-handle.js";
+import type { Lease } from "../identity/receipt-handle.js";
 
 export type PushSettlementPorts = Pick<PushLedger, "handlerLease"> &
   Pick<IdLeaseLedger, "markIdLeases" | "putCursorLease" | "getIdLease"> &

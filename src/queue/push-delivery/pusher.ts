@@ -9,7 +9,7 @@
 import type { Logger } from "../../logger.js";
 import type { Delivery, GroupCursor, PushLedger } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";
-import type { Lease } from "../receipt-handle.js";
+import type { Lease } from "../identity/receipt-handle.js";
 import type { QueueService, ReceivedMessage } from "../queue-service.js";
 import type { ConsumerSettings, PushSettings } from "../settings/consumer-settings.js";
 import { isPushUrlAllowed, type PushUrlPrefix } from "../settings/push-destinations.js";

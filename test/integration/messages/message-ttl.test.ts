@@ -7,7 +7,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { topicNames } from "../../../src/nats/core/naming.js";
 import { supportsMessageTtl } from "../../../src/nats/core/server-features.js";
-import { newNonce } from "../../../src/queue/message-id.js";
+import { newNonce } from "../../../src/queue/identity/message-id.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";

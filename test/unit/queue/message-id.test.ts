@@ -4,9 +4,9 @@ import {
   newNonce,
   parseMessageId,
   storedMessageId,
-} from "../../../src/queue/message-id.js";
+} from "../../../src/queue/identity/message-id.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
-import { deriveSecretKeys } from "../../../src/queue/secret-keys.js";
+import { deriveSecretKeys } from "../../../src/queue/identity/secret-keys.js";
 
 const keys = deriveSecretKeys("unit-test-secret-unit-test-secret-!!", "iad1");
 const topic = { namespace: makeNamespace("t", "p", "e", null), topic: "orders" };

@@ -4,8 +4,8 @@ import {
   decodeReceiptHandle,
   encodeReceiptHandle,
   type Lease,
-} from "../../../src/queue/receipt-handle.js";
-import { deriveSecretKeys } from "../../../src/queue/secret-keys.js";
+} from "../../../src/queue/identity/receipt-handle.js";
+import { deriveSecretKeys } from "../../../src/queue/identity/secret-keys.js";
 
 const keys = deriveSecretKeys("unit-test-secret-unit-test-secret-!!", "iad1");
 const ns = makeNamespace("team", "prj", "production", null);

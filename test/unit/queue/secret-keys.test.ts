@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { deriveSecretKeys, mac } from "../../../src/queue/secret-keys.js";
+import { deriveSecretKeys, mac } from "../../../src/queue/identity/secret-keys.js";
 
 /** The reference: Node's HMAC over the same framing (each part followed by "\n"). */
 function reference(key: Buffer, parts: readonly (string | Buffer)[], bytes = 16): Buffer {

@@ -5,7 +5,7 @@
 // with the same sequence; the MAC makes duplicate IDs unforgeable without any stored state.
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { mac } from "./secret-keys.js";
-import type { TopicAddress } from "./namespace.js";
+import type { TopicAddress } from "../namespace.js";
 
 export type ParsedMessageId =
   { kind: "stored"; seq: number; nonce: string } | { kind: "duplicate"; originalSeq: number };

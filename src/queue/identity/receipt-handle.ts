@@ -6,7 +6,7 @@
 // is recognised as stale.
 import { timingSafeEqual } from "node:crypto";
 import { mac } from "./secret-keys.js";
-import type { GroupAddress } from "./namespace.js";
+import type { GroupAddress } from "../namespace.js";
 
 export interface Lease {
   /** "group": a delivery through the group's cursor; "id": a lease taken by receive by ID. */
