@@ -77,6 +77,7 @@ export class MemoryBroker implements Broker {
   readonly #idLeases = new Map<string, IdLease>();
   readonly #cursorLeases = new Map<string, CursorLease>();
   readonly #holdbacks = new Map<string, number>();
+  readonly #limitBounces = new Map<string, number>();
   readonly #handlerLeases = new Map<string, number>();
   readonly #epochs = new Map<string, number>();
   #revision = 0;
@@ -304,6 +305,15 @@ export class MemoryBroker implements Broker {
 
   getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
     return Promise.resolve(this.#cursorLeases.get(recordKey(group, streamSeq)) ?? null);
+  }
+
+  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
+    this.#limitBounces.set(recordKey(group, streamSeq), count);
+    return Promise.resolve();
+  }
+
+  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null> {
+    return Promise.resolve(this.#limitBounces.get(recordKey(group, streamSeq)) ?? null);
   }
 
   // ---- PushLedger

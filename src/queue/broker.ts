@@ -213,6 +213,13 @@ export interface LeaseLedger {
   currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null>;
   /** One more message of the group moved to its dead-letter topic (best effort). */
   noteDeadLettered(group: GroupAddress): Promise<void>;
+  /**
+   * Records, for every gateway, that delivery `count` of a message came past the group's
+   * concurrency limit and was released without being handed out.
+   */
+  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
+  /** The latest delivery of a message released that way, else null. */
+  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null>;
 }
 
 /** Leases taken by message ID, and what the cursor did meanwhile (receive by ID). */

@@ -333,12 +333,23 @@ export class QueueService {
       // A delivery a waiting receive was woken with is already counted in flight.
       const inFlight = (progress?.inFlight ?? 0) - (first ? 1 : 0);
       if (inFlight >= options.maxConcurrency) {
-        if (first) {
-          // Others took the group to its limit while this receive waited: not this one.
-          await this.#broker.setLease(group, first, 0);
-          return [];
+        // The count includes messages whose lease ran out (JetStream counts them until they are
+        // delivered again): one pull, which JetStream answers with a redelivery first, may still
+        // hand out a message whose lease ran out, or one released here earlier once the count
+        // without it is under the limit; a new message is released unseen (a "bounce").
+        const d = first ?? (await this.#broker.pull(group, 1))?.[0];
+        if (d === undefined) {
+          throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
         }
-        throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
+        const others = (progress?.inFlight ?? 0) - (first || d.deliveryCount > 1 ? 1 : 0);
+        if (others >= options.maxConcurrency && !(await this.#leaseRanOut(group, d))) {
+          // Recorded before the release: the message may come back at once, to any gateway.
+          await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
+          await this.#broker.setLease(group, d, 0);
+          if (first) return []; // others took the group to its limit while this receive waited
+          throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
+        }
+        return await this.#receive(group, options, 1, release, d, 1);
       }
       return await this.#receive(
         group,
@@ -352,6 +363,16 @@ export class QueueService {
     }
   }
 
+  /**
+   * Whether `d` is a redelivery whose earlier delivery was handed out (its lease ran out or was
+   * released), so handing it out adds nothing in flight; not when that delivery was bounced at
+   * the concurrency limit (it was never in flight).
+   */
+  async #leaseRanOut(group: GroupAddress, d: Delivery): Promise<boolean> {
+    if (d.deliveryCount <= 1) return false;
+    return (await this.#broker.lastLimitBounce(group, d.streamSeq)) !== d.deliveryCount - 1;
+  }
+
   /** `pulled` is told once the pulls are done (the turn of a limited receive ends there). */
   async #receive(
     group: GroupAddress,
@@ -359,6 +380,7 @@ export class QueueService {
     want: number,
     pulled: () => void = () => undefined,
     first: Delivery | null = null,
+    maxPulls = MAX_PULLS_PER_RECEIVE,
   ): Promise<ReceivedMessage[]> {
     const leaseMs = options.visibilityTimeoutSeconds * 1000;
     // Taken before the pull: the server's lease starts later, so a handle never claims more time
@@ -367,7 +389,7 @@ export class QueueService {
     const taken: Delivery[] = [];
     const live: Delivery[] = [];
     try {
-      for (let pulls = 0; pulls < MAX_PULLS_PER_RECEIVE && live.length < want; pulls++) {
+      for (let pulls = 0; pulls < maxPulls && live.length < want; pulls++) {
         const asked = want - live.length;
         const batch = first ? [first] : await this.#broker.pull(group, asked);
         const woken = first !== null;

@@ -322,6 +322,18 @@ export class JetStreamBroker implements Broker {
     );
   }
 
+  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
+    return this.#op("limit_bounce_put", () =>
+      this.#d.records.putCount(this.#g(group), streamSeq, "c", count),
+    );
+  }
+
+  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null> {
+    return this.#op("limit_bounce_get", () =>
+      this.#d.records.getCount(this.#g(group), streamSeq, "c"),
+    );
+  }
+
   notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
     return this.#op("push_holdback_put", () =>
       this.#d.records.putCount(this.#g(group), streamSeq, "b", count),

@@ -12,6 +12,9 @@ import { Once } from "../core/once.js";
 
 export const LEASES_BUCKET = "VQS_LEASES";
 
+/** Per-message counts: push hold-backs, handler leases, deliveries bounced at the limit. */
+type CountKind = "b" | "h" | "c";
+
 export interface LeaseRecordsOptions {
   readonly replicas: number;
   /** Records outlive any message they describe (longest TTL plus the longest lease). */
@@ -65,11 +68,11 @@ export class LeaseRecords {
 
   // --- pushed groups: held-back deliveries, leases set by the handler ---
 
-  async putCount(g: GroupNames, seq: number, kind: "b" | "h", n: number): Promise<void> {
+  async putCount(g: GroupNames, seq: number, kind: CountKind, n: number): Promise<void> {
     await (await this.bucket()).put(key(g, seq, kind), String(n));
   }
 
-  async getCount(g: GroupNames, seq: number, kind: "b" | "h"): Promise<number | null> {
+  async getCount(g: GroupNames, seq: number, kind: CountKind): Promise<number | null> {
     const e = await (await this.bucket()).get(key(g, seq, kind));
     return e && e.operation === "PUT" ? Number(e.string()) : null;
   }
