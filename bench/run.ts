@@ -41,6 +41,7 @@ import {
   type ScenarioRow,
   type Target,
 } from "./lib/report.js";
+import { floorScenario, floorTable, type FloorResult } from "./lib/floor/floor.js";
 import { drive, type Processes, type Window } from "./lib/runner.js";
 import { Recorder, round, sleep } from "./lib/stats.js";
 
@@ -63,6 +64,7 @@ const HELP = `npm run bench -- [options]
   --topics <n>         topics of the scale scenario (default 10000)
   --groups <n>         consumer groups of the scale scenario (default 1000)
   --skip-backlog, --skip-scale   leave those scenarios out of a full run
+  --skip-floor         leave out the HTTP floor (a bare Fastify route; quick and full runs)
   --skip-push          leave out push delivery (in quick and full runs; npm run bench:push runs
                        it alone)
   --push-concurrency <list>  push.maxConcurrency = polled receives in flight (default 1,16,64)
@@ -87,6 +89,7 @@ interface Options {
   readonly skipBacklog: boolean;
   readonly skipScale: boolean;
   readonly skipPush: boolean;
+  readonly skipFloor: boolean;
   readonly pushConcurrency: readonly number[];
   readonly e2eLoad: number;
   readonly cpuProf: boolean;
@@ -110,6 +113,7 @@ function parseOptions(): Options {
       "skip-backlog": { type: "boolean", default: false },
       "skip-scale": { type: "boolean", default: false },
       "skip-push": { type: "boolean", default: false },
+      "skip-floor": { type: "boolean", default: false },
       "push-concurrency": { type: "string", default: "1,16,64" },
       "e2e-load": { type: "string", default: "0.3" },
       "cpu-prof": { type: "boolean", default: false },
@@ -147,6 +151,7 @@ function parseOptions(): Options {
     skipBacklog: values["skip-backlog"],
     skipScale: values["skip-scale"],
     skipPush: values["skip-push"],
+    skipFloor: values["skip-floor"],
     pushConcurrency: list("push-concurrency", values["push-concurrency"], 1, 1000),
     e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
     cpuProf: values["cpu-prof"],
@@ -1002,6 +1007,30 @@ async function main(): Promise<void> {
     const rows = await mainScenarios(o, env);
     let backlog: BacklogResult | null = null;
     if (!o.quick && !o.skipBacklog) backlog = await backlogScenario(o, env, rows);
+    let floor: FloorResult | null = null;
+    if (!o.skipFloor) {
+      const payload = randomBytes(1024);
+      floor = await floorScenario(
+        {
+          api: env.api,
+          procs: env.procs,
+          token: issuer.token,
+          http: o.http,
+          fill: async (topic, n) => {
+            const s = await gatewayTopic(env, topic, payload);
+            await ensureBacklog(env, s, payload, n, s.makeHeaders, 120);
+          },
+          log,
+        },
+        { warmupMs: o.warmupMs, durationMs: o.durationMs, inFlight: 64, payload },
+      );
+      for (const [k, g] of Object.entries(floor.gateway)) {
+        const f = floor.floor[k as keyof FloorResult["floor"]];
+        log(
+          `  floor ${k}: gateway ${g.cpuUsPerRequest} µs/request, floor ${f.cpuUsPerRequest} µs (x${round(g.cpuUsPerRequest / f.cpuUsPerRequest, 2)})`,
+        );
+      }
+    }
     let push: PushResult | null = null;
     if (!o.skipPush) {
       push = await pushScenario(
@@ -1054,6 +1083,7 @@ async function main(): Promise<void> {
       backlog: backlog ?? { skipped: o.quick ? "--quick" : "--skip-backlog" },
       scale: scale ?? { skipped: o.quick ? "--quick" : "--skip-scale" },
       push: push ?? { skipped: "--skip-push" },
+      floor: floor ?? { skipped: "--skip-floor" },
       targets: t,
     };
     await mkdir(dirname(o.out), { recursive: true });
@@ -1105,6 +1135,10 @@ async function main(): Promise<void> {
       );
     }
     if (push) out.push(pushTables(push), "");
+    if (floor) {
+      const push64 = push?.levels.find((l) => l.concurrency === 64)?.plain.gatewayUsPerMsg;
+      out.push(floorTable(floor, push64 ?? null), "");
+    }
     out.push("Targets (ratios within this run):", "", targetsTable(t), "");
     const logLines = await Promise.all(
       Array.from({ length: o.gateways }, (_, i) =>

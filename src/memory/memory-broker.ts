@@ -88,6 +88,11 @@ export class MemoryBroker implements Broker {
     this.defaultLeaseMs = options.defaultLeaseMs;
   }
 
+  /** Every group's lease without `setLease` is the default here (no pushed consumers). */
+  leaseMsOf(_group: GroupAddress): number {
+    return this.#o.defaultLeaseMs;
+  }
+
   // ---- MessageLog
 
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome> {

@@ -212,7 +212,6 @@ export async function openJetStreamAdapter(
     scheduler,
     region: o.region,
     requestTimeoutMs: o.requestTimeoutMs,
-    defaultLeaseMs: o.defaultLeaseMs,
     observe: o.observe,
     observeWriteFailure: o.observeWriteFailure,
     isConnected,

@@ -173,8 +173,11 @@ export interface MessageLog {
  * A group's cursor over the log: what it is handed, under which lease, what it acknowledged.
  */
 export interface GroupCursor {
-  /** The lease length a delivery gets without `setLease`. */
-  readonly defaultLeaseMs: number;
+  /**
+   * The lease length a delivery of the group gets without `setLease` (its consumer's; a pushed
+   * group's is its push lease).
+   */
+  leaseMsOf(group: GroupAddress): number;
   /** Up to `max` deliveries at once; null when the topic does not exist. */
   pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
   /** Makes the lease end `ms` from now (0 releases the message at once). */

@@ -490,7 +490,8 @@ export class QueueService {
   async #lease(group: GroupAddress, live: readonly Delivery[], leaseMs: number): Promise<void> {
     await Promise.all(
       live.map(async (d) => {
-        if (leaseMs !== this.#broker.defaultLeaseMs) {
+        // JetStream gives the consumer's ack_wait by itself (a pushed group's is its push lease).
+        if (leaseMs !== this.#broker.leaseMsOf(group)) {
           await this.#broker.setLease(group, d, leaseMs);
         }
         // A redelivery makes older handles stale: record which delivery is current.
@@ -513,11 +514,6 @@ export class QueueService {
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
     await this.acknowledgeLease(group, this.#decodeHandle(group, receiptHandle));
-  }
-
-  /** The group's epoch (bumped by a seek or the group's deletion), for `acknowledgeLease`. */
-  groupEpoch(group: GroupAddress): number {
-    return this.#broker.groupEpoch(group);
   }
 
   /**
@@ -583,32 +579,16 @@ export class QueueService {
     await this.#setGroupLease(group, lease, this.#now() + seconds * 1000);
   }
 
-  /** Whether the handler of a pushed delivery set its lease through the API during the push. */
-  async leaseSetByHandler(group: GroupAddress, lease: Lease): Promise<boolean> {
-    return (await this.#broker.handlerLease(group, lease.streamSeq)) === lease.deliveryCount;
-  }
-
   /**
-   * A message pushed without body and handle (above the inline limit): its handler leases it by
-   * ID. The group's cursor keeps it pending (so it holds its place in the group's concurrency)
-   * but records its own lease as over, so receive by ID may take it.
+   * After a push timed out: its handler may still be running and holds the lease it was given,
+   * so the message comes back `seconds` from now or when that lease ends, whichever is later.
+   * Neither its handle nor a lease it took by ID (above the inline limit) is cut: the handler
+   * may still extend or settle through them.
    */
-  async yieldToReceiveById(group: GroupAddress, lease: Lease): Promise<void> {
-    await this.#broker.markIdLeases(group);
-    await this.#broker.putCursorLease(group, lease.streamSeq, {
-      count: lease.deliveryCount,
-      deadlineMs: this.#now() - 1,
-      acked: false,
-    });
-  }
-
-  /**
-   * After a 2xx for a message pushed by ID: once acknowledged by ID it leaves the group's cursor
-   * now (freeing its place) rather than when the cursor's lease ends.
-   */
-  async afterPushById(group: GroupAddress, lease: Lease): Promise<void> {
-    const byId = await this.#broker.getIdLease(group, lease.streamSeq);
-    if (byId?.state === "acked") await this.#broker.ack(group, lease);
+  async releaseTimedOut(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
+    const backAtMs = this.#now() + seconds * 1000;
+    if (backAtMs <= lease.deadlineMs) return; // the lease ends by itself, no sooner
+    await this.#setGroupLease(group, lease, backAtMs);
   }
 
   /**

@@ -146,7 +146,7 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       await b.publish(t, message("a"));
       const g = group(t);
       await b.pull(g, 1);
-      const [again] = await pullEventually(g, 1, b.defaultLeaseMs / 2);
+      const [again] = await pullEventually(g, 1, b.leaseMsOf(g) / 2);
       expect(again!.deliveryCount).toBe(2);
     });
 

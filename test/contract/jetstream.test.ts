@@ -1,8 +1,9 @@
-// The storage ports contract on JetStream: a gateway's JetStreamBroker on a real nats-server,
-// time passing for real (a 1 s ack wait keeps the lease tests short).
+// The storage and settings contracts on JetStream: a gateway's JetStreamBroker and SettingsBucket
+// on a real nats-server, time passing for real (a 1 s ack wait keeps the lease tests short).
 import { useGateways } from "../helpers/fixture.js";
 import { sleep } from "../helpers/http.js";
 import { brokerContract } from "./broker-contract.js";
+import { settingsContract } from "./settings-contract.js";
 
 const fixture = useGateways(1, { env: { VQS_CONSUMER_ACK_WAIT_SECONDS: "1" } });
 
@@ -13,3 +14,5 @@ brokerContract("JetStream", {
   },
   patience: 20,
 });
+
+settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.settings);

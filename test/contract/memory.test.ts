@@ -1,7 +1,10 @@
-// The storage ports contract on the in-memory implementation, its clock moved by the suite.
+// The storage and settings contracts on the in-memory implementations, their clock moved by the
+// suite.
 import { beforeEach } from "vitest";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
+import { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
 import { brokerContract } from "./broker-contract.js";
+import { settingsContract } from "./settings-contract.js";
 
 let clock = Date.parse("2026-01-05T10:00:00Z");
 let broker: MemoryBroker;
@@ -18,3 +21,6 @@ brokerContract("in memory", {
   },
   patience: 10,
 });
+
+const settings = new MemorySettingsStore(() => clock);
+settingsContract("in memory", () => settings);

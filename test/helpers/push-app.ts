@@ -6,6 +6,8 @@
 import { BufferTransport, QueueClient, StreamTransport, type MessageMetadata } from "@vercel/queue";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll } from "vitest";
+import type { Fixture } from "./fixture.js";
 
 export interface PushRecord {
   readonly path: string;
@@ -149,4 +151,21 @@ function flat(h: IncomingMessage["headers"] | Record<string, string>): Record<st
     if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : String(v);
   }
   return out;
+}
+
+/**
+ * A push app for a test file's fixture: started before its tests with a token of the fixture's
+ * issuer (its client talks to the first gateway), closed after them. Read `app` and `token`
+ * inside tests.
+ */
+export function usePushApp(fx: Fixture): { readonly app: PushApp; readonly token: string } {
+  const ctx = {} as { app: PushApp; token: string };
+  beforeAll(async () => {
+    ctx.token = await fx.issuer.token();
+    ctx.app = await startPushApp(fx.gateways[0]!.url, ctx.token);
+  });
+  afterAll(async () => {
+    await (ctx.app as PushApp | undefined)?.close();
+  });
+  return ctx;
 }

@@ -4,19 +4,21 @@
 // as JetStream announces their streams), it opens a feed on each pushed group's durable consumer
 // and hands what arrives to the pusher. JetStream shares the work: the consumer's
 // `max_ack_pending` is the group's `push.maxConcurrency`, so all gateways together never have
-// more of its messages out than that; each gateway pulls only what it can push at once.
-import type { JetStreamManager } from "@nats-io/jetstream";
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+// more of its messages out than that; each gateway pulls only what it can push at once. Its
+// `ack_wait` is the push lease, so a push needs no lease request of its own.
+import type { ConsumerUpdateConfig, JetStreamManager } from "@nats-io/jetstream";
+import { nanos, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
 import type { Delivery } from "../../queue/broker.js";
 import type { GroupAddress, Namespace } from "../../queue/namespace.js";
+import { pushLeaseMs } from "../../queue/push-delivery/push-lease.js";
 import type { PushedSettings } from "../../queue/push-delivery/pusher.js";
 import type { SettingsStore } from "../../queue/settings/settings-store.js";
 import { appliesTo, patternPrefix } from "../../queue/settings/topic-pattern.js";
 import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
-import type { Topology } from "../queue-state/topology.js";
+import { ackWaitMsOf, type Topology } from "../queue-state/topology.js";
 
 export interface PushFeedsDeps {
   readonly settings: SettingsStore;
@@ -40,6 +42,8 @@ const GONE_LOOK_AGAIN_MS = 1000;
 export class PushFeeds {
   readonly #d: PushFeedsDeps;
   readonly #runners = new Map<string, GroupRunner>();
+  /** Groups no longer pushed whose consumer still has a push lease as its `ack_wait`. */
+  readonly #restoring = new Map<string, GroupNames>();
   /** The region's topics by namespace key, for patterns (filled by listing and by advisories). */
   readonly #topics = new Map<string, Set<string>>();
   #listed = false;
@@ -110,7 +114,14 @@ export class PushFeeds {
         if (desired.has(key)) continue;
         this.#runners.delete(key);
         runner.close();
-        void runner.drained().then(() => runner.uncap());
+        void runner.drained().then(async () => {
+          if (!(await uncap(this.#d, runner.names)) && !this.#runners.has(key)) {
+            this.#restoring.set(key, runner.names);
+          }
+        });
+      }
+      for (const [key, names] of this.#restoring) {
+        if (desired.has(key) || (await uncap(this.#d, names))) this.#restoring.delete(key);
       }
       for (const [key, want] of desired) {
         let runner = this.#runners.get(key);
@@ -184,14 +195,46 @@ export class PushFeeds {
   }
 }
 
-/** One pushed group on this gateway: its consumer's cap, and a feed sized to free push slots. */
+/**
+ * A group no longer pushed: its consumer has no cap again and the default `ack_wait` (as a polled
+ * group's). True once done (or the consumer is gone); false while messages are out, whose
+ * leases a change of `ack_wait` would move (see `GroupRunner.#setConfig`).
+ */
+async function uncap(d: PushFeedsDeps, names: GroupNames): Promise<boolean> {
+  try {
+    const info = await d.jsm.consumers.info(names.stream, names.consumer);
+    const change: Partial<ConsumerUpdateConfig> = {};
+    if (info.config.max_ack_pending !== -1) change.max_ack_pending = -1;
+    const defaultMs = d.topology.defaultAckWaitMs;
+    let ackWaitMs = ackWaitMsOf(info.config);
+    if (ackWaitMs !== defaultMs && info.num_ack_pending === 0) {
+      change.ack_wait = nanos(defaultMs);
+    }
+    if (Object.keys(change).length > 0) {
+      const updated = await d.jsm.consumers.update(names.stream, names.consumer, change);
+      ackWaitMs = ackWaitMsOf(updated.config);
+    }
+    d.topology.noteAckWait(names, ackWaitMs);
+    return ackWaitMs === defaultMs;
+  } catch {
+    // Gone, or the store is away: a consumer made later has neither cap nor push lease.
+    return true;
+  }
+}
+
+/**
+ * One pushed group on this gateway: its consumer's cap and lease, and a feed sized to free push
+ * slots.
+ */
 class GroupRunner {
   readonly #d: PushFeedsDeps;
   readonly #group: GroupAddress;
-  readonly #names: GroupNames;
+  readonly names: GroupNames;
   #settings: PushedSettings;
   #handle: FeedHandle | null = null;
   #cap: number | null = null;
+  /** The consumer's `ack_wait` as last seen or set. */
+  #ackWaitMs: number | null = null;
   #inFlight = 0;
   #closed = false;
   readonly #idle: (() => void)[] = [];
@@ -206,26 +249,29 @@ class GroupRunner {
     this.#d = d;
     this.#lookAgain = lookAgain;
     this.#group = group;
-    this.#names = groupNames(d.region, group);
+    this.names = groupNames(d.region, group);
     this.#settings = settings;
   }
 
-  /** Opens the feed once the topic exists, and keeps the consumer's cap as configured. */
+  /** Opens the feed once the topic exists, and keeps the consumer's cap and lease as configured. */
   async ensure(settings: PushedSettings): Promise<void> {
     if (this.#closed) return;
     this.#settings = settings;
     if (!this.#handle) {
       // A topic that does not exist yet is looked at again later (or when it is created).
-      if (!(await this.#d.topology.ensureConsumer(this.#names))) return;
-      await this.#setCap(settings.push.maxConcurrency);
+      if (!(await this.#d.topology.ensureConsumer(this.names))) return;
+      await this.#setConfig(settings);
       if (this.#closed) return;
-      this.#handle = this.#d.feed.open(this.#names.stream, this.#names.consumer, {
+      this.#handle = this.#d.feed.open(this.names.stream, this.names.consumer, {
         demand: () => (this.#closed ? 0 : this.#settings.push.maxConcurrency - this.#inFlight),
         take: (msg) => this.#take(msg),
         gone: () => this.#gone(),
       });
-    } else if (this.#cap !== settings.push.maxConcurrency) {
-      await this.#setCap(settings.push.maxConcurrency);
+    } else if (
+      this.#cap !== settings.push.maxConcurrency ||
+      this.#ackWaitMs !== pushLeaseMs(settings.push)
+    ) {
+      await this.#setConfig(settings);
     }
     this.#handle.wake();
   }
@@ -242,25 +288,32 @@ class GroupRunner {
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
-  /** The group is no longer pushed: its consumer has no cap again (as a polled group). */
-  async uncap(): Promise<void> {
-    try {
-      await this.#d.jsm.consumers.update(this.#names.stream, this.#names.consumer, {
-        max_ack_pending: -1,
-      });
-    } catch {
-      // Gone, or the store is away: a consumer made later has no cap anyway.
+  /**
+   * `max_ack_pending` = `maxConcurrency`, and `ack_wait` = the push lease, so JetStream's own
+   * lease is the push's and no push sets one. JetStream measures a `-NAK {delay}` from the
+   * `ack_wait` of the moment the lease ends, so changing `ack_wait` would move every lease out
+   * (a handler's extension, a retry's wait) by the difference: it is changed only while none is
+   * out, tried again at every look until then (pushes meanwhile set their lease themselves).
+   */
+  async #setConfig(settings: PushedSettings): Promise<void> {
+    const cap = settings.push.maxConcurrency;
+    const leaseMs = pushLeaseMs(settings.push);
+    const info = await this.#d.jsm.consumers.info(this.names.stream, this.names.consumer);
+    const change: Partial<ConsumerUpdateConfig> = {};
+    if (info.config.max_ack_pending !== cap) change.max_ack_pending = cap;
+    let ackWaitMs = ackWaitMsOf(info.config);
+    if (ackWaitMs !== leaseMs && info.num_ack_pending === 0) change.ack_wait = nanos(leaseMs);
+    if (Object.keys(change).length > 0) {
+      const updated = await this.#d.jsm.consumers.update(
+        this.names.stream,
+        this.names.consumer,
+        change,
+      );
+      ackWaitMs = ackWaitMsOf(updated.config);
     }
-  }
-
-  async #setCap(cap: number): Promise<void> {
-    const info = await this.#d.jsm.consumers.info(this.#names.stream, this.#names.consumer);
-    if (info.config.max_ack_pending !== cap) {
-      await this.#d.jsm.consumers.update(this.#names.stream, this.#names.consumer, {
-        max_ack_pending: cap,
-      });
-    }
+    this.#d.topology.noteAckWait(this.names, ackWaitMs);
     this.#cap = cap;
+    this.#ackWaitMs = ackWaitMs;
   }
 
   #take(msg: Msg): void {
@@ -279,7 +332,7 @@ class GroupRunner {
 
   /** The consumer (or its topic) went away: open again at the next look, if still wanted. */
   #gone(): void {
-    this.#d.topology.forgetConsumer(this.#names);
+    this.#d.topology.forgetConsumer(this.names);
     this.#handle?.close();
     this.#handle = null;
     this.#lookAgain();

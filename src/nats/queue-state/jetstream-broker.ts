@@ -66,7 +66,6 @@ export interface JetStreamBrokerDeps {
   readonly messageTtl: boolean;
   readonly region: string;
   readonly requestTimeoutMs: number;
-  readonly defaultLeaseMs: number;
   /** Receives the duration of every store operation. */
   readonly observe: (operation: string, seconds: number) => void;
   /** Told of every publish the store did not take, with why. */
@@ -89,14 +88,16 @@ const READ_YOUR_WRITE_MS = 100;
 const ACK_BODY = new TextEncoder().encode("+ACK");
 
 export class JetStreamBroker implements Broker {
-  readonly defaultLeaseMs: number;
   readonly #d: JetStreamBrokerDeps;
   /** Stream -> when this gateway last stored a message in it (bounded: pruned as it grows). */
   readonly #lastPublish = new Map<string, number>();
 
   constructor(deps: JetStreamBrokerDeps) {
     this.#d = deps;
-    this.defaultLeaseMs = deps.defaultLeaseMs;
+  }
+
+  leaseMsOf(group: GroupAddress): number {
+    return this.#d.topology.ackWaitMs(groupNames(this.#d.region, group));
   }
 
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome> {

@@ -46,6 +46,8 @@ export class Topology {
   readonly #opts: TopologyOptions;
   readonly #streams = new Map<string, Promise<void>>();
   readonly #consumers = new Map<string, Promise<boolean>>();
+  /** Each consumer's `ack_wait` as last seen or set here (pushed groups have their own). */
+  readonly #ackWaits = new Map<string, number>();
   readonly #missing = new Map<string, number>();
 
   constructor(jsm: JetStreamManager, opts: TopologyOptions) {
@@ -57,6 +59,25 @@ export class Topology {
   ensureStream(names: TopicNames): Promise<void> {
     this.#missing.delete(names.stream);
     return this.#once(this.#streams, names.stream, () => this.#createStream(names));
+  }
+
+  /** The `ack_wait` of consumers this gateway made and found nothing else on. */
+  get defaultAckWaitMs(): number {
+    return this.#opts.ackWaitMs;
+  }
+
+  /**
+   * The lease a delivery of the group gets from JetStream with no `-NAK {delay}`: its consumer's
+   * `ack_wait` as this gateway last saw or set it. Only the push feeds change it (every gateway
+   * runs them for every pushed group, from the same settings), so it is current here but for
+   * the moments a settings change takes to reach every gateway.
+   */
+  ackWaitMs(names: GroupNames): number {
+    return this.#ackWaits.get(`${names.stream}/${names.consumer}`) ?? this.#opts.ackWaitMs;
+  }
+
+  noteAckWait(names: GroupNames, ms: number): void {
+    this.#ackWaits.set(`${names.stream}/${names.consumer}`, ms);
   }
 
   /** Makes sure the group's consumer exists; false when the topic itself does not exist. */
@@ -98,10 +119,14 @@ export class Topology {
     for (const key of this.#consumers.keys()) {
       if (key.startsWith(`${stream}/`)) this.#consumers.delete(key);
     }
+    for (const key of this.#ackWaits.keys()) {
+      if (key.startsWith(`${stream}/`)) this.#ackWaits.delete(key);
+    }
   }
 
   forgetConsumer(names: GroupNames): void {
     this.#consumers.delete(`${names.stream}/${names.consumer}`);
+    this.#ackWaits.delete(`${names.stream}/${names.consumer}`);
   }
 
   /** Creates a stream for internal use (the schedule) if it is missing. */
@@ -157,7 +182,8 @@ export class Topology {
 
   async #createConsumer(names: GroupNames): Promise<boolean> {
     try {
-      await this.#jsm.consumers.info(names.stream, names.consumer);
+      const info = await this.#jsm.consumers.info(names.stream, names.consumer);
+      this.noteAckWait(names, ackWaitMsOf(info.config));
       return true;
     } catch (err) {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
@@ -176,13 +202,15 @@ export class Topology {
         max_ack_pending: -1,
         inactive_threshold: nanos(this.#opts.inactiveThresholdMs),
       });
+      this.noteAckWait(names, this.#opts.ackWaitMs);
       return true;
     } catch (err) {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
       // A concurrent create by another gateway wins; the consumer is there either way.
-      await this.#jsm.consumers.info(names.stream, names.consumer).catch(() => {
+      const info = await this.#jsm.consumers.info(names.stream, names.consumer).catch(() => {
         throw err;
       });
+      this.noteAckWait(names, ackWaitMsOf(info.config));
       return true;
     }
   }
@@ -218,6 +246,11 @@ export class Topology {
     }
     return p;
   }
+}
+
+/** A consumer's `ack_wait` in ms (JetStream's default, 30 s, when the config leaves it out). */
+export function ackWaitMsOf(config: { readonly ack_wait?: number }): number {
+  return config.ack_wait === undefined ? 30_000 : config.ack_wait / 1_000_000;
 }
 
 function assertIdentity(stream: string, actual: string | undefined, expected: string): void {

@@ -2,8 +2,10 @@
 // receive would hand it out (lease, receipt handle), POSTed to the group's URL as a CloudEvent,
 // and settled by the outcome: a 2xx ends the push (and with `autoAck`
 // acknowledges); anything else makes the message visible again after the retry delay, unless
-// the handler already set its lease through the API, which wins. The pulling (which groups, how
-// many at once) is the NATS adapter's (src/nats/push-feeds/); see docs/architecture.md, "Push delivery".
+// the handler already set its lease through the API, which wins; after a timeout the handler may
+// still run, so the message never comes back before the lease it holds ends. The pulling (which
+// groups, how many at once) is the NATS adapter's (src/nats/push-feeds/); see
+// docs/architecture.md, "Push delivery".
 import type { Logger } from "../../logger.js";
 import type { Delivery, GroupCursor, PushLedger } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";
@@ -12,13 +14,15 @@ import type { QueueService, ReceivedMessage } from "../queue-service.js";
 import type { ConsumerSettings, PushSettings } from "../settings/consumer-settings.js";
 import { isPushUrlAllowed, type PushUrlPrefix } from "../settings/push-destinations.js";
 import { pushRequest } from "./cloud-event.js";
+import { pushLeaseMs } from "./push-lease.js";
+import { PushSettlement, type PushSettlementPorts } from "./push-settlement.js";
 import type { PushObserver, PushOutcome, PushSigner, PushTransport } from "./push-ports.js";
 import { retryDelaySeconds } from "./retry-delay.js";
 
 export interface PusherDeps {
   readonly queue: QueueService;
   /** The push records, and the cursor (to set a pushed message's lease). */
-  readonly broker: PushLedger & Pick<GroupCursor, "setLease">;
+  readonly broker: PushLedger & Pick<GroupCursor, "setLease"> & PushSettlementPorts;
   readonly transport: PushTransport;
   readonly signer: PushSigner;
   readonly observer: PushObserver;
@@ -31,16 +35,15 @@ export interface PusherDeps {
   readonly allowedUrls: readonly PushUrlPrefix[] | null;
 }
 
-/** A push's lease outlasts its request by this much, so a late answer still finds it leased. */
-const LEASE_MARGIN_MS = 2000;
-
 export type PushedSettings = ConsumerSettings & { readonly push: PushSettings };
 
 export class Pusher {
   readonly #d: PusherDeps;
+  readonly #settle: PushSettlement;
 
   constructor(deps: PusherDeps) {
     this.#d = deps;
+    this.#settle = new PushSettlement(deps.broker, deps.now);
   }
 
   /**
@@ -87,9 +90,9 @@ export class Pusher {
 
   async #push(group: GroupAddress, d: Delivery, settings: PushedSettings): Promise<void> {
     const push = settings.push;
-    const leaseMs = push.timeoutSeconds * 1000 + LEASE_MARGIN_MS;
+    const leaseMs = pushLeaseMs(push);
     // Taken before the handle is made: a seek in between makes the autoAck's lease stale.
-    const epoch = this.#d.queue.groupEpoch(group);
+    const epoch = this.#settle.groupEpoch(group);
     const handed = await this.#d.queue.handOutPulled(group, [d], leaseMs);
     const out = handed[0];
     if (!out) return; // expired, or held by a lease taken by ID
@@ -106,7 +109,7 @@ export class Pusher {
     // body store is never put into a push, autoAck or not: the endpoint reads it by ID, streamed.
     const inline =
       message.body === null && (push.autoAck || message.payload.length <= this.#d.inlineLimitBytes);
-    if (!inline) await this.#d.queue.yieldToReceiveById(group, lease);
+    if (!inline) await this.#settle.yieldToReceiveById(group, lease);
     const subject = pushSubject(group);
     const request = pushRequest({
       region: this.#d.region,
@@ -134,12 +137,19 @@ export class Pusher {
     this.#report(group, response.outcome, seconds, message, push, response.status);
     if (response.outcome === "success") {
       if (push.autoAck) await this.#d.queue.acknowledgeLease(group, lease, epoch);
-      else if (!inline) await this.#d.queue.afterPushById(group, lease);
+      else if (!inline) await this.#settle.afterPushById(group, lease);
       return;
     }
     // The handler set the message's lease itself (a retry directive, or extensions while it
     // ran): its word stands.
-    if (await this.#d.queue.leaseSetByHandler(group, lease)) return;
+    if (await this.#settle.leaseSetByHandler(group, lease)) return;
+    if (response.outcome === "timeout") {
+      // No answer: the handler may still be running, holding the lease it was given (and
+      // extending it through the API, which its handle still may): not cut short.
+      const seconds = retryDelaySeconds(settings.retry, message.deliveryCount);
+      await this.#d.queue.releaseTimedOut(group, lease, seconds);
+      return;
+    }
     await this.#release(group, lease, settings, message.deliveryCount);
   }
 

@@ -3,27 +3,22 @@
 // dead-lettering. The same rules against a real nats-server: test/integration/messages/ and
 // test/integration/consumers/ (the in-memory ports keep to JetStream's contract: test/contract/).
 import { beforeEach, describe, expect, it } from "vitest";
-import { MemoryBroker } from "../../../src/memory/memory-broker.js";
 import { isAppError } from "../../../src/errors.js";
 import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
-import { QueueService, type ReceiveOptions } from "../../../src/queue/queue-service.js";
-import { deriveSecretKeys } from "../../../src/queue/secret-keys.js";
+import type { QueueService, ReceiveOptions } from "../../../src/queue/queue-service.js";
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
+import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
 
 const namespace = makeNamespace("team", "project", "production", null);
 const orders: GroupAddress = { namespace, topic: "orders", group: "billing" };
-const keys = deriveSecretKeys("delivery-rules-secret-delivery-rules!!", "iad1");
-
-let clock: number;
-let broker: MemoryBroker;
 let settings: ConsumerSettings | null;
+let memory: MemoryQueue;
 let queue: QueueService;
 
 beforeEach(() => {
-  clock = Date.parse("2026-01-05T10:00:00Z");
   settings = null;
-  broker = new MemoryBroker({ now: () => clock, defaultLeaseMs: 60_000, dedupWindowMs: 120_000 });
-  queue = new QueueService({ broker, keys, now: () => clock, settingsOf: () => settings });
+  memory = memoryQueue({ settingsOf: () => settings });
+  queue = memory.queue;
 });
 
 const receiveOptions: ReceiveOptions = {
@@ -32,16 +27,7 @@ const receiveOptions: ReceiveOptions = {
   maxConcurrency: null,
 };
 
-function publish(text: string) {
-  return queue.publish(orders, {
-    payload: new TextEncoder().encode(text),
-    contentType: "text/plain",
-    retentionSeconds: 3600,
-    delaySeconds: 0,
-    idempotencyKey: null,
-    trace: null,
-  });
-}
+const publish = (text: string) => memory.publish(orders, text);
 
 async function receiveOne(options: Partial<ReceiveOptions> = {}) {
   const [m] = await queue.receive(orders, { ...receiveOptions, ...options });
@@ -76,7 +62,7 @@ describe("stale receipt handles", () => {
     await publish("a");
     const first = (await receiveOne({ visibilityTimeoutSeconds: 30 }))!;
     expect(await receiveOne()).toBeUndefined();
-    clock += 31_000;
+    memory.advance(31_000);
     const second = (await receiveOne())!;
     expect(second.deliveryCount).toBe(2);
     expect(await code(queue.changeVisibility(orders, first.receiptHandle, 10))).toBe(
@@ -89,9 +75,9 @@ describe("stale receipt handles", () => {
     await publish("a");
     const first = (await receiveOne({ visibilityTimeoutSeconds: 10 }))!;
     await queue.changeVisibility(orders, first.receiptHandle, 120);
-    clock += 60_000;
+    memory.advance(60_000);
     expect(await receiveOne()).toBeUndefined();
-    clock += 61_000;
+    memory.advance(61_000);
     expect((await receiveOne())!.deliveryCount).toBe(2);
   });
 });
@@ -109,7 +95,7 @@ describe("the concurrency limit", () => {
     const again = (await receiveOne({ maxConcurrency: 2 }))!;
     await queue.acknowledge(orders, again.receiptHandle);
     expect(await code(receiveOne({ maxConcurrency: 1 }))).toBe("concurrency_limit_exceeded");
-    clock += 6_000;
+    memory.advance(6_000);
     const back = (await receiveOne({ maxConcurrency: 2 }))!;
     expect([back.messageId, back.deliveryCount]).toEqual([first.messageId, 2]);
   });
@@ -152,7 +138,7 @@ describe("receive by ID and ordinary receives", () => {
         }),
       ),
     ).toBe("message_already_acknowledged");
-    clock += 120_000;
+    memory.advance(120_000);
     expect(await receiveOne()).toBeUndefined();
   });
 
@@ -168,7 +154,7 @@ describe("receive by ID and ordinary receives", () => {
     expect(await code(queue.receiveById(orders, first.messageId, byIdOptions))).toBe(
       "message_not_available",
     );
-    clock += 31_000;
+    memory.advance(31_000);
     const byId = await queue.receiveById(orders, first.messageId, byIdOptions);
     expect(byId.deliveryCount).toBe(2);
     expect(await code(queue.acknowledge(orders, received.receiptHandle))).toBe(
@@ -193,7 +179,7 @@ describe("dead letters", () => {
       await queue.changeVisibility(orders, m.receiptHandle, 0);
     }
     expect(await receiveOne()).toBeUndefined();
-    expect(broker.deadLettered(orders)).toBe(1);
+    expect(memory.broker.deadLettered(orders)).toBe(1);
     const dead = await queue.receive(
       { namespace, topic: "orders-dead", group: "ops" },
       receiveOptions,

@@ -1,0 +1,147 @@
+// Push delivery's rules on the in-memory storage ports, its clock moved by the test: the Pusher
+// with the real push client and signer POSTs to a real HTTP endpoint on loopback, and the message
+// is settled by the answer (retry delays, autoAck, initialDelaySeconds). No nats-server: the same
+// rules end to end through JetStream and the real client are in
+// test/integration/consumers/push.test.ts.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../../src/logger.js";
+import type { MemoryBroker } from "../../../src/memory/memory-broker.js";
+import { PushClient } from "../../../src/outbound/push-client.js";
+import { PushSigningKeys } from "../../../src/outbound/push-signer.js";
+import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
+import { NO_PUSH_OBSERVER } from "../../../src/queue/push-delivery/push-ports.js";
+import { Pusher, type PushedSettings } from "../../../src/queue/push-delivery/pusher.js";
+import { retryDelaySeconds } from "../../../src/queue/push-delivery/retry-delay.js";
+import {
+  DEVELOPMENT_PUSH_URLS,
+  parsePushUrlPrefix,
+} from "../../../src/queue/settings/push-destinations.js";
+import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
+import { startPushApp, type PushApp } from "../../helpers/push-app.js";
+
+const SECRET = "push-rules-secret-push-rules-secret!!";
+const namespace = makeNamespace("team", "project", "production", null);
+const group: GroupAddress = { namespace, topic: "orders", group: "shipping" };
+
+let app: PushApp;
+let client: PushClient;
+let memory: MemoryQueue;
+let broker: MemoryBroker;
+let pusher: Pusher;
+let settings: PushedSettings;
+
+beforeAll(async () => {
+  // No gateway: the app's routes used here are plain webhooks, which call no API.
+  app = await startPushApp("http://127.0.0.1:9", "unused");
+  client = new PushClient();
+});
+afterAll(async () => {
+  await client.close();
+  await app.close();
+});
+
+beforeEach(() => {
+  memory = memoryQueue({ secret: SECRET, settingsOf: () => settings });
+  broker = memory.broker;
+  pusher = new Pusher({
+    queue: memory.queue,
+    broker,
+    transport: client,
+    signer: new PushSigningKeys({
+      secret: SECRET,
+      region: "iad1",
+      keyIds: ["v1"],
+      issuer: "urn:vqs:iad1",
+      lifetimeSeconds: 300,
+    }),
+    observer: NO_PUSH_OBSERVER,
+    log: createLogger("silent"),
+    region: "iad1",
+    now: memory.now,
+    inlineLimitBytes: 1_048_576,
+    allowedUrls: DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u)),
+  });
+});
+
+function pushedTo(url: string, more: Partial<PushedSettings> = {}): PushedSettings {
+  return {
+    push: { url, maxConcurrency: 10, timeoutSeconds: 5, autoAck: false },
+    retry: { afterSeconds: 30, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
+    deadLetter: null,
+    ...more,
+  };
+}
+
+async function publish(text: string) {
+  await memory.publish(group, text);
+}
+
+/** Pulls what is due for the group and pushes it, as the NATS adapter's feed does. */
+async function pushDue(): Promise<number> {
+  const batch = (await broker.pull(group, 10)) ?? [];
+  await Promise.all(batch.map((d) => pusher.push(group, d, settings)));
+  return batch.length;
+}
+
+const requestsTo = (name: string) => app.requests.filter((r) => r.path === `/hook/${name}`);
+
+describe("push retries", () => {
+  it("a failed push brings the message back retry.afterSeconds later, one delivery on", async () => {
+    settings = pushedTo(app.hookRoute("failing", 500));
+    await publish("a");
+    expect(await pushDue()).toBe(1);
+    expect(requestsTo("failing")).toHaveLength(1);
+    expect(requestsTo("failing")[0]!.headers["ce-vqsdeliverycount"]).toBe("1");
+    memory.advance(29_000);
+    expect(await pushDue()).toBe(0);
+    memory.advance(2_000);
+    expect(await pushDue()).toBe(1);
+    expect(requestsTo("failing").map((r) => r.headers["ce-vqsdeliverycount"])).toEqual(["1", "2"]);
+  });
+
+  it("after 32 failed pushes the wait doubles, up to maxBackoffSeconds", () => {
+    const retry = { afterSeconds: 30, initialDelaySeconds: 0, maxBackoffSeconds: 3600 };
+    expect(retryDelaySeconds(retry, 32)).toBe(30);
+    expect(retryDelaySeconds(retry, 33)).toBe(60);
+    expect(retryDelaySeconds(retry, 34)).toBe(120);
+    expect(retryDelaySeconds(retry, 50)).toBe(3600);
+    expect(retryDelaySeconds({ ...retry, afterSeconds: 0 }, 33)).toBe(2);
+  });
+
+  it("a 2xx with autoAck acknowledges; without it the message stays leased to the handler", async () => {
+    settings = pushedTo(app.hookRoute("ok-auto", 200));
+    settings = { ...settings, push: { ...settings.push, autoAck: true } };
+    await publish("a");
+    await pushDue();
+    expect((await broker.progress(group))!.inFlight).toBe(0);
+
+    settings = pushedTo(app.hookRoute("ok-manual", 204));
+    await publish("b");
+    await pushDue();
+    expect((await broker.progress(group))!.inFlight).toBe(1);
+    memory.advance(4_000);
+    expect(await pushDue()).toBe(0); // its lease (the push timeout and a margin) holds
+  });
+
+  it("retry.initialDelaySeconds holds a message back, and its first push is still delivery 1", async () => {
+    settings = pushedTo(app.hookRoute("late", 200), {
+      retry: { afterSeconds: 30, initialDelaySeconds: 20, maxBackoffSeconds: 3600 },
+    });
+    await publish("a");
+    expect(await pushDue()).toBe(1);
+    expect(requestsTo("late")).toHaveLength(0);
+    memory.advance(21_000);
+    expect(await pushDue()).toBe(1);
+    expect(requestsTo("late").map((r) => r.headers["ce-vqsdeliverycount"])).toEqual(["1"]);
+  });
+
+  it("a push URL the operator no longer allows is not called, and the message comes back", async () => {
+    // Loopback, but outside the development allow-list (localhost and 127.0.0.1).
+    settings = pushedTo("http://127.0.0.2:9/hook/blocked");
+    await publish("a");
+    expect(await pushDue()).toBe(1);
+    expect(broker.pushOutcomes.at(-1)?.outcome).toBe("blocked");
+    memory.advance(31_000);
+    expect(await pushDue()).toBe(1);
+  });
+});
