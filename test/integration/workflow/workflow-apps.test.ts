@@ -48,7 +48,8 @@ beforeAll(async () => {
     deploymentId: "dpl_wf1",
     postgresUrl: pg.url,
     // A handler whose acknowledgement cannot reach a restarting gateway leaves its message
-    // leased: it comes back when the lease ends (the push timeout), not after 300 s.
+    // leased: it comes back when the lease ends (the push timeout + 2 s, at least 30 s), not
+    // after the default timeout's 300 s.
     env: { VQS_WORKFLOW_PUSH_TIMEOUT_SECONDS: "15" },
   });
 }, 240_000);
