@@ -2,8 +2,9 @@
 // builder, runs with the World shipped there (queue: world-vercel's createQueue() through
 // /queues-proxy; storage: world-postgres on a throwaway PostgreSQL cluster), pushed to by a
 // gateway process. Steps in sequence, a step that throws once and is retried, sleep() resuming on
-// time, 100 concurrent runs with every step run exactly once, a gateway restart in the middle of
-// runs, and a token that rotates under the running app.
+// time, a 1.5 MB run input (above the 1 MiB inline limit: a large body), 100 concurrent runs
+// with every step run exactly once, a gateway restart in the middle of runs, a token that
+// rotates under the running app, and a step longer than its push timeout running once.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../src/dev/nats-server-process.js";
 import { sleep } from "../../helpers/http.js";
@@ -46,6 +47,10 @@ beforeAll(async () => {
     token: await issuer.token(),
     deploymentId: "dpl_wf1",
     postgresUrl: pg.url,
+    // A handler whose acknowledgement cannot reach a restarting gateway leaves its message
+    // leased: it comes back when the lease ends (the push timeout + 2 s, at least 30 s), not
+    // after the default timeout's 300 s.
+    env: { VQS_WORKFLOW_PUSH_TIMEOUT_SECONDS: "15" },
   });
 }, 240_000);
 
@@ -78,6 +83,13 @@ describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storag
     // Not before its time; late by no more than a generous bound (a loaded machine).
     expect(after - before).toBeGreaterThanOrEqual(3000);
     expect(after - before).toBeLessThan(15_000);
+  });
+
+  it("takes a 1.5 MB run input (the run's first message carries it)", async () => {
+    const text = "x".repeat(1_500_000);
+    const run = await app.completed(await app.start("large", ["big", text]));
+    expect(run.output).toBe(1_500_000);
+    expect((await app.stepCounts()).get("big measure")).toBe(1);
   });
 
   it("completes 100 concurrent runs, every step run exactly once", async () => {
@@ -129,4 +141,24 @@ describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storag
     const run = await app.completed(await app.start("sequence", ["rot2", 2]));
     expect(run.output).toBe(3);
   }, 60_000);
+
+  it("runs a step longer than its push timeout once", async () => {
+    // push.timeoutSeconds 3 and a 12 s step: the handler keeps its lease (the client extends
+    // it), so the step is not pushed again while it runs.
+    const short = await startWorkflowApp({
+      gatewayUrl: gateway.url,
+      token: await issuer.token(),
+      deploymentId: "dpl_wf_timeout",
+      postgresUrl: pg.url,
+      env: { VQS_WORKFLOW_PUSH_TIMEOUT_SECONDS: "3" },
+    });
+    try {
+      const run = await short.completed(await short.start("slow", ["long", 12_000]), 90_000);
+      expect(run.output).toBe(12_000);
+      await sleep(3000); // a second push, if one came, would have started by now
+      expect((await short.stepCounts()).get("long slow")).toBe(1);
+    } finally {
+      await short.stop();
+    }
+  }, 120_000);
 });
