@@ -27,6 +27,7 @@ import { slope, watchRss } from "./lib/large/memory.js";
 import { findBodyStore } from "./lib/large/body-store.js";
 import { acknowledge, downloadBody, uploadBody, type GatewayTarget } from "./lib/large/transfer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import { numberOption } from "./lib/options.js";
 import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
 import { targetsTable, type Target } from "./lib/report.js";
 import { percentiles, Recorder, round, sleep } from "./lib/stats.js";
@@ -85,13 +86,7 @@ function parseOptions(): Options {
     process.stdout.write(`${HELP}\n`);
     process.exit(0);
   }
-  const num = (name: string, raw: string, min: number, max: number): number => {
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < min || n > max) {
-      throw new Error(`--${name} must be a number from ${min} to ${max} (got "${raw}")`);
-    }
-    return n;
-  };
+  const num = numberOption;
   const gatewayEnv: Record<string, string> = {};
   for (const pair of values["gateway-env"].split(",").filter(Boolean)) {
     const eq = pair.indexOf("=");

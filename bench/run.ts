@@ -16,6 +16,7 @@ import { GatewayApi, gwPublishOp, gwReceiveOp } from "./lib/gw.js";
 import { createHttpClient, parseMultipart, type HttpClient } from "./lib/http-client.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import { numberOption } from "./lib/options.js";
 import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
 import { pushScenario, pushTables, pushTargets, type PushResult } from "./lib/push/scenario.js";
 import {
@@ -136,13 +137,7 @@ function parseOptions(): Options {
     process.stdout.write(`${HELP}\n`);
     process.exit(0);
   }
-  const num = (name: string, raw: string, min: number, max: number): number => {
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < min || n > max) {
-      throw new Error(`--${name} must be a number from ${min} to ${max} (got "${raw}")`);
-    }
-    return n;
-  };
+  const num = numberOption;
   const list = (name: string, raw: string, min: number, max: number) =>
     raw.split(",").map((s) => Math.round(num(name, s.trim(), min, max)));
   const quick = values.quick;
