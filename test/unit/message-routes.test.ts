@@ -6,6 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, type AppDeps } from "../../src/app.js";
+import { NamespaceCounts } from "../../src/queue/namespace-counts.js";
 import { createTokenVerifier, remoteKeySet } from "../../src/auth/token-verifier.js";
 import { createLogger } from "../../src/logger.js";
 import { createMetrics } from "../../src/metrics.js";
@@ -38,6 +39,7 @@ beforeAll(async () => {
       operatorTeams: new Set<string>(),
       rateLimitPerSecond: 0,
       rateLimitTeams: new Map<string, number>(),
+      rateLimitBytesPerSecond: 0,
     },
     queue: memoryQueue().queue,
     settings: UNUSED,
@@ -57,7 +59,13 @@ beforeAll(async () => {
     isDraining: () => false,
     logger,
     metrics: createMetrics(new Registry(), { groupStatsRefreshMs: 60_000 }),
+    // A gateway alone in its region: its share of a budget is the whole budget.
+    budget: { note: () => undefined, share: (_tenant: string, _kind: string, limit: number) => limit },
+    requestsInFlight: new NamespaceCounts(0),
     maxMessageBytes: 1024,
+    inlineBodyBytes: 1024,
+    minUploadBytesPerSecond: 64 * 1024,
+    minUploadWindowMs: 60_000,
     maxBatchBytes: 16 * 1024,
     console: null,
   } as unknown as AppDeps;
