@@ -198,6 +198,39 @@ function walk(dir: string): string[] {
 }
 
 /** The package directories under node_modules: every folder with its own package.json. */
+interface LockEntry {
+  dev?: boolean;
+  optional?: boolean;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+}
+
+/**
+ * The lockfile paths of the root package's production dependencies and theirs, resolved as Node
+ * does: the nearest node_modules/<name> walking up from the dependent's own folder.
+ */
+function productionClosure(packages: Record<string, LockEntry>): Set<string> {
+  const out = new Set<string>();
+  const resolve = (from: string, name: string): string | undefined => {
+    for (let dir = from; ; dir = dir.slice(0, Math.max(0, dir.lastIndexOf("/node_modules")))) {
+      const path = `${dir ? `${dir}/` : ""}node_modules/${name}`;
+      if (packages[path] && !packages[path].dev) return path;
+      if (dir === "") return undefined;
+    }
+  };
+  const visit = (from: string): void => {
+    const entry = packages[from]!;
+    for (const name of Object.keys({ ...entry.dependencies, ...entry.optionalDependencies })) {
+      const path = resolve(from, name);
+      if (path === undefined || out.has(path)) continue;
+      out.add(path);
+      visit(path);
+    }
+  };
+  visit("");
+  return out;
+}
+
 function installedPackages(nodeModules: string, prefix = "node_modules"): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(nodeModules, { withFileTypes: true })) {
@@ -272,15 +305,17 @@ describe.skipIf(skipReason !== null)("the container image", () => {
 
       // Against the lockfile: every installed package is a production one, and every
       // production one that is not an optional (platform) package is installed.
+      // The root package's production dependencies only: the example workspaces' (the Workflow
+      // DevKit example) are not production dependencies of the gateway and the image is built
+      // with --workspaces=false.
       const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as {
-        packages: Record<string, { dev?: boolean; optional?: boolean }>;
+        packages: Record<string, LockEntry>;
       };
+      const production = productionClosure(lock.packages);
       const installed = installedPackages(join(app, "node_modules"));
-      const notProduction = installed.filter((p) => !lock.packages[p] || lock.packages[p].dev);
+      const notProduction = installed.filter((p) => !production.has(p));
       expect(notProduction).toEqual([]);
-      const wanted = Object.entries(lock.packages)
-        .filter(([p, e]) => p.startsWith("node_modules/") && !e.dev && !e.optional)
-        .map(([p]) => p);
+      const wanted = [...production].filter((p) => !lock.packages[p]!.optional);
       expect(wanted.filter((p) => !installed.includes(p))).toEqual([]);
       for (const dev of DEV_ONLY) {
         expect(existsSync(join(app, "node_modules", dev)), dev).toBe(false);
