@@ -60,7 +60,10 @@ beforeAll(async () => {
     logger,
     metrics: createMetrics(new Registry(), { groupStatsRefreshMs: 60_000 }),
     // A gateway alone in its region: its share of a budget is the whole budget.
-    budget: { note: () => undefined, share: (_tenant: string, _kind: string, limit: number) => limit },
+    budget: {
+      note: () => undefined,
+      share: (_tenant: string, _kind: string, limit: number) => limit,
+    },
     requestsInFlight: new NamespaceCounts(0),
     maxMessageBytes: 1024,
     inlineBodyBytes: 1024,
