@@ -232,6 +232,11 @@ export const ERRORS = {
     message:
       "This region's message store is unavailable, and large bodies are not deferred to another region (they stay in their own region's store); retry later.",
   },
+  large_body_store_unavailable: {
+    status: 503,
+    message:
+      "The large-body store cannot be created: VQS_LARGE_BODY_STORE_BYTES is more than the NATS servers' JetStream storage; the operator must lower it.",
+  },
   large_body_store_full: {
     status: 507,
     message:
