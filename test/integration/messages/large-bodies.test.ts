@@ -257,6 +257,35 @@ describe("large bodies through the real @vercel/queue client", () => {
     expect(push.body.length).toBe(0); // no body in the push: the client received it by ID
   });
 
+  it("pushes a large body by ID to an autoAck handleCallback too, and its 2xx acknowledges it", async () => {
+    const topic = uniqueName("push-auto");
+    const token = await issuer.token();
+    const got: string[] = [];
+    const url = app.fetchRoute(topic, {
+      transport: "buffer",
+      handler: (payload) => void got.push(sha(payload as Buffer)),
+    });
+    const q100 = api(gw100.url, token);
+    const res = await q100.call("PUT", `${topic}/consumer/workers/settings`, {
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ push: { url, autoAck: true } }),
+    });
+    expect(res.status).toBe(200);
+    const body = randomBytes(5 * MB);
+    expect((await q100.publish(topic, body)).status).toBe(201);
+    await expect.poll(() => got.length, { timeout: 30_000 }).toBe(1);
+    expect(got[0]).toBe(sha(body));
+    const pushes = app.requests.filter((r) => r.path.endsWith(topic));
+    expect(pushes.map((p) => p.body.length)).toEqual([0]); // no body: received by ID
+    // Acknowledged by the 2xx: nothing left for the group, and no second push.
+    await expect
+      .poll(async () => (await q100.receive(topic, "workers")).status, { timeout: 10_000 })
+      .toBe(204);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(app.requests.filter((r) => r.path.endsWith(topic))).toHaveLength(1);
+    expect(got).toHaveLength(1);
+  });
+
   it("sends and receives 100 MB with StreamTransport, byte-exact, with flat gateway memory", async () => {
     const topic = uniqueName("big");
     const token = await issuer.token();
