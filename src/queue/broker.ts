@@ -143,12 +143,26 @@ export interface Feed {
   close(): void;
 }
 
+/** A large body's bytes against the storage quotas, as they arrive. */
+export interface UploadQuota {
+  /** Counts `n` more bytes; throws 429 `topic_full` / `storage_quota_exceeded`. */
+  add(n: number): void;
+  /** The upload ended; a stored body counts like a stored message. */
+  end(stored: boolean): void;
+}
+
 /**
  * The topic log: messages as published, read back by ID or in order, removed. Shared by every
  * group of the topic.
  */
 export interface MessageLog {
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome>;
+  /**
+   * Counts a large body against the topic's and namespace's storage quotas while it is written:
+   * 429 `topic_full` / `storage_quota_exceeded` at once when the declared length has no room,
+   * and from `add` as soon as the bytes brought have none.
+   */
+  uploadQuota(topic: TopicAddress, declaredLength: number | null): Promise<UploadQuota>;
   /** Finds a message by the sequence of its ID. */
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup>;
   /**

@@ -18,6 +18,7 @@ import type {
   StoredMessage,
   DeliveryTaker,
   Feed,
+  UploadQuota,
 } from "../../queue/broker.js";
 import type { ConsumerFeed } from "../pulls/consumer-feed.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
@@ -150,6 +151,16 @@ export class JetStreamBroker implements Broker {
         if (!isAppError(err)) this.#d.observeWriteFailure(writeFailureCause(err));
         throw err;
       }),
+    );
+  }
+
+  uploadQuota(topic: TopicAddress, declaredLength: number | null): Promise<UploadQuota> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#d.quotas.upload(
+      names.namespaceKey,
+      names.namespaceFilter,
+      names.stream,
+      declaredLength,
     );
   }
 
