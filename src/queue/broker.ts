@@ -2,6 +2,7 @@
 // (topic, group, lease), one interface per responsibility (the log, a group's cursor, the lease
 // ledger, ID leases, push records). src/nats/ implements them on JetStream; nothing else knows
 // NATS exists.
+import type { DeadLetterOrigin } from "../api/messages.js";
 import type { BodyRef } from "./bodies.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 
@@ -15,13 +16,11 @@ export interface TraceContext {
   readonly baggage?: string;
 }
 
-/** Where a dead-lettered message came from (the four `Vqs-Dead-Letter-*` fields). */
-export interface DeadLetterOrigin {
-  readonly topic: string;
-  readonly consumerGroup: string;
-  readonly messageId: string;
-  readonly deliveryCount: number;
-}
+/**
+ * Where a dead-lettered message came from (the four `Vqs-Dead-Letter-*` fields), as the API
+ * defines it (src/api/messages.ts).
+ */
+export type { DeadLetterOrigin };
 
 export interface NewMessage {
   /** Empty when `body` is set. */
