@@ -3,6 +3,7 @@
 // a body without Content-Length is read until it ends or passes the inline limit.
 import type { IncomingHttpHeaders } from "node:http";
 import { AppError } from "../../errors.js";
+import type { UploadSignal } from "../plugins/upload-watchdog.js";
 
 export type PublishBody =
   | { readonly kind: "inline"; readonly payload: Buffer }
@@ -68,14 +69,14 @@ export async function readPublishBody(
 /** `source`, failing with the signal's reason as soon as it aborts (a stalled upload). */
 export async function* abortable(
   source: AsyncIterable<Buffer>,
-  signal: AbortSignal,
+  signal: UploadSignal,
 ): AsyncGenerator<Buffer> {
   const pieces = source[Symbol.asyncIterator]();
   const aborted = new Promise<never>((_, reject) => {
     const fail = () =>
       reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
     if (signal.aborted) fail();
-    else signal.addEventListener("abort", fail, { once: true });
+    else signal.onAbort(fail);
   });
   aborted.catch(() => undefined);
   for (;;) {
