@@ -197,6 +197,12 @@ export interface GroupCursor {
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void>;
   /** Removes the message from the group's view. Idempotent. */
   ack(group: GroupAddress, lease: LeaseRef): Promise<void>;
+  /**
+   * `ack` sent without waiting for the store's answer (for the pusher's `autoAck`, which answers
+   * nobody): an ack that is lost on the way lets the message come back when its lease ends, a
+   * redelivery that at-least-once allows. Throws only when it cannot be sent at all.
+   */
+  ackUnconfirmed(group: GroupAddress, lease: LeaseRef): void;
   /** null when the topic or group does not exist. */
   progress(group: GroupAddress): Promise<GroupProgress | null>;
   /**

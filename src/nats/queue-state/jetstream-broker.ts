@@ -259,6 +259,12 @@ export class JetStreamBroker implements Broker {
     return this.#ackRequest(group, lease, "ack", ACK_BODY);
   }
 
+  ackUnconfirmed(group: GroupAddress, lease: LeaseRef): void {
+    const names = groupNames(this.#d.region, group);
+    // No reply subject: the server sends no answer, and the gateway waits for none.
+    this.#d.nc.publish(ackSubject(names.stream, names.consumer, lease), ACK_BODY);
+  }
+
   progress(group: GroupAddress): Promise<GroupProgress | null> {
     const names = groupNames(this.#d.region, group);
     return this.#op("consumer_info", () => this.#progress(names));
