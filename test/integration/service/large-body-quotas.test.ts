@@ -98,7 +98,7 @@ async function upload(
         resolve({
           status: res.statusCode ?? 0,
           code,
-          retryAfter: (res.headers["retry-after"]) ?? null,
+          retryAfter: res.headers["retry-after"] ?? null,
           sent,
         });
       });
