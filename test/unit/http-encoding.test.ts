@@ -7,6 +7,7 @@ import { AppError } from "../../src/errors.js";
 import { negotiateFormat } from "../../src/http/encoding/accept.js";
 import { intHeader } from "../../src/http/encoding/headers.js";
 import { abortable } from "../../src/http/encoding/publish-body.js";
+import { UploadAbort } from "../../src/http/plugins/upload-watchdog.js";
 import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-parts.js";
 import type { ReceivedMessage } from "../../src/queue/queue-service.js";
 
@@ -136,7 +137,7 @@ describe("an abortable upload", () => {
     async function* pieces() {
       for (let i = 0; i < 200; i++) yield await Promise.resolve(Buffer.alloc(MiB, i));
     }
-    const signal = new AbortController().signal;
+    const signal = new UploadAbort();
     gc();
     const before = process.memoryUsage().arrayBuffers;
     let n = 0;
@@ -153,12 +154,12 @@ describe("an abortable upload", () => {
   });
 
   it("fails with the signal's reason while it waits for a piece", async () => {
-    const abort = new AbortController();
+    const abort = new UploadAbort();
     async function* stalled() {
       yield Buffer.from("a");
       await new Promise(() => {});
     }
-    const it = abortable(stalled(), abort.signal)[Symbol.asyncIterator]();
+    const it = abortable(stalled(), abort)[Symbol.asyncIterator]();
     expect((await it.next()).value).toEqual(Buffer.from("a"));
     const next = it.next();
     abort.abort(new AppError("request_timeout"));

@@ -3,6 +3,7 @@
 // a body without Content-Length is read until it ends or passes the inline limit.
 import type { IncomingHttpHeaders } from "node:http";
 import { AppError } from "../../errors.js";
+import type { UploadSignal } from "../plugins/upload-watchdog.js";
 
 export type PublishBody =
   | { readonly kind: "inline"; readonly payload: Buffer }
@@ -73,22 +74,21 @@ export async function readPublishBody(
  */
 export async function* abortable(
   source: AsyncIterable<Buffer>,
-  signal: AbortSignal,
+  signal: UploadSignal,
 ): AsyncGenerator<Buffer> {
   const pieces = source[Symbol.asyncIterator]();
   const reason = () => (signal.reason instanceof Error ? signal.reason : new Error("aborted"));
   for (;;) {
     if (signal.aborted) throw reason();
-    let onAbort = () => {};
+    let off = () => {};
     const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(reason());
-      signal.addEventListener("abort", onAbort, { once: true });
+      off = signal.onAbort(() => reject(reason()));
     });
     let r: IteratorResult<Buffer>;
     try {
       r = await Promise.race([pieces.next(), aborted]);
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      off();
     }
     if (r.done) return;
     yield r.value;

@@ -16,18 +16,30 @@ export interface LingerBounds {
 
 export const LINGER: LingerBounds = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
 
+/** The request each socket's lingering close is for: the last one that asked, one per socket. */
+const lingering = new WeakMap<Socket, { request: IncomingMessage; bounds: LingerBounds }>();
+
 /**
  * Makes the close that Node does after a `Connection: close` answer to `request` a lingering one.
  * Node calls `destroySoon` on the socket once such an answer is written; nothing else does here.
+ * A keep-alive socket is wrapped once, for the last request that asked (wrapping it per request
+ * would keep every earlier request alive in a chain of wrappers as long as the connection).
  */
 export function lingerOnClose(request: IncomingMessage, bounds: LingerBounds = LINGER): void {
-  const socket: Socket = request.socket;
+  const socket = request.socket as Socket | null;
+  // No socket of Node's (an injected request): nothing to close.
+  if (typeof socket?.destroySoon !== "function") return;
+  const wrapped = lingering.has(socket);
+  lingering.set(socket, { request, bounds });
+  if (wrapped) return;
   const plain = socket.destroySoon.bind(socket);
   socket.destroySoon = function lingeringClose(this: Socket) {
+    const last = lingering.get(this);
     // The body was read whole (or a later request on the connection): nothing to wait for.
-    if (request.complete) return plain();
+    if (!last || last.request.complete) return plain();
+    const { request: req, bounds: b } = last;
     this.end(); // the answer is all this side sends
-    const until = this.bytesRead + bounds.maxBytes;
+    const until = this.bytesRead + b.maxBytes;
     const close = () => {
       clearTimeout(timer);
       this.off("data", counted);
@@ -36,13 +48,13 @@ export function lingerOnClose(request: IncomingMessage, bounds: LingerBounds = L
     const counted = () => {
       if (this.bytesRead >= until) close();
     };
-    const timer = setTimeout(close, bounds.maxMs);
+    const timer = setTimeout(close, b.maxMs);
     timer.unref();
     this.on("data", counted);
     this.once("end", close); // the client has closed its side: nothing more will come
     this.once("close", () => clearTimeout(timer));
     // The body's rest goes nowhere (the route may have stopped reading it mid-way).
-    request.on("data", () => {});
-    request.resume();
+    req.on("data", () => {});
+    req.resume();
   };
 }
