@@ -33,6 +33,7 @@ const { values: args } = parseArgs({
     out: { type: "string", default: join(BENCH_DIR, "results", "tenants.json") },
     role: { type: "string" },
     only: { type: "string" },
+    "delayed-cap": { type: "string" },
     scenario: { type: "string" },
   },
 });
@@ -408,7 +409,7 @@ const NOISY: Record<
       // Each part with a header: mixpart drops every other part of a body whose parts have none.
       Array.from(
         { length: 100 },
-        (_, i) => `--b\r\ncontent-type: text/plain\r\n\r\nt${i}\r\n`,
+        (_, i) => `--b\r\ncontent-type: text/plain\r\nvqs-delay-seconds: 3\r\n\r\nt${i}\r\n`,
       ).join("") + "--b--\r\n";
     let sent = 0;
     ready();
@@ -421,7 +422,7 @@ const NOISY: Record<
             token,
             "POST",
             `/api/v3/topic/a-timers-${sent % 50}/batch`,
-            { "content-type": "multipart/mixed; boundary=b", "vqs-delay-seconds": "3" },
+            { "content-type": "multipart/mixed; boundary=b" }, // each part says its delay
             bodies,
           );
           t.note(r);
@@ -534,6 +535,7 @@ async function main(): Promise<void> {
       VQS_MAX_TOPICS_PER_NAMESPACE: "0",
       VQS_MAX_GROUPS_PER_NAMESPACE: "0",
       VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+      ...(args["delayed-cap"] ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: args["delayed-cap"] } : {}),
     },
   });
   const env = (token: string) => ({ VQS_BENCH_GATEWAY_URL: gw.url, VQS_BENCH_TOKEN: token });
