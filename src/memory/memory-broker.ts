@@ -198,6 +198,10 @@ export class MemoryBroker implements Broker {
     return Promise.resolve();
   }
 
+  ackUnconfirmed(group: GroupAddress, lease: LeaseRef): void {
+    void this.ack(group, lease);
+  }
+
   progress(group: GroupAddress): Promise<GroupProgress | null> {
     const t = this.#topic(group);
     const g = t?.groups.get(groupKey(group));

@@ -608,6 +608,25 @@ export class QueueService {
    * earlier epoch (a seek since) is stale, as its handle would be.
    */
   async acknowledgeLease(group: GroupAddress, lease: Lease, epoch?: number): Promise<void> {
+    await this.#acknowledgeLease(group, lease, epoch, true);
+  }
+
+  /**
+   * `acknowledgeLease` for the pusher's `autoAck` after a 2xx, whose outcome nobody is told: the
+   * cursor's ack goes without waiting for the store's answer (the push's slot frees a round trip
+   * sooner). One lost on the way brings the message back when its lease ends: a redelivery, as
+   * at-least-once allows, never a loss.
+   */
+  async acknowledgePushed(group: GroupAddress, lease: Lease, epoch: number): Promise<void> {
+    await this.#acknowledgeLease(group, lease, epoch, false);
+  }
+
+  async #acknowledgeLease(
+    group: GroupAddress,
+    lease: Lease,
+    epoch: number | undefined,
+    confirmed: boolean,
+  ): Promise<void> {
     if (epoch !== undefined && epoch !== this.#broker.groupEpoch(group)) {
       throw new AppError("receipt_handle_stale");
     }
@@ -615,7 +634,8 @@ export class QueueService {
       await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
     } else {
       await this.#assertCurrent(group, lease);
-      await this.#broker.ack(group, lease);
+      if (confirmed) await this.#broker.ack(group, lease);
+      else this.#broker.ackUnconfirmed(group, lease);
       await this.#idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
     }
     this.#observer.acknowledged();
