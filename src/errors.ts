@@ -205,6 +205,11 @@ export const ERRORS = {
     message:
       "This namespace has as many waiting receives on this gateway as it allows (VQS_MAX_WAITERS_PER_NAMESPACE); receive without Vqs-Wait-Seconds or retry later.",
   },
+  delayed_publish_rate_limited: {
+    status: 429,
+    message:
+      "This namespace has published as many delayed messages this second as the service allows in this region (VQS_MAX_DELAYED_PUBLISHES_PER_SECOND); retry after the Retry-After seconds.",
+  },
   rate_limited: {
     status: 429,
     message:

@@ -12,6 +12,7 @@ import type {
   UploadQuota,
 } from "./broker.js";
 import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
+import type { DelayedPublishCap } from "./delayed-publish-cap.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
@@ -85,6 +86,8 @@ export interface QueueServiceDeps {
   readonly log?: Pick<Logger, "warn">;
   /** Waiting receives per namespace on this gateway; past it 429 too_many_waiters (0: none). */
   readonly maxWaitersPerNamespace?: number;
+  /** Delayed publishes per second per namespace (429 delayed_publish_rate_limited past it). */
+  readonly delayedPublishes?: DelayedPublishCap;
   /** Where bodies above the inline limit are kept; without it they are refused. */
   readonly bodies?: BodyStore;
   /**
@@ -126,6 +129,7 @@ export class QueueService {
   readonly #idLeases: IdLeases;
   readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly #log: Pick<Logger, "warn"> | null;
+  readonly #delayedPublishes: DelayedPublishCap | null;
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
   /** Waiting receives per namespace, capped. */
@@ -147,6 +151,7 @@ export class QueueService {
     this.#longPolls = new LongPolls(deps.broker);
     this.#settingsOf = deps.settingsOf ?? (() => null);
     this.#log = deps.log ?? null;
+    this.#delayedPublishes = deps.delayedPublishes ?? null;
     this.waiters = new NamespaceCounts(deps.maxWaitersPerNamespace ?? 0);
   }
 
@@ -156,6 +161,7 @@ export class QueueService {
    * stores a new one. The store decides this atomically (see docs/architecture.md).
    */
   async publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
+    if (input.delaySeconds > 0) this.#delayedPublishes?.take(topic.namespace.key);
     return this.#publish(topic, input, null);
   }
 
@@ -177,6 +183,7 @@ export class QueueService {
     if (bodies.unsupportedReason) {
       throw new AppError("large_body_unsupported", { message: bodies.unsupportedReason });
     }
+    if (input.delaySeconds > 0) this.#delayedPublishes?.take(topic.namespace.key);
     // Checked before a byte is read: past the cap the client is told to come back.
     if (this.#uploads >= this.#largeStreams.max) {
       throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
