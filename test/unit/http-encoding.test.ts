@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../src/errors.js";
 import { negotiateFormat } from "../../src/http/encoding/accept.js";
-import { intHeader } from "../../src/http/encoding/headers.js";
+import { intHeader } from "../../src/http/validation.js";
 import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-parts.js";
 import type { ReceivedMessage } from "../../src/queue/queue-service.js";
 

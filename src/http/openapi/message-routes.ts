@@ -1,5 +1,6 @@
 // The route schemas of the message operations (docs/api.md, "Operations"): publish, batch publish, receive,
 // receive by ID, acknowledge, and extend or release a lease. Documentation only (plugin.ts).
+import { RECEIVE_HEADERS } from "../../api/messages.js";
 import { LIMITS } from "../../queue/limits.js";
 import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
 import {
@@ -145,11 +146,7 @@ export const RECEIVE = {
   tags: ["messages"],
   params: pathParams("topic", "group"),
   headers: apiHeaders({
-    "Vqs-Max-Messages": boundedInt(LIMITS.maxMessages, "Messages to lease at most."),
-    "Vqs-Wait-Seconds": boundedInt(
-      LIMITS.waitSeconds,
-      "With none to hand out, wait up to this long for one.",
-    ),
+    ...RECEIVE_HEADERS.properties,
     ...LEASE_HEADERS,
     "Vqs-Cursor-Fallback": { type: "string", description: "Sent by the client; ignored." },
   }),
