@@ -4,7 +4,7 @@
 import { Type, type Static } from "typebox";
 import type { ErrorCode } from "../errors.js";
 import { LIMITS } from "../queue/limits.js";
-import { checked, NAME } from "./schema.js";
+import { checked, GROUP_PARAM, NAME, TOPIC_PARAM } from "./schema.js";
 
 export const DEAD_LETTER_ORIGIN = Type.Object(
   {
@@ -95,4 +95,21 @@ export const RECEIVE_HEADERS = Type.Object({
     "invalid_max_messages",
     "Messages to lease at most.",
   ),
+});
+
+/** The path of an operation on a lease (acknowledge, extend or release). */
+export const LEASE_PATH = Type.Object({
+  topic: TOPIC_PARAM,
+  group: GROUP_PARAM,
+  receiptHandle: Type.String({
+    minLength: 1,
+    description: "The receipt handle of the lease, as delivered (URL-safe).",
+  }),
+});
+
+/** The path of a receive by ID. */
+export const MESSAGE_PATH = Type.Object({
+  topic: TOPIC_PARAM,
+  group: GROUP_PARAM,
+  messageId: Type.String({ minLength: 1, description: "A message ID as publish answered it." }),
 });

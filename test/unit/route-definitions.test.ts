@@ -85,6 +85,22 @@ describe("route definitions", () => {
     }
   });
 
+  it("check the topic and group of every path but the settings' (which may be a pattern)", () => {
+    const paths = Object.entries(ROUTES).filter(([, r]) => r.params !== undefined);
+    expect(paths.length).toBeGreaterThan(10);
+    for (const [name, route] of paths) {
+      const properties = (route.params as { properties: Record<string, Schema> }).properties;
+      const settings = properties.topic?.pattern === "^[A-Za-z0-9_-]+\\*?$";
+      for (const param of ["topic", "group"].filter((p) => properties[p] && !settings)) {
+        expect([name, param, properties[param]![INPUT_ERROR] !== undefined]).toEqual([
+          name,
+          param,
+          true,
+        ]);
+      }
+    }
+  });
+
   it("are the document's components, and leave their checks out of it", () => {
     const doc = JSON.parse(readFileSync("docs/openapi.json", "utf8")) as {
       components: { schemas: Record<string, unknown> };
