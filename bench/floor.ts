@@ -7,46 +7,29 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { floorScenario, type FloorResult } from "./lib/floor/floor.js";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
 import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient } from "./lib/http-client.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
-import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
 import { boundRun, loadAverage } from "./lib/proc.js";
 import { topicStream } from "./lib/push/throughput.js";
+import { benchServers, elapsedLog } from "./lib/standalone.js";
 import { fillStream } from "./lib/raw.js";
 import { round } from "./lib/stats.js";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "5" } } });
 const rounds = Math.min(20, Math.max(1, Number(values.rounds) || 5));
-const started = performance.now();
-const log = (line: string) =>
-  process.stderr.write(
-    `[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`,
-  );
-
-const root = await mkdtemp(join(tmpdir(), "vqs-bench-floor-"));
-const issuer = await startBenchIssuer();
-let nats: BenchNats | null = null;
-let gateway: GatewayProcess | null = null;
-const cleanup = async () => {
-  await gateway?.stop().catch(() => undefined);
-  await nats?.stop().catch(() => undefined);
-  await issuer.close().catch(() => undefined);
-  await rm(root, { recursive: true, force: true }).catch(() => undefined);
-};
-const endTimeLimit = boundRun(cleanup, (rounds * 40 + 100) * 1000, log);
+const log = elapsedLog();
+const servers = await benchServers("vqs-bench-floor-");
+const { root, issuer } = servers;
+const endTimeLimit = boundRun(servers.cleanup, (rounds * 40 + 100) * 1000, log);
 
 try {
-  nats = await startBenchNats(join(root, "store"), join(root, "nats-server.log"));
-  gateway = await startGatewayProcess({
-    env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
-    logFile: join(root, "gateway.log"),
+  const { nats, gateway } = await servers.start({
+    natsStore: join(root, "store"),
+    natsLog: join(root, "nats-server.log"),
+    gatewayLog: join(root, "gateway.log"),
   });
   const nc = await connect({ servers: nats.url, name: "vqs-bench-floor" });
   const js = jetstream(nc);
@@ -101,5 +84,5 @@ try {
   );
 } finally {
   endTimeLimit();
-  await cleanup();
+  await servers.cleanup();
 }
