@@ -103,6 +103,8 @@ export interface Config {
   readonly maxPushesInFlightPerNamespace: number;
   /** An empty topic not published to for this long is removed. */
   readonly topicIdleSeconds: number;
+  /** A settled topic under a pushed pattern not published to for this long is removed; 0: never. */
+  readonly settledTopicSeconds: number;
   /** Consumer settings documents per namespace; 0: no cap. */
   readonly maxSettingsPerNamespace: number;
   /**
@@ -299,6 +301,7 @@ export function loadConfig(env: Env): Config {
     maxWaitersPerNamespace: int("VQS_MAX_WAITERS_PER_NAMESPACE", 1000, 0, 1e7),
     maxPushesInFlightPerNamespace: int("VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE", 256, 0, 1e7),
     topicIdleSeconds: int("VQS_TOPIC_IDLE_SECONDS", 86_400, 60, 365 * 86_400),
+    settledTopicSeconds: int("VQS_SETTLED_TOPIC_SECONDS", 120, 0, 86_400),
     maxSettingsPerNamespace: int("VQS_MAX_SETTINGS_PER_NAMESPACE", 1000, 0, 1_000_000),
     pushAllowedUrls: pushAllowedUrls(list("VQS_PUSH_ALLOWED_URLS"), production, problems),
     pushInlineLimitBytes: int("VQS_PUSH_INLINE_LIMIT_BYTES", 1_048_576, 0, 64 * 1_048_576),

@@ -109,6 +109,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       teams: config.namespaceMaxBytesTeams,
     },
     topicIdleMs: config.topicIdleSeconds * 1000,
+    settledTopicMs: config.settledTopicSeconds * 1000,
     log: logger,
     now: o.now ?? null,
     observe: (operation, seconds) => metrics.observeJetStream(operation, seconds),

@@ -26,6 +26,8 @@ import { TopicSweeper } from "./queue-state/topic-sweeper.js";
 import { isCompatibilityServer, supportsMessageTtl } from "./core/server-features.js";
 import type { WriteFailureCause } from "./core/errors.js";
 import { Topology } from "./queue-state/topology.js";
+import { groupNames } from "./core/naming.js";
+import { appliesTo, patternPrefix } from "../queue/settings/topic-pattern.js";
 import { StorageQuotas, type StorageQuotaOptions } from "./queue-state/storage-quotas.js";
 
 export interface JetStreamAdapterOptions {
@@ -49,9 +51,13 @@ export interface JetStreamAdapterOptions {
   readonly maxTopicsPerNamespace: number;
   readonly maxGroupsPerNamespace: number;
   /** Storage quotas (see storage-quotas.ts). */
-  readonly quotas: Omit<StorageQuotaOptions, "refreshMs"> & { readonly hardMaxBytes: number };
+  readonly quotas: Omit<StorageQuotaOptions, "refreshMs" | "region" | "bodyChunkBytes"> & {
+    readonly hardMaxBytes: number;
+  };
   /** Empty topics not published to for this long are removed. */
   readonly topicIdleMs: number;
+  /** Settled topics under a pushed pattern not published to for this long are removed (0: never). */
+  readonly settledTopicMs: number;
   readonly log: Logger;
   /** A fixed clock (tests); without one the gateway follows the NATS server's clock. */
   readonly now: (() => number) | null;
@@ -107,6 +113,28 @@ export interface JetStreamAdapter {
   close(): Promise<void>;
 }
 
+/**
+ * The consumers of the groups that pushed `prefix*` settings give a topic, or null when none
+ * does (such topics are short-lived: topic-sweeper.ts removes them once settled).
+ */
+function pushedPatternConsumers(
+  settings: SettingsBucket,
+  region: string,
+  namespaceKey: string,
+  topic: string,
+): string[] | null {
+  let consumers: string[] | null = null;
+  for (const e of settings.entries()) {
+    if (e.namespace.key !== namespaceKey || patternPrefix(e.topic) === null) continue;
+    if (!appliesTo(e.topic, topic) || !settings.effective(e.namespace, topic, e.group)?.push) {
+      continue;
+    }
+    const names = groupNames(region, { namespace: e.namespace, topic, group: e.group });
+    (consumers ??= []).push(names.consumer);
+  }
+  return consumers;
+}
+
 /** Room kept in a NATS message for the headers the gateway adds. */
 const HEADER_RESERVE = 4096;
 
@@ -144,7 +172,10 @@ export async function openJetStreamAdapter(
       ? "per-message TTL on: storage is freed as messages expire"
       : "per-message TTL off: storage is freed at the streams' max age",
   );
+  const clock = new ServerClock();
+  const now = o.now ?? clock.now;
   const topology = new Topology(jsm, {
+    now,
     allowMsgTtl: messageTtl,
     replicas: o.replicas,
     maxAgeMs: o.maxAgeMs,
@@ -156,9 +187,14 @@ export async function openJetStreamAdapter(
     maxGroupsPerNamespace: o.maxGroupsPerNamespace,
     topicHardMaxBytes: o.quotas.hardMaxBytes,
   });
-  const quotas = new StorageQuotas(jsm, { ...o.quotas, refreshMs: USAGE_REFRESH_MS });
-  const clock = new ServerClock();
-  const now = o.now ?? clock.now;
+  const bodyChunkBytes = Math.min(BODY_CHUNK_BYTES, maxPayload - HEADER_RESERVE);
+  const quotas = new StorageQuotas(jsm, {
+    ...o.quotas,
+    refreshMs: USAGE_REFRESH_MS,
+    region: o.region,
+    // Large bodies count against the quotas where there is a body store (per-message TTL).
+    bodyChunkBytes: messageTtl ? bodyChunkBytes : 0,
+  });
   const pulls = new PullClient(nc);
   const isConnected = watchConnection(nc, o.onConnectionChange);
   const scheduler = new DelayScheduler({
@@ -243,7 +279,15 @@ export async function openJetStreamAdapter(
           now,
         })
       : null;
-  const sweeper = new TopicSweeper({ jsm, log: o.log, now, idleMs: o.topicIdleMs });
+  const sweeper = new TopicSweeper({
+    jsm,
+    log: o.log,
+    now,
+    idleMs: o.topicIdleMs,
+    settledMs: o.settledTopicMs,
+    pushedConsumers: (namespaceKey, topic) =>
+      pushedPatternConsumers(settings, o.region, namespaceKey, topic),
+  });
   sweeper.start();
   failover?.startRelocating({ js, topology, scheduler, keys, messageTtl, isConnected });
   if (!o.now) {
@@ -266,7 +310,7 @@ export async function openJetStreamAdapter(
       : supportsMessageTtl(nc.info?.version)
         ? "Bodies above the inline limit need per-message TTL, which this gateway has off (VQS_MESSAGE_TTL=off)."
         : `Bodies above the inline limit need nats-server 2.11 or newer (per-message TTL, batch reads); this region runs ${nc.info?.version ?? "an unknown version"}.`,
-    chunkBytes: Math.min(BODY_CHUNK_BYTES, maxPayload - HEADER_RESERVE),
+    chunkBytes: bodyChunkBytes,
     window: o.largeBodies.window,
     maxAgeMs: o.maxAgeMs + BODY_AGE_MARGIN_MS,
     maxStoreBytes: o.largeBodies.maxStoreBytes,

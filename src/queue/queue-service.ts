@@ -9,6 +9,7 @@ import type {
   NewMessage,
   StoredMessage,
   TraceContext,
+  UploadQuota,
 } from "./broker.js";
 import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
 import { IdLeases } from "./id-leases.js";
@@ -180,15 +181,20 @@ export class QueueService {
     if (this.#uploads >= this.#largeStreams.max) {
       throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
     }
+    // The body counts against the storage quotas: a declared length without room is refused
+    // before a byte is read, a chunked body as soon as what it brought has none.
+    const quota = await this.#broker.uploadQuota(topic, body.declaredLength);
     let ref: BodyRef;
     this.#moving(1, 0);
     try {
-      ref = await bodies.write(topic, body.source, {
+      ref = await bodies.write(topic, quotaCounted(body.source, quota), {
         retentionSeconds: input.retentionSeconds,
         maxBytes: body.maxBytes,
         declaredLength: body.declaredLength,
       });
+      quota.end(true);
     } catch (err) {
+      quota.end(false);
       throw this.#notDeferred(err);
     } finally {
       this.#moving(-1, 0);
@@ -847,4 +853,12 @@ function groupLease(d: Delivery, deadlineMs: number): Lease {
 
 function groupKey(group: GroupAddress): string {
   return JSON.stringify([group.namespace.key, group.topic, group.group]);
+}
+
+/** `source`, each piece counted against the quota before it is passed on (over it: throws). */
+async function* quotaCounted(source: ByteSource, quota: UploadQuota): AsyncGenerator<Uint8Array> {
+  for await (const piece of source) {
+    quota.add(piece.byteLength);
+    yield piece;
+  }
 }

@@ -23,28 +23,35 @@ interface Upload {
 export interface UploadSignal {
   readonly aborted: boolean;
   readonly reason: unknown;
-  /** `listener` runs once, when the upload is stopped (never if it already was). */
-  onAbort(listener: () => void): void;
+  /**
+   * `listener` runs once, when the upload is stopped (never if it already was). Returns what
+   * takes it off again, so a listener per wait does not pile up for the upload's lifetime.
+   */
+  onAbort(listener: () => void): () => void;
 }
 
 /**
  * One per request with a body: an AbortController (an EventTarget and an AbortSignal) cost a
  * publish about 4 % of its gateway CPU, for a signal that almost never fires.
  */
-class UploadAbort implements UploadSignal {
+export class UploadAbort implements UploadSignal {
   aborted = false;
   reason: unknown = undefined;
-  #listeners: (() => void)[] = [];
+  #listeners = new Set<() => void>();
 
-  onAbort(listener: () => void): void {
-    if (!this.aborted) this.#listeners.push(listener);
+  onAbort(listener: () => void): () => void {
+    if (this.aborted) return () => {};
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
-    for (const l of this.#listeners.splice(0)) l();
+    const listeners = [...this.#listeners];
+    this.#listeners.clear();
+    for (const l of listeners) l();
   }
 }
 

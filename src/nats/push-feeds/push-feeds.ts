@@ -38,6 +38,7 @@ export interface PushFeedsDeps {
 }
 
 const STREAM_CREATED = "$JS.EVENT.ADVISORY.STREAM.CREATED.>";
+const STREAM_DELETED = "$JS.EVENT.ADVISORY.STREAM.DELETED.>";
 
 /** After a pushed group's consumer went away, how long until it is looked at again. */
 const GONE_LOOK_AGAIN_MS = 1000;
@@ -49,10 +50,13 @@ export class PushFeeds {
   readonly #restoring = new Map<string, GroupNames>();
   /** The region's topics by namespace key, for patterns (filled by listing and by advisories). */
   readonly #topics = new Map<string, Set<string>>();
+  /** Stream name -> its namespace key and topic, to drop a removed topic from the index. */
+  readonly #streamTopics = new Map<string, readonly [string, string]>();
   #listed = false;
   #timer: NodeJS.Timeout | null = null;
   #soon: NodeJS.Timeout | null = null;
   #advisories: Subscription | null = null;
+  #deletions: Subscription | null = null;
   #unlisten: (() => void) | null = null;
   #running = false;
   #resyncing: Promise<void> = Promise.resolve();
@@ -71,6 +75,11 @@ export class PushFeeds {
     this.#advisories = this.#d.nc.subscribe(STREAM_CREATED, {
       callback: (_err, msg) => this.#onStreamCreated(msg),
     });
+    // Short-lived topics come and go by the thousand (topic-sweeper.ts): a removed one's groups
+    // stop being fed at once rather than at the next listing.
+    this.#deletions = this.#d.nc.subscribe(STREAM_DELETED, {
+      callback: (_err, msg) => this.#onStreamDeleted(msg),
+    });
     const every = this.#d.resyncMs ?? 10_000;
     this.#timer = setInterval(() => this.#resyncSoon(true), every);
     this.#timer.unref();
@@ -82,6 +91,7 @@ export class PushFeeds {
     this.#running = false;
     this.#unlisten?.();
     this.#advisories?.unsubscribe();
+    this.#deletions?.unsubscribe();
     if (this.#timer) clearInterval(this.#timer);
     if (this.#soon) clearTimeout(this.#soon);
     await this.#resyncing;
@@ -173,7 +183,10 @@ export class PushFeeds {
   /** Reads every topic of the region from its streams' descriptions. */
   async #listTopics(): Promise<void> {
     this.#topics.clear();
-    for await (const info of this.#d.jsm.streams.list()) this.#noteTopic(info.config.description);
+    this.#streamTopics.clear();
+    for await (const info of this.#d.jsm.streams.list()) {
+      this.#noteTopic(info.config.name, info.config.description);
+    }
     this.#listed = true;
   }
 
@@ -183,13 +196,26 @@ export class PushFeeds {
     void this.#d.jsm.streams
       .info(stream)
       .then((info) => {
-        if (this.#noteTopic(info.config.description)) this.#resyncSoon();
+        if (this.#noteTopic(stream, info.config.description)) this.#resyncSoon();
       })
       .catch(() => undefined);
   }
 
+  #onStreamDeleted(msg: Msg): void {
+    const stream = msg.subject.slice(STREAM_DELETED.length - 1);
+    // Made again by a publish, its consumers are new ones: nothing cached of the old may stay.
+    if (/^VQS_[0-9a-f]{32}$/.test(stream)) this.#d.topology.forgetStream(stream);
+    const known = this.#streamTopics.get(stream);
+    if (!known) return;
+    this.#streamTopics.delete(stream);
+    const topics = this.#topics.get(known[0]);
+    topics?.delete(known[1]);
+    if (topics?.size === 0) this.#topics.delete(known[0]);
+    this.#resyncSoon();
+  }
+
   /** Adds a topic stream's identity to the index; true when it is one of this region's. */
-  #noteTopic(description: string | undefined): boolean {
+  #noteTopic(stream: string, description: string | undefined): boolean {
     let d: { vqs?: number; region?: string; namespace?: string; topic?: string };
     try {
       d = JSON.parse(description ?? "") as typeof d;
@@ -200,6 +226,7 @@ export class PushFeeds {
     let topics = this.#topics.get(d.namespace);
     if (!topics) this.#topics.set(d.namespace, (topics = new Set()));
     topics.add(d.topic);
+    this.#streamTopics.set(stream, [d.namespace, d.topic]);
     return true;
   }
 }

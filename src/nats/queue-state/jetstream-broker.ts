@@ -18,6 +18,7 @@ import type {
   StoredMessage,
   DeliveryTaker,
   Feed,
+  UploadQuota,
 } from "../../queue/broker.js";
 import type { ConsumerFeed } from "../pulls/consumer-feed.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
@@ -76,6 +77,9 @@ export interface JetStreamBrokerDeps {
   /** False while the connection to NATS is down: publishes then fail at once (and fail over). */
   readonly isConnected: () => boolean;
 }
+
+/** Publishes that found their stream gone, tried again after it is back (each a removal). */
+const STREAM_GONE_TRIES = 3;
 
 /** Client-side bound of an immediate pull (the server normally answers at once). */
 const PULL_EXPIRES_MS = 2000;
@@ -153,6 +157,16 @@ export class JetStreamBroker implements Broker {
     );
   }
 
+  uploadQuota(topic: TopicAddress, declaredLength: number | null): Promise<UploadQuota> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#d.quotas.upload(
+      names.namespaceKey,
+      names.namespaceFilter,
+      names.stream,
+      declaredLength,
+    );
+  }
+
   async #publish(
     names: TopicNames,
     message: NewMessage,
@@ -181,17 +195,18 @@ export class JetStreamBroker implements Broker {
       await stored(ack.seq);
       return { kind: "stored", seq: ack.seq };
     };
-    try {
-      return await attempt();
-    } catch (err) {
-      // The stream was removed under us (idle clean-up or an operator) before anything was
-      // stored: recreate it and try once more. Any other failure may have come after the
-      // message was stored, so it is not retried here (a keyed retry by the client finds the
-      // copy; see idempotency-keys.ts): the client gets a 503.
-      if (!(err instanceof StreamGoneError)) throw err;
-      this.#d.topology.forgetStream(names.stream);
-      await this.#d.topology.ensureStream(names);
-      return attempt();
+    for (let tries = 1; ; tries++) {
+      try {
+        return await attempt();
+      } catch (err) {
+        // The stream was removed under us (a topic sweep or an operator), or is being removed,
+        // before anything was stored: wait for the removal to end, recreate the stream and try
+        // again (topic-closing.ts). Any other failure may have come after the message was
+        // stored, so it is not retried here (a keyed retry by the client finds the copy; see
+        // idempotency-keys.ts): the client gets a 503.
+        if (!(err instanceof StreamGoneError) || tries >= STREAM_GONE_TRIES) throw err;
+        await this.#d.topology.reopenStream(names);
+      }
     }
   }
 

@@ -1,17 +1,21 @@
-// Removes empty, idle topics. A topic's stream whose every message has left it (aged out at the
-// stream's max age) and that nobody published to for the idle time is deleted with its consumer
-// groups; the next publish creates it again. Every gateway sweeps now and then (with jitter);
-// sweeps are idempotent, so several gateways doing it at once is harmless.
-//
-// Deleting a stream cannot be made conditional in JetStream, and a publish landing between the
-// check and the delete would be lost after its 201. So the sweeper first moves the stream off its
-// subjects (publishes then find no stream and answer 503, retryable), looks again, and deletes
-// only if still nothing arrived; otherwise it puts the subjects back.
+// Removes topics nobody needs any more, with their consumer groups; the next publish creates the
+// topic again. Two kinds:
+// - empty idle topics: every message has left the stream (aged out at its max age) and nobody
+//   published to it for the idle time (a day by default);
+// - settled short-lived topics: a topic under a pushed pattern (`prefix*` settings with push)
+//   whose every group has acknowledged every message, with nothing delayed and nothing leased,
+//   not published to for the settled time (minutes). Workflow DevKit 5.x makes one such topic
+//   per run; waiting a day for them to age out would fill the namespace's topic cap.
+// Every gateway sweeps now and then (with jitter); sweeps are idempotent, so several gateways
+// doing it at once is harmless. Removal goes through topic-closing.ts, so a publish racing it is
+// stored and delivered.
 import type { JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import type { Logger } from "../../logger.js";
-import { rfc3339ToMs } from "../messages/message-codec.js";
+import { decodeMessage, rfc3339ToMs } from "../messages/message-codec.js";
 import { isApiError } from "../core/errors.js";
+import { leaderGet } from "../messages/reads.js";
+import { closeAndDelete, closedAt, CLOSE_STALE_MS, openSubjects, reopen } from "./topic-closing.js";
 
 export interface TopicSweeperDeps {
   readonly jsm: JetStreamManager;
@@ -19,11 +23,27 @@ export interface TopicSweeperDeps {
   /** Server time (estimated). */
   readonly now: () => number;
   readonly idleMs: number;
+  /** How long a settled topic under a pushed pattern is kept unused; 0: never removed early. */
+  readonly settledMs?: number;
+  /**
+   * The consumers of the groups a pushed pattern gives the topic (namespace key, topic name), or
+   * null when no pushed pattern applies to it: only such topics are removed once settled.
+   */
+  readonly pushedConsumers?: (namespaceKey: string, topic: string) => readonly string[] | null;
 }
 
 const TOPIC_STREAM = /^VQS_[0-9a-f]{32}$/;
 /** Sweeps happen every half idle time, at most every 10 minutes, with ±50 % jitter. */
 const MAX_INTERVAL_MS = 600_000;
+/** Settled topics are looked for every half settled time, at most every minute, at least every second. */
+const MAX_SETTLED_INTERVAL_MS = 60_000;
+const MIN_INTERVAL_MS = 1000;
+/** A topic with more delayed messages than this is not looked into (it is not short-lived). */
+const MAX_PARKED = 64;
+/** Topics removed at once. */
+const REMOVERS = 8;
+
+type Candidate = { readonly info: StreamInfo; readonly consumers: readonly string[] | null };
 
 export class TopicSweeper {
   readonly #d: TopicSweeperDeps;
@@ -34,8 +54,16 @@ export class TopicSweeper {
     this.#d = deps;
   }
 
+  /** The mean time between sweeps. */
+  get intervalMs(): number {
+    let base = Math.min(this.#d.idleMs / 2, MAX_INTERVAL_MS);
+    const settled = this.#d.settledMs ?? 0;
+    if (settled > 0) base = Math.min(base, settled / 2, MAX_SETTLED_INTERVAL_MS);
+    return Math.max(base, MIN_INTERVAL_MS);
+  }
+
   start(): void {
-    const base = Math.min(this.#d.idleMs / 2, MAX_INTERVAL_MS);
+    const base = this.intervalMs;
     const next = () => {
       this.#timer = setTimeout(
         () => {
@@ -65,42 +93,134 @@ export class TopicSweeper {
   }
 
   async #sweep(): Promise<number> {
-    const candidates: StreamInfo[] = [];
+    const candidates: Candidate[] = [];
     for await (const info of this.#d.jsm.streams.list()) {
-      if (this.#isIdleEmptyTopic(info)) candidates.push(info);
-    }
-    let removed = 0;
-    for (const info of candidates) {
-      try {
-        if (await this.#remove(info)) removed++;
-      } catch (err) {
-        if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) {
-          this.#d.log.warn({ err, stream: info.config.name }, "could not remove an idle topic");
-        }
+      if (!TOPIC_STREAM.test(info.config.name)) continue;
+      const closed = closedAt(info.config);
+      if (closed !== null) {
+        await this.#reopenIfStale(info, closed);
+        continue;
+      }
+      if (this.#isIdleEmptyTopic(info)) candidates.push({ info, consumers: null });
+      else {
+        const consumers = this.#settledCandidate(info);
+        if (consumers) candidates.push({ info, consumers });
       }
     }
-    if (removed > 0) this.#d.log.info({ removed }, "removed empty idle topics");
+    let removed = 0;
+    let settled = 0;
+    const removeOne = async ({ info, consumers }: Candidate) => {
+      try {
+        if (consumers && !(await this.#isSettled(info, consumers))) return;
+        // Once closed, no message can arrive; a group made meanwhile must have nothing either.
+        const still = consumers ? () => this.#groupsSettled(info, consumers) : undefined;
+        if (await closeAndDelete(this.#d.jsm, info, this.#d.now, still)) {
+          removed++;
+          if (consumers) settled++;
+        }
+      } catch (err) {
+        if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) {
+          this.#d.log.warn({ err, stream: info.config.name }, "could not remove a topic");
+        }
+      }
+    };
+    // A few at a time: thousands of short-lived topics are removed in seconds, not minutes.
+    const queue = candidates.values();
+    const worker = async () => {
+      for (let next = queue.next(); !next.done; next = queue.next()) await removeOne(next.value);
+    };
+    await Promise.all(Array.from({ length: REMOVERS }, worker));
+    if (removed > 0) this.#d.log.info({ removed, settled }, "removed unused topics");
     return removed;
   }
 
   #isIdleEmptyTopic(info: StreamInfo): boolean {
-    if (!TOPIC_STREAM.test(info.config.name) || info.state.messages !== 0) return false;
-    if (!info.config.description?.startsWith('{"vqs":1')) return false;
-    const last = info.state.last_seq > 0 ? info.state.last_ts : info.created;
-    return this.#d.now() - rfc3339ToMs(last) >= this.#d.idleMs;
+    if (info.state.messages !== 0 || !isTopic(info)) return false;
+    return this.#idleFor(info) >= this.#d.idleMs;
   }
 
-  async #remove(seen: StreamInfo): Promise<boolean> {
-    const { name, subjects } = seen.config;
-    // Off its subjects: from now on no publish can be stored (they answer 503).
-    await this.#d.jsm.streams.update(name, { ...seen.config, subjects: [`vqs._closing.${name}`] });
-    const now = await this.#d.jsm.streams.info(name);
-    if (now.state.messages === 0 && now.state.last_seq === seen.state.last_seq) {
-      await this.#d.jsm.streams.delete(name);
-      return true;
-    }
-    // A publish got in before the move: the topic is in use after all.
-    await this.#d.jsm.streams.update(name, { ...now.config, subjects: subjects ?? [] });
-    return false;
+  #idleFor(info: StreamInfo): number {
+    const last = info.state.last_seq > 0 ? info.state.last_ts : info.created;
+    return this.#d.now() - rfc3339ToMs(last);
   }
+
+  /** The pushed groups' consumers of a topic that may be settled (cheap checks only), or null. */
+  #settledCandidate(info: StreamInfo): readonly string[] | null {
+    const settledMs = this.#d.settledMs ?? 0;
+    if (settledMs <= 0 || !this.#d.pushedConsumers || !isTopic(info)) return null;
+    if (this.#idleFor(info) < settledMs) return null;
+    let d: { namespace?: unknown; topic?: unknown };
+    try {
+      d = JSON.parse(info.config.description ?? "") as typeof d;
+    } catch {
+      return null;
+    }
+    if (typeof d.namespace !== "string" || typeof d.topic !== "string") return null;
+    const consumers = this.#d.pushedConsumers(d.namespace, d.topic);
+    if (!consumers || info.state.consumer_count < consumers.length) return null;
+    return consumers;
+  }
+
+  /**
+   * Every group of the topic (each pushed group's among them) has acknowledged every message,
+   * none is leased or waiting to be delivered again, and every delayed message has been moved.
+   */
+  async #isSettled(info: StreamInfo, pushed: readonly string[]): Promise<boolean> {
+    return (await this.#groupsSettled(info, pushed)) && this.#nothingDelayed(info);
+  }
+
+  /** Every group has acknowledged every message it has seen, and each pushed group exists. */
+  async #groupsSettled(info: StreamInfo, pushed: readonly string[]): Promise<boolean> {
+    const seen = new Set<string>();
+    for await (const c of this.#d.jsm.consumers.list(info.config.name)) {
+      if (c.num_pending !== 0 || c.num_ack_pending !== 0) return false;
+      seen.add(c.name);
+    }
+    return pushed.every((c) => seen.has(c));
+  }
+
+  /** Every parked (delayed) message of the topic has its ready copy, or has expired. */
+  async #nothingDelayed(info: StreamInfo): Promise<boolean> {
+    const base = (info.config.subjects?.[0] ?? "").slice(0, -2); // `vqs.<ns>.<id>`
+    const { name } = info.config;
+    const parked = await this.#d.jsm.streams.info(name, { subjects_filter: `${base}.d` });
+    const count = parked.state.subjects?.[`${base}.d`] ?? 0;
+    if (count === 0) return true;
+    if (count > MAX_PARKED) return false;
+    const moved = await this.#d.jsm.streams.info(name, { subjects_filter: `${base}.f.>` });
+    const pointers = moved.state.subjects ?? {};
+    let seq = 1;
+    for (let i = 0; i < count; i++) {
+      const m = await leaderGet(this.#d.jsm, name, { seq, next_by_subj: `${base}.d` }).catch(
+        (err: unknown) => {
+          if (isApiError(err, JetStreamApiCodes.NoMessageFound)) return null;
+          throw err;
+        },
+      );
+      if (!m) return true;
+      if (!(`${base}.f.${m.seq.toString(36)}` in pointers)) {
+        const message = decodeMessage(m.seq, rfc3339ToMs(m.timestamp), m.header, m.data);
+        if (message && message.expiresAtMs > this.#d.now()) return false; // still to be moved
+      }
+      seq = m.seq + 1;
+    }
+    return true;
+  }
+
+  /** A close whose remover died: the topic's subjects are put back. */
+  async #reopenIfStale(info: StreamInfo, closed: number): Promise<void> {
+    if (this.#d.now() - closed < CLOSE_STALE_MS) return;
+    const subjects = openSubjects(info.config);
+    if (!subjects) return; // an earlier version's close: its next publisher puts them back
+    try {
+      await reopen(this.#d.jsm, info, subjects);
+      this.#d.log.warn({ stream: info.config.name }, "reopened a topic a remover left closed");
+    } catch (err) {
+      this.#d.log.warn({ err, stream: info.config.name }, "could not reopen a closed topic");
+    }
+  }
+}
+
+function isTopic(info: StreamInfo): boolean {
+  return info.config.description?.startsWith('{"vqs":1') === true;
 }

@@ -14,6 +14,7 @@ import { nanos } from "@nats-io/transport-node";
 import { AppError } from "../../errors.js";
 import { isApiError } from "../core/errors.js";
 import type { GroupNames, TopicNames } from "../core/naming.js";
+import { closedAt, CLOSE_STALE_MS, reopen } from "./topic-closing.js";
 
 export interface TopologyOptions {
   readonly replicas: number;
@@ -37,6 +38,8 @@ export interface TopologyOptions {
    * reserves it on creation, so the sum over all topics must fit the store (storage-quotas.ts).
    */
   readonly topicHardMaxBytes: number;
+  /** Server time (estimated), to tell a close left behind (topic-closing.ts). */
+  readonly now?: () => number;
 }
 
 /**
@@ -45,6 +48,8 @@ export interface TopologyOptions {
  */
 const MISSING_TTL_MS = 500;
 const MAX_MISSING = 10_000;
+/** How long a namespace's topic or group count under its cap is reused (see #checkTopicCap). */
+const CAP_COUNT_REUSE_MS = 1000;
 
 export class Topology {
   readonly #jsm: JetStreamManager;
@@ -54,6 +59,9 @@ export class Topology {
   /** Each consumer's `ack_wait` as last seen or set here (pushed groups have their own). */
   readonly #ackWaits = new Map<string, number>();
   readonly #missing = new Map<string, number>();
+  /** Each namespace's topic and group counts as last read (plus creations since), for the caps. */
+  readonly #topicCounts = new Map<string, { count: number; at: number }>();
+  readonly #groupCounts = new Map<string, { count: number; at: number }>();
 
   constructor(jsm: JetStreamManager, opts: TopologyOptions) {
     this.#jsm = jsm;
@@ -115,6 +123,33 @@ export class Topology {
     } catch (err) {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
       throw err;
+    }
+  }
+
+  /**
+   * After a publish found no stream: waits while a remover is closing it (topic-closing.ts), then
+   * makes sure it exists again, created anew if it was removed or reopened if it was not. A close
+   * left behind by a remover that died is undone here.
+   */
+  async reopenStream(names: TopicNames): Promise<void> {
+    this.forgetStream(names.stream);
+    const now = this.#opts.now ?? Date.now;
+    for (let waitMs = 10; ; waitMs = Math.min(2 * waitMs, 200)) {
+      let info;
+      try {
+        info = await this.#jsm.streams.info(names.stream);
+      } catch (err) {
+        if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+        return this.ensureStream(names);
+      }
+      const closed = closedAt(info.config);
+      if (closed === null) return this.ensureStream(names);
+      if (now() - closed >= CLOSE_STALE_MS) {
+        assertIdentity(names.stream, info.config.description, names.description);
+        await reopen(this.#jsm, info, [names.all]);
+        return this.ensureStream(names);
+      }
+      await new Promise((r) => setTimeout(r, waitMs));
     }
   }
 
@@ -241,25 +276,65 @@ export class Topology {
   }
 
   /**
-   * The namespace's topics, counted by subject. Creations racing through several gateways may
-   * each see room for one more, so the cap can be overshot by the number of racers.
+   * The namespace's topics, counted by subject. A count under the cap is reused for a second
+   * (with this gateway's own creations added), so a namespace creating topics by the thousand
+   * (one per Workflow run) does not list its streams for each; a refusal is always decided on a
+   * fresh count. Creations racing through several gateways may each see room for one more, so
+   * the cap can be overshot by what the other gateways create within that second.
    */
   async #checkTopicCap(names: TopicNames): Promise<void> {
     const cap = this.#opts.maxTopicsPerNamespace;
     if (cap === 0) return;
-    let topics = 0;
-    for await (const name of this.#jsm.streams.names(names.namespaceFilter)) if (name) topics++;
-    if (topics >= cap) throw new AppError("topic_limit_reached", { extra: { limit: cap } });
+    await this.#admit(
+      this.#topicCounts,
+      names.namespaceFilter,
+      cap,
+      "topic_limit_reached",
+      async () => {
+        let topics = 0;
+        for await (const name of this.#jsm.streams.names(names.namespaceFilter)) if (name) topics++;
+        return topics;
+      },
+    );
   }
 
   async #checkGroupCap(names: GroupNames): Promise<void> {
     const cap = this.#opts.maxGroupsPerNamespace;
     if (cap === 0) return;
-    let groups = 0;
-    for await (const info of this.#jsm.streams.list(names.namespaceFilter)) {
-      groups += info.state.consumer_count;
+    await this.#admit(
+      this.#groupCounts,
+      names.namespaceFilter,
+      cap,
+      "group_limit_reached",
+      async () => {
+        let groups = 0;
+        for await (const info of this.#jsm.streams.list(names.namespaceFilter)) {
+          groups += info.state.consumer_count;
+        }
+        return groups;
+      },
+    );
+  }
+
+  async #admit(
+    counts: Map<string, { count: number; at: number }>,
+    filter: string,
+    cap: number,
+    code: "topic_limit_reached" | "group_limit_reached",
+    count: () => Promise<number>,
+  ): Promise<void> {
+    const seen = counts.get(filter);
+    if (seen && Date.now() - seen.at < CAP_COUNT_REUSE_MS && seen.count < cap) {
+      seen.count++;
+      return;
     }
-    if (groups >= cap) throw new AppError("group_limit_reached", { extra: { limit: cap } });
+    const now = await count();
+    if (now >= cap) {
+      counts.delete(filter);
+      throw new AppError(code, { extra: { limit: cap } });
+    }
+    if (counts.size >= MAX_MISSING) counts.clear(); // bounded: one entry per namespace
+    counts.set(filter, { count: now + 1, at: Date.now() });
   }
 
   #once<T>(cache: Map<string, Promise<T>>, key: string, create: () => Promise<T>): Promise<T> {
