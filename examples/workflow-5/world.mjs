@@ -13,6 +13,7 @@ import {
   settingsFromEnv,
   storeSettings,
   tokenSource,
+  vqsWorld,
 } from "../workflow/vqs-queue.mjs";
 
 /** The one topic pattern the 5.x builder declares, and its route. */
@@ -37,25 +38,13 @@ export function createWorld(overrides = {}) {
   const queue = rotatingQueue(createQueue, settings, currentToken);
   const dataDir = settings.localDataDir ?? ".workflow-data";
   const base = createLocalWorld({ dataDir });
-  const { runs, steps, events, hooks } = base;
-  return {
-    ...base,
-    ...queue,
-    async start() {
-      const appUrl =
-        settings.appUrl ?? (process.env.PORT ? `http://127.0.0.1:${process.env.PORT}` : null);
-      await initDataDir(dataDir);
-      await storeSettings(settings, currentToken(), TRIGGERS, appUrl);
-      await reenqueueActiveRuns(runs, queue.queue, "vqs");
-    },
-    async close() {
-      await base.close?.();
-    },
-    runs,
-    steps,
-    events,
-    hooks,
-  };
+  return vqsWorld(base, queue, async () => {
+    const appUrl =
+      settings.appUrl ?? (process.env.PORT ? `http://127.0.0.1:${process.env.PORT}` : null);
+    await initDataDir(dataDir);
+    await storeSettings(settings, currentToken(), TRIGGERS, appUrl);
+    await reenqueueActiveRuns(base.runs, queue.queue, "vqs");
+  });
 }
 
 export default createWorld;

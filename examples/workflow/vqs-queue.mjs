@@ -130,3 +130,24 @@ export async function storeSettings(settings, token, triggers, appUrl = settings
     }
   }
 }
+
+/**
+ * A World of `base`'s storage, hooks and streams with the vqs `queue`, and the given `start`
+ * (never `base.start()`, which would start the base's own queue).
+ */
+export function vqsWorld(base, queue, start) {
+  const { runs, steps, events, hooks } = base;
+  return {
+    ...base,
+    ...queue,
+    start,
+    async close() {
+      await base.close?.();
+    },
+    // Named explicitly so that a spread above can never shadow storage with queue parts.
+    runs,
+    steps,
+    events,
+    hooks,
+  };
+}

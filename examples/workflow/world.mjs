@@ -14,6 +14,7 @@ import {
   settingsFromEnv,
   storeSettings,
   tokenSource,
+  vqsWorld,
 } from "./vqs-queue.mjs";
 
 export { CONSUMER, settingsFromEnv, tokenSource };
@@ -35,25 +36,11 @@ export function createWorld(overrides = {}) {
   const base = settings.postgresUrl
     ? createPostgresWorld({ connectionString: settings.postgresUrl })
     : createLocalWorld({ dataDir: settings.localDataDir });
-  const { runs, steps, events, hooks } = base;
-  return {
-    ...base,
-    ...queue,
-    async start() {
-      // Not base.start(): that would start the base's own queue (world-postgres's worker).
-      await storeSettings(settings, currentToken(), TRIGGERS);
-      // Runs left running by a previous process are queued again, as the base worlds do.
-      await reenqueueActiveRuns(runs, queue.queue, "vqs");
-    },
-    async close() {
-      await base.close?.();
-    },
-    // Named explicitly so that a spread above can never shadow storage with queue parts.
-    runs,
-    steps,
-    events,
-    hooks,
-  };
+  return vqsWorld(base, queue, async () => {
+    await storeSettings(settings, currentToken(), TRIGGERS);
+    // Runs left running by a previous process are queued again, as the base worlds do.
+    await reenqueueActiveRuns(base.runs, queue.queue, "vqs");
+  });
 }
 
 export default createWorld;
