@@ -1,4 +1,4 @@
-// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n]`: is B's gateway
+// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--cpu-prof DIR]`: is B's gateway
 // faster than A's? Both gateways run at once against one nats-server (each started by its own
 // checkout's bench/lib/gateways.ts, B defaulting to this one), and the load generator moves
 // between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
@@ -35,6 +35,8 @@ const { values, positionals } = parseArgs({
   options: {
     mode: { type: "string", default: "receive" },
     slices: { type: "string", default: "20" },
+    // V8 profiles of gateway B in this directory (read them with `npm run bench:profile -- DIR`).
+    "cpu-prof": { type: "string" },
   },
 });
 const MODES = ["receive", "publish", "keyed", "duplicate", "by-id", "push"] as const;
@@ -71,10 +73,12 @@ for (const [i, tree] of trees.entries()) {
   };
   // Push: a region each, or both gateways would push both groups (every gateway of a region does).
   const region = mode === "push" ? { VQS_REGION: `bench${i + 1}` } : {};
+  const prof = values["cpu-prof"];
   gateways.push(
     await lib.startGatewayProcess({
       env: { ...env, ...region },
       logFile: join(dir, `gw-${i}.log`),
+      ...(prof && i === 1 ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${resolve(prof)}`] } : {}),
     }),
   );
 }

@@ -48,6 +48,8 @@ const HELP = `npm run bench:large -- [options]
   --small-seconds <s>   each latency phase's length (default 10)
   --loaders <n>         concurrent large uploads in the loaded phase (default 4)
   --gateway-env K=V,..  extra environment of the gateway (e.g. its large-body settings)
+  --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/
+                        (read it with npm run bench:profile)
   --quick               --rounds 1, --small-seconds 5 (a check that everything runs)
   --out <file>          results file (default bench/results/large.json)`;
 
@@ -62,6 +64,7 @@ interface Options {
   readonly loaders: number;
   readonly gatewayEnv: Record<string, string>;
   readonly quick: boolean;
+  readonly cpuProf: boolean;
   readonly out: string;
 }
 
@@ -78,6 +81,7 @@ function parseOptions(): Options {
       loaders: { type: "string", default: "4" },
       "gateway-env": { type: "string", default: "" },
       quick: { type: "boolean", default: false },
+      "cpu-prof": { type: "boolean", default: false },
       out: { type: "string", default: join(RESULTS, "large.json") },
       help: { type: "boolean", default: false },
     },
@@ -107,6 +111,7 @@ function parseOptions(): Options {
     loaders: Math.round(num("loaders", values.loaders, 1, 16)),
     gatewayEnv,
     quick,
+    cpuProf: values["cpu-prof"],
     out: values.out,
   };
 }
@@ -455,6 +460,7 @@ async function main(): Promise<void> {
     gateway = await startGatewayProcess({
       env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, o.gatewayEnv),
       logFile: join(RESULTS, "large-gateway.log"),
+      nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : [],
     });
     nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
     client = createHttpClient("node", [gateway.url]);

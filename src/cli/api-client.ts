@@ -2,8 +2,20 @@
 // errors turned into ApiError (the API's `{"error":{"code","message"}}`) or UnreachableError.
 // The tool talks to the service only through this (it never imports NATS code), so it works
 // against any gateway, local or remote.
-import type { DeadLetterOrigin } from "../queue/broker.js";
-import type { PeekedMessage } from "../queue/management/management-service.js";
+import type { DeadLetterOrigin } from "../api/messages.js";
+import type {
+  ConsumerGroup as GroupInfo,
+  ConsumerGroups,
+  Namespace as NamespaceInfo,
+  Namespaces,
+  NamespaceStorage,
+  PeekedMessage,
+  PeekPage,
+  Purged,
+  Sought,
+  Topic as TopicInfo,
+  TopicPage,
+} from "../api/management.js";
 import type {
   DeadLetterSettings,
   PushSettings,
@@ -13,15 +25,19 @@ import { ApiError, UnreachableError } from "./errors.js";
 import { multipartParts, type StreamedPart } from "./transfer/multipart-reader.js";
 import { StallTimeout } from "./transfer/stall-timeout.js";
 
-// The API's shapes that the gateway defines are its own types (imported as types only: nothing
-// of the server is loaded by the tool).
+// The API's shapes are its definitions' types (src/api; imported as types only: nothing of the
+// server is loaded by the tool).
 export type {
   DeadLetterOrigin,
   DeadLetterSettings,
+  GroupInfo,
+  NamespaceInfo,
+  NamespaceStorage,
   PeekedMessage,
   PushSettings,
   RetrySettings,
   StreamedPart,
+  TopicInfo,
 };
 
 export interface Connection {
@@ -75,60 +91,6 @@ export interface ReceiveOptions {
 export interface RedriveResult {
   readonly moved: number;
   readonly remaining: number;
-}
-
-// The management API (docs/api.md, "Management API").
-
-export interface TopicInfo {
-  readonly name: string;
-  readonly messages: number;
-  readonly delayed: number;
-  readonly bytes: number;
-  readonly oldestMessageAt: string | null;
-  readonly newestMessageAt: string | null;
-  readonly consumerGroups: number;
-  readonly settings: readonly {
-    topic: string;
-    consumerGroup: string;
-    push: boolean;
-    deadLetterTopic: string | null;
-  }[];
-}
-
-export interface GroupInfo {
-  readonly name: string;
-  readonly backlog: number;
-  readonly inFlight: number;
-  readonly delayed: number;
-  readonly oldestUnacknowledgedAgeSeconds: number | null;
-  readonly deliveries: number;
-  readonly redelivered: number;
-  readonly acknowledgedThrough: number;
-  readonly position: number;
-  readonly deadLettered: number;
-  readonly settings: SettingsDocument | null;
-  readonly pushHealth: {
-    lastSuccessAt: string | null;
-    lastFailureAt: string | null;
-    lastFailure: string | null;
-  } | null;
-}
-
-/** A namespace's storage against its quotas (0: no quota). */
-export interface NamespaceStorage {
-  readonly usedBytes: number;
-  readonly limitBytes: number;
-  readonly topicLimitBytes: number;
-}
-
-export interface NamespaceInfo {
-  readonly team: string;
-  readonly project: string;
-  readonly environment: string;
-  readonly deploymentId: string | null;
-  readonly label: string;
-  readonly topics: number;
-  readonly storage: NamespaceStorage;
 }
 
 /** A publish's answer: 201 `{messageId}`, or 202 `{deferred: true}` during a regional outage. */
@@ -430,10 +392,7 @@ export class ApiClient {
     let cursor: string | null = null;
     do {
       const query: string = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
-      const page = (await this.request("GET", `topics?limit=1000${query}`)) as {
-        topics: TopicInfo[];
-        nextCursor: string | null;
-      };
+      const page = (await this.request("GET", `topics?limit=1000${query}`)) as TopicPage;
       topics.push(...page.topics);
       cursor = page.nextCursor;
     } while (cursor !== null);
@@ -442,7 +401,7 @@ export class ApiClient {
 
   /** The namespace's storage against its quotas (from one page of the topic list). */
   async storage(): Promise<NamespaceStorage> {
-    const page = (await this.request("GET", "topics?limit=1")) as { storage: NamespaceStorage };
+    const page = (await this.request("GET", "topics?limit=1")) as TopicPage;
     return page.storage;
   }
 
@@ -451,9 +410,7 @@ export class ApiClient {
   }
 
   async groups(topic: string): Promise<GroupInfo[]> {
-    const body = (await this.request("GET", `${topicPath(topic)}/consumers`)) as {
-      consumerGroups: GroupInfo[];
-    };
+    const body = (await this.request("GET", `${topicPath(topic)}/consumers`)) as ConsumerGroups;
     return body.consumerGroups;
   }
 
@@ -461,18 +418,15 @@ export class ApiClient {
   async peek(
     topic: string,
     o: { after?: string; limit: number; full: boolean },
-  ): Promise<{ messages: PeekedMessage[]; next: string | null }> {
+  ): Promise<PeekPage> {
     const q = new URLSearchParams({ limit: String(o.limit) });
     if (o.after !== undefined) q.set("after", o.after);
     if (o.full) q.set("payload", "full");
-    return (await this.request("GET", `${topicPath(topic)}/messages?${q.toString()}`)) as {
-      messages: PeekedMessage[];
-      next: string | null;
-    };
+    return (await this.request("GET", `${topicPath(topic)}/messages?${q.toString()}`)) as PeekPage;
   }
 
-  async purge(topic: string): Promise<{ purged: number }> {
-    return (await this.request("POST", `${topicPath(topic)}/purge`)) as { purged: number };
+  async purge(topic: string): Promise<Purged> {
+    return (await this.request("POST", `${topicPath(topic)}/purge`)) as Purged;
   }
 
   async deleteTopic(topic: string): Promise<void> {
@@ -484,15 +438,13 @@ export class ApiClient {
   }
 
   /** `to`: "earliest", "latest" or an ISO time. */
-  async seek(topic: string, group: string, to: string): Promise<{ to: string }> {
-    return (await this.request("POST", `${groupPath(topic, group)}/seek`, { to })) as {
-      to: string;
-    };
+  async seek(topic: string, group: string, to: string): Promise<Sought> {
+    return (await this.request("POST", `${groupPath(topic, group)}/seek`, { to })) as Sought;
   }
 
   /** Operators only (403 operator_only otherwise). */
   async namespaces(): Promise<NamespaceInfo[]> {
-    const body = (await this.request("GET", "namespaces")) as { namespaces: NamespaceInfo[] };
+    const body = (await this.request("GET", "namespaces")) as Namespaces;
     return body.namespaces;
   }
 

@@ -18,6 +18,7 @@ import type {
   NewMessage,
   PublishOutcome,
   StoredMessage,
+  UploadQuota,
 } from "../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 
@@ -95,6 +96,11 @@ export class MemoryBroker implements Broker {
   }
 
   // ---- MessageLog
+
+  /** No storage quotas in memory. */
+  uploadQuota(): Promise<UploadQuota> {
+    return Promise.resolve({ add: () => undefined, end: () => undefined });
+  }
 
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome> {
     const now = this.#o.now();
@@ -190,6 +196,10 @@ export class MemoryBroker implements Broker {
     const g = this.#group(t, group);
     g.pending.delete(lease.streamSeq);
     return Promise.resolve();
+  }
+
+  ackUnconfirmed(group: GroupAddress, lease: LeaseRef): void {
+    void this.ack(group, lease);
   }
 
   progress(group: GroupAddress): Promise<GroupProgress | null> {

@@ -51,7 +51,9 @@ export interface JetStreamAdapterOptions {
   readonly maxTopicsPerNamespace: number;
   readonly maxGroupsPerNamespace: number;
   /** Storage quotas (see storage-quotas.ts). */
-  readonly quotas: Omit<StorageQuotaOptions, "refreshMs"> & { readonly hardMaxBytes: number };
+  readonly quotas: Omit<StorageQuotaOptions, "refreshMs" | "region" | "bodyChunkBytes"> & {
+    readonly hardMaxBytes: number;
+  };
   /** Empty topics not published to for this long are removed. */
   readonly topicIdleMs: number;
   /** Settled topics under a pushed pattern not published to for this long are removed (0: never). */
@@ -185,7 +187,14 @@ export async function openJetStreamAdapter(
     maxGroupsPerNamespace: o.maxGroupsPerNamespace,
     topicHardMaxBytes: o.quotas.hardMaxBytes,
   });
-  const quotas = new StorageQuotas(jsm, { ...o.quotas, refreshMs: USAGE_REFRESH_MS });
+  const bodyChunkBytes = Math.min(BODY_CHUNK_BYTES, maxPayload - HEADER_RESERVE);
+  const quotas = new StorageQuotas(jsm, {
+    ...o.quotas,
+    refreshMs: USAGE_REFRESH_MS,
+    region: o.region,
+    // Large bodies count against the quotas where there is a body store (per-message TTL).
+    bodyChunkBytes: messageTtl ? bodyChunkBytes : 0,
+  });
   const pulls = new PullClient(nc);
   const isConnected = watchConnection(nc, o.onConnectionChange);
   const scheduler = new DelayScheduler({
@@ -301,7 +310,7 @@ export async function openJetStreamAdapter(
       : supportsMessageTtl(nc.info?.version)
         ? "Bodies above the inline limit need per-message TTL, which this gateway has off (VQS_MESSAGE_TTL=off)."
         : `Bodies above the inline limit need nats-server 2.11 or newer (per-message TTL, batch reads); this region runs ${nc.info?.version ?? "an unknown version"}.`,
-    chunkBytes: Math.min(BODY_CHUNK_BYTES, maxPayload - HEADER_RESERVE),
+    chunkBytes: bodyChunkBytes,
     window: o.largeBodies.window,
     maxAgeMs: o.maxAgeMs + BODY_AGE_MARGIN_MS,
     maxStoreBytes: o.largeBodies.maxStoreBytes,

@@ -2,6 +2,7 @@
 // (topic, group, lease), one interface per responsibility (the log, a group's cursor, the lease
 // ledger, ID leases, push records). src/nats/ implements them on JetStream; nothing else knows
 // NATS exists.
+import type { DeadLetterOrigin } from "../api/messages.js";
 import type { BodyRef } from "./bodies.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 
@@ -15,13 +16,11 @@ export interface TraceContext {
   readonly baggage?: string;
 }
 
-/** Where a dead-lettered message came from (the four `Vqs-Dead-Letter-*` fields). */
-export interface DeadLetterOrigin {
-  readonly topic: string;
-  readonly consumerGroup: string;
-  readonly messageId: string;
-  readonly deliveryCount: number;
-}
+/**
+ * Where a dead-lettered message came from (the four `Vqs-Dead-Letter-*` fields), as the API
+ * defines it (src/api/messages.ts).
+ */
+export type { DeadLetterOrigin };
 
 export interface NewMessage {
   /** Empty when `body` is set. */
@@ -143,12 +142,26 @@ export interface Feed {
   close(): void;
 }
 
+/** A large body's bytes against the storage quotas, as they arrive. */
+export interface UploadQuota {
+  /** Counts `n` more bytes; throws 429 `topic_full` / `storage_quota_exceeded`. */
+  add(n: number): void;
+  /** The upload ended; a stored body counts like a stored message. */
+  end(stored: boolean): void;
+}
+
 /**
  * The topic log: messages as published, read back by ID or in order, removed. Shared by every
  * group of the topic.
  */
 export interface MessageLog {
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome>;
+  /**
+   * Counts a large body against the topic's and namespace's storage quotas while it is written:
+   * 429 `topic_full` / `storage_quota_exceeded` at once when the declared length has no room,
+   * and from `add` as soon as the bytes brought have none.
+   */
+  uploadQuota(topic: TopicAddress, declaredLength: number | null): Promise<UploadQuota>;
   /** Finds a message by the sequence of its ID. */
   lookup(topic: TopicAddress, idSeq: number): Promise<MessageLookup>;
   /**
@@ -184,6 +197,12 @@ export interface GroupCursor {
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void>;
   /** Removes the message from the group's view. Idempotent. */
   ack(group: GroupAddress, lease: LeaseRef): Promise<void>;
+  /**
+   * `ack` sent without waiting for the store's answer (for the pusher's `autoAck`, which answers
+   * nobody): an ack that is lost on the way lets the message come back when its lease ends, a
+   * redelivery that at-least-once allows. Throws only when it cannot be sent at all.
+   */
+  ackUnconfirmed(group: GroupAddress, lease: LeaseRef): void;
   /** null when the topic or group does not exist. */
   progress(group: GroupAddress): Promise<GroupProgress | null>;
   /**

@@ -13,7 +13,9 @@ import type {
 } from "./broker.js";
 
 /** What ID leases need: the ID lease records, the cursor, and which delivery is current. */
-type IdLeasePorts = IdLeaseLedger & GroupCursor & Pick<LeaseLedger, "recordDelivery">;
+type IdLeasePorts = IdLeaseLedger &
+  GroupCursor &
+  Pick<LeaseLedger, "recordDelivery" | "noteLimitBounce">;
 import type { GroupAddress } from "./namespace.js";
 import type { Lease } from "./identity/receipt-handle.js";
 
@@ -216,7 +218,28 @@ export class IdLeases {
       }
     }
     if (maxConcurrency !== null && progress.inFlight >= maxConcurrency) {
-      throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
+      // JetStream counts a message whose lease ran out as pending until it is delivered again,
+      // so the count alone would refuse for ever a group whose in-flight leases all ran out.
+      // The message asked for may be one: taking it adds nothing in flight. Else one pull, as at
+      // a receive's limit (JetStream hands out a redelivery first), released at once and
+      // recorded as a bounce: a redelivery was counted but is not in flight.
+      let notInFlight = cursor !== null ? 1 : 0;
+      if (progress.inFlight - notInFlight >= maxConcurrency) {
+        const d = (await this.#broker.pull(group, 1))?.[0];
+        if (d !== undefined) {
+          // Recorded before the release: the message may come back at once, to any gateway.
+          await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
+          await this.#broker.setLease(group, d, 0);
+          if (d.streamSeq === streamSeq) {
+            cursor = await this.#broker.getCursorLease(group, streamSeq); // now that bounce
+          } else if (d.deliveryCount > 1) {
+            notInFlight++;
+          }
+        }
+      }
+      if (progress.inFlight - notInFlight >= maxConcurrency) {
+        throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
+      }
     }
     return cursor;
   }

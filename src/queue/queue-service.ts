@@ -9,6 +9,7 @@ import type {
   NewMessage,
   StoredMessage,
   TraceContext,
+  UploadQuota,
 } from "./broker.js";
 import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
 import { IdLeases } from "./id-leases.js";
@@ -180,15 +181,20 @@ export class QueueService {
     if (this.#uploads >= this.#largeStreams.max) {
       throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
     }
+    // The body counts against the storage quotas: a declared length without room is refused
+    // before a byte is read, a chunked body as soon as what it brought has none.
+    const quota = await this.#broker.uploadQuota(topic, body.declaredLength);
     let ref: BodyRef;
     this.#moving(1, 0);
     try {
-      ref = await bodies.write(topic, body.source, {
+      ref = await bodies.write(topic, quotaCounted(body.source, quota), {
         retentionSeconds: input.retentionSeconds,
         maxBytes: body.maxBytes,
         declaredLength: body.declaredLength,
       });
+      quota.end(true);
     } catch (err) {
+      quota.end(false);
       throw this.#notDeferred(err);
     } finally {
       this.#moving(-1, 0);
@@ -595,6 +601,25 @@ export class QueueService {
    * earlier epoch (a seek since) is stale, as its handle would be.
    */
   async acknowledgeLease(group: GroupAddress, lease: Lease, epoch?: number): Promise<void> {
+    await this.#acknowledgeLease(group, lease, epoch, true);
+  }
+
+  /**
+   * `acknowledgeLease` for the pusher's `autoAck` after a 2xx, whose outcome nobody is told: the
+   * cursor's ack goes without waiting for the store's answer (the push's slot frees a round trip
+   * sooner). One lost on the way brings the message back when its lease ends: a redelivery, as
+   * at-least-once allows, never a loss.
+   */
+  async acknowledgePushed(group: GroupAddress, lease: Lease, epoch: number): Promise<void> {
+    await this.#acknowledgeLease(group, lease, epoch, false);
+  }
+
+  async #acknowledgeLease(
+    group: GroupAddress,
+    lease: Lease,
+    epoch: number | undefined,
+    confirmed: boolean,
+  ): Promise<void> {
     if (epoch !== undefined && epoch !== this.#broker.groupEpoch(group)) {
       throw new AppError("receipt_handle_stale");
     }
@@ -602,7 +627,8 @@ export class QueueService {
       await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
     } else {
       await this.#assertCurrent(group, lease);
-      await this.#broker.ack(group, lease);
+      if (confirmed) await this.#broker.ack(group, lease);
+      else this.#broker.ackUnconfirmed(group, lease);
       await this.#idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
     }
     this.#observer.acknowledged();
@@ -827,4 +853,12 @@ function groupLease(d: Delivery, deadlineMs: number): Lease {
 
 function groupKey(group: GroupAddress): string {
   return JSON.stringify([group.namespace.key, group.topic, group.group]);
+}
+
+/** `source`, each piece counted against the quota before it is passed on (over it: throws). */
+async function* quotaCounted(source: ByteSource, quota: UploadQuota): AsyncGenerator<Uint8Array> {
+  for await (const piece of source) {
+    quota.add(piece.byteLength);
+    yield piece;
+  }
 }

@@ -111,6 +111,26 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       expect(again.map(text)).toEqual(["b"]);
     });
 
+    it("takes an acknowledgement sent without waiting for the store's answer", async () => {
+      const b = under.broker();
+      const t = topic();
+      await b.publish(t, message("a"));
+      await b.publish(t, message("b"));
+      const g = group(t);
+      const [a, bDelivery] = (await b.pull(g, 2))!;
+      b.ackUnconfirmed(g, a!);
+      let progress = (await b.progress(g))!;
+      for (let i = 0; i < under.patience && progress.ackFloorSeq !== a!.streamSeq; i++) {
+        await under.advance(50);
+        progress = (await b.progress(g))!;
+      }
+      expect(progress.ackFloorSeq).toBe(a!.streamSeq);
+      expect(progress.inFlight).toBe(1);
+      await b.setLease(g, bDelivery!, 0);
+      const again = await pullEventually(g, 1, 50);
+      expect(again.map(text)).toEqual(["b"]);
+    });
+
     it("redelivers a released message at once, one delivery later", async () => {
       const b = under.broker();
       const t = topic();

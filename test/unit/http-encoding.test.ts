@@ -1,9 +1,13 @@
 import { parseMultipartStream } from "mixpart";
 import { randomBytes } from "node:crypto";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../src/errors.js";
 import { negotiateFormat } from "../../src/http/encoding/accept.js";
 import { intHeader } from "../../src/http/encoding/headers.js";
+import { abortable } from "../../src/http/encoding/publish-body.js";
+import { UploadAbort } from "../../src/http/plugins/upload-watchdog.js";
 import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-parts.js";
 import type { ReceivedMessage } from "../../src/queue/queue-service.js";
 
@@ -118,5 +122,47 @@ describe("multipart rendering", () => {
       contentType: "application/octet-stream",
       body: "AAEC",
     });
+  });
+});
+
+describe("an abortable upload", () => {
+  /** A full garbage collection (the flag is read when `gc` is looked up in a new context). */
+  const gc = () => {
+    setFlagsFromString("--expose-gc");
+    (runInNewContext("gc") as () => void)();
+  };
+
+  it("holds none of the pieces it handed over (200 MiB through it, < 32 MiB kept)", async () => {
+    const MiB = 1024 * 1024;
+    async function* pieces() {
+      for (let i = 0; i < 200; i++) yield await Promise.resolve(Buffer.alloc(MiB, i));
+    }
+    const signal = new UploadAbort();
+    gc();
+    const before = process.memoryUsage().arrayBuffers;
+    let n = 0;
+    let kept = 0;
+    for await (const piece of abortable(pieces(), signal)) {
+      n += piece.length;
+      if (n === 190 * MiB) {
+        gc();
+        kept = process.memoryUsage().arrayBuffers - before;
+      }
+    }
+    expect(n).toBe(200 * MiB);
+    expect(kept).toBeLessThan(32 * MiB);
+  });
+
+  it("fails with the signal's reason while it waits for a piece", async () => {
+    const abort = new UploadAbort();
+    async function* stalled() {
+      yield Buffer.from("a");
+      await new Promise(() => {});
+    }
+    const it = abortable(stalled(), abort)[Symbol.asyncIterator]();
+    expect((await it.next()).value).toEqual(Buffer.from("a"));
+    const next = it.next();
+    abort.abort(new AppError("request_timeout"));
+    await expect(next).rejects.toMatchObject({ code: "request_timeout" });
   });
 });

@@ -3,6 +3,7 @@
 // a body without Content-Length is read until it ends or passes the inline limit.
 import type { IncomingHttpHeaders } from "node:http";
 import { AppError } from "../../errors.js";
+import type { UploadSignal } from "../plugins/upload-watchdog.js";
 
 export type PublishBody =
   | { readonly kind: "inline"; readonly payload: Buffer }
@@ -65,21 +66,30 @@ export async function readPublishBody(
   return { kind: "large", source: rest(), declaredLength: null };
 }
 
-/** `source`, failing with the signal's reason as soon as it aborts (a stalled upload). */
+/**
+ * `source`, failing with the signal's reason as soon as it aborts (a stalled upload). Each wait
+ * races the next piece against an abort promise of its own, dropped once the piece is there: a
+ * promise that lives as long as the upload would keep a reaction per race, and each reaction
+ * the piece it settled with, so the whole body would stay in memory until the upload ended.
+ */
 export async function* abortable(
   source: AsyncIterable<Buffer>,
-  signal: AbortSignal,
+  signal: UploadSignal,
 ): AsyncGenerator<Buffer> {
   const pieces = source[Symbol.asyncIterator]();
-  const aborted = new Promise<never>((_, reject) => {
-    const fail = () =>
-      reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
-    if (signal.aborted) fail();
-    else signal.addEventListener("abort", fail, { once: true });
-  });
-  aborted.catch(() => undefined);
+  const reason = () => (signal.reason instanceof Error ? signal.reason : new Error("aborted"));
   for (;;) {
-    const r = await Promise.race([pieces.next(), aborted]);
+    if (signal.aborted) throw reason();
+    let off = () => {};
+    const aborted = new Promise<never>((_, reject) => {
+      off = signal.onAbort(() => reject(reason()));
+    });
+    let r: IteratorResult<Buffer>;
+    try {
+      r = await Promise.race([pieces.next(), aborted]);
+    } finally {
+      off();
+    }
     if (r.done) return;
     yield r.value;
   }

@@ -1,30 +1,31 @@
-// The route schemas of the management API (docs/api.md, "Management API"). Documentation only
-// (plugin.ts); the components they refer to are in management.ts.
-import { LIMITS } from "../../queue/limits.js";
+// The route schemas of the management API (docs/api.md, "Management API"): the operations'
+// definitions (src/api/management.ts), which check the input (src/http/validation.ts) and type
+// the handlers, with what the document adds (names, summaries, headers, error answers).
+import {
+  CONSUMER_GROUPS,
+  GROUP_PATH,
+  LIST_TOPICS_QUERY,
+  NAMESPACES,
+  PEEK_PAGE,
+  PEEK_QUERY,
+  PURGED,
+  SEEK_BODY,
+  SOUGHT,
+  TOPIC,
+  TOPIC_PAGE,
+  TOPIC_PATH,
+} from "../../api/management.js";
+import { ref } from "../../api/schema.js";
 import {
   apiHeaders,
-  boundedInt,
   errorResponses,
   GROUP_ERRORS,
   json,
-  nullable,
   noContent,
-  pathParams,
-  ref,
-  TIME,
   TOPIC_ERRORS,
 } from "./shared.js";
 
 const TAGS = ["management"];
-
-/** A query string of plain values (each given at most once: else 400 invalid_query). */
-function query(properties: Record<string, object>): object {
-  return { type: "object", properties };
-}
-
-function list(component: string): object {
-  return { type: "array", items: ref(component) };
-}
 
 export const LIST_TOPICS = {
   operationId: "listTopics",
@@ -32,23 +33,9 @@ export const LIST_TOPICS = {
   description: "The namespace's topics, ordered by name, a page at a time.",
   tags: TAGS,
   headers: apiHeaders(),
-  querystring: query({
-    cursor: {
-      type: "string",
-      description: "Where the previous page ended: its nextCursor.",
-    },
-    limit: boundedInt(LIMITS.topicsPageLimit, "Topics of the page at most."),
-  }),
+  querystring: LIST_TOPICS_QUERY,
   response: {
-    200: json("A page of topics.", {
-      type: "object",
-      required: ["topics", "nextCursor", "storage"],
-      properties: {
-        topics: list("Topic"),
-        nextCursor: { ...nullable({ type: "string" }), description: "null on the last page." },
-        storage: ref("NamespaceStorage"),
-      },
-    }),
+    200: json("A page of topics.", TOPIC_PAGE),
     ...errorResponses(["invalid_query", "storage_unavailable"]),
   },
 };
@@ -60,10 +47,10 @@ export const GET_TOPIC = {
   summary: "A topic's figures",
   description: "The topic's figures and the settings that apply to its groups.",
   tags: TAGS,
-  params: pathParams("topic"),
+  params: TOPIC_PATH,
   headers: apiHeaders(),
   response: {
-    200: json("The topic.", ref("Topic")),
+    200: json("The topic.", ref(TOPIC)),
     ...errorResponses(TOPIC_NOT_FOUND),
   },
 };
@@ -73,14 +60,10 @@ export const LIST_CONSUMERS = {
   summary: "A topic's consumer groups",
   description: "Each group's figures, effective settings and push health.",
   tags: TAGS,
-  params: pathParams("topic"),
+  params: TOPIC_PATH,
   headers: apiHeaders(),
   response: {
-    200: json("The groups.", {
-      type: "object",
-      required: ["consumerGroups"],
-      properties: { consumerGroups: list("ConsumerGroup") },
-    }),
+    200: json("The groups.", CONSUMER_GROUPS),
     ...errorResponses(TOPIC_NOT_FOUND),
   },
 };
@@ -91,32 +74,11 @@ export const PEEK = {
   description:
     "The messages consumer groups see, oldest first. Peeking leases nothing and changes no delivery count.",
   tags: TAGS,
-  params: pathParams("topic"),
+  params: TOPIC_PATH,
   headers: apiHeaders(),
-  querystring: query({
-    after: {
-      type: "string",
-      description: "A message ID (from the one after it), or an ISO 8601 time (from then on).",
-    },
-    limit: boundedInt(LIMITS.peekLimit, "Messages at most."),
-    payload: {
-      enum: ["preview", "full"],
-      default: "preview",
-      description: "`full` adds each whole payload.",
-    },
-  }),
+  querystring: PEEK_QUERY,
   response: {
-    200: json("The messages.", {
-      type: "object",
-      required: ["messages", "next"],
-      properties: {
-        messages: list("PeekedMessage"),
-        next: {
-          ...nullable({ type: "string" }),
-          description: "The `after` of the next page; null on the last.",
-        },
-      },
-    }),
+    200: json("The messages.", PEEK_PAGE),
     ...errorResponses([...TOPIC_NOT_FOUND, "invalid_query"]),
   },
 };
@@ -127,7 +89,7 @@ export const DELETE_TOPIC = {
   description:
     "The topic, its messages, groups, settings and idempotency keys are gone (a later publish makes a new, empty topic). Audited.",
   tags: TAGS,
-  params: pathParams("topic"),
+  params: TOPIC_PATH,
   headers: apiHeaders(),
   response: { 204: noContent("Deleted."), ...errorResponses(TOPIC_NOT_FOUND) },
 };
@@ -138,14 +100,10 @@ export const PURGE = {
   description:
     "Every message is removed (delayed ones and idempotency keys too); groups and settings stay. Audited.",
   tags: TAGS,
-  params: pathParams("topic"),
+  params: TOPIC_PATH,
   headers: apiHeaders(),
   response: {
-    200: json("Purged.", {
-      type: "object",
-      required: ["purged"],
-      properties: { purged: { type: "integer", minimum: 0, description: "Messages removed." } },
-    }),
+    200: json("Purged.", PURGED),
     ...errorResponses(TOPIC_NOT_FOUND),
   },
 };
@@ -158,15 +116,9 @@ export const DELETE_GROUP = {
   description:
     "The group, its position and leases are gone (its settings stay); its receipt handles answer 409. Audited.",
   tags: TAGS,
-  params: pathParams("topic", "group"),
+  params: GROUP_PATH,
   headers: apiHeaders(),
   response: { 204: noContent("Deleted."), ...errorResponses(GROUP_NOT_FOUND) },
-};
-
-const SEEK_TARGET = {
-  oneOf: [{ enum: ["earliest", "latest"] }, TIME],
-  description:
-    "`earliest`: the oldest retained message; `latest`: messages published after now; a time: messages published from then on.",
 };
 
 export const SEEK = {
@@ -175,26 +127,17 @@ export const SEEK = {
   description:
     "The group next receives from there; its outstanding receipt handles answer 409. Audited.",
   tags: TAGS,
-  params: pathParams("topic", "group"),
+  params: GROUP_PATH,
   headers: apiHeaders(),
   body: {
     content: {
       "application/json": {
-        schema: {
-          type: "object",
-          additionalProperties: false,
-          required: ["to"],
-          properties: { to: SEEK_TARGET },
-        },
+        schema: SEEK_BODY,
       },
     },
   },
   response: {
-    200: json("Sought.", {
-      type: "object",
-      required: ["to"],
-      properties: { to: SEEK_TARGET },
-    }),
+    200: json("Sought.", SOUGHT),
     ...errorResponses([...GROUP_NOT_FOUND, "invalid_request_body", "payload_too_large"]),
   },
 };
@@ -207,11 +150,7 @@ export const LIST_NAMESPACES = {
   tags: TAGS,
   headers: apiHeaders(),
   response: {
-    200: json("The namespaces.", {
-      type: "object",
-      required: ["namespaces"],
-      properties: { namespaces: list("Namespace") },
-    }),
+    200: json("The namespaces.", NAMESPACES),
     ...errorResponses(["storage_unavailable"]),
   },
 };

@@ -5,7 +5,8 @@
 // (Header Objects by name) and `x-item-schema`.
 import { LIMITS } from "../../queue/limits.js";
 import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
-import { boundedInt, NAME, ref, TIME } from "./shared.js";
+import { DEAD_LETTER_ORIGIN } from "../../api/messages.js";
+import { boundedInt, ref, TIME } from "./shared.js";
 
 export const PAYLOAD = {
   type: "string",
@@ -102,19 +103,6 @@ export function delivery(description: string, maxItems: number): object {
     },
   };
 }
-
-const DEAD_LETTER_ORIGIN = {
-  $id: "DeadLetterOrigin",
-  description: "Where a dead-letter copy came from.",
-  type: "object",
-  required: ["topic", "consumerGroup", "messageId", "deliveryCount"],
-  properties: {
-    topic: NAME,
-    consumerGroup: NAME,
-    messageId: { type: "string" },
-    deliveryCount: { type: "integer", minimum: 1 },
-  },
-};
 
 const DELIVERED_MESSAGE = {
   $id: "DeliveredMessage",

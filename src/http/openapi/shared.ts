@@ -14,14 +14,8 @@ export function nullable(schema: object): object {
   return { oneOf: [schema, { type: "null" }] };
 }
 
-export const NAME = {
-  type: "string",
-  minLength: 1,
-  maxLength: LIMITS.nameMaxLength,
-  pattern: "^[A-Za-z0-9_-]+$",
-} as const;
-
-export const TIME = { type: "string", format: "date-time" } as const;
+export { NAME, TIME } from "../../api/schema.js";
+import { NAME } from "../../api/schema.js";
 
 const PARAMS = {
   topic: { ...NAME, description: "Topic name: 1-255 characters of A-Z, a-z, 0-9, '_' and '-'." },
@@ -162,7 +156,10 @@ export function errorResponses(
 }
 
 /** A JSON response: its description and schema. */
-export function json(description: string, schema: object): object {
+export function json<T extends object>(
+  description: string,
+  schema: T,
+): T & { description: string } {
   return { description, ...schema };
 }
 

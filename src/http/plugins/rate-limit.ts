@@ -5,9 +5,11 @@
 // proportion to its part of the tenant's demand that the gateways share once a second
 // (src/nats/core/demand-exchange.ts). Acknowledging and extending are never limited: refusing
 // them would only cause redeliveries. Runs after authentication (preParsing), before a body is
-// read, and answers 429 `rate_limited` with Retry-After.
+// read (a chunked body is also counted as it arrives), and answers 429 `rate_limited` with
+// Retry-After.
 import rateLimit from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Readable } from "node:stream";
 import { AppError } from "../../errors.js";
 
 export interface RateLimitOptions {
@@ -76,29 +78,72 @@ export async function installRateLimit(
 }
 
 /**
- * Body bytes per second per tenant (by Content-Length, before the body is read; a body without
- * one is bounded by the body limit and counted at that), a fixed one-second window per tenant.
+ * Body bytes per second per tenant, a bucket per tenant that empties at the tenant's share of the
+ * regional budget per second and holds one second's share. A declared body (Content-Length) is
+ * judged before it is read: taken when it fits, or when the bucket is empty (a body larger than a
+ * second's budget then holds the tenant's next requests back until its bytes have drained).
+ * A body without one (chunked; a large upload) is counted piece by piece as it arrives, by the
+ * same rule, and cut off with the same 429 once a piece finds no room: it may not outrun the
+ * budget (the publish then stores nothing of it).
  */
 function installByteLimit(app: FastifyInstance, opts: RateLimitOptions): void {
   if (opts.bytesPerSecond === 0) return;
-  let window = Math.floor(Date.now() / 1000);
-  let used = new Map<string, number>();
-  app.addHook("preParsing", (req, _reply, _payload, done) => {
-    if (!LIMITED_ROUTES.has(req.routeOptions.url ?? "") || req.method !== "POST") return done();
-    const bytes = Number(req.headers["content-length"] ?? 0) || 0;
-    if (bytes === 0) return done();
-    const now = Math.floor(Date.now() / 1000);
-    if (now !== window || used.size > MAX_TENANTS) {
-      window = now;
-      used = new Map();
-    }
-    const tenant = tenantOf(req);
+  const buckets = new Map<string, { level: number; at: number }>();
+  /** Takes `bytes` for the tenant, or answers the refusal (Retry-After: until it has drained). */
+  const take = (tenant: string, bytes: number): AppError | null => {
     opts.budget.note(tenant, "bytes", bytes);
-    const spent = used.get(tenant) ?? 0;
-    if (spent > 0 && spent + bytes > opts.budget.share(tenant, "bytes", opts.bytesPerSecond)) {
-      return done(new AppError("rate_limited", { retryAfterSeconds: 1 }));
+    const share = opts.budget.share(tenant, "bytes", opts.bytesPerSecond);
+    const now = Date.now();
+    let b = buckets.get(tenant);
+    if (b)
+      buckets.delete(tenant); // re-inserted: the map's order is least recently used first
+    else b = { level: 0, at: now };
+    b.level = Math.max(0, b.level - ((now - b.at) / 1000) * share);
+    b.at = now;
+    buckets.set(tenant, b);
+    if (buckets.size > MAX_TENANTS) buckets.delete(buckets.keys().next().value!);
+    if (b.level > 0 && b.level + bytes > share) {
+      const retryAfterSeconds = Math.max(1, Math.ceil((b.level + bytes - share) / share));
+      return new AppError("rate_limited", { retryAfterSeconds });
     }
-    used.set(tenant, spent + bytes);
-    done();
+    b.level += bytes;
+    return null;
+  };
+  app.addHook("preParsing", (req, _reply, payload, done) => {
+    if (!LIMITED_ROUTES.has(req.routeOptions.url ?? "") || req.method !== "POST") return done();
+    const tenant = tenantOf(req);
+    if (req.headers["transfer-encoding"] === undefined) {
+      const bytes = Number(req.headers["content-length"] ?? 0) || 0;
+      if (bytes === 0) return done();
+      return done(take(tenant, bytes) ?? undefined);
+    }
+    // Refused before a byte is read when the bucket has no room left at all.
+    const refused = take(tenant, 0);
+    if (refused) return done(refused);
+    done(
+      null,
+      metered(payload, (n) => take(tenant, n)),
+    );
   });
+}
+
+/**
+ * The request body, each piece judged by `take` before it is passed on: a refusal fails the
+ * stream with it. The request is read piece by piece and never destroyed, so the refusal can
+ * still be answered (the route closes the connection, the rest is not read).
+ */
+function metered(payload: Readable, take: (n: number) => AppError | null): Readable {
+  const pieces = payload[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  return Readable.from(
+    (async function* () {
+      for (;;) {
+        const r = await pieces.next();
+        if (r.done) return;
+        const refused = take(r.value.length);
+        if (refused) throw refused;
+        yield r.value;
+      }
+    })(),
+    { objectMode: false },
+  );
 }

@@ -14,9 +14,45 @@ interface Upload {
   readonly startedAt: number;
   /** (time, bytes) samples, the oldest at least a window old once there is one. */
   readonly samples: { at: number; bytes: number }[];
-  readonly abort: AbortController;
+  readonly abort: UploadAbort;
   /** A route reads the body through the signal (and answers 408 itself). */
   taken: boolean;
+}
+
+/** An upload's stop signal: what a route needs of an AbortSignal, without an EventTarget. */
+export interface UploadSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  /**
+   * `listener` runs once, when the upload is stopped (never if it already was). Returns what
+   * takes it off again, so a listener per wait does not pile up for the upload's lifetime.
+   */
+  onAbort(listener: () => void): () => void;
+}
+
+/**
+ * One per request with a body: an AbortController (an EventTarget and an AbortSignal) cost a
+ * publish about 4 % of its gateway CPU, for a signal that almost never fires.
+ */
+export class UploadAbort implements UploadSignal {
+  aborted = false;
+  reason: unknown = undefined;
+  #listeners = new Set<() => void>();
+
+  onAbort(listener: () => void): () => void {
+    if (this.aborted) return () => {};
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const listeners = [...this.#listeners];
+    this.#listeners.clear();
+    for (const l of listeners) l();
+  }
 }
 
 const watched = new WeakMap<FastifyRequest, Upload>();
@@ -25,11 +61,11 @@ const watched = new WeakMap<FastifyRequest, Upload>();
  * Aborts (with AppError request_timeout) when the request's body arrives too slowly; the route
  * that asks for it answers the 408 itself.
  */
-export function uploadSignal(request: FastifyRequest): AbortSignal | undefined {
+export function uploadSignal(request: FastifyRequest): UploadSignal | undefined {
   const u = watched.get(request);
   if (!u) return undefined;
   u.taken = true;
-  return u.abort.signal;
+  return u.abort;
 }
 
 export function installUploadWatchdog(
@@ -60,7 +96,7 @@ export function installUploadWatchdog(
       const rate = ((bytes - from.bytes) * 1000) / (now - from.at);
       if (rate >= options.minBytesPerSecond) continue;
       uploads.delete(u);
-      if (u.abort.signal.aborted) continue;
+      if (u.abort.aborted) continue;
       u.abort.abort(new AppError("request_timeout"));
       // Nobody reads this body through the signal (a route other than publish): close it.
       if (!u.taken) u.raw.socket.destroy();
@@ -81,7 +117,7 @@ export function installUploadWatchdog(
         startBytes: request.raw.socket.bytesRead,
         startedAt: Date.now(),
         samples: [{ at: Date.now(), bytes: 0 }],
-        abort: new AbortController(),
+        abort: new UploadAbort(),
         taken: false,
       };
       uploads.add(u);

@@ -1,7 +1,7 @@
 // Writing and reading one large body as a run of chunk messages on its own subject of the body
 // stream: a bounded window of publishes in flight going in, one batch Direct Get at a time
 // coming out, the SHA-256 checked as the bytes pass.
-import type { JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import { createHash } from "node:crypto";
 import { AppError } from "../../errors.js";
@@ -94,7 +94,7 @@ export interface ChunkReadOptions {
   readonly subject: string;
   readonly length: number;
   readonly sha256: string;
-  /** Chunks asked for at a time (what is held in memory at most). */
+  /** Chunks held in memory at most (asked for half at a time, the next half while one is read). */
   readonly window: number;
   /** Told of every chunk handed over. */
   readonly onBytes?: (n: number) => void;
@@ -104,57 +104,79 @@ export interface ChunkReadOptions {
 const MISSING_RETRIES = 2;
 const MISSING_RETRY_MS = 250;
 
+/** A stored message of the body's subject: a chunk, or the commit marker. */
+type BodyMessage = StoredMsg;
+
 /**
- * The body's bytes in order, a window of chunks at a time, only as fast as the consumer takes
- * them. The last chunk is held back until the length and SHA-256 check out, so a reader never
- * gets a whole body that is wrong: it gets an error instead.
+ * One batch Direct Get of half a window of messages of the subject from `seq` on, whole (two
+ * are held at most: a window).
+ */
+async function fetchWindow(o: ChunkReadOptions, seq: number): Promise<BodyMessage[]> {
+  const batch = await o.jsm.direct.getBatch(BODY_STREAM, {
+    seq,
+    next_by_subj: o.subject,
+    batch: Math.max(1, Math.ceil(o.window / 2)),
+  });
+  const got: BodyMessage[] = [];
+  try {
+    for await (const m of batch) got.push(m);
+  } catch (err) {
+    // The batch found nothing more (a 404 status): a chunk missing is looked at by the caller.
+    if (!isNothingFound(err)) throw err;
+  }
+  return got;
+}
+
+/**
+ * The body's bytes in order, half a window of chunks at a time, only as fast as the consumer
+ * takes them. The next half is asked for while this one is handed over (so NATS's answer and
+ * the client's reading overlap), never more: at most a window is held. The last chunk is held
+ * back until the length and SHA-256 check out, so a reader never gets a whole body that is
+ * wrong: it gets an error instead.
  */
 export async function* readChunks(o: ChunkReadOptions): AsyncGenerator<Uint8Array> {
   const hash = createHash("sha256");
-  let from = 1;
   let index = 0;
   let total = 0;
   let held: Uint8Array | null = null;
   let misses = 0;
+  let next: Promise<BodyMessage[]> | null = fetchWindow(o, 1);
+  let from = 1;
   while (total < o.length || index === 0) {
-    const batch = await o.jsm.direct.getBatch(BODY_STREAM, {
-      seq: from,
-      next_by_subj: o.subject,
-      batch: o.window,
-    });
-    let got = 0;
-    try {
-      for await (const m of batch) {
-        if (m.header.has(COMMIT_HEADER)) continue;
-        if (Number(m.header.get(CHUNK_HEADER)) !== index) {
-          throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
-        }
-        got++;
-        index++;
-        from = m.seq + 1;
-        total += m.data.length;
-        if (total > o.length) throw new BodyCorruptError(`${o.subject} is longer than recorded`);
-        hash.update(m.data);
-        if (held) {
-          o.onBytes?.(held.length);
-          yield held;
-        }
-        held = m.data;
+    const batch: BodyMessage[] = next ? await next : [];
+    next = null;
+    const chunks = batch.filter((m) => !m.header.has(COMMIT_HEADER));
+    if (chunks.length === 0) {
+      // Direct Get may be answered by a replica that has not caught up yet: ask again a little
+      // later, then give up (the body was removed or never completed).
+      if (++misses > MISSING_RETRIES) {
+        throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
       }
-    } catch (err) {
-      // The batch found nothing more (a 404 status): the chunk is missing, looked at below.
-      if (!isNothingFound(err)) throw err;
-    }
-    if (got > 0) {
-      misses = 0;
+      await new Promise((r) => setTimeout(r, MISSING_RETRY_MS));
+      next = fetchWindow(o, from);
       continue;
     }
-    // Direct Get may be answered by a replica that has not caught up yet: ask again a little
-    // later, then give up (the body was removed or never completed).
-    if (++misses > MISSING_RETRIES) {
-      throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+    misses = 0;
+    from = batch[batch.length - 1]!.seq + 1;
+    const bytes = chunks.reduce((n, m) => n + m.data.length, 0);
+    if (total + bytes < o.length) {
+      next = fetchWindow(o, from);
+      next.catch(() => undefined); // awaited on the next turn, unless the reader left
     }
-    await new Promise((r) => setTimeout(r, MISSING_RETRY_MS));
+    for (const m of chunks) {
+      if (Number(m.header.get(CHUNK_HEADER)) !== index) {
+        throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+      }
+      index++;
+      total += m.data.length;
+      if (total > o.length) throw new BodyCorruptError(`${o.subject} is longer than recorded`);
+      hash.update(m.data);
+      if (held) {
+        o.onBytes?.(held.length);
+        yield held;
+      }
+      held = m.data;
+    }
   }
   if (hash.digest("hex") !== o.sha256) {
     throw new BodyCorruptError(`${o.subject} does not match its SHA-256`);

@@ -18,6 +18,7 @@ import type {
   StoredMessage,
   DeliveryTaker,
   Feed,
+  UploadQuota,
 } from "../../queue/broker.js";
 import type { ConsumerFeed } from "../pulls/consumer-feed.js";
 import type { GroupAddress, TopicAddress } from "../../queue/namespace.js";
@@ -156,6 +157,16 @@ export class JetStreamBroker implements Broker {
     );
   }
 
+  uploadQuota(topic: TopicAddress, declaredLength: number | null): Promise<UploadQuota> {
+    const names = topicNames(this.#d.region, topic);
+    return this.#d.quotas.upload(
+      names.namespaceKey,
+      names.namespaceFilter,
+      names.stream,
+      declaredLength,
+    );
+  }
+
   async #publish(
     names: TopicNames,
     message: NewMessage,
@@ -250,6 +261,12 @@ export class JetStreamBroker implements Broker {
 
   ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
     return this.#ackRequest(group, lease, "ack", ACK_BODY);
+  }
+
+  ackUnconfirmed(group: GroupAddress, lease: LeaseRef): void {
+    const names = groupNames(this.#d.region, group);
+    // No reply subject: the server sends no answer, and the gateway waits for none.
+    this.#d.nc.publish(ackSubject(names.stream, names.consumer, lease), ACK_BODY);
   }
 
   progress(group: GroupAddress): Promise<GroupProgress | null> {

@@ -137,7 +137,10 @@ export class LeaseRecords {
   async getCursorLease(g: GroupNames, seq: number): Promise<CursorLease | null> {
     const e = await (await this.bucket()).get(key(g, seq, "c"));
     if (!e || e.operation !== "PUT") return null;
-    const v = JSON.parse(e.string()) as Partial<CursorLease>;
+    const v = JSON.parse(e.string()) as Partial<CursorLease> | number;
+    // A bare number is a bounce at the concurrency limit (putCount "c"): that delivery was
+    // released unseen, so the cursor handed the message out at most once less, and not now.
+    if (typeof v === "number") return { count: Math.max(0, v - 1), deadlineMs: 0, acked: false };
     return { count: v.count ?? 0, deadlineMs: v.deadlineMs ?? 0, acked: v.acked === true };
   }
 

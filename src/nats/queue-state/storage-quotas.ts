@@ -1,11 +1,15 @@
 // Storage quotas per topic and per namespace, checked by the gateway before a publish against
-// usage read from stream info (one listing of the namespace's streams) at most every refreshMs,
-// plus what this gateway stored since: a publish costs no round trip. Gateways together can
+// usage read from stream info (one listing of the namespace's streams, and its large bodies'
+// chunks in the body store) at most every refreshMs, plus what this gateway stored since: a
+// publish costs no round trip. A large body is counted as it streams in (`upload`). Gateways together can
 // overshoot a limit by what the others store within one refresh. A hard per-topic limit is
 // JetStream's own (max_bytes, topology.ts, opt-in since JetStream reserves it). See
 // docs/architecture.md, "Storage quotas", for why this and not one NATS account per namespace.
-import type { JetStreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, type JetStreamManager } from "@nats-io/jetstream";
 import { AppError } from "../../errors.js";
+import type { UploadQuota } from "../../queue/broker.js";
+import { isApiError } from "../core/errors.js";
+import { BODY_STREAM, bodyNamespaceFilter } from "../core/naming.js";
 
 export interface StorageQuotaOptions {
   /** Bytes one topic may store; 0: no limit. */
@@ -16,6 +20,10 @@ export interface StorageQuotaOptions {
   readonly teams: ReadonlyMap<string, number>;
   /** How stale a namespace's usage may be before a publish reads it again (in the background). */
   readonly refreshMs: number;
+  /** The region (names the namespace's large bodies in the body store). */
+  readonly region: string;
+  /** Bytes of one large-body chunk; 0: no body store (large bodies are not counted). */
+  readonly bodyChunkBytes: number;
 }
 
 /** What a client over a quota is told to wait: space frees as messages expire. */
@@ -33,6 +41,17 @@ interface Usage {
   streamsSince: Map<string, number>;
   at: number;
   reading: Promise<void> | null;
+  /** Large bodies being written here; their bytes count with `counted` of them in the read. */
+  uploads: Set<Upload>;
+}
+
+interface Upload {
+  readonly stream: string;
+  written: number;
+  /** What of `written` the last read of the namespace's usage already saw (its chunks). */
+  counted: number;
+  /** `written` when the read under way began. */
+  atRead: number;
 }
 
 export class StorageQuotas {
@@ -63,29 +82,84 @@ export class StorageQuotas {
    * known and refresh it in the background once it is older than refreshMs.
    */
   async admit(namespaceKey: string, filter: string, stream: string, bytes: number): Promise<void> {
+    const u = await this.#usageOf(namespaceKey, filter);
+    if (u) this.#check(namespaceKey, u, stream, bytes);
+  }
+
+  /**
+   * Starts counting a large body written to `stream`: refused at once (nothing read) when its
+   * declared length has no room, and by `add` as soon as the bytes it brought have none.
+   */
+  async upload(
+    namespaceKey: string,
+    filter: string,
+    stream: string,
+    declaredLength: number | null,
+  ): Promise<UploadQuota> {
+    const u = await this.#usageOf(namespaceKey, filter);
+    if (!u) return { add: () => undefined, end: () => undefined };
+    this.#check(namespaceKey, u, stream, declaredLength ?? 0);
+    const up: Upload = { stream, written: 0, counted: 0, atRead: 0 };
+    u.uploads.add(up);
+    return {
+      add: (n) => {
+        up.written += n;
+        // Its own bytes are in the usage already (uploading); only the room is looked at.
+        this.#check(namespaceKey, u, stream, 0);
+      },
+      end: (stored) => {
+        if (!u.uploads.delete(up)) return;
+        if (stored) this.stored(namespaceKey, stream, up.written - up.counted);
+      },
+    };
+  }
+
+  /** The namespace's usage, read first if this gateway has none; null: no limit applies. */
+  async #usageOf(namespaceKey: string, filter: string): Promise<Usage | null> {
     const limit = this.namespaceLimit(namespaceKey);
-    const topicLimit = this.#o.topicMaxBytes;
-    if (limit === 0 && topicLimit === 0) return;
+    if (limit === 0 && this.#o.topicMaxBytes === 0) return null;
     let u = this.#usage.get(namespaceKey);
     if (!u) {
-      u = { bytes: 0, streams: new Map(), since: 0, streamsSince: new Map(), at: 0, reading: null };
+      u = {
+        bytes: 0,
+        streams: new Map(),
+        since: 0,
+        streamsSince: new Map(),
+        at: 0,
+        reading: null,
+        uploads: new Set(),
+      };
       if (this.#usage.size >= MAX_NAMESPACES) this.#usage.delete(this.#usage.keys().next().value!);
       this.#usage.set(namespaceKey, u);
-      await this.#refresh(u, filter);
+      await this.#refresh(u, namespaceKey, filter);
     } else if (Date.now() - u.at > this.#o.refreshMs) {
-      void this.#refresh(u, filter).catch(() => undefined); // the publish itself shows the fault
+      void this.#refresh(u, namespaceKey, filter).catch(() => undefined); // the publish shows it
     }
-    const topicUsed = (u.streams.get(stream) ?? 0) + (u.streamsSince.get(stream) ?? 0);
+    return u;
+  }
+
+  #check(namespaceKey: string, u: Usage, stream: string, bytes: number): void {
+    const limit = this.namespaceLimit(namespaceKey);
+    const topicLimit = this.#o.topicMaxBytes;
+    let uploading = 0;
+    let topicUploading = 0;
+    for (const up of u.uploads) {
+      uploading += up.written - up.counted;
+      if (up.stream === stream) topicUploading += up.written - up.counted;
+    }
+    const topicUsed =
+      (u.streams.get(stream) ?? 0) + (u.streamsSince.get(stream) ?? 0) + topicUploading;
     if (topicLimit > 0 && topicUsed + bytes > topicLimit) {
       throw new AppError("topic_full", {
         retryAfterSeconds: QUOTA_RETRY_AFTER_SECONDS,
         extra: { limitBytes: topicLimit, usedBytes: topicUsed },
       });
     }
-    if (limit > 0 && u.bytes + u.since + bytes > limit) {
+    const used = u.bytes + u.since + uploading;
+    if (limit > 0 && used + bytes > limit) {
       throw new AppError("storage_quota_exceeded", {
         retryAfterSeconds: QUOTA_RETRY_AFTER_SECONDS,
-        extra: { limitBytes: limit, usedBytes: u.bytes + u.since },
+        extra: { limitBytes: limit, usedBytes: used },
       });
     }
   }
@@ -98,24 +172,62 @@ export class StorageQuotas {
     u.streamsSince.set(stream, (u.streamsSince.get(stream) ?? 0) + bytes);
   }
 
-  /** Bytes the namespace's streams hold now, per stream (one listing of its streams). */
-  async read(filter: string): Promise<Map<string, number>> {
+  /**
+   * Bytes the namespace holds now per topic stream: its streams (one listing) plus its large
+   * bodies in the body store (one stream info by subject filter, counted in whole chunks: at
+   * most a chunk per body more than they hold).
+   */
+  async read(filter: string, namespaceKey?: string): Promise<Map<string, number>> {
     const streams = new Map<string, number>();
-    for await (const s of this.#jsm.streams.list(filter)) streams.set(s.config.name, s.state.bytes);
+    const [, bodies] = await Promise.all([
+      (async () => {
+        for await (const s of this.#jsm.streams.list(filter)) {
+          streams.set(s.config.name, s.state.bytes);
+        }
+      })(),
+      namespaceKey !== undefined ? this.#readBodies(namespaceKey) : null,
+    ]);
+    for (const [stream, bytes] of bodies ?? []) {
+      streams.set(stream, (streams.get(stream) ?? 0) + bytes);
+    }
     return streams;
   }
 
-  #refresh(u: Usage, filter: string): Promise<void> {
+  /** Bytes of the namespace's large bodies per topic stream (`vqs._body.<ns>.<topic>.<id>`). */
+  async #readBodies(namespaceKey: string): Promise<Map<string, number>> {
+    const bodies = new Map<string, number>();
+    if (this.#o.bodyChunkBytes === 0) return bodies;
+    let subjects: Record<string, number>;
+    try {
+      const info = await this.#jsm.streams.info(BODY_STREAM, {
+        subjects_filter: bodyNamespaceFilter(this.#o.region, { key: namespaceKey }),
+      });
+      subjects = info.state.subjects ?? {};
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return bodies;
+      throw err;
+    }
+    for (const [subject, chunks] of Object.entries(subjects)) {
+      const stream = `VQS_${subject.split(".")[3] ?? ""}`;
+      bodies.set(stream, (bodies.get(stream) ?? 0) + chunks * this.#o.bodyChunkBytes);
+    }
+    return bodies;
+  }
+
+  #refresh(u: Usage, namespaceKey: string, filter: string): Promise<void> {
     u.reading ??= (async () => {
       const started = Date.now();
+      // Chunks of uploads under way written before the read began are in what it finds.
+      for (const up of u.uploads) up.atRead = up.written;
       try {
-        const streams = await this.read(filter);
+        const streams = await this.read(filter, namespaceKey);
         u.streams = streams;
         u.bytes = 0;
         for (const b of streams.values()) u.bytes += b;
         u.since = 0;
         u.streamsSince.clear();
         u.at = started;
+        for (const up of u.uploads) up.counted = Math.max(up.counted, up.atRead);
       } finally {
         u.reading = null;
       }

@@ -3,7 +3,7 @@
 //   dropped duplicate: "x" <original's sequence, base 36> "_" <random> "_" <MAC>
 // The nonce makes an ID unguessable and tells a recreated topic's message apart from an old one
 // with the same sequence; the MAC makes duplicate IDs unforgeable without any stored state.
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, randomFillSync, timingSafeEqual } from "node:crypto";
 import { mac } from "./secret-keys.js";
 import type { TopicAddress } from "../namespace.js";
 
@@ -13,8 +13,21 @@ export type ParsedMessageId =
 const STORED = /^m([0-9a-z]{1,11})_([A-Za-z0-9_-]{16})$/;
 const DUPLICATE = /^x([0-9a-z]{1,11})_([A-Za-z0-9_-]{11})_([A-Za-z0-9_-]{16})$/;
 
+const NONCE_BYTES = 12;
+/** Random bytes for 256 nonces, drawn at once: one call into the CSPRNG costs as much as the
+ * rest of a nonce (measured: it was 7 % of a publish's gateway CPU), as with randomUUID's. */
+const noncePool = Buffer.alloc(NONCE_BYTES * 256);
+let nonceAt = noncePool.length;
+
+/** 12 fresh random bytes, base64url (16 characters); none is ever handed out twice. */
 export function newNonce(): string {
-  return randomBytes(12).toString("base64url");
+  if (nonceAt === noncePool.length) {
+    randomFillSync(noncePool);
+    nonceAt = 0;
+  }
+  const start = nonceAt;
+  nonceAt += NONCE_BYTES;
+  return noncePool.toString("base64url", start, nonceAt);
 }
 
 export function storedMessageId(seq: number, nonce: string): string {

@@ -10,6 +10,16 @@ import type { GroupAddress, Namespace, TopicAddress } from "../namespace.js";
 import type { SettingsStore } from "../settings/settings-store.js";
 import { appliesTo } from "../settings/topic-pattern.js";
 import type { GroupFigures, QueueAdmin, SeekTarget, TopicFigures } from "./queue-admin.js";
+import type {
+  ConsumerGroup,
+  ConsumerGroups,
+  NamespaceStorage,
+  PeekedMessage,
+  PeekPage,
+  Purged,
+  Topic,
+  TopicPage,
+} from "../../api/management.js";
 
 export interface ManagementDeps {
   readonly admin: QueueAdmin;
@@ -29,41 +39,6 @@ export interface StorageLimits {
   readonly topicBytes: number;
 }
 
-/** A namespace's storage and its quotas, as `GET /api/v3/topics` shows them. */
-export interface StorageView {
-  readonly usedBytes: number;
-  readonly limitBytes: number;
-  readonly topicLimitBytes: number;
-}
-
-export interface TopicView {
-  readonly name: string;
-  readonly messages: number;
-  readonly delayed: number;
-  readonly bytes: number;
-  readonly oldestMessageAt: string | null;
-  readonly newestMessageAt: string | null;
-  readonly consumerGroups: number;
-  readonly settings: {
-    readonly topic: string;
-    readonly consumerGroup: string;
-    readonly push: boolean;
-    readonly deadLetterTopic: string | null;
-  }[];
-}
-
-export interface PeekedMessage {
-  readonly messageId: string;
-  readonly timestamp: string;
-  readonly expiresAt: string;
-  readonly contentType: string;
-  readonly size: number;
-  readonly preview: string;
-  readonly previewEncoding: "utf8" | "base64";
-  readonly payload?: string;
-  readonly deadLetter: StoredMessage["deadLetter"];
-}
-
 /** Bytes of a payload shown as its preview. */
 const PREVIEW_BYTES = 256;
 /** Topics whose figures are read at once for a page. */
@@ -77,18 +52,14 @@ export class ManagementService {
   }
 
   /** A page of the namespace's topics, by name after `cursor` (the last name of the previous). */
-  async listTopics(
-    ns: Namespace,
-    cursor: string | null,
-    limit: number,
-  ): Promise<{ topics: TopicView[]; nextCursor: string | null; storage: StorageView }> {
+  async listTopics(ns: Namespace, cursor: string | null, limit: number): Promise<TopicPage> {
     const [all, usedBytes] = await Promise.all([
       this.#d.admin.topicNames(ns),
       this.#d.admin.namespaceBytes(ns),
     ]);
     const names = all.filter((n) => cursor === null || n > cursor);
     const page = names.slice(0, limit);
-    const views: (TopicView | null)[] = new Array<TopicView | null>(page.length).fill(null);
+    const views: (Topic | null)[] = new Array<Topic | null>(page.length).fill(null);
     for (let i = 0; i < page.length; i += FIGURES_IN_PARALLEL) {
       await Promise.all(
         page.slice(i, i + FIGURES_IN_PARALLEL).map(async (name, j) => {
@@ -98,25 +69,25 @@ export class ManagementService {
       );
     }
     return {
-      topics: views.filter((v): v is TopicView => v !== null),
+      topics: views.filter((v): v is Topic => v !== null),
       nextCursor: names.length > limit ? page.at(-1)! : null,
       storage: this.storage(ns, usedBytes),
     };
   }
 
   /** The namespace's storage against its quotas. */
-  storage(ns: Namespace, usedBytes: number): StorageView {
+  storage(ns: Namespace, usedBytes: number): NamespaceStorage {
     const limits = this.#d.storageLimits(ns);
     return { usedBytes, limitBytes: limits.namespaceBytes, topicLimitBytes: limits.topicBytes };
   }
 
-  async topic(at: TopicAddress): Promise<TopicView> {
+  async topic(at: TopicAddress): Promise<Topic> {
     const figures = await this.#d.admin.topic(at);
     if (!figures) throw new AppError("topic_not_found");
     return this.#view(at.namespace, figures);
   }
 
-  async consumers(at: TopicAddress): Promise<{ consumerGroups: unknown[] }> {
+  async consumers(at: TopicAddress): Promise<ConsumerGroups> {
     const groups = await this.#d.admin.groups(at);
     if (!groups) throw new AppError("topic_not_found");
     const figures = await this.#d.admin.topic(at);
@@ -128,7 +99,12 @@ export class ManagementService {
     return { consumerGroups };
   }
 
-  async #groupView(at: TopicAddress, g: GroupFigures, delayed: number, now: number) {
+  async #groupView(
+    at: TopicAddress,
+    g: GroupFigures,
+    delayed: number,
+    now: number,
+  ): Promise<ConsumerGroup> {
     const group: GroupAddress = { ...at, group: g.name };
     const settings = this.#d.settings.effective(at.namespace, at.topic, g.name);
     const [deadLettered, health] = await Promise.all([
@@ -169,7 +145,7 @@ export class ManagementService {
     after: string | null,
     limit: number,
     full: boolean,
-  ): Promise<{ messages: PeekedMessage[]; next: string | null }> {
+  ): Promise<PeekPage> {
     if ((await this.#d.admin.topic(at)) === null) throw new AppError("topic_not_found");
     const fromSeq = await this.#fromSeq(at, after);
     const batch = await this.#d.broker.readTopic(at, fromSeq, limit + 1);
@@ -224,7 +200,7 @@ export class ManagementService {
     }
   }
 
-  async purge(at: TopicAddress): Promise<{ purged: number }> {
+  async purge(at: TopicAddress): Promise<Purged> {
     const purged = await this.#d.admin.purgeTopic(at);
     if (purged === null) throw new AppError("topic_not_found");
     return { purged };
@@ -242,7 +218,7 @@ export class ManagementService {
     return this.#d.admin.namespaces();
   }
 
-  #view(ns: Namespace, f: TopicFigures): TopicView {
+  #view(ns: Namespace, f: TopicFigures): Topic {
     return {
       name: f.name,
       messages: f.messages,

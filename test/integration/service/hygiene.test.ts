@@ -248,4 +248,37 @@ describe("Vqs-Max-Concurrency across gateways", () => {
     const [next] = await parts(await q2.receive(topic, "g", limit));
     expect(next!.body.toString()).toBe("second");
   });
+
+  it("receives by ID at the limit when what JetStream still counts is a lease that ran out", async () => {
+    const gw = await gateway({});
+    const q = api(gw.url, await issuer.token({ project_id: "prj_conc_byid" }));
+    const topic = uniqueName();
+    const ids: string[] = [];
+    for (const body of ["first", "second"]) {
+      const res = await q.publish(topic, body);
+      ids.push(((await res.json()) as { messageId: string }).messageId);
+    }
+    const limit = { "vqs-max-concurrency": "1" };
+    // The limit holds for receive by ID: group "live" has "first" in flight.
+    expect((await parts(await q.receive(topic, "live", limit))).length).toBe(1);
+    const refused = await q.receiveById(topic, "live", ids[1]!, limit);
+    expect(refused.status).toBe(429);
+    expect(await errorCode(refused)).toBe("concurrency_limit_exceeded");
+
+    // Group "g": "first" by the cursor, its lease cut to 2 s and run out. JetStream still
+    // counts it as pending, but nothing is in flight: "second" by ID is taken.
+    const [got] = await parts(await q.receive(topic, "g", limit));
+    expect(got!.body.toString()).toBe("first");
+    expect((await q.extend(topic, "g", got!.headers.get("vqs-receipt-handle")!, 2)).status).toBe(
+      200,
+    );
+    await new Promise((r) => setTimeout(r, 3000));
+    const [second] = await parts(await q.receiveById(topic, "g", ids[1]!, limit));
+    expect(second!.body.toString()).toBe("second");
+    expect((await q.ack(topic, "g", second!.headers.get("vqs-receipt-handle")!)).status).toBe(204);
+    // "first" itself by ID, its cursor lease over: taking it adds nothing in flight.
+    const [first] = await parts(await q.receiveById(topic, "g", ids[0]!, limit));
+    expect(first!.body.toString()).toBe("first");
+    expect(first!.headers.get("vqs-delivery-count")).toBe("2");
+  });
 });

@@ -23,6 +23,16 @@ describe("message IDs", () => {
     });
   });
 
+  it("draw nonces of 16 base64url characters that do not repeat, across pool refills", () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 1000; i++) {
+      const n = newNonce();
+      expect(n).toMatch(/^[A-Za-z0-9_-]{16}$/);
+      seen.add(n);
+    }
+    expect(seen.size).toBe(1000);
+  });
+
   it("make a duplicate's ID point at its original, unforgeably and per topic", () => {
     const id = duplicateMessageId(keys.duplicateId, topic, 77);
     expect(encodeURIComponent(id)).toBe(id);

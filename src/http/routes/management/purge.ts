@@ -1,8 +1,8 @@
 // POST /api/v3/topic/{topic}/purge: every message removed; groups and settings stay.
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import type { ManagementService } from "../../../queue/management/management-service.js";
 import { PURGE } from "../../openapi/management-routes.js";
-import { topicOf } from "../../params.js";
 import { audited, type AuditLog } from "./audit.js";
 
 export function purgeRoute(
@@ -10,8 +10,12 @@ export function purgeRoute(
   management: ManagementService,
   audit: AuditLog,
 ): void {
-  app.post("/api/v3/topic/:topic/purge", { schema: PURGE }, async (request) => {
-    const at = topicOf(request);
-    return audited(audit, request, "purge_topic", { topic: at.topic }, () => management.purge(at));
-  });
+  app
+    .withTypeProvider<TypeBoxTypeProvider>()
+    .post("/api/v3/topic/:topic/purge", { schema: PURGE }, async (request) => {
+      const at = { namespace: request.namespace, topic: request.params.topic };
+      return audited(audit, request, "purge_topic", { topic: at.topic }, () =>
+        management.purge(at),
+      );
+    });
 }

@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import type { Readable } from "node:stream";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { abortable, readPublishBody, type BodyLimits } from "../../encoding/publish-body.js";
+import { lingerOnClose } from "../../plugins/linger-close.js";
 import { uploadSignal } from "../../plugins/upload-watchdog.js";
 import { PUBLISH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
@@ -17,8 +18,10 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
   app.post("/api/v3/topic/:topic", { schema: PUBLISH }, async (request, reply) => {
     const topic = topicOf(request);
     const input = publishInput(request.headers, EMPTY);
-    // A refusal before the body is read ends the connection: the rest is not read either.
+    // A refusal before the body is read ends the connection: the rest is not read either, but
+    // discarded for a moment, so the client reads the answer rather than a reset.
     reply.header("connection", "close");
+    lingerOnClose(request.raw);
     const stream = request.body as Readable | undefined;
     const signal = uploadSignal(request);
     const body = await readPublishBody(

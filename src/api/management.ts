@@ -1,0 +1,245 @@
+// The management API (docs/api.md, "Management API"), defined once: each operation's input
+// (path, query, body) and answers as TypeBox schemas. The gateway checks input against them and
+// documents them (src/http/openapi/management-routes.ts), ManagementService answers their types,
+// and the CLI and the console read them (type-only imports).
+import { Type, type Static } from "typebox";
+import { LIMITS } from "../queue/limits.js";
+import type { ConsumerSettings } from "../queue/settings/consumer-settings.js";
+import { DEAD_LETTER_ORIGIN } from "./messages.js";
+import {
+  checked,
+  COUNT,
+  described,
+  NAME,
+  nullable,
+  ref,
+  refTo,
+  TIME,
+  type InputError,
+} from "./schema.js";
+
+export const TOPIC = Type.Object(
+  {
+    name: NAME,
+    messages: described(COUNT, "Messages consumer groups can see."),
+    delayed: described(COUNT, "Delayed messages, not yet visible."),
+    bytes: described(COUNT, "The topic's storage."),
+    oldestMessageAt: nullable(TIME, { description: "null when empty." }),
+    newestMessageAt: nullable(TIME, { description: "null when empty." }),
+    consumerGroups: COUNT,
+    settings: Type.Array(
+      Type.Object({
+        topic: Type.String({ description: "The topic, or the pattern the document is for." }),
+        consumerGroup: NAME,
+        push: Type.Boolean(),
+        deadLetterTopic: nullable(NAME),
+      }),
+    ),
+  },
+  { $id: "Topic", description: "A topic's figures and the settings that apply to its groups." },
+);
+
+export const PUSH_HEALTH = Type.Object(
+  {
+    lastSuccessAt: nullable(TIME),
+    lastFailureAt: nullable(TIME),
+    lastFailure: nullable(Type.String()),
+  },
+  { $id: "PushHealth", description: "How a pushed group's pushes went lately." },
+);
+
+export const CONSUMER_GROUP = Type.Object(
+  {
+    name: NAME,
+    backlog: described(COUNT, "Messages not yet delivered."),
+    inFlight: described(COUNT, "Delivered, not acknowledged."),
+    delayed: described(COUNT, "The topic's delayed messages."),
+    oldestUnacknowledgedAgeSeconds: COUNT,
+    deliveries: described(COUNT, "Deliveries made, redeliveries included."),
+    redelivered: COUNT,
+    acknowledgedThrough: described(COUNT, "Stream position up to which all are acknowledged."),
+    position: described(COUNT, "The last delivered stream position."),
+    deadLettered: COUNT,
+    settings: nullable(refTo<ConsumerSettings>("ConsumerSettings"), {
+      description: "The effective settings.",
+    }),
+    pushHealth: nullable(ref(PUSH_HEALTH), { description: "null unless pushed." }),
+  },
+  {
+    $id: "ConsumerGroup",
+    description: "A consumer group's figures, settings and push health.",
+  },
+);
+
+export const PEEKED_MESSAGE = Type.Object(
+  {
+    messageId: Type.String(),
+    timestamp: TIME,
+    expiresAt: TIME,
+    contentType: Type.String(),
+    size: described(COUNT, "Payload bytes."),
+    preview: Type.String({ description: "The first 256 bytes, as previewEncoding says." }),
+    previewEncoding: Type.Unsafe<"utf8" | "base64">({ enum: ["utf8", "base64"] }),
+    payload: Type.Optional(
+      Type.String({
+        contentEncoding: "base64",
+        description: "The whole payload, with payload=full only.",
+      }),
+    ),
+    deadLetter: nullable(ref(DEAD_LETTER_ORIGIN)),
+  },
+  { $id: "PeekedMessage", description: "A message as peeking shows it (nothing is leased)." },
+);
+
+export const NAMESPACE_STORAGE = Type.Object(
+  {
+    usedBytes: described(COUNT, "Bytes all of the namespace's topics hold."),
+    limitBytes: described(COUNT, "The namespace's quota; 0: none."),
+    topicLimitBytes: described(COUNT, "Each topic's quota; 0: none."),
+  },
+  {
+    $id: "NamespaceStorage",
+    description:
+      "A namespace's storage against its quotas (VQS_NAMESPACE_MAX_BYTES, VQS_TOPIC_MAX_BYTES).",
+  },
+);
+
+export const NAMESPACE = Type.Object(
+  {
+    team: Type.String(),
+    project: Type.String(),
+    environment: Type.String(),
+    deploymentId: nullable(Type.String()),
+    label: Type.String({ description: "What Vqs-Namespace takes to act in it." }),
+    topics: COUNT,
+    storage: ref(NAMESPACE_STORAGE),
+  },
+  { $id: "Namespace", description: "A namespace with topics in this region." },
+);
+
+/** The components the operations refer to (registered and listed under their `$id`). */
+export const MANAGEMENT_COMPONENTS = [
+  TOPIC,
+  PUSH_HEALTH,
+  CONSUMER_GROUP,
+  PEEKED_MESSAGE,
+  NAMESPACE_STORAGE,
+  NAMESPACE,
+];
+
+export type Topic = Static<typeof TOPIC>;
+export type TopicSettingsRef = Topic["settings"][number];
+export type PushHealth = Static<typeof PUSH_HEALTH>;
+export type ConsumerGroup = Static<typeof CONSUMER_GROUP>;
+export type PeekedMessage = Static<typeof PEEKED_MESSAGE>;
+export type NamespaceStorage = Static<typeof NAMESPACE_STORAGE>;
+export type Namespace = Static<typeof NAMESPACE>;
+
+// Input. Path parameters answer the catalogue's name codes; query parameters 400 invalid_query
+// naming the parameter (each given at most once); a seek body 400 invalid_request_body.
+
+const TOPIC_PARAM = checked(
+  described(NAME, "Topic name: 1-255 characters of A-Z, a-z, 0-9, '_' and '-'."),
+  { code: "invalid_topic_name", starCode: "invalid_topic_pattern" },
+);
+const GROUP_PARAM = checked(described(NAME, "Consumer group name, as topic names."), {
+  code: "invalid_consumer_group_name",
+});
+
+export const TOPIC_PATH = Type.Object({ topic: TOPIC_PARAM });
+export const GROUP_PATH = Type.Object({ topic: TOPIC_PARAM, group: GROUP_PARAM });
+
+const QUERY_ERROR: InputError = { code: "invalid_query" };
+
+/** An integer query parameter within its bounds; absent: its default. */
+function queryInt(bounds: { min: number; max: number; default: number }, description: string) {
+  return Type.Optional(
+    checked(
+      Type.Integer({
+        minimum: bounds.min,
+        maximum: bounds.max,
+        default: bounds.default,
+        description,
+      }),
+      QUERY_ERROR,
+    ),
+  );
+}
+
+// Properties in the order they are checked.
+export const LIST_TOPICS_QUERY = Type.Object({
+  limit: queryInt(LIMITS.topicsPageLimit, "Topics of the page at most."),
+  cursor: Type.Optional(
+    checked(
+      Type.String({
+        pattern: "^[A-Za-z0-9_-]{1,255}$",
+        description: "Where the previous page ended: its nextCursor.",
+      }),
+      { code: "invalid_query", message: "`cursor` is not one this API gave." },
+    ),
+  ),
+});
+
+export const TOPIC_PAGE = Type.Object({
+  topics: Type.Array(ref(TOPIC)),
+  nextCursor: nullable(Type.String(), { description: "null on the last page." }),
+  storage: ref(NAMESPACE_STORAGE),
+});
+export type TopicPage = Static<typeof TOPIC_PAGE>;
+
+export const CONSUMER_GROUPS = Type.Object({ consumerGroups: Type.Array(ref(CONSUMER_GROUP)) });
+export type ConsumerGroups = Static<typeof CONSUMER_GROUPS>;
+
+export const PEEK_QUERY = Type.Object({
+  limit: queryInt(LIMITS.peekLimit, "Messages at most."),
+  payload: Type.Optional(
+    checked(
+      Type.Unsafe<"preview" | "full">({
+        enum: ["preview", "full"],
+        default: "preview",
+        description: "`full` adds each whole payload.",
+      }),
+      QUERY_ERROR,
+    ),
+  ),
+  after: Type.Optional(
+    checked(
+      Type.String({
+        description: "A message ID (from the one after it), or an ISO 8601 time (from then on).",
+      }),
+      QUERY_ERROR,
+    ),
+  ),
+});
+
+export const PEEK_PAGE = Type.Object({
+  messages: Type.Array(ref(PEEKED_MESSAGE)),
+  next: nullable(Type.String(), { description: "The `after` of the next page; null on the last." }),
+});
+export type PeekPage = Static<typeof PEEK_PAGE>;
+
+export const PURGED = Type.Object({
+  purged: Type.Integer({ minimum: 0, description: "Messages removed." }),
+});
+export type Purged = Static<typeof PURGED>;
+
+const SEEK_TARGET = Type.Unsafe<string>({
+  oneOf: [{ enum: ["earliest", "latest"] }, TIME],
+  description:
+    "`earliest`: the oldest retained message; `latest`: messages published after now; a time: messages published from then on.",
+});
+
+export const SEEK_BODY = checked(
+  Type.Object({ to: SEEK_TARGET }, { additionalProperties: false }),
+  {
+    code: "invalid_request_body",
+    message: 'The body must be JSON of the form {"to": "earliest" | "latest" | "<ISO 8601 time>"}.',
+  },
+);
+export type SeekBody = Static<typeof SEEK_BODY>;
+
+export const SOUGHT = Type.Object({ to: SEEK_TARGET });
+export type Sought = Static<typeof SOUGHT>;
+
+export const NAMESPACES = Type.Object({ namespaces: Type.Array(ref(NAMESPACE)) });
+export type Namespaces = Static<typeof NAMESPACES>;

@@ -1,0 +1,60 @@
+// A refusal answered before its request body was read (413, 401, 503 busy, ...) is followed by a
+// lingering close: Node would close the socket as soon as the answer is written, with the
+// client's body still arriving, and the kernel then resets the connection; a client still
+// writing sees EPIPE or ECONNRESET and often never reads the answer. Instead the gateway ends its
+// side (the answer is all), discards what still arrives, and closes once the client has closed
+// its side, or after a bounded amount of bytes or time (nginx's lingering close, the same idea).
+import type { IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
+
+export interface LingerBounds {
+  /** Bytes discarded at most after the answer. */
+  readonly maxBytes: number;
+  /** Time the connection lingers at most after the answer. */
+  readonly maxMs: number;
+}
+
+export const LINGER: LingerBounds = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
+
+/** The request each socket's lingering close is for: the last one that asked, one per socket. */
+const lingering = new WeakMap<Socket, { request: IncomingMessage; bounds: LingerBounds }>();
+
+/**
+ * Makes the close that Node does after a `Connection: close` answer to `request` a lingering one.
+ * Node calls `destroySoon` on the socket once such an answer is written; nothing else does here.
+ * A keep-alive socket is wrapped once, for the last request that asked (wrapping it per request
+ * would keep every earlier request alive in a chain of wrappers as long as the connection).
+ */
+export function lingerOnClose(request: IncomingMessage, bounds: LingerBounds = LINGER): void {
+  const socket = request.socket as Socket | null;
+  // No socket of Node's (an injected request): nothing to close.
+  if (typeof socket?.destroySoon !== "function") return;
+  const wrapped = lingering.has(socket);
+  lingering.set(socket, { request, bounds });
+  if (wrapped) return;
+  const plain = socket.destroySoon.bind(socket);
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    const last = lingering.get(this);
+    // The body was read whole (or a later request on the connection): nothing to wait for.
+    if (!last || last.request.complete) return plain();
+    const { request: req, bounds: b } = last;
+    this.end(); // the answer is all this side sends
+    const until = this.bytesRead + b.maxBytes;
+    const close = () => {
+      clearTimeout(timer);
+      this.off("data", counted);
+      if (!this.destroyed) this.destroy();
+    };
+    const counted = () => {
+      if (this.bytesRead >= until) close();
+    };
+    const timer = setTimeout(close, b.maxMs);
+    timer.unref();
+    this.on("data", counted);
+    this.once("end", close); // the client has closed its side: nothing more will come
+    this.once("close", () => clearTimeout(timer));
+    // The body's rest goes nowhere (the route may have stopped reading it mid-way).
+    req.on("data", () => {});
+    req.resume();
+  };
+}
