@@ -171,7 +171,7 @@ describe("large bodies", () => {
     expect((await q.receive(topic, "g")).status).toBe(204);
   });
 
-  it("closes after a refusal with a lingering close: what the client still sends is discarded, not reset", async () => {
+  it("closes after a refusal with a lingering close: what the client still sends meets no reset", async () => {
     const token = await issuer.token();
     // Half-open, like a client still writing its body after the answer and the gateway's FIN.
     const socket = connectTcp({
@@ -199,6 +199,38 @@ describe("large bodies", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(events).toEqual(["end"]);
     socket.destroy();
+  });
+
+  it("lingers boundedly (8 MiB or 5 s): a client that keeps sending after the refusal is cut off", async () => {
+    const token = await issuer.token();
+    const socket = connectTcp({
+      port: Number(new URL(gw.url).port),
+      host: "127.0.0.1",
+      allowHalfOpen: true,
+    });
+    await new Promise((resolve) => socket.once("connect", resolve));
+    let answer = "";
+    socket.on("data", (d: Buffer) => (answer += d.toString("latin1")));
+    socket.on("error", () => undefined); // the reset, once cut off
+    const closed = new Promise((resolve) => socket.once("close", resolve));
+    socket.write(
+      `POST /api/v3/topic/${uniqueName()} HTTP/1.1\r\nHost: x\r\n` +
+        `Authorization: Bearer ${token}\r\nContent-Length: ${100 * MB}\r\n\r\n`,
+    );
+    // A client that does not stop sending: the gateway discards 8 MiB of it, then closes.
+    const started = Date.now();
+    let sent = 0;
+    while (!socket.destroyed && sent < 64 * MB && Date.now() - started < 20_000) {
+      if (!socket.write(Buffer.alloc(256 * 1024))) {
+        await Promise.race([new Promise((r) => socket.once("drain", r)), closed]);
+      }
+      sent += 256 * 1024;
+    }
+    socket.end();
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    // Cut off after about 8 MiB more (the kernels' buffers hold some on top), well short of 64.
+    expect(sent).toBeLessThan(40 * MB);
   });
 });
 
