@@ -171,28 +171,12 @@ describe("large bodies", () => {
     expect((await q.receive(topic, "g")).status).toBe(204);
   });
 
-  it("closes after a refusal with a lingering close: what the client still sends is discarded, not reset", async () => {
-    const token = await issuer.token();
-    // Half-open, like a client still writing its body after the answer and the gateway's FIN.
-    const socket = connectTcp({
-      port: Number(new URL(gw.url).port),
-      host: "127.0.0.1",
-      allowHalfOpen: true,
-    });
-    await new Promise((resolve) => socket.once("connect", resolve));
-    let answer = "";
-    const events: string[] = [];
-    socket.on("data", (d: Buffer) => (answer += d.toString("latin1")));
-    socket.on("end", () => events.push("end"));
-    socket.on("error", (err: NodeJS.ErrnoException) => events.push(err.code ?? "error"));
-    socket.write(
-      `POST /api/v3/topic/${uniqueName()} HTTP/1.1\r\nHost: x\r\n` +
-        `Authorization: Bearer ${token}\r\nContent-Length: ${100 * MB}\r\n\r\n`,
-    );
+  it("closes after a refusal with a lingering close: what the client still sends meets no reset", async () => {
+    const { socket, answer, events } = await refusedUpload();
     socket.write(Buffer.alloc(64 * 1024));
     await expect.poll(() => events, { timeout: 10_000 }).toContain("end");
-    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
-    expect(answer).toContain("payload_too_large");
+    expect(answer()).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer()).toContain("payload_too_large");
     // A plain close would have reset the connection by now: these writes would fail (EPIPE).
     await new Promise((r) => setTimeout(r, 300));
     for (let i = 0; i < 16; i++) socket.write(Buffer.alloc(64 * 1024));
@@ -200,7 +184,50 @@ describe("large bodies", () => {
     expect(events).toEqual(["end"]);
     socket.destroy();
   });
+
+  it("lingers boundedly (8 MiB or 5 s): a client that keeps sending after the refusal is cut off", async () => {
+    const { socket, answer, closed } = await refusedUpload();
+    // A client that does not stop sending: the gateway discards 8 MiB of it, then closes.
+    const started = Date.now();
+    let sent = 0;
+    while (!socket.destroyed && sent < 64 * MB && Date.now() - started < 20_000) {
+      if (!socket.write(Buffer.alloc(256 * 1024))) {
+        await Promise.race([new Promise((r) => socket.once("drain", r)), closed]);
+      }
+      sent += 256 * 1024;
+    }
+    socket.end();
+    await closed;
+    expect(answer()).toMatch(/^HTTP\/1\.1 413 /);
+    // Cut off after about 8 MiB more (the kernels' buffers hold some on top), well short of 64.
+    expect(sent).toBeLessThan(40 * MB);
+  });
 });
+
+/**
+ * A raw upload of a declared 100 MB to the 60 MB gateway (refused with 413 before its body is
+ * read), half-open like a client still writing its body after the answer and the gateway's FIN.
+ */
+async function refusedUpload() {
+  const token = await issuer.token();
+  const socket = connectTcp({
+    port: Number(new URL(gw.url).port),
+    host: "127.0.0.1",
+    allowHalfOpen: true,
+  });
+  await new Promise((resolve) => socket.once("connect", resolve));
+  let text = "";
+  const events: string[] = [];
+  socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
+  socket.on("end", () => events.push("end"));
+  socket.on("error", (err: NodeJS.ErrnoException) => events.push(err.code ?? "error"));
+  const closed = new Promise((resolve) => socket.once("close", resolve));
+  socket.write(
+    `POST /api/v3/topic/${uniqueName()} HTTP/1.1\r\nHost: x\r\n` +
+      `Authorization: Bearer ${token}\r\nContent-Length: ${100 * MB}\r\n\r\n`,
+  );
+  return { socket, answer: () => text, events, closed };
+}
 
 /** The real @vercel/queue client against the 60 MB gateway. */
 async function queueClient(transport: BufferTransport | StreamTransport) {
