@@ -113,3 +113,21 @@ export const MESSAGE_PATH = Type.Object({
   group: GROUP_PARAM,
   messageId: Type.String({ minLength: 1, description: "A message ID as publish answered it." }),
 });
+
+/**
+ * An extend or release: a JSON object with `visibilityTimeoutSeconds` (else 400
+ * invalid_request_body), an integer within its bounds (else 400 invalid_visibility_timeout).
+ */
+export const CHANGE_VISIBILITY_BODY = checked(
+  Type.Object({
+    visibilityTimeoutSeconds: checked(
+      Type.Integer({
+        minimum: LIMITS.visibilityTimeoutSeconds.min,
+        maximum: LIMITS.visibilityTimeoutSeconds.max,
+        description: "Seconds from now; 0 releases.",
+      }),
+      { code: "invalid_visibility_timeout" },
+    ),
+  }),
+  { code: "invalid_request_body" },
+);

@@ -108,12 +108,30 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
     ? partValidator(schema, httpPart)
     : () => true;
 
-/** A JSON body read as its definition says: 400 with the definition's error when it is not. */
+/**
+ * A JSON body read as its definition says, else 400: a checked property's own error when the
+ * body is an object with every required property and that one fails, else the body's error.
+ */
 export function checkedBody<T extends TSchema>(body: unknown, schema: T): Static<T> {
   const parsed = jsonBody(body);
   if (Value.Check(schema, parsed)) return parsed;
-  const error = (schema as Annotated)[INPUT_ERROR] ?? { code: "invalid_request_body" };
-  throw new AppError(error.code, error.message !== undefined ? { message: error.message } : {});
+  const required = (schema as { required?: string[] }).required ?? [];
+  if (
+    typeof parsed === "object" &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    required.every((name) => Object.hasOwn(parsed, name))
+  ) {
+    for (const [name, s] of checkedProperties(schema)) {
+      const value = (parsed as Record<string, unknown>)[name];
+      if (value !== undefined && !Value.Check(s, value)) throw answer(s[INPUT_ERROR]!);
+    }
+  }
+  throw answer((schema as Annotated)[INPUT_ERROR] ?? { code: "invalid_request_body" });
+}
+
+function answer(error: InputError): AppError {
+  return new AppError(error.code, error.message !== undefined ? { message: error.message } : {});
 }
 
 /**

@@ -1,6 +1,11 @@
 // The route schemas of the message operations (docs/api.md, "Operations"): publish, batch publish, receive,
 // receive by ID, acknowledge, and extend or release a lease. Documentation only (plugin.ts).
-import { LEASE_PATH, MESSAGE_PATH, RECEIVE_HEADERS } from "../../api/messages.js";
+import {
+  CHANGE_VISIBILITY_BODY,
+  LEASE_PATH,
+  MESSAGE_PATH,
+  RECEIVE_HEADERS,
+} from "../../api/messages.js";
 import { GROUP_PATH, TOPIC_PATH } from "../../api/schema.js";
 import { LIMITS } from "../../queue/limits.js";
 import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
@@ -14,7 +19,6 @@ import {
 } from "./messages.js";
 import {
   apiHeaders,
-  boundedInt,
   errorResponses,
   GROUP_ERRORS,
   json,
@@ -217,19 +221,7 @@ export function changeVisibility(alternate: boolean): object {
     body: {
       content: {
         "application/json": {
-          schema: {
-            type: "object",
-            required: ["visibilityTimeoutSeconds"],
-            properties: {
-              visibilityTimeoutSeconds: boundedInt(
-                {
-                  min: LIMITS.visibilityTimeoutSeconds.min,
-                  max: LIMITS.visibilityTimeoutSeconds.max,
-                },
-                "Seconds from now; 0 releases.",
-              ),
-            },
-          },
+          schema: CHANGE_VISIBILITY_BODY,
         },
       },
     },
