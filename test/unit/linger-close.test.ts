@@ -12,9 +12,11 @@ describe("lingerOnClose", () => {
     const socket = new Socket();
     const original = socket.destroySoon.bind(socket);
     lingerOnClose(requestOn(socket));
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- compared by identity only
     const wrapped = socket.destroySoon;
     expect(wrapped).not.toBe(original);
     for (let i = 0; i < 1000; i++) lingerOnClose(requestOn(socket));
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- compared by identity only
     expect(socket.destroySoon).toBe(wrapped);
     socket.destroy();
   });
