@@ -44,9 +44,12 @@ export function api(base: string, token: string, extra: Record<string, string> =
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ visibilityTimeoutSeconds: seconds }),
       }),
-    /** Batch publish of text bodies, each part with the same extra headers. */
+    /**
+     * Batch publish of text bodies, each part with a Content-Type (as the real client sends it)
+     * and the same extra headers.
+     */
     publishBatch: (topic: string, bodies: string[], headers: Record<string, string> = {}) => {
-      const head = Object.entries(headers)
+      const head = Object.entries({ "content-type": "text/plain", ...headers })
         .map(([k, v]) => `${k}: ${v}\r\n`)
         .join("");
       return call("POST", `${encodeURIComponent(topic)}/batch`, {
