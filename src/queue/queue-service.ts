@@ -12,6 +12,7 @@ import type {
   UploadQuota,
 } from "./broker.js";
 import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
+import { GroupLeases } from "./group-leases.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
@@ -124,6 +125,7 @@ export class QueueService {
   readonly #observer: QueueObserver;
   readonly #deferrer: Deferrer | null;
   readonly #idLeases: IdLeases;
+  readonly #groupLeases: GroupLeases;
   readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly #log: Pick<Logger, "warn"> | null;
   readonly #concurrencyTurns = new KeyedLock();
@@ -144,6 +146,7 @@ export class QueueService {
     this.#now = deps.now;
     this.#observer = deps.observer ?? NO_OBSERVER;
     this.#idLeases = new IdLeases(deps.broker, deps.now);
+    this.#groupLeases = new GroupLeases(deps.broker, this.#idLeases, deps.now);
     this.#longPolls = new LongPolls(deps.broker);
     this.#settingsOf = deps.settingsOf ?? (() => null);
     this.#log = deps.log ?? null;
@@ -653,40 +656,9 @@ export class QueueService {
       if (this.#settingsOf(group)?.push) {
         await this.#broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
       }
-      await this.#setGroupLease(group, lease, deadlineMs);
+      await this.#groupLeases.set(group, lease, deadlineMs);
     }
     return new Date(deadlineMs);
-  }
-
-  async #setGroupLease(group: GroupAddress, lease: Lease, deadlineMs: number): Promise<void> {
-    // Ending before the handle's deadline: the message may come back while the handle still
-    // looks current, so from now on the handle is checked like one past its deadline.
-    if (deadlineMs < lease.deadlineMs) {
-      await this.#broker.markCut(group, lease, lease.deadlineMs);
-    }
-    await this.#broker.setLease(group, lease, Math.max(0, deadlineMs - this.#now()));
-    await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);
-  }
-
-  /**
-   * The pusher releases a pushed message after a failed push: it comes back `seconds` later. A
-   * lease the handler took by ID for it (a message above the inline limit) is released too.
-   */
-  async releasePushed(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
-    await this.#idLeases.releaseHeld(group, lease.streamSeq);
-    await this.#setGroupLease(group, lease, this.#now() + seconds * 1000);
-  }
-
-  /**
-   * After a push timed out: its handler may still be running and holds the lease it was given,
-   * so the message comes back `seconds` from now or when that lease ends, whichever is later.
-   * Neither its handle nor a lease it took by ID (above the inline limit) is cut: the handler
-   * may still extend or settle through them.
-   */
-  async releaseTimedOut(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
-    const backAtMs = this.#now() + seconds * 1000;
-    if (backAtMs <= lease.deadlineMs) return; // the lease ends by itself, no sooner
-    await this.#setGroupLease(group, lease, backAtMs);
   }
 
   /**
