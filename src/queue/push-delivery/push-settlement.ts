@@ -3,7 +3,7 @@
 // giving the cursor's lease up to a lease taken by ID (a message above the inline limit, which
 // the client leases by ID), and freeing the cursor's place once that lease was acknowledged.
 import type { GroupCursor, IdLeaseLedger, LeaseLedger, PushLedger } from "../broker.js";
-import { GroupLeases } from "../group-leases.js";
+import { GroupLeases } from "../delivery/group-leases.js";
 import { IdLeases } from "../id-leases.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";

@@ -93,7 +93,7 @@ export class Pusher {
     const leaseMs = pushLeaseMs(push);
     // Taken before the handle is made: a seek in between makes the autoAck's lease stale.
     const epoch = this.#settle.groupEpoch(group);
-    const handed = await this.#d.queue.handOutPulled(group, [d], leaseMs);
+    const handed = await this.#d.queue.handOut.pulled(group, [d], leaseMs);
     const out = handed[0];
     if (!out) return; // expired, or held by a lease taken by ID
     const { lease, message } = out;

@@ -1,10 +1,10 @@
 // Setting a group cursor's lease through a handle (a receive's change of visibility, the pusher's
 // release after a failed push): shared by QueueService and PushSettlement, so both cut a lease
 // short the same way.
-import type { GroupCursor, LeaseLedger } from "./broker.js";
-import type { IdLeases } from "./id-leases.js";
-import type { Lease } from "./identity/receipt-handle.js";
-import type { GroupAddress } from "./namespace.js";
+import type { GroupCursor, LeaseLedger } from "../broker.js";
+import type { IdLeases } from "../id-leases.js";
+import type { Lease } from "../identity/receipt-handle.js";
+import type { GroupAddress } from "../namespace.js";
 
 export type GroupLeasePorts = Pick<GroupCursor, "setLease"> & Pick<LeaseLedger, "markCut">;
 
