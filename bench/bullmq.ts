@@ -3,18 +3,15 @@
 // the queue a Node team would self-host instead, BullMQ on Debian's redis-server (AOF, fsync
 // every second; scripts/ensure-redis.mjs installs it). `npm run bench` runs it too. Never part
 // of `npm test`; everything on 127.0.0.1, bounded.
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
 import { bullmqScenario, bullmqTable } from "./lib/bullmq/scenario.js";
 import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient } from "./lib/http-client.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
-import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
 import { boundRun } from "./lib/proc.js";
+import { benchServers } from "./lib/standalone.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const RESULTS = join(BENCH_DIR, "results");
@@ -28,23 +25,15 @@ const { values } = parseArgs({
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function main(): Promise<void> {
-  const root = await mkdtemp(join(tmpdir(), "vqs-bullmq-"));
-  const issuer = await startBenchIssuer();
-  let nats: BenchNats | null = null;
-  let gateway: GatewayProcess | null = null;
-  const cleanup = async () => {
-    await gateway?.stop().catch(() => undefined);
-    await nats?.stop().catch(() => undefined);
-    await issuer.close().catch(() => undefined);
-    await rm(root, { recursive: true, force: true }).catch(() => undefined);
-  };
-  const endLimit = boundRun(cleanup, 20 * 60_000, log);
+  const servers = await benchServers("vqs-bullmq-");
+  const { root, issuer } = servers;
+  const endLimit = boundRun(servers.cleanup, 20 * 60_000, log);
   try {
     await mkdir(RESULTS, { recursive: true });
-    nats = await startBenchNats(join(root, "nats"), join(RESULTS, "nats-server.log"));
-    gateway = await startGatewayProcess({
-      env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
-      logFile: join(RESULTS, "gateway-1.log"),
+    const { nats, gateway } = await servers.start({
+      natsStore: join(root, "nats"),
+      natsLog: join(RESULTS, "nats-server.log"),
+      gatewayLog: join(RESULTS, "gateway-1.log"),
     });
     const client = createHttpClient("node", [gateway.url]);
     const result = await bullmqScenario(
@@ -68,7 +57,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${bullmqTable(result)}\n`);
   } finally {
     endLimit();
-    await cleanup();
+    await servers.cleanup();
   }
 }
 

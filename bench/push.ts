@@ -5,17 +5,15 @@
 // 127.0.0.1, bounded.
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus, tmpdir } from "node:os";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { availableParallelism, cpus } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
 import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient } from "./lib/http-client.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
-import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
 import { boundRun } from "./lib/proc.js";
+import { benchServers, elapsedLog } from "./lib/standalone.js";
 import { pushScenario, pushTables, pushTargets } from "./lib/push/scenario.js";
 import { targetsTable } from "./lib/report.js";
 
@@ -45,24 +43,11 @@ if (levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1000)) {
   throw new Error("--concurrency: integers from 1 to 1000 (push.maxConcurrency's bounds)");
 }
 
-const started = performance.now();
-const log = (line: string) =>
-  process.stderr.write(
-    `[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`,
-  );
-
-const root = await mkdtemp(join(tmpdir(), "vqs-bench-push-"));
-const issuer = await startBenchIssuer();
-let nats: BenchNats | null = null;
-let gateway: GatewayProcess | null = null;
-const cleanup = async () => {
-  await gateway?.stop().catch(() => undefined);
-  await nats?.stop().catch(() => undefined);
-  await issuer.close().catch(() => undefined);
-  await rm(root, { recursive: true, force: true }).catch(() => undefined);
-};
+const log = elapsedLog();
+const servers = await benchServers("vqs-bench-push-");
+const { root, issuer } = servers;
 // The whole run is bounded, and a signal cleans up the processes it started.
-const endTimeLimit = boundRun(cleanup, (values.quick ? 8 : 20) * 60_000, log);
+const endTimeLimit = boundRun(servers.cleanup, (values.quick ? 8 : 20) * 60_000, log);
 
 try {
   await mkdir(RESULTS, { recursive: true });
@@ -71,11 +56,11 @@ try {
     await rm(profileDir, { recursive: true, force: true });
     await mkdir(profileDir, { recursive: true });
   }
-  nats = await startBenchNats(join(root, "store"), join(RESULTS, "nats-server.log"));
-  gateway = await startGatewayProcess({
-    env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
+  const { nats, gateway } = await servers.start({
+    natsStore: join(root, "store"),
+    natsLog: join(RESULTS, "nats-server.log"),
+    gatewayLog: join(RESULTS, "gateway-1.log"),
     nodeFlags: values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
-    logFile: join(RESULTS, "gateway-1.log"),
   });
   const nc = await connect({ servers: nats.url, name: "vqs-bench-push" });
   const client = createHttpClient("node", [gateway.url]);
@@ -132,5 +117,5 @@ try {
   );
 } finally {
   endTimeLimit();
-  await cleanup();
+  await servers.cleanup();
 }

@@ -3,8 +3,11 @@
 // (a publish flood, filling its storage quota, a flood of timers due at once, pushed groups whose
 // endpoint never answers, thousands of long-poll waiters). For each scenario B's p99s are compared
 // with B alone in the same run, and A's answers are tallied (only 2xx and 429/4xx with
-// Retry-After are allowed). One nats-server and one gateway process on 127.0.0.1.
-// Never part of `npm test`; every loop is bounded in count and time.
+// Retry-After are allowed). One nats-server and one gateway process on 127.0.0.1; each tenant's
+// load (and its push endpoint) runs in a process of its own (this file, started with `--role
+// quiet|noisy`), so A's load generator never shares B's event loop and B's figures are the
+// gateway's. Never part of `npm test`; every loop is bounded in count and time.
+import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -17,6 +20,8 @@ import { startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
 import { startBenchNats } from "./lib/nats-server.js";
 import { loadAverage } from "./lib/proc.js";
 import { percentiles, round, sleep } from "./lib/stats.js";
+import { timerShard } from "../src/nats/core/naming.js";
+import { makeNamespace } from "../src/queue/namespace.js";
 import { AUDIENCE, ISSUER, startIssuer } from "../test/helpers/issuer.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -26,6 +31,10 @@ const { values: args } = parseArgs({
     seconds: { type: "string" },
     timers: { type: "string" },
     out: { type: "string", default: join(BENCH_DIR, "results", "tenants.json") },
+    role: { type: "string" },
+    only: { type: "string" },
+    "delayed-cap": { type: "string" },
+    scenario: { type: "string" },
   },
 });
 const QUICK = args.quick;
@@ -46,7 +55,7 @@ interface Answer {
 async function call(
   base: string,
   token: string,
-  method: "POST" | "PUT",
+  method: "POST" | "PUT" | "DELETE",
   path: string,
   headers: Record<string, string> = {},
   body?: string,
@@ -76,16 +85,44 @@ interface Quiet {
   errors: string[];
 }
 
-async function runQuiet(
-  base: string,
-  token: string,
-  pushTopic: string,
-  seconds: number,
-  pushedAt: Map<string, number>,
-  pushLatency: number[],
-): Promise<Quiet> {
-  const q: Quiet = { publishMs: [], receiveMs: [], lateMs: [], pushMs: pushLatency, errors: [] };
-  const topic = `b-${Date.now()}`;
+/**
+ * B's workload for `seconds`: 100 publishes a second, of which 1 in 10 delayed 1 s and 1 in 10
+ * to a pushed topic whose endpoint (in this process) answers at once; the rest received by a
+ * long-polling receiver. Latencies are measured on this process's clock.
+ */
+async function runQuiet(base: string, token: string, scenario: string, seconds: number) {
+  const q: Quiet = { publishMs: [], receiveMs: [], lateMs: [], pushMs: [], errors: [] };
+  const pushedAt = new Map<string, number>();
+  const endpoint: Server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      const m = /push:\d+/.exec(body);
+      const t = m ? pushedAt.get(m[0]) : undefined;
+      if (t !== undefined) {
+        q.pushMs.push(Date.now() - t);
+        pushedAt.delete(m![0]);
+      }
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => endpoint.listen(0, "127.0.0.1", r));
+  const pushBase = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
+  // A topic and pushed group of its own per scenario: nothing left over from the last one.
+  const pushTopic = `b-pushed-${scenario}`;
+  await call(base, token, "POST", `/api/v3/topic/${pushTopic}`, {}, "make");
+  const put = await call(
+    base,
+    token,
+    "PUT",
+    `/api/v3/topic/${pushTopic}/consumer/p/settings`,
+    { "content-type": "application/json" },
+    JSON.stringify({ push: { url: `${pushBase}/b`, autoAck: true } }),
+  );
+  if (put.status >= 300) q.errors.push(`push settings ${put.status} ${put.body.slice(0, 100)}`);
+  await sleep(1000); // the settings reach the pusher
+
+  const topic = `b-${scenario}`;
   const sentAt = new Map<string, number>();
   const dueAt = new Map<string, number>();
   const until = Date.now() + seconds * 1000;
@@ -125,9 +162,11 @@ async function runQuiet(
     const delayed = n % 10 === 0;
     const pushed = n % 10 === 5;
     const t = Date.now();
-    const body = delayed ? `later:${id}` : `now:${id}`;
+    const body = pushed ? `push:${id}` : delayed ? `later:${id}` : `now:${id}`;
     // Before the publish: a push can arrive before the publish's answer does.
-    if (pushed) pushedAt.set(`push:${id}`, t);
+    if (pushed) pushedAt.set(body, t);
+    else if (delayed) dueAt.set(id, t + 1000);
+    else sentAt.set(id, t);
     sends.push(
       call(
         base,
@@ -137,29 +176,125 @@ async function runQuiet(
         delayed
           ? { "vqs-delay-seconds": "1", "content-type": "text/plain" }
           : { "content-type": "text/plain" },
-        pushed ? `push:${id}` : body,
-      ).then((r) => {
-        if (r.status !== 201) q.errors.push(`publish ${r.status} ${r.body.slice(0, 100)}`);
-        q.publishMs.push(r.ms);
-        if (pushed) return;
-        if (delayed) dueAt.set(id, t + 1000);
-        else sentAt.set(id, t);
-      }),
+        body,
+      ).then(
+        (r) => {
+          q.publishMs.push(r.ms);
+          if (r.status === 201) return;
+          q.errors.push(`publish ${r.status} ${r.body.slice(0, 100)}`);
+          pushedAt.delete(body);
+          dueAt.delete(id);
+          sentAt.delete(id);
+        },
+        (err: unknown) => {
+          q.errors.push(`publish failed: ${String(err)}`);
+          pushedAt.delete(body);
+          dueAt.delete(id);
+          sentAt.delete(id);
+        },
+      ),
     );
     await sleep(1000 / B_RATE);
   }
   await Promise.all(sends);
   receiving = false;
   await receiver;
+  // Pushes still on their way get the same grace as the receiver's last messages.
+  for (let i = 0; i < 50 && pushedAt.size > 0; i++) await sleep(100);
   for (const id of sentAt.keys()) q.errors.push(`message ${id} never received`);
   for (const id of dueAt.keys()) q.errors.push(`delayed message ${id} never received`);
-  return q;
+  for (const id of pushedAt.keys()) q.errors.push(`${id} never pushed`);
+  endpoint.close();
+  const p = (xs: number[]) => {
+    const r = percentiles(xs);
+    return { p50: round(r.p50), p99: round(r.p99), n: xs.length };
+  };
+  return {
+    publish: p(q.publishMs),
+    receive: p(q.receiveMs),
+    timerLate: p(q.lateMs),
+    push: p(q.pushMs),
+    errors: q.errors.length,
+    errorSamples: q.errors.slice(0, 5),
+  };
+}
+
+type QuietResult = Awaited<ReturnType<typeof runQuiet>>;
+type ShardMate = Awaited<ReturnType<typeof runShardMate>>;
+
+/**
+ * Timer lateness of a namespace that shares the timer shard of A's (C): 5 messages a second
+ * delayed 1 s for `seconds`, received by long polling. What the sharding leaves exposed.
+ */
+async function runShardMate(base: string, token: string, scenario: string, seconds: number) {
+  const topic = `c-${scenario}`;
+  const dueAt = new Map<string, number>();
+  const late: number[] = [];
+  const until = Date.now() + seconds * 1000;
+  let errors = 0;
+  const receiver = (async () => {
+    // The flood may hold C's timers back far longer than the window: wait up to a minute more.
+    while (Date.now() < until || (dueAt.size > 0 && Date.now() < until + 60_000)) {
+      const r = await call(base, token, "POST", `/api/v3/topic/${topic}/consumer/g`, {
+        accept: "application/x-ndjson",
+        "vqs-max-messages": "10",
+        "vqs-wait-seconds": "2",
+      }).catch(() => null);
+      if (r?.status !== 200) continue;
+      const now = Date.now();
+      for (const line of r.body.split("\n").filter(Boolean)) {
+        const m = JSON.parse(line) as { body?: string };
+        const id = Buffer.from(m.body ?? "", "base64").toString();
+        const due = dueAt.get(id);
+        if (due !== undefined) late.push(now - due);
+        dueAt.delete(id);
+      }
+    }
+  })();
+  for (let n = 0; Date.now() < until; n++) {
+    const id = `c${n}`;
+    dueAt.set(id, Date.now() + 1000);
+    const r = await call(
+      base,
+      token,
+      "POST",
+      `/api/v3/topic/${topic}`,
+      {
+        "vqs-delay-seconds": "1",
+      },
+      id,
+    );
+    if (r.status !== 201) {
+      errors++;
+      dueAt.delete(id);
+    }
+    await sleep(200);
+  }
+  await receiver;
+  const p = percentiles(late);
+  return { p50: round(p.p50), p99: round(p.p99), n: late.length, notMoved: dueAt.size, errors };
 }
 
 /** A's answers in a scenario: counts by status, and refusals without Retry-After. */
 class Tally {
   readonly byStatus = new Map<number, number>();
+  /** Parts of batch answers: stored, and refused by code. */
+  readonly parts = new Map<string, number>();
   bad = 0;
+  /** Counts a batch answer's parts ({results: [{messageId} | {error: {code}}]}). */
+  noteParts(r: Answer): void {
+    try {
+      const { results } = JSON.parse(r.body) as {
+        results?: { messageId?: string; statusCode?: number }[];
+      };
+      for (const p of results ?? []) {
+        const k = p.messageId ? "stored" : String(p.statusCode ?? "other");
+        this.parts.set(k, (this.parts.get(k) ?? 0) + 1);
+      }
+    } catch {
+      // not a batch answer
+    }
+  }
   note(r: Answer): void {
     this.byStatus.set(r.status, (this.byStatus.get(r.status) ?? 0) + 1);
     const ok = r.status >= 200 && r.status < 300;
@@ -167,8 +302,205 @@ class Tally {
     if (!ok && !refused && r.status !== 403) this.bad++;
   }
   toJSON() {
-    return { byStatus: Object.fromEntries(this.byStatus), notAllowed: this.bad };
+    return {
+      byStatus: Object.fromEntries(this.byStatus),
+      ...(this.parts.size > 0 ? { parts: Object.fromEntries(this.parts) } : {}),
+      notAllowed: this.bad,
+    };
   }
+}
+
+/** A's noisy scenarios; each runs until `stop()` and says when its set-up is done. */
+const NOISY: Record<
+  string,
+  (base: string, token: string, stop: () => boolean, ready: () => void) => Promise<Tally>
+> = {
+  // A publishes as fast as 64 connections allow (many times what its rate limit admits).
+  async a_publish_flood(base, token, stop, ready) {
+    const t = new Tally();
+    ready();
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (!stop()) t.note(await call(base, token, "POST", "/api/v3/topic/a-flood", {}, "x"));
+      }),
+    );
+    return t;
+  },
+
+  // A fills its storage quota and keeps publishing.
+  async a_storage_full(base, token, stop, ready) {
+    const t = new Tally();
+    const body = "y".repeat(64 * 1024);
+    ready();
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (!stop()) {
+          const r = await call(base, token, "POST", "/api/v3/topic/a-fill", {}, body);
+          t.note(r);
+          if (r.status === 429) await sleep(50);
+        }
+      }),
+    );
+    return t;
+  },
+
+  // 2,000 long-poll waiters of A.
+  async a_waiters(base, token, stop, ready) {
+    const t = new Tally();
+    await call(base, token, "POST", "/api/v3/topic/a-wait", {}, "make");
+    ready();
+    await Promise.all(
+      Array.from({ length: 2000 }, async (_, i) => {
+        while (!stop()) {
+          const r = await call(base, token, "POST", `/api/v3/topic/a-wait/consumer/g${i % 20}`, {
+            accept: "application/x-ndjson",
+            "vqs-wait-seconds": "5",
+          });
+          t.note(r);
+          if (r.status === 429) await sleep(1000);
+        }
+      }),
+    );
+    return t;
+  },
+
+  // 200 pushed groups of A whose endpoint (in this process) never answers.
+  async a_push_hang(base, token, stop, ready) {
+    const t = new Tally();
+    const held: ServerResponse[] = [];
+    const endpoint = createServer((_req, res) => void held.push(res));
+    await new Promise<void>((r) => endpoint.listen(0, "127.0.0.1", r));
+    const pushBase = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
+    const groups: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const topic = `a-push-${i % 20}`;
+      t.note(await call(base, token, "POST", `/api/v3/topic/${topic}`, {}, "make"));
+      const path = `/api/v3/topic/${topic}/consumer/g${i}/settings`;
+      groups.push(path);
+      t.note(
+        await call(
+          base,
+          token,
+          "PUT",
+          path,
+          { "content-type": "application/json" },
+          JSON.stringify({ push: { url: `${pushBase}/a/${i}`, timeoutSeconds: 30 } }),
+        ),
+      );
+    }
+    ready();
+    while (!stop()) {
+      for (let i = 0; i < 20 && !stop(); i++) {
+        t.note(await call(base, token, "POST", `/api/v3/topic/a-push-${i}`, {}, "p"));
+      }
+      await sleep(100);
+    }
+    // The groups go with the scenario, so later scenarios do not push to a closed endpoint.
+    for (const path of groups) await call(base, token, "DELETE", path);
+    for (const r of held) r.destroy();
+    endpoint.close();
+    return t;
+  },
+
+  // A's timers, all due within about a second of each other (last: they take a while to move).
+  async a_timer_flood(base, token, stop, ready) {
+    const t = new Tally();
+    const bodies =
+      // Each part with a header: mixpart drops every other part of a body whose parts have none.
+      Array.from(
+        { length: 100 },
+        (_, i) => `--b\r\ncontent-type: text/plain\r\nvqs-delay-seconds: 3\r\n\r\nt${i}\r\n`,
+      ).join("") + "--b--\r\n";
+    let sent = 0;
+    ready();
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (!stop() && sent < TIMERS) {
+          sent += 100;
+          const r = await call(
+            base,
+            token,
+            "POST",
+            `/api/v3/topic/a-timers-${sent % 50}/batch`,
+            { "content-type": "multipart/mixed; boundary=b" }, // each part says its delay
+            bodies,
+          );
+          t.note(r);
+          t.noteParts(r);
+        }
+      }),
+    );
+    return t;
+  },
+};
+
+/** Messages between the bench and its tenant processes (IPC). */
+type WorkerMessage =
+  | { type: "ready" }
+  | { type: "quiet"; result: QuietResult & { shardMate: ShardMate | null } }
+  | { type: "noisy"; tally: ReturnType<Tally["toJSON"]> };
+
+/** Runs as a tenant process: `--role quiet|noisy --scenario <name>`, told where by env. */
+async function worker(role: string, scenario: string): Promise<void> {
+  const base = process.env.VQS_BENCH_GATEWAY_URL!;
+  const token = process.env.VQS_BENCH_TOKEN!;
+  const send = (m: WorkerMessage) => process.send!(m);
+  if (role === "quiet") {
+    const tokenC = process.env.VQS_BENCH_TOKEN_SHARD_MATE;
+    const [result, shardMate] = await Promise.all([
+      runQuiet(base, token, scenario, SECONDS),
+      tokenC ? runShardMate(base, tokenC, scenario, SECONDS) : null,
+    ]);
+    send({ type: "quiet", result: { ...result, shardMate } });
+  } else {
+    const run = NOISY[scenario];
+    if (!run) throw new Error(`no scenario ${scenario}`);
+    let stopped = false;
+    process.on("message", (m: { type?: string }) => {
+      if (m.type === "stop") stopped = true;
+    });
+    const tally = await run(
+      base,
+      token,
+      () => stopped,
+      () => send({ type: "ready" }),
+    );
+    send({ type: "noisy", tally: tally.toJSON() });
+  }
+  await agent.close();
+  process.disconnect();
+}
+
+/** Starts this file as a tenant process; resolves its messages as they come. */
+function startWorker(role: "quiet" | "noisy", scenario: string, env: Record<string, string>) {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      fileURLToPath(import.meta.url),
+      "--role",
+      role,
+      "--scenario",
+      scenario,
+      "--seconds",
+      String(SECONDS),
+      "--timers",
+      String(TIMERS),
+    ],
+    { env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit", "ipc"] },
+  );
+  const next = <T extends WorkerMessage["type"]>(type: T) =>
+    new Promise<Extract<WorkerMessage, { type: T }>>((resolve, reject) => {
+      const onMessage = (m: WorkerMessage) => {
+        if (m.type !== type) return;
+        child.off("message", onMessage);
+        resolve(m as Extract<WorkerMessage, { type: T }>);
+      };
+      child.on("message", onMessage);
+      child.once("exit", (code) => reject(new Error(`${role} ${scenario} exited (${code})`)));
+    });
+  return { child, next };
 }
 
 async function main(): Promise<void> {
@@ -191,190 +523,97 @@ async function main(): Promise<void> {
       VQS_OIDC_AUDIENCE: AUDIENCE,
       VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
       LOG_LEVEL: "error",
-      VQS_RATE_LIMIT_PER_SECOND: "500",
-      VQS_NAMESPACE_MAX_BYTES: String(QUOTA),
+      // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
+      // what the gateway can serve, so that A's flood is mostly refused.
+      VQS_RATE_LIMIT_PER_SECOND: "250",
+      // The small quota is the storage scenario's (its own team); the others have room (the
+      // timer flood's 100,000 parked messages and timers take some 40 MB).
+      VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
+      VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
       VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
       VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",
       VQS_MAX_TOPICS_PER_NAMESPACE: "0",
       VQS_MAX_GROUPS_PER_NAMESPACE: "0",
       VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+      ...(args["delayed-cap"] ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: args["delayed-cap"] } : {}),
     },
   });
-  const base = gw.url;
-  const tokenA = await issuer.token({ project_id: "prj_noisy" });
-  const tokenB = await issuer.token({ project_id: "prj_quiet" });
+  const env = (token: string) => ({ VQS_BENCH_GATEWAY_URL: gw.url, VQS_BENCH_TOKEN: token });
+  // A namespace of A's per scenario: the storage it filled in one does not refuse the next.
+  const tokenA = (scenario: string) =>
+    issuer.token(
+      {
+        project_id: `prj_noisy_${scenario}`,
+        ...(scenario === "a_storage_full" ? { owner_id: "team_full" } : {}),
+      },
+      { expiresIn: "3h" },
+    );
+  const tokenB = await issuer.token({ project_id: "prj_quiet" }, { expiresIn: "3h" });
+  // Timers are sharded by namespace: B must not share A's timer shard (it would measure the
+  // shard-mate's exposure, which C measures on purpose).
+  const shardOf = (project: string) =>
+    timerShard(makeNamespace("team_a", project, "production", null).key);
+  const floodShard = shardOf("prj_noisy_a_timer_flood");
+  if (shardOf("prj_quiet") === floodShard) throw new Error("B shares A's timer shard: rename one");
+  let mate = 0;
+  while (shardOf(`prj_shard_mate_${mate}`) !== floodShard) mate++;
+  const tokenC = await issuer.token({ project_id: `prj_shard_mate_${mate}` }, { expiresIn: "3h" });
 
-  // B's push endpoint (answers at once) and A's (never answers).
-  const pushedAt = new Map<string, number>();
-  const pushLatency: number[] = [];
-  const held: ServerResponse[] = [];
-  const endpoint: Server = createServer((req, res) => {
-    if (req.url?.startsWith("/a")) {
-      held.push(res);
-      return;
+  const results: Record<
+    string,
+    { b: QuietResult & { shardMate: ShardMate | null }; a: unknown; load: number }
+  > = {};
+  const measure = async (name: string) => {
+    let a: ReturnType<typeof startWorker> | null = null;
+    let tallied: Promise<WorkerMessage & { type: "noisy" }> | null = null;
+    if (!name.startsWith("b_alone")) {
+      a = startWorker("noisy", name, env(await tokenA(name)));
+      tallied = a.next("noisy"); // a scenario may end by itself (all its timers sent)
+      tallied.catch(() => undefined);
+      await a.next("ready");
     }
-    let body = "";
-    req.on("data", (c: Buffer) => (body += c.toString()));
-    req.on("end", () => {
-      const m = /push:\d+/.exec(body);
-      const t = m ? pushedAt.get(m[0]) : undefined;
-      if (t !== undefined) {
-        pushLatency.push(Date.now() - t);
-        pushedAt.delete(m![0]);
-      }
-      res.writeHead(200).end();
+    const b = startWorker("quiet", name, {
+      ...env(tokenB),
+      ...(name.endsWith("a_timer_flood") ? { VQS_BENCH_TOKEN_SHARD_MATE: tokenC } : {}),
     });
-  });
-  await new Promise<void>((r) => endpoint.listen(0, "127.0.0.1", r));
-  const pushBase = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
-  const pushTopic = "b-pushed";
-  await call(base, tokenB, "POST", `/api/v3/topic/${pushTopic}`, {}, "make");
-  await call(
-    base,
-    tokenB,
-    "PUT",
-    `/api/v3/topic/${pushTopic}/consumer/p/settings`,
-    { "content-type": "application/json" },
-    JSON.stringify({ push: { url: `${pushBase}/b` } }),
-  );
-
-  const results: Record<string, unknown> = {};
-  const measureB = async (name: string, noisy: (stop: () => boolean) => Promise<Tally | null>) => {
-    let stopped = false;
-    pushLatency.length = 0;
-    const aWork = noisy(() => stopped);
-    const q = await runQuiet(base, tokenB, pushTopic, SECONDS, pushedAt, pushLatency);
-    stopped = true;
-    const tally = await aWork;
-    const row = {
-      publishP99: percentiles(q.publishMs).p99,
-      receiveP99: percentiles(q.receiveMs).p99,
-      timerLateP99: percentiles(q.lateMs).p99,
-      pushP99: percentiles([...pushLatency]).p99,
-      bErrors: q.errors.length,
-      bErrorSamples: q.errors.slice(0, 5),
-      a: tally?.toJSON() ?? null,
-      load: loadAverage(),
-    };
-    results[name] = row;
-    console.log(name, JSON.stringify(row));
+    const { result } = await b.next("quiet");
+    const load = loadAverage();
+    let tally: unknown = null;
+    if (a && tallied) {
+      if (a.child.connected) a.child.send({ type: "stop" });
+      const done = await Promise.race([tallied, sleep(60_000).then(() => null)]).catch(() => null);
+      tally = done?.tally ?? "no answer";
+      a.child.kill();
+    }
+    results[name] = { b: result, a: tally, load };
+    console.log(name, JSON.stringify(results[name]));
   };
 
-  await measureB("b_alone", () => Promise.resolve(null));
-
-  // 1. A publishes as fast as 64 connections allow (many times what its rate limit admits).
-  await measureB("a_publish_flood", async (stop) => {
-    const t = new Tally();
-    await Promise.all(
-      Array.from({ length: 64 }, async () => {
-        while (!stop()) t.note(await call(base, tokenA, "POST", "/api/v3/topic/a-flood", {}, "x"));
-      }),
-    );
-    return t;
-  });
-
-  // 2. A fills its storage quota and keeps publishing.
-  await measureB("a_storage_full", async (stop) => {
-    const t = new Tally();
-    const body = "y".repeat(64 * 1024);
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        while (!stop()) {
-          const r = await call(base, tokenA, "POST", "/api/v3/topic/a-fill", {}, body);
-          t.note(r);
-          if (r.status === 429) await sleep(50);
-        }
-      }),
-    );
-    return t;
-  });
-
-  // 3. A's timers, all due within about a second of each other.
-  await measureB("a_timer_flood", async (stop) => {
-    const t = new Tally();
-    const bodies =
-      Array.from({ length: 100 }, (_, i) => `--b\r\n\r\nt${i}\r\n`).join("") + "--b--\r\n";
-    let sent = 0;
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        while (!stop() && sent < TIMERS) {
-          sent += 100;
-          t.note(
-            await call(
-              base,
-              tokenA,
-              "POST",
-              `/api/v3/topic/a-timers-${sent % 50}/batch`,
-              { "content-type": "multipart/mixed; boundary=b", "vqs-delay-seconds": "3" },
-              bodies,
-            ),
-          );
-        }
-      }),
-    );
-    return t;
-  });
-
-  // 4. 200 pushed groups of A whose endpoint never answers.
-  await measureB("a_push_hang", async (stop) => {
-    const t = new Tally();
-    for (let i = 0; i < 200; i++) {
-      const topic = `a-push-${i % 20}`;
-      t.note(await call(base, tokenA, "POST", `/api/v3/topic/${topic}`, {}, "make"));
-      t.note(
-        await call(
-          base,
-          tokenA,
-          "PUT",
-          `/api/v3/topic/${topic}/consumer/g${i}/settings`,
-          { "content-type": "application/json" },
-          JSON.stringify({ push: { url: `${pushBase}/a/${i}`, timeoutSeconds: 30 } }),
-        ),
-      );
-    }
-    while (!stop()) {
-      for (let i = 0; i < 20 && !stop(); i++) {
-        t.note(await call(base, tokenA, "POST", `/api/v3/topic/a-push-${i}`, {}, "p"));
-      }
-      await sleep(100);
-    }
-    return t;
-  });
-
-  // 5. 2,000 long-poll waiters of A.
-  await measureB("a_waiters", async (stop) => {
-    const t = new Tally();
-    await call(base, tokenA, "POST", "/api/v3/topic/a-wait", {}, "make");
-    await Promise.all(
-      Array.from({ length: 2000 }, async (_, i) => {
-        while (!stop()) {
-          const r = await call(base, tokenA, "POST", `/api/v3/topic/a-wait/consumer/g${i % 20}`, {
-            accept: "application/x-ndjson",
-            "vqs-wait-seconds": "5",
-          });
-          t.note(r);
-          if (r.status === 429) await sleep(1000);
-        }
-      }),
-    );
-    return t;
-  });
-
-  for (const r of held) r.destroy();
-  endpoint.close();
-  const baseline = results.b_alone as Record<string, number>;
+  // B alone right before each scenario: the machine is shared, and its load drifts over a run,
+  // so each scenario is compared with the B-alone run next to it.
   const ratios: Record<string, unknown> = {};
-  for (const [name, r] of Object.entries(results)) {
-    if (name === "b_alone") continue;
-    const row = r as Record<string, number>;
-    const within = (k: string) => row[k]! <= Math.max(1.5 * baseline[k]!, baseline[k]! + 50);
-    ratios[name] = {
-      publish: round(row.publishP99! / baseline.publishP99!),
-      receive: round(row.receiveP99! / baseline.receiveP99!),
-      timer: round(row.timerLateP99! / Math.max(1, baseline.timerLateP99!)),
-      push: round(row.pushP99! / Math.max(1, baseline.pushP99!)),
-      targetsMet: ["publishP99", "receiveP99", "timerLateP99", "pushP99"].every(within),
+  const kinds = ["publish", "receive", "timerLate", "push"] as const;
+  const only = args.only?.split(",");
+  for (const name of Object.keys(NOISY).filter((n) => !only || only.includes(n))) {
+    await measure(`b_alone_before_${name}`);
+    await measure(name);
+    const [alone, r] = [results[`b_alone_before_${name}`]!, results[name]!];
+    const row: Record<string, unknown> = {
+      load: { alone: alone.load, noisy: r.load },
+      bErrors: r.b.errors,
+      a: r.a,
     };
+    let met = r.b.errors === 0;
+    for (const k of kinds) {
+      const [base, noisy] = [alone.b[k], r.b[k]];
+      row[k] = {
+        p50: round(noisy.p50 / Math.max(1, base.p50)),
+        p99: round(noisy.p99 / Math.max(1, base.p99)),
+      };
+      if (!(noisy.n > 0 && noisy.p99 <= Math.max(1.5 * base.p99, base.p99 + 50))) met = false;
+    }
+    row.targetsMet = met;
+    ratios[name] = row;
   }
   const out = { quick: QUICK, seconds: SECONDS, timers: TIMERS, results, ratios };
   await writeFile(args.out, JSON.stringify(out, null, 2));
@@ -386,7 +625,7 @@ async function main(): Promise<void> {
   await agent.close();
 }
 
-main().catch((err: unknown) => {
+(args.role ? worker(args.role, args.scenario ?? "") : main()).catch((err: unknown) => {
   console.error(err);
   process.exit(1);
 });

@@ -72,16 +72,72 @@ interface Result {
   /** CPU seconds per process over the whole measurement. */
   readonly cpuSeconds: Record<string, number>;
   readonly loadAverage: number;
+  /** vqs only: where a step's time goes, from the gateway's own metrics (means, ms). */
+  readonly gateway?: GatewayBreakdown;
+}
+
+interface GatewayBreakdown {
+  /** A push, from the request to the app's answer (the app's handler, its ack included). */
+  readonly pushMs: number;
+  readonly pushes: number;
+  /** The gateway's own time per request the app makes: publish and acknowledge. */
+  readonly publishMs: number;
+  readonly ackMs: number;
+  /** Of which JetStream's (store) time. */
+  readonly jetstreamPublishMs: number;
+  readonly jetstreamAckMs: number;
+}
+
+/** Sum and count of the histogram series whose labels contain every `match` (Prometheus text). */
+function histogram(text: string, name: string, match: string[] = []): { sum: number; n: number } {
+  let sum = 0;
+  let n = 0;
+  for (const line of text.split("\n")) {
+    const isSum = line.startsWith(`${name}_sum`);
+    if (!isSum && !line.startsWith(`${name}_count`)) continue;
+    if (!match.every((m) => line.includes(m))) continue;
+    const v = Number(line.slice(line.lastIndexOf(" ") + 1));
+    if (isSum) sum += v;
+    else n += v;
+  }
+  return { sum, n };
+}
+
+const meanMs = (h: { sum: number; n: number }) => (h.n > 0 ? round((h.sum / h.n) * 1000) : 0);
+
+/** The gateway's figures since `before` (both scraped from /metrics). */
+function breakdown(before: string, after: string): GatewayBreakdown {
+  const delta = (name: string, match: string[] = []) => {
+    const a = histogram(after, name, match);
+    const b = histogram(before, name, match);
+    return { sum: a.sum - b.sum, n: a.n - b.n };
+  };
+  const push = delta("vqs_push_duration_seconds", ['outcome="success"']);
+  return {
+    pushMs: meanMs(push),
+    pushes: push.n,
+    publishMs: meanMs(
+      delta("vqs_http_request_duration_seconds", ['method="POST"', 'route="/api/v3/topic/:topic"']),
+    ),
+    ackMs: meanMs(delta("vqs_http_request_duration_seconds", ['method="DELETE"'])),
+    jetstreamPublishMs: meanMs(
+      delta("vqs_jetstream_request_duration_seconds", ['operation="publish"']),
+    ),
+    jetstreamAckMs: meanMs(delta("vqs_jetstream_request_duration_seconds", ['operation="ack"'])),
+  };
 }
 
 async function measure(
   queue: string,
   app: WorkflowApp,
   pids: Record<string, number>,
+  metricsUrl?: string,
 ): Promise<Result> {
   // One warm-up run: bundles loaded, connections open.
   await app.completed(await app.start("sequence", [`warm-${queue}`, 1]), 60_000);
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, treeCpu(pid)]));
+  const scrape = () => (metricsUrl ? fetch(metricsUrl).then((r) => r.text()) : null);
+  const metrics0 = await scrape();
   const t0 = performance.now();
   const ids = await Promise.all(
     Array.from({ length: RUNS }, (_, i) => app.start("sequence", [`${queue}-${i}`, STEPS])),
@@ -99,6 +155,7 @@ async function measure(
     if (pending.size > 0) await sleep(250);
   }
   const seconds = (performance.now() - t0) / 1000;
+  const metrics1 = await scrape();
   const cpuSeconds = Object.fromEntries(
     Object.entries(pids).map(([k, pid]) => [k, round(treeCpu(pid) - cpu0[k]!)]),
   );
@@ -119,6 +176,7 @@ async function measure(
     stepToStepMs: { p50: round(p.p50), p99: round(p.p99), max: round(p.max) },
     cpuSeconds,
     loadAverage: round(loadAverage()),
+    ...(metrics0 !== null && metrics1 !== null ? { gateway: breakdown(metrics0, metrics1) } : {}),
   };
 }
 
@@ -137,6 +195,9 @@ try {
   );
   const gateway = await spawnGateway(nats.url, issuer, {
     VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+    // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
+    // app, over all of its groups (each group's push.maxConcurrency alone would allow 11 × 50).
+    VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: String(CONCURRENCY),
     LOG_LEVEL: "info",
   });
   const results: Result[] = [];
@@ -176,12 +237,17 @@ try {
   apps.push(app);
   log(`vqs: ${RUNS} runs of ${STEPS} steps...`);
   results.push(
-    await measure("vqs", app, {
-      app: app.child.pid!,
-      postgres: pg.pid,
-      gateway: gateway.child.pid!,
-      "nats-server": listenerPid(nats.port),
-    }),
+    await measure(
+      "vqs",
+      app,
+      {
+        app: app.child.pid!,
+        postgres: pg.pid,
+        gateway: gateway.child.pid!,
+        "nats-server": listenerPid(nats.port),
+      },
+      `${gateway.url}/metrics`,
+    ),
   );
 
   const [base, ours] = results as [Result, Result];
@@ -206,6 +272,14 @@ try {
     log(
       `${r.queue.padEnd(15)} ${r.runsPerSecond} runs/s (${r.seconds} s), step to step p50 ` +
         `${r.stepToStepMs.p50} ms p99 ${r.stepToStepMs.p99} ms; CPU ${cpu}; load ${r.loadAverage}`,
+    );
+  }
+  if (ours.gateway) {
+    const g = ours.gateway;
+    log(
+      `vqs gateway: ${g.pushes} pushes of ${g.pushMs} ms on average (the app's handler); ` +
+        `its own time per publish ${g.publishMs} ms (JetStream ${g.jetstreamPublishMs} ms), ` +
+        `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms)`,
     );
   }
   log(

@@ -205,6 +205,11 @@ export const ERRORS = {
     message:
       "This namespace has as many waiting receives on this gateway as it allows (VQS_MAX_WAITERS_PER_NAMESPACE); receive without Vqs-Wait-Seconds or retry later.",
   },
+  delayed_publish_rate_limited: {
+    status: 429,
+    message:
+      "This namespace has published as many delayed messages this second as the service allows in this region (VQS_MAX_DELAYED_PUBLISHES_PER_SECOND); retry after the Retry-After seconds.",
+  },
   rate_limited: {
     status: 429,
     message:
@@ -231,6 +236,11 @@ export const ERRORS = {
     status: 503,
     message:
       "This region's message store is unavailable, and large bodies are not deferred to another region (they stay in their own region's store); retry later.",
+  },
+  large_body_store_unavailable: {
+    status: 503,
+    message:
+      "The large-body store cannot be created: VQS_LARGE_BODY_STORE_BYTES is more than the NATS servers' JetStream storage; the operator must lower it.",
   },
   large_body_store_full: {
     status: 507,

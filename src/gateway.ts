@@ -3,6 +3,7 @@
 import { namespaceLabel } from "./queue/namespace.js";
 import { NamespaceCounts } from "./queue/namespace-counts.js";
 import { DemandExchange } from "./nats/core/demand-exchange.js";
+import { DelayedPublishCap } from "./queue/delayed-publish-cap.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
@@ -167,6 +168,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     logger.warn({ inlineBodyBytes }, jetstream.bodies.unsupportedReason);
   }
   const secretKeys = deriveSecretKeys(secret, config.region);
+  const budget = new DemandExchange(nc, config.region, logger);
+  budget.start();
   const queue = new QueueService({
     broker: jetstream.broker,
     keys: secretKeys,
@@ -176,6 +179,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
     maxWaitersPerNamespace: config.maxWaitersPerNamespace,
+    delayedPublishes: new DelayedPublishCap(config.maxDelayedPublishesPerSecond, {
+      note: (ns, n) => budget.note(ns, "delayed", n),
+      share: (ns, limit) => budget.share(ns, "delayed", limit),
+    }),
     bodies: jetstream.bodies,
     largeStreams: {
       max: config.maxLargeStreams,
@@ -226,8 +233,6 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   );
   let ready = true;
   const requestsInFlight = new NamespaceCounts(config.maxRequestsInFlightPerNamespace);
-  const budget = new DemandExchange(nc, config.region, logger);
-  budget.start();
   const app = await buildApp({
     config,
     queue,

@@ -8,136 +8,22 @@ import { reenqueueActiveRuns } from "@workflow/world";
 import { createLocalWorld } from "@workflow/world-local";
 import { createWorld as createPostgresWorld } from "@workflow/world-postgres";
 import { createQueue } from "@workflow/world-vercel";
-import { readFileSync, statSync } from "node:fs";
+import {
+  CONSUMER,
+  rotatingQueue,
+  settingsFromEnv,
+  storeSettings,
+  tokenSource,
+  vqsWorld,
+} from "./vqs-queue.mjs";
+
+export { CONSUMER, settingsFromEnv, tokenSource };
 
 /** The topic patterns Workflow's builder declares (queue/v2beta triggers), and their routes. */
 export const TRIGGERS = [
   { topic: "__wkf_workflow_*", route: "/.well-known/workflow/v1/flow" },
   { topic: "__wkf_step_*", route: "/.well-known/workflow/v1/step" },
 ];
-/** The consumer group the builder's triggers name. */
-export const CONSUMER = "default";
-
-/**
- * The settings, from the environment unless given:
- * - WORKFLOW_VERCEL_BACKEND_URL: the vqs gateway (world-vercel's own setting);
- * - VQS_TOKEN_FILE (read again when it changes) or VQS_TOKEN: a vqs token;
- * - VERCEL_DEPLOYMENT_ID: the deployment, whose namespace the queues live in;
- * - VQS_WORKFLOW_APP_URL: the app's base URL, which vqs pushes to (no settings stored without);
- * - VQS_WORKFLOW_MAX_CONCURRENCY (50), VQS_WORKFLOW_PUSH_TIMEOUT_SECONDS (300),
- *   VQS_WORKFLOW_RETRY_AFTER_SECONDS (5, as the builder's triggers say);
- * - WORKFLOW_POSTGRES_URL: storage in Postgres; without it, world-local's files
- *   (WORKFLOW_LOCAL_DATA_DIR).
- */
-export function settingsFromEnv(env = process.env) {
-  const number = (name, fallback) => {
-    const v = env[name];
-    if (v === undefined || v === "") return fallback;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number`);
-    return n;
-  };
-  const vqsUrl = env.WORKFLOW_VERCEL_BACKEND_URL;
-  if (!vqsUrl) throw new Error("WORKFLOW_VERCEL_BACKEND_URL must name the vqs gateway");
-  if (!env.VQS_TOKEN_FILE && !env.VQS_TOKEN) {
-    throw new Error("VQS_TOKEN_FILE or VQS_TOKEN must give a vqs token");
-  }
-  if (!env.VERCEL_DEPLOYMENT_ID) throw new Error("VERCEL_DEPLOYMENT_ID must be set");
-  return {
-    vqsUrl: vqsUrl.replace(/\/+$/, ""),
-    tokenFile: env.VQS_TOKEN_FILE || null,
-    token: env.VQS_TOKEN || null,
-    deploymentId: env.VERCEL_DEPLOYMENT_ID,
-    appUrl: env.VQS_WORKFLOW_APP_URL ? env.VQS_WORKFLOW_APP_URL.replace(/\/+$/, "") : null,
-    maxConcurrency: number("VQS_WORKFLOW_MAX_CONCURRENCY", 50),
-    timeoutSeconds: number("VQS_WORKFLOW_PUSH_TIMEOUT_SECONDS", 300),
-    retryAfterSeconds: number("VQS_WORKFLOW_RETRY_AFTER_SECONDS", 5),
-    postgresUrl: env.WORKFLOW_POSTGRES_URL || null,
-    localDataDir: env.WORKFLOW_LOCAL_DATA_DIR || undefined,
-  };
-}
-
-/** The current token: the file's content, read again only when its size or mtime changes. */
-export function tokenSource({ tokenFile, token }) {
-  if (!tokenFile) return () => token;
-  let seen = "";
-  let value = "";
-  return () => {
-    const s = statSync(tokenFile);
-    const stamp = `${s.mtimeMs}:${s.size}`;
-    if (stamp !== seen) {
-      value = readFileSync(tokenFile, "utf8").trim();
-      seen = stamp;
-    }
-    return value;
-  };
-}
-
-/**
- * world-vercel's queue for the current token: a new one when the token changed (the client
- * takes its token once), the previous one otherwise. Handlers made by createQueueHandler follow.
- */
-function rotatingQueue(settings, currentToken) {
-  let made = null;
-  const current = () => {
-    const token = currentToken();
-    if (made?.token !== token) {
-      made = {
-        token,
-        queue: createQueue({
-          // Any non-empty IDs: they turn on world-vercel's base-URL setting; vqs takes the
-          // namespace from the token (and the deployment from VERCEL_DEPLOYMENT_ID).
-          projectConfig: { projectId: "vqs", teamId: "vqs", environment: "production" },
-          token,
-        }),
-        handlers: new Map(),
-      };
-    }
-    return made;
-  };
-  return {
-    queue: (name, payload, opts) => current().queue.queue(name, payload, opts),
-    getDeploymentId: async () => settings.deploymentId,
-    createQueueHandler(prefix, handler) {
-      return (request) => {
-        const now = current();
-        let h = now.handlers.get(prefix);
-        if (!h) {
-          h = now.queue.createQueueHandler(prefix, handler);
-          now.handlers.set(prefix, h);
-        }
-        return h(request);
-      };
-    },
-  };
-}
-
-/** PUTs the push settings of both trigger patterns (idempotent: a PUT replaces the document). */
-export async function storeSettings(settings, token) {
-  if (!settings.appUrl) return;
-  for (const t of TRIGGERS) {
-    const url = `${settings.vqsUrl}/api/v3/topic/${encodeURIComponent(t.topic)}/consumer/${CONSUMER}/settings`;
-    const res = await fetch(url, {
-      method: "PUT",
-      headers: {
-        authorization: `Bearer ${token}`,
-        "vqs-deployment-id": settings.deploymentId,
-        "content-type": "application/json",
-      },
-      body: JSON.stringify({
-        push: {
-          url: `${settings.appUrl}${t.route}`,
-          maxConcurrency: settings.maxConcurrency,
-          timeoutSeconds: settings.timeoutSeconds,
-        },
-        retry: { afterSeconds: settings.retryAfterSeconds },
-      }),
-    });
-    if (!res.ok) {
-      throw new Error(`vqs refused the settings of ${t.topic}: ${res.status} ${await res.text()}`);
-    }
-  }
-}
 
 /** The World (core calls this through WORKFLOW_TARGET_WORLD, or pass it to setWorld()). */
 export function createWorld(overrides = {}) {
@@ -146,29 +32,15 @@ export function createWorld(overrides = {}) {
   process.env.WORKFLOW_VERCEL_BACKEND_URL = settings.vqsUrl;
   process.env.VERCEL_DEPLOYMENT_ID = settings.deploymentId;
   const currentToken = tokenSource(settings);
-  const queue = rotatingQueue(settings, currentToken);
+  const queue = rotatingQueue(createQueue, settings, currentToken);
   const base = settings.postgresUrl
     ? createPostgresWorld({ connectionString: settings.postgresUrl })
     : createLocalWorld({ dataDir: settings.localDataDir });
-  const { runs, steps, events, hooks } = base;
-  return {
-    ...base,
-    ...queue,
-    async start() {
-      // Not base.start(): that would start the base's own queue (world-postgres's worker).
-      await storeSettings(settings, currentToken());
-      // Runs left running by a previous process are queued again, as the base worlds do.
-      await reenqueueActiveRuns(runs, queue.queue, "vqs");
-    },
-    async close() {
-      await base.close?.();
-    },
-    // Named explicitly so that a spread above can never shadow storage with queue parts.
-    runs,
-    steps,
-    events,
-    hooks,
-  };
+  return vqsWorld(base, queue, async () => {
+    await storeSettings(settings, currentToken(), TRIGGERS);
+    // Runs left running by a previous process are queued again, as the base worlds do.
+    await reenqueueActiveRuns(base.runs, queue.queue, "vqs");
+  });
 }
 
 export default createWorld;

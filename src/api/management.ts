@@ -135,19 +135,9 @@ export type PeekedMessage = Static<typeof PEEKED_MESSAGE>;
 export type NamespaceStorage = Static<typeof NAMESPACE_STORAGE>;
 export type Namespace = Static<typeof NAMESPACE>;
 
-// Input. Path parameters answer the catalogue's name codes; query parameters 400 invalid_query
-// naming the parameter (each given at most once); a seek body 400 invalid_request_body.
-
-const TOPIC_PARAM = checked(
-  described(NAME, "Topic name: 1-255 characters of A-Z, a-z, 0-9, '_' and '-'."),
-  { code: "invalid_topic_name", starCode: "invalid_topic_pattern" },
-);
-const GROUP_PARAM = checked(described(NAME, "Consumer group name, as topic names."), {
-  code: "invalid_consumer_group_name",
-});
-
-export const TOPIC_PATH = Type.Object({ topic: TOPIC_PARAM });
-export const GROUP_PATH = Type.Object({ topic: TOPIC_PARAM, group: GROUP_PARAM });
+// Input. Paths are TOPIC_PATH and GROUP_PATH (schema.ts); query parameters answer 400
+// invalid_query naming the parameter (each given at most once); a seek body 400
+// invalid_request_body.
 
 const QUERY_ERROR: InputError = { code: "invalid_query" };
 

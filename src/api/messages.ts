@@ -1,7 +1,10 @@
-// The message operations' shared shapes (TypeBox): what the API, the CLI and the console say
-// about a delivered message.
+// The message operations' definitions (TypeBox): the headers a publish and a receive take, which
+// the routes check (src/http/validation.ts, `checkedHeaders`) and document, and what a delivered
+// message says about its dead-letter origin.
 import { Type, type Static } from "typebox";
-import { NAME } from "./schema.js";
+import type { ErrorCode } from "../errors.js";
+import { LIMITS } from "../queue/limits.js";
+import { checked, GROUP_PARAM, NAME, TOPIC_PARAM } from "./schema.js";
 
 export const DEAD_LETTER_ORIGIN = Type.Object(
   {
@@ -15,3 +18,116 @@ export const DEAD_LETTER_ORIGIN = Type.Object(
 
 /** Where a dead-letter copy came from (a message's `deadLetter`). */
 export type DeadLetterOrigin = Static<typeof DEAD_LETTER_ORIGIN>;
+
+/** An integer header within its bounds (absent: the default, when it has one). */
+function intHeader(
+  bounds: { min: number; max: number; default?: number },
+  code: ErrorCode,
+  description: string,
+) {
+  return Type.Optional(
+    checked(
+      Type.Integer({
+        minimum: bounds.min,
+        maximum: bounds.max,
+        ...(bounds.default !== undefined ? { default: bounds.default } : {}),
+        description,
+      }),
+      { code },
+    ),
+  );
+}
+
+const W3C = (description: string) => Type.Optional(Type.String({ description }));
+
+/** The per-message publish headers (of a publish, and of each part of a batch), checked in order. */
+export const PUBLISH_HEADERS = Type.Object({
+  "Vqs-Retention-Seconds": intHeader(
+    LIMITS.retentionSeconds,
+    "invalid_retention_seconds",
+    "How long the message is kept (its time to live), in seconds.",
+  ),
+  "Vqs-Delay-Seconds": intHeader(
+    LIMITS.delaySeconds,
+    "invalid_delay_seconds",
+    "Seconds before the message becomes visible; capped at the retention.",
+  ),
+  "Vqs-Idempotency-Key": Type.Optional(
+    checked(
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.idempotencyKeyMaxLength,
+        description:
+          "A publish with the key of a live message stores nothing and answers that message's ID.",
+      }),
+      { code: "invalid_idempotency_key" },
+    ),
+  ),
+  // Never refused: a malformed trace field is dropped (publish-input.ts).
+  traceparent: W3C("W3C trace context, kept for pushes."),
+  tracestate: W3C("W3C trace context, kept for pushes."),
+  baggage: W3C("W3C baggage, kept for pushes."),
+});
+
+/** The headers of a receive that leases (receive, receive by ID), checked in order. */
+export const LEASE_HEADERS = Type.Object({
+  "Vqs-Visibility-Timeout-Seconds": intHeader(
+    LIMITS.visibilityTimeoutSeconds,
+    "invalid_visibility_timeout",
+    "How long the lease lasts, in seconds.",
+  ),
+  "Vqs-Max-Concurrency": intHeader(
+    LIMITS.maxConcurrency,
+    "invalid_max_concurrency",
+    "Refuse (429) when the group already has this many messages in flight.",
+  ),
+});
+
+/** A receive's own headers, checked in order before the lease headers. */
+export const RECEIVE_HEADERS = Type.Object({
+  "Vqs-Wait-Seconds": intHeader(
+    LIMITS.waitSeconds,
+    "invalid_wait_seconds",
+    "With none to hand out, wait up to this long for one.",
+  ),
+  "Vqs-Max-Messages": intHeader(
+    LIMITS.maxMessages,
+    "invalid_max_messages",
+    "Messages to lease at most.",
+  ),
+});
+
+/** The path of an operation on a lease (acknowledge, extend or release). */
+export const LEASE_PATH = Type.Object({
+  topic: TOPIC_PARAM,
+  group: GROUP_PARAM,
+  receiptHandle: Type.String({
+    minLength: 1,
+    description: "The receipt handle of the lease, as delivered (URL-safe).",
+  }),
+});
+
+/** The path of a receive by ID. */
+export const MESSAGE_PATH = Type.Object({
+  topic: TOPIC_PARAM,
+  group: GROUP_PARAM,
+  messageId: Type.String({ minLength: 1, description: "A message ID as publish answered it." }),
+});
+
+/**
+ * An extend or release: a JSON object with `visibilityTimeoutSeconds` (else 400
+ * invalid_request_body), an integer within its bounds (else 400 invalid_visibility_timeout).
+ */
+export const CHANGE_VISIBILITY_BODY = checked(
+  Type.Object({
+    visibilityTimeoutSeconds: checked(
+      Type.Integer({
+        minimum: LIMITS.visibilityTimeoutSeconds.min,
+        maximum: LIMITS.visibilityTimeoutSeconds.max,
+        description: "Seconds from now; 0 releases.",
+      }),
+      { code: "invalid_visibility_timeout" },
+    ),
+  }),
+  { code: "invalid_request_body" },
+);

@@ -60,3 +60,16 @@ export const INPUT_ERROR = "x-input-error";
 export function checked<T extends TSchema>(schema: T, error: InputError): T {
   return { ...schema, [INPUT_ERROR]: error };
 }
+
+// The path of an operation on a topic or a group: the names are checked (the catalogue's name
+// codes; `*` is a pattern, which only the settings operations take).
+
+export const TOPIC_PARAM = checked(
+  described(NAME, "Topic name: 1-255 characters of A-Z, a-z, 0-9, '_' and '-'."),
+  { code: "invalid_topic_name", starCode: "invalid_topic_pattern" },
+);
+export const GROUP_NAME = described(NAME, "Consumer group name, as topic names.");
+export const GROUP_PARAM = checked(GROUP_NAME, { code: "invalid_consumer_group_name" });
+
+export const TOPIC_PATH = Type.Object({ topic: TOPIC_PARAM });
+export const GROUP_PATH = Type.Object({ topic: TOPIC_PARAM, group: GROUP_PARAM });

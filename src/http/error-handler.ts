@@ -43,6 +43,7 @@ export const TENANT_LIMIT_CODES: ReadonlySet<string> = new Set([
   "too_many_requests_in_flight",
   "too_many_waiters",
   "concurrency_limit_exceeded",
+  "delayed_publish_rate_limited",
 ]);
 
 export function installErrorHandling(

@@ -1,13 +1,15 @@
 // Input checked against the API's definitions (src/api): Fastify's validator compiler for path
-// parameters and query strings, and `checkedBody` for the JSON bodies a handler reads. Only
+// parameters and query strings, `checkedHeaders` and `checkedBody` for the headers and JSON
+// bodies a handler reads. Only
 // values whose schema carries an InputError are checked (the others are documented only), and a
 // failure is the catalogue's error the definition names, with the same message the service
 // has always given. Bodies are never checked by Fastify: the API scope hands them over as bytes.
 import type { FastifySchemaCompiler } from "fastify";
-import type { Static, TSchema } from "typebox";
+import { Type, type Static, type TSchema } from "typebox";
 import Format from "typebox/format";
 import { Value } from "typebox/value";
-import { INPUT_ERROR, type InputError } from "../api/schema.js";
+import { checked, INPUT_ERROR, type InputError } from "../api/schema.js";
+import type { ErrorCode } from "../errors.js";
 import { AppError } from "../errors.js";
 import { jsonBody } from "./encoding/json-body.js";
 
@@ -47,45 +49,118 @@ function failure(name: string, schema: Annotated, error: InputError, value: unkn
   return new AppError(error.code);
 }
 
-/** A query string or path value as its schema's type: an integer is plain base-10 digits. */
-function converted(schema: Annotated, value: string): unknown {
-  return schema.type === "integer" && /^\d+$/.test(value) ? Number(value) : value;
+type Part = "params" | "querystring" | "headers";
+
+/**
+ * A path, query or header value as its schema's type: an integer is plain base-10 digits (a
+ * header's at most 16 of them): "1.5", "1e3", " 60", "0x10" and "" stay strings, and fail.
+ */
+function converted(schema: Annotated, value: string, part: Part): unknown {
+  const digits = part === "headers" ? /^\d{1,16}$/ : /^\d+$/;
+  return schema.type === "integer" && digits.test(value) ? Number(value) : value;
 }
 
-/** Checks the annotated values of a query string or the path, in the schema's order. */
-function partValidator(schema: ObjectSchema, httpPart: string) {
-  const checked = Object.entries(schema.properties ?? {}).filter(([, s]) => s[INPUT_ERROR]);
-  if (checked.length === 0) return () => true;
-  return (data: unknown) => {
-    const input = (data ?? {}) as Record<string, unknown>;
-    const value: Record<string, unknown> = { ...input };
-    for (const [name, s] of checked) {
-      const error = s[INPUT_ERROR]!;
-      const raw = input[name];
-      if (raw === undefined) continue;
-      if (typeof raw !== "string") {
-        // A parameter given more than once (the query string parser makes it a list).
-        const message = httpPart === "querystring" ? `\`${name}\` must be given once.` : undefined;
-        return { error: new AppError(error.code, message ? { message } : {}) };
-      }
-      const v = converted(s, raw);
-      if (!Value.Check(s, v)) return { error: failure(name, s, error, raw) };
-      value[name] = v;
+type Checked = { value: Record<string, unknown> } | { error: AppError };
+
+/**
+ * Checks the annotated values of a path, a query string or headers, in the schema's order (the
+ * order the service answers in when several are bad). `input` is keyed as the schema is.
+ */
+function checkValues(
+  checked: readonly (readonly [string, Annotated])[],
+  input: Record<string, unknown>,
+  part: Part,
+): Checked {
+  const value: Record<string, unknown> = { ...input };
+  for (const [name, s] of checked) {
+    const error = s[INPUT_ERROR]!;
+    const raw = input[name];
+    if (raw === undefined) continue;
+    if (typeof raw !== "string") {
+      // Given more than once (the query string parser makes it a list).
+      const message = part === "querystring" ? `\`${name}\` must be given once.` : undefined;
+      return { error: new AppError(error.code, message ? { message } : {}) };
     }
-    return { value };
-  };
+    const v = converted(s, raw, part);
+    if (!Value.Check(s, v)) return { error: failure(name, s, error, raw) };
+    value[name] = v;
+  }
+  return { value };
 }
 
-/** Fastify's validator compiler: path parameters and query strings; never a body. */
+function checkedProperties(schema: ObjectSchema): [string, Annotated][] {
+  return Object.entries(schema.properties ?? {}).filter(([, s]) => s[INPUT_ERROR]);
+}
+
+function partValidator(schema: ObjectSchema, part: Part) {
+  const checked = checkedProperties(schema);
+  if (checked.length === 0) return () => true;
+  return (data: unknown) => checkValues(checked, (data ?? {}) as Record<string, unknown>, part);
+}
+
+/**
+ * Fastify's validator compiler: path parameters and query strings. Never headers (a handler
+ * checks them with `checkedHeaders` where the service always did: after Accept negotiation, and
+ * for each part of a batch) nor a body.
+ */
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) =>
   httpPart === "params" || httpPart === "querystring"
     ? partValidator(schema, httpPart)
     : () => true;
 
-/** A JSON body read as its definition says: 400 with the definition's error when it is not. */
+/**
+ * A JSON body read as its definition says, else 400: a checked property's own error when the
+ * body is an object with every required property and that one fails, else the body's error.
+ */
 export function checkedBody<T extends TSchema>(body: unknown, schema: T): Static<T> {
   const parsed = jsonBody(body);
   if (Value.Check(schema, parsed)) return parsed;
-  const error = (schema as Annotated)[INPUT_ERROR] ?? { code: "invalid_request_body" };
-  throw new AppError(error.code, error.message !== undefined ? { message: error.message } : {});
+  const required = (schema as { required?: string[] }).required ?? [];
+  if (
+    typeof parsed === "object" &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    required.every((name) => Object.hasOwn(parsed, name))
+  ) {
+    for (const [name, s] of checkedProperties(schema)) {
+      const value = (parsed as Record<string, unknown>)[name];
+      if (value !== undefined && !Value.Check(s, value)) throw answer(s[INPUT_ERROR]!);
+    }
+  }
+  throw answer((schema as Annotated)[INPUT_ERROR] ?? { code: "invalid_request_body" });
+}
+
+function answer(error: InputError): AppError {
+  return new AppError(error.code, error.message !== undefined ? { message: error.message } : {});
+}
+
+/**
+ * Headers read as their definition says (its property names, in any case): the checked ones
+ * converted, or the definition's error. Absent ones are absent (the handler applies defaults).
+ */
+export function checkedHeaders<T extends TSchema>(
+  headers: Record<string, string | string[] | undefined>,
+  schema: T,
+): Static<T> {
+  const names = Object.keys((schema as ObjectSchema).properties ?? {});
+  const input = Object.fromEntries(names.map((name) => [name, headers[name.toLowerCase()]]));
+  const result = checkValues(checkedProperties(schema), input, "headers");
+  if ("error" in result) throw result.error;
+  return result.value as Static<T>;
+}
+
+/**
+ * One integer header, checked as a definition's integer header is (plain base-10 digits, at most
+ * 16, within the bounds; absent: `def`); the error is `code`.
+ */
+export function intHeader<D extends number | null>(
+  value: string | string[] | undefined,
+  bounds: { min: number; max: number },
+  def: D,
+  code: ErrorCode,
+): number | D {
+  const schema = checked(Type.Integer({ minimum: bounds.min, maximum: bounds.max }), { code });
+  const result = checkValues([["value", schema]], { value }, "headers");
+  if ("error" in result) throw result.error;
+  return (result.value.value as number | undefined) ?? def;
 }

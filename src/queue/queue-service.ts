@@ -14,6 +14,7 @@ import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
 import { GroupLeases } from "./delivery/group-leases.js";
 import { HandOut } from "./delivery/hand-out.js";
 import { MessageCopies } from "./delivery/message-copies.js";
+import type { DelayedPublishCap } from "./delayed-publish-cap.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
@@ -87,6 +88,8 @@ export interface QueueServiceDeps {
   readonly log?: Pick<Logger, "warn">;
   /** Waiting receives per namespace on this gateway; past it 429 too_many_waiters (0: none). */
   readonly maxWaitersPerNamespace?: number;
+  /** Delayed publishes per second per namespace (429 delayed_publish_rate_limited past it). */
+  readonly delayedPublishes?: DelayedPublishCap;
   /** Where bodies above the inline limit are kept; without it they are refused. */
   readonly bodies?: BodyStore;
   /**
@@ -128,6 +131,7 @@ export class QueueService {
   readonly #copies: MessageCopies;
   /** Hands pulled deliveries out: a receive's, and the pusher's (Pusher). */
   readonly handOut: HandOut;
+  readonly #delayedPublishes: DelayedPublishCap | null;
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
   /** Waiting receives per namespace, capped. */
@@ -160,6 +164,7 @@ export class QueueService {
       settingsOf: this.#settingsOf,
       log: deps.log ?? null,
     });
+    this.#delayedPublishes = deps.delayedPublishes ?? null;
     this.waiters = new NamespaceCounts(deps.maxWaitersPerNamespace ?? 0);
   }
 
@@ -169,6 +174,7 @@ export class QueueService {
    * stores a new one. The store decides this atomically (see docs/architecture.md).
    */
   async publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
+    if (input.delaySeconds > 0) this.#delayedPublishes?.take(topic.namespace.key);
     return this.#publish(topic, input, null);
   }
 
@@ -190,6 +196,7 @@ export class QueueService {
     if (bodies.unsupportedReason) {
       throw new AppError("large_body_unsupported", { message: bodies.unsupportedReason });
     }
+    if (input.delaySeconds > 0) this.#delayedPublishes?.take(topic.namespace.key);
     // Checked before a byte is read: past the cap the client is told to come back.
     if (this.#uploads >= this.#largeStreams.max) {
       throw new AppError("large_body_busy", { retryAfterSeconds: 1 });

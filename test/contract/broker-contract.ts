@@ -94,39 +94,40 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       expect((await b.pull(group(t, "other"), 5))!.map(text)).toEqual(["a", "b", "c"]);
     });
 
-    it("takes an acknowledgement: the message leaves the group's view", async () => {
+    /** A fresh topic with messages "a" and "b", both pulled by group "g". */
+    async function twoPulled() {
       const b = under.broker();
       const t = topic();
       await b.publish(t, message("a"));
       await b.publish(t, message("b"));
       const g = group(t);
       const [a, bDelivery] = (await b.pull(g, 2))!;
-      await b.ack(g, a!);
-      await b.ack(g, a!); // idempotent
+      return { b, g, a: a!, bDelivery: bDelivery! };
+    }
+
+    it("takes an acknowledgement: the message leaves the group's view", async () => {
+      const { b, g, a, bDelivery } = await twoPulled();
+      await b.ack(g, a);
+      await b.ack(g, a); // idempotent
       const progress = (await b.progress(g))!;
       expect(progress.inFlight).toBe(1);
-      expect(progress.ackFloorSeq).toBe(a!.streamSeq);
-      await b.setLease(g, bDelivery!, 0);
+      expect(progress.ackFloorSeq).toBe(a.streamSeq);
+      await b.setLease(g, bDelivery, 0);
       const again = await pullEventually(g, 1, 50);
       expect(again.map(text)).toEqual(["b"]);
     });
 
     it("takes an acknowledgement sent without waiting for the store's answer", async () => {
-      const b = under.broker();
-      const t = topic();
-      await b.publish(t, message("a"));
-      await b.publish(t, message("b"));
-      const g = group(t);
-      const [a, bDelivery] = (await b.pull(g, 2))!;
-      b.ackUnconfirmed(g, a!);
+      const { b, g, a, bDelivery } = await twoPulled();
+      b.ackUnconfirmed(g, a);
       let progress = (await b.progress(g))!;
-      for (let i = 0; i < under.patience && progress.ackFloorSeq !== a!.streamSeq; i++) {
+      for (let i = 0; i < under.patience && progress.ackFloorSeq !== a.streamSeq; i++) {
         await under.advance(50);
         progress = (await b.progress(g))!;
       }
-      expect(progress.ackFloorSeq).toBe(a!.streamSeq);
+      expect(progress.ackFloorSeq).toBe(a.streamSeq);
       expect(progress.inFlight).toBe(1);
-      await b.setLease(g, bDelivery!, 0);
+      await b.setLease(g, bDelivery, 0);
       const again = await pullEventually(g, 1, 50);
       expect(again.map(text)).toEqual(["b"]);
     });

@@ -2,7 +2,8 @@
 // home region's NATS is down, publishes are answered 202 and stored in the neighbour, where they
 // are not readable; when home recovers, each is delivered there exactly once, with its payload,
 // content type, timestamp, TTL, delay and idempotency key. With neither region able to store a
-// publish, it answers 503.
+// publish, it answers 503. A body above the inline limit is never deferred: 503
+// large_body_not_deferred with Retry-After.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer } from "../../src/dev/nats-server-process.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
@@ -58,9 +59,26 @@ describe("regional failover", () => {
     const q = api(gwHome.url, token);
     const topic = uniqueName("orders");
     expect((await q.publish(topic, "before")).status).toBe(201);
+    // A body above the inline limit is stored in the home region's body store (nats-server
+    // 2.11+; older ones refuse it with 413 large_body_unsupported).
+    const big = Buffer.alloc(2 * 1024 * 1024, 7);
+    const bigTopic = uniqueName("big");
+    const bigBefore = await q.publish(bigTopic, big);
+    expect([201, 413]).toContain(bigBefore.status);
+    const largeBodies = bigBefore.status === 201;
 
     await home.stop();
     const outageStarted = Date.now();
+    // A large body is never deferred (it belongs to its region's store): 503 with Retry-After,
+    // and the client keeps it to retry.
+    const bigDuring = await q.publish(bigTopic, big);
+    if (largeBodies) {
+      expect(bigDuring.status).toBe(503);
+      expect(bigDuring.headers.get("retry-after")).toBe("5");
+      expect(await errorCode(bigDuring)).toBe("large_body_not_deferred");
+    } else {
+      expect(await errorCode(bigDuring)).toBe("large_body_unsupported");
+    }
     const deferred: string[] = [];
     for (let i = 0; i < 10; i++) {
       const res = await q.publish(topic, `during-${i}`, { "content-type": "text/x-during" });
@@ -91,6 +109,11 @@ describe("regional failover", () => {
         secondsUntilAllRelocated: (Date.now() - outageStarted) / 1000,
       });
       expect(all.map((m) => m.body).sort()).toEqual(["before", ...deferred, "keyed"].sort());
+      if (largeBodies) {
+        // The large body from before the outage is whole; the refused one left nothing.
+        const got = await parts(await q.receive(bigTopic, "g", { "vqs-max-messages": "10" }));
+        expect(got.map((p) => p.body.equals(big))).toEqual([true]);
+      }
       const during = all.filter((m) => m.body.startsWith("during-"));
       expect(during.every((m) => m.type === "text/x-during")).toBe(true);
       // Timestamps are those of the original publish, not of the relocation.

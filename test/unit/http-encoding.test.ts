@@ -5,7 +5,7 @@ import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../src/errors.js";
 import { negotiateFormat } from "../../src/http/encoding/accept.js";
-import { intHeader } from "../../src/http/encoding/headers.js";
+import { intHeader } from "../../src/http/validation.js";
 import { abortable } from "../../src/http/encoding/publish-body.js";
 import { UploadAbort } from "../../src/http/plugins/upload-watchdog.js";
 import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-parts.js";

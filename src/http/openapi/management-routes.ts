@@ -3,7 +3,6 @@
 // the handlers, with what the document adds (names, summaries, headers, error answers).
 import {
   CONSUMER_GROUPS,
-  GROUP_PATH,
   LIST_TOPICS_QUERY,
   NAMESPACES,
   PEEK_PAGE,
@@ -13,9 +12,8 @@ import {
   SOUGHT,
   TOPIC,
   TOPIC_PAGE,
-  TOPIC_PATH,
 } from "../../api/management.js";
-import { ref } from "../../api/schema.js";
+import { GROUP_PATH, ref, TOPIC_PATH } from "../../api/schema.js";
 import {
   apiHeaders,
   errorResponses,

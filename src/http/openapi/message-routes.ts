@@ -1,5 +1,12 @@
 // The route schemas of the message operations (docs/api.md, "Operations"): publish, batch publish, receive,
 // receive by ID, acknowledge, and extend or release a lease. Documentation only (plugin.ts).
+import {
+  CHANGE_VISIBILITY_BODY,
+  LEASE_PATH,
+  MESSAGE_PATH,
+  RECEIVE_HEADERS,
+} from "../../api/messages.js";
+import { GROUP_PATH, TOPIC_PATH } from "../../api/schema.js";
 import { LIMITS } from "../../queue/limits.js";
 import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
 import {
@@ -12,13 +19,11 @@ import {
 } from "./messages.js";
 import {
   apiHeaders,
-  boundedInt,
   errorResponses,
   GROUP_ERRORS,
   json,
   noContent,
   OPTIONAL_BODY,
-  pathParams,
   TIME,
   TOPIC_ERRORS,
 } from "./shared.js";
@@ -30,7 +35,7 @@ export const PUBLISH = {
   summary: "Publish a message",
   description: `The body is the message, with its \`Content-Type\` kept (none: delivered as ${DEFAULT_CONTENT_TYPE}). Larger than the configured maximum: 413.`,
   tags: ["messages"],
-  params: pathParams("topic"),
+  params: TOPIC_PATH,
   headers: apiHeaders(PUBLISH_HEADERS),
   body: { content: { "*/*": { schema: PAYLOAD } } },
   ...OPTIONAL_BODY,
@@ -96,7 +101,7 @@ export const PUBLISH_BATCH = {
   summary: "Publish a batch of messages",
   description: `A \`multipart/mixed\` body of 1 to ${LIMITS.batchMaxMessages} parts, each a message with its own \`Content-Type\` and \`Vqs-*\` publish headers (\`x-part-headers\`). A bad part fails alone: one result per part, in order.`,
   tags: ["messages"],
-  params: pathParams("topic"),
+  params: TOPIC_PATH,
   headers: apiHeaders(),
   body: {
     content: {
@@ -143,13 +148,9 @@ export const RECEIVE = {
   summary: "Receive messages",
   description: `Leases up to Vqs-Max-Messages messages of the group. ${ACCEPT_RULE} With Vqs-Wait-Seconds, waits for a message (long polling); a client that hangs up leaves nothing leased.`,
   tags: ["messages"],
-  params: pathParams("topic", "group"),
+  params: GROUP_PATH,
   headers: apiHeaders({
-    "Vqs-Max-Messages": boundedInt(LIMITS.maxMessages, "Messages to lease at most."),
-    "Vqs-Wait-Seconds": boundedInt(
-      LIMITS.waitSeconds,
-      "With none to hand out, wait up to this long for one.",
-    ),
+    ...RECEIVE_HEADERS.properties,
     ...LEASE_HEADERS,
     "Vqs-Cursor-Fallback": { type: "string", description: "Sent by the client; ignored." },
   }),
@@ -170,7 +171,7 @@ export const RECEIVE_BY_ID = {
   summary: "Receive a message by its ID",
   description: `Leases that one message to the group. ${ACCEPT_RULE} A message that would be delivered once more than its group's deadLetter.maxDeliveries: 410 message_dead_lettered.`,
   tags: ["messages"],
-  params: pathParams("topic", "group", "messageId"),
+  params: MESSAGE_PATH,
   headers: apiHeaders(LEASE_HEADERS),
   response: {
     200: delivery("The message, leased.", 1),
@@ -198,7 +199,7 @@ export const ACKNOWLEDGE = {
   description:
     "Idempotent. A stale handle (the message was delivered again since, or its group was sought or deleted): 409.",
   tags: ["messages"],
-  params: pathParams("topic", "group", "receiptHandle"),
+  params: LEASE_PATH,
   headers: apiHeaders(),
   response: {
     204: noContent("Acknowledged."),
@@ -215,24 +216,12 @@ export function changeVisibility(alternate: boolean): object {
       ? "As the PATCH, for clients that cannot send PATCH."
       : "The lease now ends visibilityTimeoutSeconds from now; 0 releases the message at once. The body is JSON whatever its Content-Type.",
     tags: ["messages"],
-    params: pathParams("topic", "group", "receiptHandle"),
+    params: LEASE_PATH,
     headers: apiHeaders(),
     body: {
       content: {
         "application/json": {
-          schema: {
-            type: "object",
-            required: ["visibilityTimeoutSeconds"],
-            properties: {
-              visibilityTimeoutSeconds: boundedInt(
-                {
-                  min: LIMITS.visibilityTimeoutSeconds.min,
-                  max: LIMITS.visibilityTimeoutSeconds.max,
-                },
-                "Seconds from now; 0 releases.",
-              ),
-            },
-          },
+          schema: CHANGE_VISIBILITY_BODY,
         },
       },
     },

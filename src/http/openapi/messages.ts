@@ -3,10 +3,13 @@
 // schemas. Multipart part headers and NDJSON lines have no standard place in OpenAPI 3.1 (3.2
 // adds `itemEncoding` and `itemSchema`): they are given as the extensions `x-part-headers`
 // (Header Objects by name) and `x-item-schema`.
-import { LIMITS } from "../../queue/limits.js";
 import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
-import { DEAD_LETTER_ORIGIN } from "../../api/messages.js";
-import { boundedInt, ref, TIME } from "./shared.js";
+import {
+  DEAD_LETTER_ORIGIN,
+  LEASE_HEADERS as LEASE_HEADER_DEFINITION,
+  PUBLISH_HEADERS as PUBLISH_HEADER_DEFINITION,
+} from "../../api/messages.js";
+import { ref, TIME } from "./shared.js";
 
 export const PAYLOAD = {
   type: "string",
@@ -15,46 +18,20 @@ export const PAYLOAD = {
 };
 
 /** The per-message publish headers (of a publish, and of each part of a batch). */
-export const PUBLISH_HEADERS = {
-  "Vqs-Retention-Seconds": boundedInt(
-    LIMITS.retentionSeconds,
-    "How long the message is kept (its time to live), in seconds.",
-  ),
-  "Vqs-Delay-Seconds": boundedInt(
-    LIMITS.delaySeconds,
-    "Seconds before the message becomes visible; capped at the retention.",
-  ),
-  "Vqs-Idempotency-Key": {
-    type: "string",
-    minLength: 1,
-    maxLength: LIMITS.idempotencyKeyMaxLength,
-    description:
-      "A publish with the key of a live message stores nothing and answers that message's ID.",
-  },
-  traceparent: { type: "string", description: "W3C trace context, kept for pushes." },
-  tracestate: { type: "string", description: "W3C trace context, kept for pushes." },
-  baggage: { type: "string", description: "W3C baggage, kept for pushes." },
-};
+export const PUBLISH_HEADERS = PUBLISH_HEADER_DEFINITION.properties;
 
 /** The publish headers as Header Objects of a multipart part, Content-Type included. */
+const CONTENT_TYPE = { type: "string", maxLength: 255, description: "Kept with the message." };
+const PART_HEADERS: Record<string, object> = { "Content-Type": CONTENT_TYPE, ...PUBLISH_HEADERS };
 export const PART_PUBLISH_HEADERS = Object.fromEntries(
-  Object.entries({
-    "Content-Type": { type: "string", maxLength: 255, description: "Kept with the message." },
-    ...PUBLISH_HEADERS,
-  }).map(([name, { description, ...schema }]) => [name, { description, schema }]),
+  Object.entries(PART_HEADERS).map(([name, header]) => {
+    const { description, ...schema } = header as { description?: string };
+    return [name, { description, schema }];
+  }),
 );
 
 /** The headers of a receive that leases (receive, receive by ID). */
-export const LEASE_HEADERS = {
-  "Vqs-Visibility-Timeout-Seconds": boundedInt(
-    LIMITS.visibilityTimeoutSeconds,
-    "How long the lease lasts, in seconds.",
-  ),
-  "Vqs-Max-Concurrency": boundedInt(
-    LIMITS.maxConcurrency,
-    "Refuse (429) when the group already has this many messages in flight.",
-  ),
-};
+export const LEASE_HEADERS = LEASE_HEADER_DEFINITION.properties;
 
 export const ACCEPT_RULE =
   "`Accept` must include `multipart/mixed` (preferred when both are) or `application/x-ndjson`.";

@@ -1,5 +1,6 @@
 // The route schemas of the consumer settings (docs/api.md, "Consumer settings") and of the dead-letter
-// redrive. Documentation only (plugin.ts).
+// redrive. Documentation only (plugin.ts), but the redrive's path (TOPIC_PATH).
+import { TOPIC_PATH } from "../../api/schema.js";
 import { LIMITS } from "../../queue/limits.js";
 import {
   apiHeaders,
@@ -88,7 +89,7 @@ export const REDRIVE = {
     "Moves up to `limit` messages of the dead-letter topic back, oldest first, to `topic` or each to the topic it came from, as new messages with the time they had left. Each message is moved once, however often or concurrently this runs. Audited.",
   tags: ["dead-letters"],
   ...OPTIONAL_BODY,
-  params: pathParams("topic"),
+  params: TOPIC_PATH,
   headers: apiHeaders(),
   body: {
     content: {

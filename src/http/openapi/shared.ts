@@ -15,12 +15,10 @@ export function nullable(schema: object): object {
 }
 
 export { NAME, TIME } from "../../api/schema.js";
-import { NAME } from "../../api/schema.js";
+import { GROUP_NAME } from "../../api/schema.js";
 
+/** The settings operations' path: they check it themselves (a pattern before the group). */
 const PARAMS = {
-  topic: { ...NAME, description: "Topic name: 1-255 characters of A-Z, a-z, 0-9, '_' and '-'." },
-  group: { ...NAME, description: "Consumer group name, as topic names." },
-  /** The settings endpoints also take a prefix pattern. */
   topicOrPattern: {
     type: "string",
     minLength: 1,
@@ -29,19 +27,14 @@ const PARAMS = {
     description:
       "A topic name, or a prefix pattern `prefix*` that applies to every topic whose name starts with the prefix.",
   },
-  messageId: { type: "string", minLength: 1, description: "A message ID as publish answered it." },
-  receiptHandle: {
-    type: "string",
-    minLength: 1,
-    description: "The receipt handle of the lease, as delivered (URL-safe).",
-  },
+  group: GROUP_NAME,
 } as const;
 
-/** The path parameters schema of a route, from its names in the path. */
+/** The path parameters schema of a settings route, from its names in the path. */
 export function pathParams(...names: (keyof typeof PARAMS)[]): object {
   const properties: Record<string, object> = {};
   for (const name of names) {
-    // The settings routes call their pattern `:topic` too.
+    // The settings routes call their pattern `:topic`.
     properties[name === "topicOrPattern" ? "topic" : name] = PARAMS[name];
   }
   return { type: "object", required: Object.keys(properties), properties };

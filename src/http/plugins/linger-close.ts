@@ -1,9 +1,11 @@
-// A refusal answered before its request body was read (413, 401, 503 busy, ...) is followed by a
+// A refusal answered before its request body was read (413, 503 busy, ...) is followed by a
 // lingering close: Node would close the socket as soon as the answer is written, with the
 // client's body still arriving, and the kernel then resets the connection; a client still
 // writing sees EPIPE or ECONNRESET and often never reads the answer. Instead the gateway ends its
-// side (the answer is all), discards what still arrives, and closes once the client has closed
-// its side, or after a bounded amount of bytes or time (nginx's lingering close, the same idea).
+// side (the answer is all) and keeps the socket a moment longer, while Node's server reads and
+// discards what the client still sends, so the client reads the answer rather than a reset; the
+// socket is closed once the client has sent `maxBytes` more or `maxMs` have passed (nginx's
+// lingering close, the same idea).
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 
@@ -15,6 +17,9 @@ export interface LingerBounds {
 }
 
 export const LINGER: LingerBounds = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
+/** How often the bytes discarded are looked at (a `data` listener would take the socket from
+ * Node's parser, which reads it natively). */
+const CHECK_MS = 50;
 
 /** The request each socket's lingering close is for: the last one that asked, one per socket. */
 const lingering = new WeakMap<Socket, { request: IncomingMessage; bounds: LingerBounds }>();
@@ -37,24 +42,15 @@ export function lingerOnClose(request: IncomingMessage, bounds: LingerBounds = L
     const last = lingering.get(this);
     // The body was read whole (or a later request on the connection): nothing to wait for.
     if (!last || last.request.complete) return plain();
-    const { request: req, bounds: b } = last;
     this.end(); // the answer is all this side sends
-    const until = this.bytesRead + b.maxBytes;
-    const close = () => {
-      clearTimeout(timer);
-      this.off("data", counted);
+    const until = this.bytesRead + last.bounds.maxBytes;
+    const deadline = Date.now() + last.bounds.maxMs;
+    const check = setInterval(() => {
+      if (this.bytesRead < until && Date.now() < deadline) return;
+      clearInterval(check);
       if (!this.destroyed) this.destroy();
-    };
-    const counted = () => {
-      if (this.bytesRead >= until) close();
-    };
-    const timer = setTimeout(close, b.maxMs);
-    timer.unref();
-    this.on("data", counted);
-    this.once("end", close); // the client has closed its side: nothing more will come
-    this.once("close", () => clearTimeout(timer));
-    // The body's rest goes nowhere (the route may have stopped reading it mid-way).
-    req.on("data", () => {});
-    req.resume();
+    }, CHECK_MS);
+    check.unref();
+    this.once("close", () => clearInterval(check));
   };
 }

@@ -43,12 +43,16 @@ export async function writeChunks(
   o: ChunkWriteOptions,
 ): Promise<{ length: number; sha256: string }> {
   const hash = createHash("sha256");
-  const inFlight: Promise<unknown>[] = [];
+  // A chunk's buffer is used again once its publish is acknowledged (its bytes were written
+  // to the socket before the server could answer): a window of buffers per body, not 100 MB of
+  // garbage for the collector.
+  const free: Buffer[] = [];
+  const inFlight: { ack: Promise<unknown>; buffer: Buffer }[] = [];
   let total = 0;
   let index = 0;
-  let chunk = Buffer.allocUnsafe(o.chunkBytes);
+  let chunk: Buffer = Buffer.allocUnsafe(o.chunkBytes);
   let fill = 0;
-  const send = async (data: Buffer): Promise<void> => {
+  const send = async (data: Buffer, buffer: Buffer): Promise<void> => {
     const h = headers();
     h.set("Nats-Expected-Stream", BODY_STREAM);
     h.set("Nats-TTL", String(o.ttlSeconds));
@@ -57,8 +61,12 @@ export async function writeChunks(
     index++;
     const ack = o.requests.publish(o.subject, data, o.timeoutMs, h);
     ack.catch(() => undefined); // awaited below, in order
-    inFlight.push(ack);
-    if (inFlight.length >= o.window) await inFlight.shift();
+    inFlight.push({ ack, buffer });
+    if (inFlight.length >= o.window) {
+      const oldest = inFlight.shift()!;
+      await oldest.ack;
+      free.push(oldest.buffer);
+    }
   };
   try {
     for await (const piece of source) {
@@ -73,17 +81,16 @@ export async function writeChunks(
         fill += n;
         at += n;
         if (fill === o.chunkBytes) {
-          // A fresh buffer per chunk: the one just sent may still be queued for the socket.
-          await send(chunk);
-          chunk = Buffer.allocUnsafe(o.chunkBytes);
+          await send(chunk, chunk);
+          chunk = free.pop() ?? Buffer.allocUnsafe(o.chunkBytes);
           fill = 0;
         }
       }
     }
-    if (fill > 0 || index === 0) await send(chunk.subarray(0, fill));
-    await Promise.all(inFlight);
+    if (fill > 0 || index === 0) await send(chunk.subarray(0, fill), chunk);
+    await Promise.all(inFlight.map((f) => f.ack));
   } catch (err) {
-    await Promise.allSettled(inFlight);
+    await Promise.allSettled(inFlight.map((f) => f.ack));
     throw err;
   }
   return { length: total, sha256: hash.digest("hex") };

@@ -54,7 +54,7 @@ export interface JetStreamBodiesOptions {
   /** How often the sweep runs (orphans, usage per namespace); 0: only when asked. */
   readonly sweepIntervalMs: number;
   readonly now: () => number;
-  readonly log: Pick<Logger, "warn">;
+  readonly log: Pick<Logger, "warn" | "error">;
   /** Bytes moved in ("in") or out ("out") of the store. */
   readonly observeBytes: (direction: "in" | "out", n: number) => void;
 }
@@ -67,6 +67,10 @@ export const BODY_TTL_MARGIN_SECONDS = 300;
 
 /** JetStream's "maximum bytes exceeded" / "insufficient resources" answers to a publish. */
 const STORE_FULL_CODES = new Set([10047, 10054]);
+/** JetStream's answer to a stream whose `max_bytes` is more than the servers can reserve. */
+const INSUFFICIENT_RESOURCES = 10047;
+/** The operator is told again at most this often that the store cannot be created. */
+const UNAVAILABLE_LOG_MS = 60_000;
 
 export class JetStreamBodies implements BodyStore {
   readonly unsupportedReason: string | null;
@@ -76,6 +80,7 @@ export class JetStreamBodies implements BodyStore {
   #ready: Promise<void> | null = null;
   #sweeping: Promise<SweepResult> | null = null;
   #timer: NodeJS.Timeout | null = null;
+  #unavailableLoggedAt = -Infinity;
   /** What the last sweep found stored per namespace. */
   #usage = new Map<string, number>();
 
@@ -249,11 +254,29 @@ export class JetStreamBodies implements BodyStore {
     }
   }
 
-  /** Creates the body stream, or brings its limits in line with the configuration. */
+  /**
+   * Creates the body stream, or brings its limits in line with the configuration. A store larger
+   * than the servers' JetStream storage cannot be created (its `max_bytes` is reserved): every
+   * large publish is then refused with large_body_store_unavailable, and the operator is told
+   * what to change (once a minute at most). It is tried again on the next large publish.
+   */
   #ensureStream(): Promise<void> {
     this.#ready ??= this.#makeStream().catch((err: unknown) => {
       this.#ready = null;
-      throw toStorageError(err);
+      if (!isApiError(err, INSUFFICIENT_RESOURCES)) throw toStorageError(err);
+      const now = this.#o.now();
+      if (now - this.#unavailableLoggedAt >= UNAVAILABLE_LOG_MS) {
+        this.#unavailableLoggedAt = now;
+        this.#o.log.error(
+          { err, maxStoreBytes: this.#o.maxStoreBytes, replicas: this.#o.replicas },
+          `the large-body store ${BODY_STREAM} cannot be created: VQS_LARGE_BODY_STORE_BYTES ` +
+            `(${this.#o.maxStoreBytes} bytes, ${this.#o.replicas} replica(s)) is more than the ` +
+            "NATS servers have JetStream storage for (their max_file_store, less what other " +
+            "streams reserve); large bodies are refused (503 large_body_store_unavailable) " +
+            "until it is lowered, e.g. to a quarter of max_file_store",
+        );
+      }
+      throw new AppError("large_body_store_unavailable", { cause: err, retryAfterSeconds: 60 });
     });
     return this.#ready;
   }

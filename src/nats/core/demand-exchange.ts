@@ -8,12 +8,15 @@ import { randomBytes } from "node:crypto";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
 
-export type DemandKind = "requests" | "bytes";
+export type DemandKind = "requests" | "bytes" | "delayed";
+
+/** Where each kind is in a report's per-tenant array (older gateways send only the first two). */
+const INDEX: Record<DemandKind, 0 | 1 | 2> = { requests: 0, bytes: 1, delayed: 2 };
 
 interface Report {
   readonly g: string;
-  /** Per tenant: [requests, bytes] asked for in the last second. */
-  readonly d: Record<string, [number, number]>;
+  /** Per tenant (per namespace for delayed): [requests, bytes, delayed] asked for last second. */
+  readonly d: Record<string, number[]>;
 }
 
 /** A report older than this is ignored (its gateway stopped, or lost its connection). */
@@ -27,10 +30,10 @@ export class DemandExchange {
   readonly #id = randomBytes(8).toString("hex");
   readonly #log: Logger;
   /** This second's demand, and the last whole second's (what is reported and compared). */
-  #current = new Map<string, [number, number]>();
-  #last = new Map<string, [number, number]>();
+  #current = new Map<string, number[]>();
+  #last = new Map<string, number[]>();
   /** Other gateways' last reports. */
-  readonly #others = new Map<string, { at: number; d: Record<string, [number, number]> }>();
+  readonly #others = new Map<string, { at: number; d: Record<string, number[]> }>();
   #timer: NodeJS.Timeout | null = null;
   #sub: Subscription | null = null;
 
@@ -65,8 +68,8 @@ export class DemandExchange {
   /** Counts demand of a tenant on this gateway (taken or refused). */
   note(tenant: string, kind: DemandKind, amount: number): void {
     let d = this.#current.get(tenant);
-    if (!d) this.#current.set(tenant, (d = [0, 0]));
-    d[kind === "requests" ? 0 : 1] += amount;
+    if (!d) this.#current.set(tenant, (d = [0, 0, 0]));
+    d[INDEX[kind]]! += amount;
   }
 
   /**
@@ -75,7 +78,7 @@ export class DemandExchange {
    * gateway that just began to see the tenant gets a little, and one alone gets all).
    */
   share(tenant: string, kind: DemandKind, limit: number): number {
-    const i = kind === "requests" ? 0 : 1;
+    const i = INDEX[kind];
     const mine = Math.max(this.#last.get(tenant)?.[i] ?? 0, this.#current.get(tenant)?.[i] ?? 0);
     let others = 0;
     const now = Date.now();
@@ -93,7 +96,7 @@ export class DemandExchange {
     for (const [g, o] of this.#others) if (now - o.at > STALE_MS) this.#others.delete(g);
     if (this.#last.size === 0) return;
     const busiest = [...this.#last]
-      .sort((a, b) => b[1][0] - a[1][0] || b[1][1] - a[1][1])
+      .sort((a, b) => b[1][0]! + b[1][2]! - a[1][0]! - a[1][2]! || b[1][1]! - a[1][1]!)
       .slice(0, MAX_TENANTS_PER_REPORT);
     const report: Report = { g: this.#id, d: Object.fromEntries(busiest) };
     try {

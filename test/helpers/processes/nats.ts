@@ -29,7 +29,9 @@ export function currentNatsServerBinary(): string {
   return bin;
 }
 
-export async function startTestNats(options: { bin?: string } = {}): Promise<TestNats> {
+export async function startTestNats(
+  options: { bin?: string; maxFileStore?: number } = {},
+): Promise<TestNats> {
   const dir = await mkdtemp(join(tmpdir(), "vqs-nats-"));
   const server = await startNatsServer({ storeDir: join(dir, "store"), ...options });
   return {

@@ -534,6 +534,21 @@ describe("batch publish", () => {
     ]);
   });
 
+  it("refuses a batch whose parts have no headers, storing none of it (its parser would skip some)", async () => {
+    const topic = uniqueName();
+    const body =
+      ["one", "two", "three", "four"].map((b) => `--b-9\r\n\r\n${b}\r\n`).join("") + "--b-9--\r\n";
+    const res = await q.call("POST", `${topic}/batch`, {
+      headers: { "content-type": "multipart/mixed; boundary=b-9" },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(await errorCode(res)).toBe("invalid_batch");
+    expect((await q.publish(topic, "after")).status).toBe(201);
+    const got = await receiveParts(topic, "g", { "vqs-max-messages": "10" });
+    expect(got.map((p) => p.body.toString())).toEqual(["after"]);
+  });
+
   it("refuses a body that is not multipart/mixed", async () => {
     const res = await q.call("POST", `${uniqueName()}/batch`, {
       headers: { "content-type": "application/json" },

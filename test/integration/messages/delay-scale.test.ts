@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, parts, uniqueName } from "../../helpers/http.js";
 
-const env = useGateways(2);
+// 20,000 delayed messages as fast as they go: no cap on delayed publishes per second.
+const env = useGateways(2, { env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "0" } });
 
 const DELAYED = 20_000;
 const BATCH = 100;

@@ -171,28 +171,12 @@ describe("large bodies", () => {
     expect((await q.receive(topic, "g")).status).toBe(204);
   });
 
-  it("closes after a refusal with a lingering close: what the client still sends is discarded, not reset", async () => {
-    const token = await issuer.token();
-    // Half-open, like a client still writing its body after the answer and the gateway's FIN.
-    const socket = connectTcp({
-      port: Number(new URL(gw.url).port),
-      host: "127.0.0.1",
-      allowHalfOpen: true,
-    });
-    await new Promise((resolve) => socket.once("connect", resolve));
-    let answer = "";
-    const events: string[] = [];
-    socket.on("data", (d: Buffer) => (answer += d.toString("latin1")));
-    socket.on("end", () => events.push("end"));
-    socket.on("error", (err: NodeJS.ErrnoException) => events.push(err.code ?? "error"));
-    socket.write(
-      `POST /api/v3/topic/${uniqueName()} HTTP/1.1\r\nHost: x\r\n` +
-        `Authorization: Bearer ${token}\r\nContent-Length: ${100 * MB}\r\n\r\n`,
-    );
+  it("closes after a refusal with a lingering close: what the client still sends meets no reset", async () => {
+    const { socket, answer, events } = await refusedUpload();
     socket.write(Buffer.alloc(64 * 1024));
     await expect.poll(() => events, { timeout: 10_000 }).toContain("end");
-    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
-    expect(answer).toContain("payload_too_large");
+    expect(answer()).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer()).toContain("payload_too_large");
     // A plain close would have reset the connection by now: these writes would fail (EPIPE).
     await new Promise((r) => setTimeout(r, 300));
     for (let i = 0; i < 16; i++) socket.write(Buffer.alloc(64 * 1024));
@@ -200,7 +184,50 @@ describe("large bodies", () => {
     expect(events).toEqual(["end"]);
     socket.destroy();
   });
+
+  it("lingers boundedly (8 MiB or 5 s): a client that keeps sending after the refusal is cut off", async () => {
+    const { socket, answer, closed } = await refusedUpload();
+    // A client that does not stop sending: the gateway discards 8 MiB of it, then closes.
+    const started = Date.now();
+    let sent = 0;
+    while (!socket.destroyed && sent < 64 * MB && Date.now() - started < 20_000) {
+      if (!socket.write(Buffer.alloc(256 * 1024))) {
+        await Promise.race([new Promise((r) => socket.once("drain", r)), closed]);
+      }
+      sent += 256 * 1024;
+    }
+    socket.end();
+    await closed;
+    expect(answer()).toMatch(/^HTTP\/1\.1 413 /);
+    // Cut off after about 8 MiB more (the kernels' buffers hold some on top), well short of 64.
+    expect(sent).toBeLessThan(40 * MB);
+  });
 });
+
+/**
+ * A raw upload of a declared 100 MB to the 60 MB gateway (refused with 413 before its body is
+ * read), half-open like a client still writing its body after the answer and the gateway's FIN.
+ */
+async function refusedUpload() {
+  const token = await issuer.token();
+  const socket = connectTcp({
+    port: Number(new URL(gw.url).port),
+    host: "127.0.0.1",
+    allowHalfOpen: true,
+  });
+  await new Promise((resolve) => socket.once("connect", resolve));
+  let text = "";
+  const events: string[] = [];
+  socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
+  socket.on("end", () => events.push("end"));
+  socket.on("error", (err: NodeJS.ErrnoException) => events.push(err.code ?? "error"));
+  const closed = new Promise((resolve) => socket.once("close", resolve));
+  socket.write(
+    `POST /api/v3/topic/${uniqueName()} HTTP/1.1\r\nHost: x\r\n` +
+      `Authorization: Bearer ${token}\r\nContent-Length: ${100 * MB}\r\n\r\n`,
+  );
+  return { socket, answer: () => text, events, closed };
+}
 
 /** The real @vercel/queue client against the 60 MB gateway. */
 async function queueClient(transport: BufferTransport | StreamTransport) {
@@ -257,6 +284,35 @@ describe("large bodies through the real @vercel/queue client", () => {
     expect(push.body.length).toBe(0); // no body in the push: the client received it by ID
   });
 
+  it("pushes a large body by ID to an autoAck handleCallback too, and its 2xx acknowledges it", async () => {
+    const topic = uniqueName("push-auto");
+    const token = await issuer.token();
+    const got: string[] = [];
+    const url = app.fetchRoute(topic, {
+      transport: "buffer",
+      handler: (payload) => void got.push(sha(payload as Buffer)),
+    });
+    const q100 = api(gw100.url, token);
+    const res = await q100.call("PUT", `${topic}/consumer/workers/settings`, {
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ push: { url, autoAck: true } }),
+    });
+    expect(res.status).toBe(200);
+    const body = randomBytes(5 * MB);
+    expect((await q100.publish(topic, body)).status).toBe(201);
+    await expect.poll(() => got.length, { timeout: 30_000 }).toBe(1);
+    expect(got[0]).toBe(sha(body));
+    const pushes = app.requests.filter((r) => r.path.endsWith(topic));
+    expect(pushes.map((p) => p.body.length)).toEqual([0]); // no body: received by ID
+    // Acknowledged by the 2xx: nothing left for the group, and no second push.
+    await expect
+      .poll(async () => (await q100.receive(topic, "workers")).status, { timeout: 10_000 })
+      .toBe(204);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(app.requests.filter((r) => r.path.endsWith(topic))).toHaveLength(1);
+    expect(got).toHaveLength(1);
+  });
+
   it("sends and receives 100 MB with StreamTransport, byte-exact, with flat gateway memory", async () => {
     const topic = uniqueName("big");
     const token = await issuer.token();
@@ -311,8 +367,15 @@ describe("large bodies through the real @vercel/queue client", () => {
       });
     });
     expect(res.statusCode).toBe(200);
-    const first = await new Promise<Buffer>((resolve) => res.once("data", resolve));
-    res.pause();
+    // Counted from the first piece on; paused right at it (a listener of its own).
+    let total = 0;
+    await new Promise<void>((resolve) =>
+      res.on("data", (piece: Buffer) => {
+        total += piece.length;
+        res.pause();
+        resolve();
+      }),
+    );
     // Reads stop once the window and the sockets' buffers are full: the count settles (the
     // same for 1 s), well short of the body, and stays there while the reader still stalls.
     let stalled = -1;
@@ -325,7 +388,7 @@ describe("large bodies through the real @vercel/queue client", () => {
     expect(stalled).toBeLessThan(20 * MB);
     await new Promise((r) => setTimeout(r, 1000));
     expect((await metricValue(gw100.url, out)) - start).toBe(stalled);
-    let total = first.length;
+    res.removeAllListeners("data");
     res.on("data", (piece: Buffer) => (total += piece.length));
     res.resume();
     await new Promise((resolve, reject) => res.on("end", resolve).on("error", reject));

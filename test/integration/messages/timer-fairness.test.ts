@@ -62,7 +62,10 @@ afterAll(async () => {
 });
 
 async function gateway(): Promise<TestGateway> {
-  const g = await startGateway(nats.url, issuer);
+  // The flood is the point here: no cap on delayed publishes per second.
+  const g = await startGateway(nats.url, issuer, {
+    env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "0" },
+  });
   gateways.push(g);
   return g;
 }
@@ -119,7 +122,7 @@ describe("timers across namespaces", () => {
     const TOTAL = 6000;
     const bodies = Array.from({ length: 100 }, (_, i) => `a-${i}`);
     // Long enough that none is due before the publishing is done and the gateway closed.
-    const delayed = { "vqs-delay-seconds": "15" };
+    const delayed = { "vqs-delay-seconds": "20" };
     const firstPublish = Date.now();
     // The flood's timers and the quiet one go into the timer stream; then no gateway runs, so
     // that all of them are due when the next gateway starts (a backlog of due timers).
@@ -130,25 +133,37 @@ describe("timers across namespaces", () => {
     expect((await quiet.publish(quietTopic, "quiet", delayed)).status).toBe(201);
     gateways.splice(gateways.indexOf(first), 1);
     await first.close();
-    expect(Date.now() - firstPublish).toBeLessThan(14_000);
-    await sleep(Math.max(0, firstPublish + 15_000 - Date.now()) + 1500);
+    expect(Date.now() - firstPublish).toBeLessThan(19_000);
+    await sleep(Math.max(0, firstPublish + 20_000 - Date.now()) + 1500);
 
     const second = await gateway();
     const started = Date.now();
+    // When each was moved, read from the stream (not through a receive, whose own timing
+    // would be measured too).
+    let quietMs = -1;
+    let floodMs = -1;
+    while ((quietMs < 0 || floodMs < 0) && Date.now() - started < 60_000) {
+      const [quietReady, floodReady] = await Promise.all([
+        readyCount(quietProject, quietTopic),
+        readyCount(floodProject, floodTopic),
+      ]);
+      const at = Date.now() - started;
+      if (quietMs < 0 && quietReady > 0) quietMs = at;
+      if (floodMs < 0 && floodReady >= TOTAL) floodMs = at;
+      await sleep(50);
+    }
     const q = api(second.url, await issuer.token({ project_id: quietProject }));
     const res = await q.receive(quietTopic, "g", { "vqs-wait-seconds": "20" });
-    const quietMs = Date.now() - started;
     expect((await parts(res)).map((p) => p.body.toString())).toEqual(["quiet"]);
-    let floodMs = 0;
-    while ((await readyCount(floodProject, floodTopic)) < TOTAL && floodMs < 60_000) {
-      await sleep(100);
-      floodMs = Date.now() - started;
-    }
     // Generous bounds (the machine is shared): the figures that matter are in the benchmark.
-    // The quiet timer never waits for the flood: it arrives within 3 s. (Whether the flood was
-    // still moving then depends on the machine's speed: on a quiet machine all 6,000 move
-    // before the receive returns, so the order is not asserted; the benchmark measures it.)
-    expect(quietMs).toBeLessThan(3000);
-    expect(await readyCount(floodProject, floodTopic)).toBe(TOTAL);
-  });
+    // The quiet timer never waits for the flood: it is moved within 3 s, or, on a machine so
+    // busy that even that takes longer, before the flood has all been moved. (On a quiet
+    // machine all 6,000 may move within the first poll, so the order alone is not asserted.)
+    expect(quietMs, "quiet timer never moved").toBeGreaterThanOrEqual(0);
+    expect(floodMs, "flood not all moved within a minute").toBeGreaterThanOrEqual(0);
+    expect(
+      quietMs < 3000 || quietMs < floodMs,
+      `quiet timer moved after ${quietMs} ms, the flood after ${floodMs} ms`,
+    ).toBe(true);
+  }, 100_000); // up to 20 s of publishing and waiting, then up to a minute for the flood
 });

@@ -7,12 +7,14 @@ import { api, errorCode, sleep, uniqueName } from "../../helpers/http.js";
 
 const LIMIT = 20;
 const BYTES_LIMIT = 20_000;
+const DELAYED_LIMIT = 50;
 
 const fx = useGateways(2, {
   env: {
     VQS_RATE_LIMIT_PER_SECOND: String(LIMIT),
     VQS_RATE_LIMIT_TEAMS: "team_bytes=100000",
     VQS_RATE_LIMIT_BYTES_PER_SECOND: String(BYTES_LIMIT),
+    VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: String(DELAYED_LIMIT),
   },
 });
 
@@ -84,5 +86,57 @@ describe("regional rate budgets", () => {
     expect(bytesPerSecond).toBeGreaterThan(BYTES_LIMIT * 0.5);
     expect(bytesPerSecond).toBeLessThan(BYTES_LIMIT * 1.5);
     expect(refused.every((r) => r.status === 429 && r.code === "rate_limited")).toBe(true);
+  });
+
+  it("holds a namespace to the region's delayed publishes per second; its other publishes and other namespaces go on", async () => {
+    // A team with room for requests: only the delayed cap (50/s in the region) holds it.
+    const token = await fx.issuer.token({ owner_id: "team_bytes", project_id: "prj_timers" });
+    const other = await fx.issuer.token({ owner_id: "team_bytes", project_id: "prj_calm" });
+    const topic = uniqueName();
+    const bodies = Array.from({ length: 25 }, (_, i) => `t${i}`);
+    const delayed = { "vqs-delay-seconds": "60" };
+    const parts: { at: number; stored: boolean; status?: number; error?: string }[] = [];
+    const started = Date.now();
+    // 25 delayed parts to each gateway every 100 ms for 4 s: 500/s asked, 50/s allowed.
+    while (Date.now() - started < 4000) {
+      await Promise.all(
+        fx.gateways.map(async (g) => {
+          const res = await api(g.url, token).publishBatch(topic, bodies, delayed);
+          expect(res.status).toBe(200);
+          const { results } = (await res.json()) as {
+            results: { messageId?: string; statusCode?: number; error?: string }[];
+          };
+          for (const r of results) {
+            const at = Date.now() - started;
+            parts.push({ at, stored: !!r.messageId, status: r.statusCode, error: r.error });
+          }
+        }),
+      );
+      await sleep(100);
+    }
+    const stored = parts.filter((p) => p.stored && p.at >= 2000).length / 2;
+    expect(stored).toBeGreaterThan(DELAYED_LIMIT * 0.5);
+    // Fixed windows shared from last second's demand overshoot a little; each gateway allowing
+    // the whole budget would store 100/s.
+    expect(stored).toBeLessThan(DELAYED_LIMIT * 1.7);
+    const refused = parts.filter((p) => !p.stored);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const p of refused) {
+      expect(p.status).toBe(429);
+      expect(p.error).toContain("VQS_MAX_DELAYED_PUBLISHES_PER_SECOND");
+    }
+
+    // A single delayed publish past the cap: 429 with Retry-After; an immediate one is taken,
+    // and so is another namespace's delayed one.
+    let single: Response | null = null;
+    for (let i = 0; i < DELAYED_LIMIT * 2 && single === null; i++) {
+      const res = await api(fx.gateways[0]!.url, token).publish(topic, "d", delayed);
+      if (res.status !== 201) single = res;
+    }
+    expect(single!.status).toBe(429);
+    expect(await errorCode(single!)).toBe("delayed_publish_rate_limited");
+    expect(single!.headers.get("retry-after")).toBe("1");
+    expect((await api(fx.gateways[0]!.url, token).publish(topic, "now")).status).toBe(201);
+    expect((await api(fx.gateways[1]!.url, other).publish(topic, "d", delayed)).status).toBe(201);
   });
 });

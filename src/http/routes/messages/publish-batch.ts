@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { parseMultipartStream } from "mixpart";
 import { AppError, isAppError } from "../../../errors.js";
 import { LIMITS } from "../../../queue/limits.js";
+import { boundaryOf, countParts } from "../../encoding/multipart-count.js";
 import type { BodyLimits } from "../../encoding/publish-body.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
@@ -37,6 +38,15 @@ async function readParts(contentType: string | undefined, body: Buffer): Promise
     throw isAppError(err) ? err : new AppError("invalid_batch", { cause: err });
   }
   if (parts.length === 0) throw new AppError("invalid_batch");
+  // A part the parser did not hand over (it skips parts without headers) must not go missing
+  // from a 200 answer: the whole batch is refused and nothing of it stored.
+  const boundary = boundaryOf(contentType);
+  if (!boundary || countParts(body, boundary) !== parts.length) {
+    throw new AppError("invalid_batch", {
+      message:
+        "A batch's parts could not all be read: give each part at least its Content-Type header.",
+    });
+  }
   return parts;
 }
 

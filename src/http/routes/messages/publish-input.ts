@@ -1,9 +1,11 @@
-// The per-message publish headers, shared by single and batch publish.
+// The per-message publish headers, shared by single and batch publish: checked against their
+// definition (src/api/messages.ts), the Content-Type here.
 import { AppError } from "../../../errors.js";
 import { LIMITS } from "../../../queue/limits.js";
 import type { TraceContext } from "../../../queue/broker.js";
 import type { PublishInput } from "../../../queue/queue-service.js";
-import { intHeader, stringHeader } from "../../encoding/headers.js";
+import { PUBLISH_HEADERS } from "../../../api/messages.js";
+import { checkedHeaders } from "../../validation.js";
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -12,26 +14,13 @@ export function publishInput(headers: Headers, payload: Uint8Array): PublishInpu
   if (Array.isArray(contentType) || (contentType !== undefined && contentType.length > 255)) {
     throw new AppError("invalid_content_type");
   }
+  const h = checkedHeaders(headers, PUBLISH_HEADERS);
   return {
     payload,
     contentType: contentType || null,
-    retentionSeconds: intHeader(
-      headers["vqs-retention-seconds"],
-      LIMITS.retentionSeconds,
-      LIMITS.retentionSeconds.default,
-      "invalid_retention_seconds",
-    ),
-    delaySeconds: intHeader(
-      headers["vqs-delay-seconds"],
-      LIMITS.delaySeconds,
-      LIMITS.delaySeconds.default,
-      "invalid_delay_seconds",
-    ),
-    idempotencyKey: stringHeader(
-      headers["vqs-idempotency-key"],
-      LIMITS.idempotencyKeyMaxLength,
-      "invalid_idempotency_key",
-    ),
+    retentionSeconds: h["Vqs-Retention-Seconds"] ?? LIMITS.retentionSeconds.default,
+    delaySeconds: h["Vqs-Delay-Seconds"] ?? LIMITS.delaySeconds.default,
+    idempotencyKey: h["Vqs-Idempotency-Key"] ?? null,
     trace: traceContext(headers),
   };
 }

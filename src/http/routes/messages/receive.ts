@@ -5,7 +5,8 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import { LIMITS } from "../../../queue/limits.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { negotiateFormat } from "../../encoding/accept.js";
-import { intHeader } from "../../encoding/headers.js";
+import { RECEIVE_HEADERS } from "../../../api/messages.js";
+import { checkedHeaders } from "../../validation.js";
 import { RECEIVE } from "../../openapi/message-routes.js";
 import { groupOf } from "../../params.js";
 import { bodiesOf, leaseHeaders, sendMessages } from "./send-messages.js";
@@ -14,22 +15,12 @@ export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
   app.post("/api/v3/topic/:topic/consumer/:group", { schema: RECEIVE }, async (request, reply) => {
     const group = groupOf(request);
     const format = negotiateFormat(request.headers.accept);
-    const h = request.headers;
-    const waitSeconds = intHeader(
-      h["vqs-wait-seconds"],
-      LIMITS.waitSeconds,
-      LIMITS.waitSeconds.default,
-      "invalid_wait_seconds",
-    );
+    const h = checkedHeaders(request.headers, RECEIVE_HEADERS);
+    const waitSeconds = h["Vqs-Wait-Seconds"] ?? LIMITS.waitSeconds.default;
     const messages = await queue.receive(group, {
       waitSeconds,
       ...(waitSeconds > 0 ? { signal: hangUp(reply) } : {}),
-      maxMessages: intHeader(
-        h["vqs-max-messages"],
-        LIMITS.maxMessages,
-        LIMITS.maxMessages.default,
-        "invalid_max_messages",
-      ),
+      maxMessages: h["Vqs-Max-Messages"] ?? LIMITS.maxMessages.default,
       ...leaseHeaders(request),
     });
     if (messages.length === 0) return reply.code(204).send();

@@ -5,7 +5,8 @@ import { LIMITS } from "../../../queue/limits.js";
 import type { TopicAddress } from "../../../queue/namespace.js";
 import type { QueueService, ReceivedMessage } from "../../../queue/queue-service.js";
 import type { ResponseFormat } from "../../encoding/accept.js";
-import { intHeader } from "../../encoding/headers.js";
+import { LEASE_HEADERS } from "../../../api/messages.js";
+import { checkedHeaders } from "../../validation.js";
 import { renderMultipart, renderNdjson, type BodyOpener } from "../../encoding/message-parts.js";
 
 /** Vqs-Visibility-Timeout-Seconds and Vqs-Max-Concurrency, checked (400 with their codes). */
@@ -13,20 +14,11 @@ export function leaseHeaders(request: FastifyRequest): {
   visibilityTimeoutSeconds: number;
   maxConcurrency: number | null;
 } {
-  const h = request.headers;
+  const h = checkedHeaders(request.headers, LEASE_HEADERS);
   return {
-    visibilityTimeoutSeconds: intHeader(
-      h["vqs-visibility-timeout-seconds"],
-      LIMITS.visibilityTimeoutSeconds,
-      LIMITS.visibilityTimeoutSeconds.default,
-      "invalid_visibility_timeout",
-    ),
-    maxConcurrency: intHeader(
-      h["vqs-max-concurrency"],
-      LIMITS.maxConcurrency,
-      null,
-      "invalid_max_concurrency",
-    ),
+    visibilityTimeoutSeconds:
+      h["Vqs-Visibility-Timeout-Seconds"] ?? LIMITS.visibilityTimeoutSeconds.default,
+    maxConcurrency: h["Vqs-Max-Concurrency"] ?? null,
   };
 }
 
