@@ -4,7 +4,8 @@
 // both): a group's cursor hands out redeliveries before new messages, counts every delivery,
 // takes an acknowledgement or a release by stream position whatever the delivery, and counts a
 // released message as in flight until it comes back. Time moves only when the clock says so:
-// after moving it, `pump()` hands what became due to open feeds.
+// after moving it, `pump()` hands what became due to open feeds. MemoryQueueAdmin
+// (memory-queue-admin.ts) reads and steers the same state, as JetStreamAdmin does the streams.
 import type {
   Broker,
   CursorLease,
@@ -31,32 +32,36 @@ export interface MemoryBrokerOptions {
   readonly dedupWindowMs: number;
 }
 
-interface Entry {
+export interface MemoryEntry {
   readonly seq: number;
   readonly message: StoredMessage;
 }
 
-interface Pending {
+export interface MemoryPending {
   deliverySeq: number;
   deliveryCount: number;
   /** When the message may be handed out again. */
   availableAtMs: number;
 }
 
-interface GroupState {
+export interface MemoryGroup {
+  readonly name: string;
+  /** Positions at or below it are behind where the group starts (a seek moves it). */
+  floorSeq: number;
   /** The highest stream position handed out. */
   deliveredSeq: number;
   deliveries: number;
-  readonly pending: Map<number, Pending>;
+  readonly pending: Map<number, MemoryPending>;
   /** Every position handed out at least once (a delayed message comes after later ones). */
   readonly seen: Set<number>;
   readonly feeds: Set<DeliveryTaker>;
 }
 
-interface TopicState {
+export interface MemoryTopic {
+  readonly address: TopicAddress;
   lastSeq: number;
-  readonly log: Map<number, Entry>;
-  readonly groups: Map<string, GroupState>;
+  readonly log: Map<number, MemoryEntry>;
+  readonly groups: Map<string, MemoryGroup>;
   /** Idempotency key -> the sequence of its message. */
   readonly keys: Map<string, number>;
   /** Dedup token -> the sequence of its copy and when the window for it ends. */
@@ -64,13 +69,14 @@ interface TopicState {
 }
 
 const topicKey = (t: TopicAddress) => JSON.stringify([t.namespace.key, t.topic]);
-const groupKey = (g: GroupAddress) => JSON.stringify([g.namespace.key, g.topic, g.group]);
+/** How a group is keyed here (MemoryQueueAdmin finds it by the same key). */
+export const groupKey = (g: GroupAddress) => JSON.stringify([g.namespace.key, g.topic, g.group]);
 const recordKey = (g: GroupAddress, seq: number) => `${groupKey(g)}#${seq}`;
 
 export class MemoryBroker implements Broker {
   readonly defaultLeaseMs: number;
   readonly #o: MemoryBrokerOptions;
-  readonly #topics = new Map<string, TopicState>();
+  readonly #topics = new Map<string, MemoryTopic>();
   readonly #cuts = new Set<string>();
   readonly #current = new Map<string, number>();
   readonly #deadLettered = new Map<string, number>();
@@ -206,13 +212,8 @@ export class MemoryBroker implements Broker {
     const t = this.#topic(group);
     const g = t?.groups.get(groupKey(group));
     if (!t || !g) return Promise.resolve(null);
-    let ackFloorSeq = 0;
-    for (let seq = 1; seq <= g.deliveredSeq; seq++) {
-      if (g.pending.has(seq)) break;
-      ackFloorSeq = seq;
-    }
     return Promise.resolve({
-      ackFloorSeq,
+      ackFloorSeq: this.ackFloor(g),
       deliveredSeq: g.deliveredSeq,
       inFlight: g.pending.size,
     });
@@ -350,23 +351,95 @@ export class MemoryBroker implements Broker {
     this.pushOutcomes.push({ group, outcome, atMs });
   }
 
+  // ---- what MemoryQueueAdmin reads and steers
+
+  /** Every topic held (of every namespace). */
+  topics(): MemoryTopic[] {
+    return [...this.#topics.values()];
+  }
+
+  topicState(topic: TopicAddress): MemoryTopic | undefined {
+    return this.#topic(topic);
+  }
+
+  /** Live messages consumer groups see now, oldest first. */
+  visible(t: MemoryTopic): MemoryEntry[] {
+    return this.#visible(t);
+  }
+
+  /** The highest position below which the group acknowledged everything it was handed. */
+  ackFloor(g: MemoryGroup): number {
+    let floor = g.floorSeq;
+    for (let seq = g.floorSeq + 1; seq <= g.deliveredSeq; seq++) {
+      if (g.pending.has(seq)) break;
+      floor = seq;
+    }
+    return floor;
+  }
+
+  /** The group's handles handed out so far turn stale. */
+  advanceEpoch(group: GroupAddress): void {
+    this.#epochs.set(groupKey(group), this.groupEpoch(group) + 1);
+  }
+
+  /** Removes the topic and every record of its groups. */
+  dropTopic(topic: TopicAddress): void {
+    this.#topics.delete(topicKey(topic));
+    this.#forget(topicKey(topic).slice(0, -1) + ",", (g) => topicKey(g) === topicKey(topic));
+  }
+
+  /** Removes the gateway's records of the group (leases, counts, push health). */
+  forgetGroup(group: GroupAddress): void {
+    const key = groupKey(group);
+    this.#forget(`${key}#`, (g) => groupKey(g) === key, key);
+  }
+
+  #forget(prefix: string, ofGroup: (g: GroupAddress) => boolean, exact?: string): void {
+    const gone = (k: string) => k.startsWith(prefix) || k === exact;
+    for (const map of [
+      this.#current,
+      this.#deadLettered,
+      this.#idLeases,
+      this.#cursorLeases,
+      this.#holdbacks,
+      this.#limitBounces,
+      this.#handlerLeases,
+    ]) {
+      for (const k of [...map.keys()]) if (gone(k)) map.delete(k);
+    }
+    for (const set of [this.#cuts, this.#idLeaseGroups]) {
+      for (const k of [...set]) if (gone(k)) set.delete(k);
+    }
+    const kept = this.pushOutcomes.filter((o) => !ofGroup(o.group));
+    this.pushOutcomes.splice(0, this.pushOutcomes.length, ...kept);
+  }
+
   // ---- inside
 
-  #topic(topic: TopicAddress, create = false): TopicState | undefined {
+  #topic(topic: TopicAddress, create = false): MemoryTopic | undefined {
     const key = topicKey(topic);
     let t = this.#topics.get(key);
     if (!t && create) {
-      t = { lastSeq: 0, log: new Map(), groups: new Map(), keys: new Map(), tokens: new Map() };
+      t = {
+        address: { namespace: topic.namespace, topic: topic.topic },
+        lastSeq: 0,
+        log: new Map(),
+        groups: new Map(),
+        keys: new Map(),
+        tokens: new Map(),
+      };
       this.#topics.set(key, t);
     }
     return t;
   }
 
-  #group(t: TopicState, group: GroupAddress): GroupState {
+  #group(t: MemoryTopic, group: GroupAddress): MemoryGroup {
     const key = groupKey(group);
     let g = t.groups.get(key);
     if (!g) {
       g = {
+        name: group.group,
+        floorSeq: 0,
         deliveredSeq: 0,
         deliveries: 0,
         pending: new Map(),
@@ -378,18 +451,18 @@ export class MemoryBroker implements Broker {
     return g;
   }
 
-  #pendingOf(group: GroupAddress, streamSeq: number): Pending | undefined {
+  #pendingOf(group: GroupAddress, streamSeq: number): MemoryPending | undefined {
     return this.#topic(group)?.groups.get(groupKey(group))?.pending.get(streamSeq);
   }
 
   /** The entry at `seq` unless it was removed or has expired. */
-  #live(t: TopicState | undefined, seq: number): Entry | undefined {
+  #live(t: MemoryTopic | undefined, seq: number): MemoryEntry | undefined {
     const entry = t?.log.get(seq);
     return entry && entry.message.expiresAtMs > this.#o.now() ? entry : undefined;
   }
 
   /** What consumer groups see now: live and no longer delayed, oldest first. */
-  #visible(t: TopicState): Entry[] {
+  #visible(t: MemoryTopic): MemoryEntry[] {
     const now = this.#o.now();
     return [...t.log.values()]
       .filter((e) => e.message.expiresAtMs > now && e.message.visibleAtMs <= now)
@@ -397,11 +470,11 @@ export class MemoryBroker implements Broker {
   }
 
   /** Up to `max` deliveries: due redeliveries first, then messages the group has not seen. */
-  #deliver(t: TopicState, g: GroupState, max: number): Delivery[] {
+  #deliver(t: MemoryTopic, g: MemoryGroup, max: number): Delivery[] {
     const now = this.#o.now();
     const out: Delivery[] = [];
-    const hand = (entry: Entry, count: number) => {
-      const p: Pending = {
+    const hand = (entry: MemoryEntry, count: number) => {
+      const p: MemoryPending = {
         deliverySeq: ++g.deliveries,
         deliveryCount: count,
         availableAtMs: now + this.#o.defaultLeaseMs,
@@ -426,7 +499,7 @@ export class MemoryBroker implements Broker {
     }
     for (const entry of this.#visible(t)) {
       if (out.length >= max) break;
-      if (g.seen.has(entry.seq)) continue;
+      if (entry.seq <= g.floorSeq || g.seen.has(entry.seq)) continue;
       g.seen.add(entry.seq);
       g.deliveredSeq = Math.max(g.deliveredSeq, entry.seq);
       hand(entry, 1);

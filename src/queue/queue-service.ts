@@ -6,12 +6,14 @@ import type {
   DeadLetterOrigin,
   Deferrer,
   Delivery,
-  NewMessage,
   StoredMessage,
   TraceContext,
   UploadQuota,
 } from "./broker.js";
 import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
+import { GroupLeases } from "./delivery/group-leases.js";
+import { HandOut } from "./delivery/hand-out.js";
+import { MessageCopies } from "./delivery/message-copies.js";
 import type { DelayedPublishCap } from "./delayed-publish-cap.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
@@ -24,11 +26,11 @@ import {
   storedMessageId,
 } from "./identity/message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
-import { decodeReceiptHandle, encodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
+import { decodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
 import { NO_OBSERVER, type QueueObserver } from "./observer.js";
 import type { Logger } from "../logger.js";
 import { LIMITS } from "./limits.js";
-import type { ConsumerSettings, DeadLetterSettings } from "./settings/consumer-settings.js";
+import type { ConsumerSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./identity/secret-keys.js";
 
 export interface PublishInput {
@@ -109,9 +111,6 @@ export interface StreamedBody {
 /** Messages read from a dead-letter topic at a time by redrive. */
 const REDRIVE_BATCH = 100;
 
-/** A message whose move to the dead-letter topic failed comes back this much later. */
-const DEAD_LETTER_RETRY_MS = 5000;
-
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
 
@@ -127,8 +126,11 @@ export class QueueService {
   readonly #observer: QueueObserver;
   readonly #deferrer: Deferrer | null;
   readonly #idLeases: IdLeases;
+  readonly #groupLeases: GroupLeases;
   readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
-  readonly #log: Pick<Logger, "warn"> | null;
+  readonly #copies: MessageCopies;
+  /** Hands pulled deliveries out: a receive's, and the pusher's (Pusher). */
+  readonly handOut: HandOut;
   readonly #delayedPublishes: DelayedPublishCap | null;
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
@@ -148,9 +150,20 @@ export class QueueService {
     this.#now = deps.now;
     this.#observer = deps.observer ?? NO_OBSERVER;
     this.#idLeases = new IdLeases(deps.broker, deps.now);
+    this.#groupLeases = new GroupLeases(deps.broker, this.#idLeases, deps.now);
     this.#longPolls = new LongPolls(deps.broker);
     this.#settingsOf = deps.settingsOf ?? (() => null);
-    this.#log = deps.log ?? null;
+    this.#copies = new MessageCopies({ broker: deps.broker, bodies: this.#bodies, now: deps.now });
+    this.handOut = new HandOut({
+      broker: deps.broker,
+      keys: deps.keys,
+      now: deps.now,
+      observer: this.#observer,
+      idLeases: this.#idLeases,
+      copies: this.#copies,
+      settingsOf: this.#settingsOf,
+      log: deps.log ?? null,
+    });
     this.#delayedPublishes = deps.delayedPublishes ?? null;
     this.waiters = new NamespaceCounts(deps.maxWaitersPerNamespace ?? 0);
   }
@@ -409,11 +422,11 @@ export class QueueService {
         first = null;
         if (batch === null || batch.length === 0) break;
         taken.push(...batch);
-        live.push(...(await this.#admit(group, batch, deadlineMs)));
+        live.push(...(await this.handOut.admit(group, batch, deadlineMs)));
         if (!woken && batch.length < asked) break; // the group has nothing more right now
       }
       pulled();
-      await this.#lease(group, live, leaseMs);
+      await this.handOut.lease(group, live, leaseMs);
     } catch (err) {
       // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
       await Promise.allSettled(taken.map((d) => this.#broker.setLease(group, d, 0)));
@@ -424,177 +437,7 @@ export class QueueService {
       await Promise.allSettled(live.map((d) => this.#broker.setLease(group, d, 0)));
       return [];
     }
-    return live.map((d) => this.#handOut(group, d, deadlineMs));
-  }
-
-  /**
-   * Hands out deliveries that were pulled for the group by someone else than a receive (the
-   * pusher), exactly as a receive would: each with a lease of `leaseMs` and a receipt handle.
-   * Deliveries it may not hand out (expired, leased or acknowledged by ID) are dealt with and
-   * left out. On a failure every delivery is released.
-   */
-  async handOutPulled(
-    group: GroupAddress,
-    batch: readonly Delivery[],
-    leaseMs: number,
-  ): Promise<{ readonly lease: Lease; readonly message: ReceivedMessage }[]> {
-    const deadlineMs = this.#now() + leaseMs;
-    let live: Delivery[];
-    try {
-      live = await this.#admit(group, batch, deadlineMs);
-      await this.#lease(group, live, leaseMs);
-    } catch (err) {
-      await Promise.allSettled(batch.map((d) => this.#broker.setLease(group, d, 0)));
-      throw err;
-    }
-    return live.map((d) => {
-      const lease = groupLease(d, deadlineMs);
-      return { lease, message: this.#handOut(group, d, deadlineMs, lease) };
-    });
-  }
-
-  /**
-   * What of a pulled batch may be handed out: expired messages are never delivered (the group
-   * acknowledges them silently), and for groups that used receive by ID, messages leased or
-   * acknowledged by ID are held back (IdLeases.honour).
-   */
-  async #admit(
-    group: GroupAddress,
-    batch: readonly Delivery[],
-    deadlineMs: number,
-  ): Promise<Delivery[]> {
-    const now = this.#now();
-    const expired = batch.filter((d) => d.message.expiresAtMs <= now);
-    await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
-    const fresh = batch.filter((d) => d.message.expiresAtMs > now);
-    const admitted = (await this.#broker.usesIdLeases(group))
-      ? await this.#idLeases.honour(group, fresh, deadlineMs)
-      : fresh;
-    const dl = this.#settingsOf(group)?.deadLetter;
-    if (!dl) return admitted;
-    const kept = await Promise.all(
-      admitted.map(async (d) => {
-        if (d.deliveryCount <= dl.maxDeliveries) return d;
-        await this.#deadLetterDelivery(group, d, dl);
-        return null;
-      }),
-    );
-    return kept.filter((d): d is Delivery => d !== null);
-  }
-
-  /**
-   * A delivery past the group's `maxDeliveries` goes to the dead-letter topic instead and leaves
-   * the group (acknowledged there). If that fails, the message comes back soon and is tried
-   * again; the copy is stored once whichever attempt (or gateway) makes it.
-   */
-  async #deadLetterDelivery(
-    group: GroupAddress,
-    d: Delivery,
-    dl: DeadLetterSettings,
-  ): Promise<void> {
-    try {
-      await this.#copyToDeadLetter(group, d.message, d.streamSeq, d.deliveryCount, dl);
-      await this.#broker.ack(group, d);
-      const now = this.#now();
-      await this.#idLeases.noteCursorChange(group, groupLease(d, now), now, true);
-      this.#observer.deadLettered(group);
-      await this.#broker.noteDeadLettered(group).catch(() => undefined);
-    } catch (err) {
-      this.#log?.warn(
-        { err, topic: group.topic, group: group.group, deadLetterTopic: dl.topic },
-        "could not move a message to its dead-letter topic; it comes back and is tried again",
-      );
-      await this.#broker.setLease(group, d, DEAD_LETTER_RETRY_MS).catch(() => undefined);
-    }
-  }
-
-  /**
-   * Publishes the dead-letter copy: payload, content type and trace unchanged, the time the
-   * message had left (at least the minimum retention), and where it came from. One copy per
-   * message and group: every attempt uses the same deduplication token.
-   */
-  async #copyToDeadLetter(
-    group: GroupAddress,
-    message: StoredMessage,
-    streamSeq: number,
-    deliveryCount: number,
-    dl: DeadLetterSettings,
-  ): Promise<void> {
-    const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
-    await this.#publishCopy(
-      group,
-      message,
-      { namespace: group.namespace, topic: dl.topic },
-      {
-        retentionSeconds: Math.min(
-          LIMITS.retentionSeconds.max,
-          Math.max(LIMITS.retentionSeconds.min, left),
-        ),
-        deadLetter: {
-          topic: group.topic,
-          consumerGroup: group.group,
-          messageId: idOf(message),
-          deliveryCount,
-        },
-        dedupToken: `dead-letter\n${group.topic}\n${group.group}\n${streamSeq}`,
-      },
-    );
-  }
-
-  /**
-   * Stores a copy of a message (a dead-letter copy, a redriven message) in `to`: payload,
-   * content type and trace unchanged. A large body is copied too, so the copy stays whole when
-   * the original expires or is removed; a copy that turns out a duplicate leaves its body to the
-   * body store's sweep.
-   */
-  async #publishCopy(
-    from: TopicAddress,
-    message: StoredMessage,
-    to: TopicAddress,
-    o: Pick<NewMessage, "retentionSeconds" | "deadLetter" | "dedupToken">,
-  ): Promise<void> {
-    let body: BodyRef | undefined;
-    if (message.body) {
-      if (!this.#bodies) throw new AppError("storage_unavailable");
-      body = await this.#bodies.copy(from, message.body, to, o.retentionSeconds);
-    }
-    await this.#broker.publish(to, {
-      payload: message.payload,
-      ...(body ? { body } : {}),
-      contentType: message.contentType,
-      delaySeconds: 0,
-      idempotencyKey: null,
-      nonce: newNonce(),
-      trace: message.trace,
-      ...o,
-    });
-    if (body) await this.#bodies?.commit(to, body, o.retentionSeconds).catch(() => undefined);
-  }
-
-  /** Gives each delivery its lease, and records which delivery is current after a redelivery. */
-  async #lease(group: GroupAddress, live: readonly Delivery[], leaseMs: number): Promise<void> {
-    await Promise.all(
-      live.map(async (d) => {
-        // JetStream gives the consumer's ack_wait by itself (a pushed group's is its push lease).
-        if (leaseMs !== this.#broker.leaseMsOf(group)) {
-          await this.#broker.setLease(group, d, leaseMs);
-        }
-        // A redelivery makes older handles stale: record which delivery is current.
-        if (d.deliveryCount > 1) {
-          await this.#broker.recordDelivery(group, d.streamSeq, d.deliveryCount);
-        }
-      }),
-    );
-  }
-
-  #handOut(
-    group: GroupAddress,
-    d: Delivery,
-    deadlineMs: number,
-    lease: Lease = groupLease(d, deadlineMs),
-  ): ReceivedMessage {
-    this.#observer.delivered(d.deliveryCount);
-    return this.#received(group, d.message, lease);
+    return live.map((d) => this.handOut.handOut(group, d, deadlineMs));
   }
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
@@ -660,40 +503,9 @@ export class QueueService {
       if (this.#settingsOf(group)?.push) {
         await this.#broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
       }
-      await this.#setGroupLease(group, lease, deadlineMs);
+      await this.#groupLeases.set(group, lease, deadlineMs);
     }
     return new Date(deadlineMs);
-  }
-
-  async #setGroupLease(group: GroupAddress, lease: Lease, deadlineMs: number): Promise<void> {
-    // Ending before the handle's deadline: the message may come back while the handle still
-    // looks current, so from now on the handle is checked like one past its deadline.
-    if (deadlineMs < lease.deadlineMs) {
-      await this.#broker.markCut(group, lease, lease.deadlineMs);
-    }
-    await this.#broker.setLease(group, lease, Math.max(0, deadlineMs - this.#now()));
-    await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);
-  }
-
-  /**
-   * The pusher releases a pushed message after a failed push: it comes back `seconds` later. A
-   * lease the handler took by ID for it (a message above the inline limit) is released too.
-   */
-  async releasePushed(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
-    await this.#idLeases.releaseHeld(group, lease.streamSeq);
-    await this.#setGroupLease(group, lease, this.#now() + seconds * 1000);
-  }
-
-  /**
-   * After a push timed out: its handler may still be running and holds the lease it was given,
-   * so the message comes back `seconds` from now or when that lease ends, whichever is later.
-   * Neither its handle nor a lease it took by ID (above the inline limit) is cut: the handler
-   * may still extend or settle through them.
-   */
-  async releaseTimedOut(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
-    const backAtMs = this.#now() + seconds * 1000;
-    if (backAtMs <= lease.deadlineMs) return; // the lease ends by itself, no sooner
-    await this.#setGroupLease(group, lease, backAtMs);
   }
 
   /**
@@ -746,14 +558,20 @@ export class QueueService {
     if (dl && lease.deliveryCount > dl.maxDeliveries) {
       // Leased by ID first, so nobody else has it while it moves; if this gateway dies now, the
       // lease runs out and the next delivery moves it (the copy is stored once).
-      await this.#copyToDeadLetter(group, found.message, found.streamSeq, lease.deliveryCount, dl);
+      await this.#copies.toDeadLetter(
+        group,
+        found.message,
+        found.streamSeq,
+        lease.deliveryCount,
+        dl,
+      );
       await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
       this.#observer.deadLettered(group);
       await this.#broker.noteDeadLettered(group).catch(() => undefined);
       throw new AppError("message_dead_lettered");
     }
     this.#observer.delivered(lease.deliveryCount);
-    return this.#received(group, found.message, lease);
+    return this.handOut.received(group, found.message, lease);
   }
 
   /**
@@ -791,7 +609,7 @@ export class QueueService {
         const target = options.target ?? message.deadLetter?.topic;
         if (!target || target === deadLetters.topic) continue; // nowhere to go: it stays
         const left = Math.ceil((message.expiresAtMs - this.#now()) / 1000);
-        await this.#publishCopy(
+        await this.#copies.copy(
           deadLetters,
           message,
           { namespace: deadLetters.namespace, topic: target },
@@ -822,40 +640,10 @@ export class QueueService {
   #isExpired(message: StoredMessage): boolean {
     return message.expiresAtMs <= this.#now();
   }
-
-  #received(group: GroupAddress, message: StoredMessage, lease: Lease): ReceivedMessage {
-    return {
-      messageId: idOf(message),
-      receiptHandle: encodeReceiptHandle(
-        this.#keys.receiptHandle,
-        group,
-        lease,
-        this.#broker.groupEpoch(group),
-      ),
-      deliveryCount: lease.deliveryCount,
-      publishedAt: new Date(message.publishedAtMs),
-      expiresAt: new Date(message.expiresAtMs),
-      contentType: message.contentType,
-      payload: message.payload,
-      body: message.body,
-      trace: message.trace,
-      deadLetter: message.deadLetter,
-    };
-  }
 }
 
 function idOf(message: StoredMessage): string {
   return storedMessageId(message.idSeq, message.nonce);
-}
-
-function groupLease(d: Delivery, deadlineMs: number): Lease {
-  return {
-    kind: "group",
-    streamSeq: d.streamSeq,
-    deliverySeq: d.deliverySeq,
-    deliveryCount: d.deliveryCount,
-    deadlineMs,
-  };
 }
 
 function groupKey(group: GroupAddress): string {

@@ -1,8 +1,10 @@
-// The storage and settings contracts on JetStream: a gateway's JetStreamBroker and SettingsBucket
-// on a real nats-server, time passing for real (a 1 s ack wait keeps the lease tests short).
+// The storage, settings and management contracts on JetStream: a gateway's JetStreamBroker,
+// SettingsBucket and JetStreamAdmin on a real nats-server, time passing for real (a 1 s ack wait
+// keeps the lease tests short).
 import { useGateways } from "../helpers/fixture.js";
 import { sleep } from "../helpers/http.js";
 import { brokerContract } from "./broker-contract.js";
+import { queueAdminContract } from "./queue-admin-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
 const fixture = useGateways(1, { env: { VQS_CONSUMER_ACK_WAIT_SECONDS: "1" } });
@@ -16,3 +18,12 @@ brokerContract("JetStream", {
 });
 
 settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.settings);
+
+queueAdminContract("JetStream", {
+  broker: () => fixture.gateways[0]!.gateway.jetstream.broker,
+  admin: () => fixture.gateways[0]!.gateway.jetstream.admin,
+  now: () => Date.now(),
+  advance: async (ms) => {
+    await sleep(ms);
+  },
+});

@@ -1,25 +1,37 @@
-// The storage and settings contracts on the in-memory implementations, their clock moved by the
-// suite.
+// The storage, settings and management contracts on the in-memory implementations, their clock
+// moved by the suite.
 import { beforeEach } from "vitest";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
+import { MemoryQueueAdmin } from "../../src/memory/memory-queue-admin.js";
 import { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
 import { brokerContract } from "./broker-contract.js";
+import { queueAdminContract } from "./queue-admin-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
 let clock = Date.parse("2026-01-05T10:00:00Z");
 let broker: MemoryBroker;
+let admin: MemoryQueueAdmin;
 beforeEach(() => {
   broker = new MemoryBroker({ now: () => clock, defaultLeaseMs: 1000, dedupWindowMs: 120_000 });
+  admin = new MemoryQueueAdmin({ broker, now: () => clock });
 });
+const advance = (ms: number) => {
+  clock += ms;
+  broker.pump();
+  return Promise.resolve();
+};
 
 brokerContract("in memory", {
   broker: () => broker,
-  advance: (ms) => {
-    clock += ms;
-    broker.pump();
-    return Promise.resolve();
-  },
+  advance,
   patience: 10,
+});
+
+queueAdminContract("in memory", {
+  broker: () => broker,
+  admin: () => admin,
+  now: () => clock,
+  advance,
 });
 
 const settings = new MemorySettingsStore(() => clock);

@@ -1,22 +1,51 @@
-// What the pusher records about a pushed message's lease, beside handing it out and releasing it
-// (QueueService): whether the handler set the lease itself through the API (its word stands),
+// How a pushed message's lease is settled besides an acknowledgement: released after a failed
+// push or a timeout, whether the handler set the lease itself through the API (its word stands),
 // giving the cursor's lease up to a lease taken by ID (a message above the inline limit, which
 // the client leases by ID), and freeing the cursor's place once that lease was acknowledged.
-import type { GroupCursor, IdLeaseLedger, PushLedger } from "../broker.js";
+import type { GroupCursor, IdLeaseLedger, LeaseLedger, PushLedger } from "../broker.js";
+import { GroupLeases } from "../delivery/group-leases.js";
+import { IdLeases } from "../id-leases.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";
 
 export type PushSettlementPorts = Pick<PushLedger, "handlerLease"> &
-  Pick<IdLeaseLedger, "markIdLeases" | "putCursorLease" | "getIdLease"> &
-  Pick<GroupCursor, "ack" | "groupEpoch">;
+  IdLeaseLedger &
+  GroupCursor &
+  Pick<LeaseLedger, "recordDelivery" | "noteLimitBounce" | "markCut">;
 
 export class PushSettlement {
   readonly #broker: PushSettlementPorts;
   readonly #now: () => number;
+  readonly #idLeases: IdLeases;
+  readonly #groupLeases: GroupLeases;
 
   constructor(broker: PushSettlementPorts, now: () => number) {
     this.#broker = broker;
     this.#now = now;
+    // IdLeases keeps nothing but its ports: this one acts as the receive path's does.
+    this.#idLeases = new IdLeases(broker, now);
+    this.#groupLeases = new GroupLeases(broker, this.#idLeases, now);
+  }
+
+  /**
+   * Releases a pushed message after a failed push: it comes back `seconds` later. A lease the
+   * handler took by ID for it (a message above the inline limit) is released too.
+   */
+  async release(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
+    await this.#idLeases.releaseHeld(group, lease.streamSeq);
+    await this.#groupLeases.set(group, lease, this.#now() + seconds * 1000);
+  }
+
+  /**
+   * After a push timed out: its handler may still be running and holds the lease it was given,
+   * so the message comes back `seconds` from now or when that lease ends, whichever is later.
+   * Neither its handle nor a lease it took by ID (above the inline limit) is cut: the handler
+   * may still extend or settle through them.
+   */
+  async releaseTimedOut(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
+    const backAtMs = this.#now() + seconds * 1000;
+    if (backAtMs <= lease.deadlineMs) return; // the lease ends by itself, no sooner
+    await this.#groupLeases.set(group, lease, backAtMs);
   }
 
   /** The group's epoch (bumped by a seek or the group's deletion), for `acknowledgeLease`. */

@@ -93,7 +93,7 @@ export class Pusher {
     const leaseMs = pushLeaseMs(push);
     // Taken before the handle is made: a seek in between makes the autoAck's lease stale.
     const epoch = this.#settle.groupEpoch(group);
-    const handed = await this.#d.queue.handOutPulled(group, [d], leaseMs);
+    const handed = await this.#d.queue.handOut.pulled(group, [d], leaseMs);
     const out = handed[0];
     if (!out) return; // expired, or held by a lease taken by ID
     const { lease, message } = out;
@@ -147,7 +147,7 @@ export class Pusher {
       // No answer: the handler may still be running, holding the lease it was given (and
       // extending it through the API, which its handle still may): not cut short.
       const seconds = retryDelaySeconds(settings.retry, message.deliveryCount);
-      await this.#d.queue.releaseTimedOut(group, lease, seconds);
+      await this.#settle.releaseTimedOut(group, lease, seconds);
       return;
     }
     await this.#release(group, lease, settings, message.deliveryCount);
@@ -160,7 +160,7 @@ export class Pusher {
     attempt: number,
   ): Promise<void> {
     const seconds = retryDelaySeconds(settings.retry, attempt);
-    await this.#d.queue.releasePushed(group, lease, seconds);
+    await this.#settle.release(group, lease, seconds);
   }
 
   #report(

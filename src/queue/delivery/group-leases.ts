@@ -1,0 +1,36 @@
+// Setting a group cursor's lease through a handle (a receive's change of visibility, the pusher's
+// release after a failed push): shared by QueueService and PushSettlement, so both cut a lease
+// short the same way.
+import type { GroupCursor, LeaseLedger } from "../broker.js";
+import type { IdLeases } from "../id-leases.js";
+import type { Lease } from "../identity/receipt-handle.js";
+import type { GroupAddress } from "../namespace.js";
+
+export type GroupLeasePorts = Pick<GroupCursor, "setLease"> & Pick<LeaseLedger, "markCut">;
+
+export class GroupLeases {
+  readonly #broker: GroupLeasePorts;
+  readonly #idLeases: Pick<IdLeases, "noteCursorChange">;
+  readonly #now: () => number;
+
+  constructor(
+    broker: GroupLeasePorts,
+    idLeases: Pick<IdLeases, "noteCursorChange">,
+    now: () => number,
+  ) {
+    this.#broker = broker;
+    this.#idLeases = idLeases;
+    this.#now = now;
+  }
+
+  /** The lease of `lease`'s delivery ends at `deadlineMs` (now or earlier: it comes back now). */
+  async set(group: GroupAddress, lease: Lease, deadlineMs: number): Promise<void> {
+    // Ending before the handle's deadline: the message may come back while the handle still
+    // looks current, so from now on the handle is checked like one past its deadline.
+    if (deadlineMs < lease.deadlineMs) {
+      await this.#broker.markCut(group, lease, lease.deadlineMs);
+    }
+    await this.#broker.setLease(group, lease, Math.max(0, deadlineMs - this.#now()));
+    await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);
+  }
+}
