@@ -13,19 +13,19 @@ export function boundaryOf(contentType: string): string | null {
 /** The number of delimiters (parts) before the close delimiter, or before the end. */
 export function countParts(body: Buffer, boundary: string): number {
   const dash = Buffer.from(`--${boundary}`);
+  const delimiter = Buffer.from(`\r\n--${boundary}`);
+  // A delimiter's `--boundary` starts 2 bytes into a CRLF-led match.
+  const next = (from: number) => {
+    const i = body.indexOf(delimiter, from);
+    return i < 0 ? -1 : i + 2;
+  };
   let n = 0;
-  let at = body.subarray(0, dash.length).equals(dash) ? 0 : -1;
-  if (at < 0) at = nextDelimiter(body, dash, 0);
+  let at = body.subarray(0, dash.length).equals(dash) ? 0 : next(0);
   while (at >= 0) {
     const after = at + dash.length;
     if (body[after] === 0x2d && body[after + 1] === 0x2d) return n; // `--boundary--`: the end
     n++;
-    at = nextDelimiter(body, dash, after);
+    at = next(after);
   }
   return n;
-}
-
-function nextDelimiter(body: Buffer, dash: Buffer, from: number): number {
-  const i = body.indexOf(Buffer.concat([Buffer.from("\r\n"), dash]), from);
-  return i < 0 ? -1 : i + 2;
 }
