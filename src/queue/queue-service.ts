@@ -11,6 +11,7 @@ import type {
   UploadQuota,
 } from "./broker.js";
 import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
+import { GroupAcks } from "./delivery/group-acks.js";
 import { GroupLeases } from "./delivery/group-leases.js";
 import { HandOut } from "./delivery/hand-out.js";
 import { MessageCopies } from "./delivery/message-copies.js";
@@ -116,9 +117,6 @@ const MAX_PULLS_PER_RECEIVE = 4;
 
 const EMPTY = new Uint8Array(0);
 
-/** Handles this close to their deadline are checked for staleness (clock skew, slow networks). */
-const STALE_CHECK_MARGIN_MS = 1000;
-
 export class QueueService {
   readonly #broker: Broker;
   readonly #keys: SecretKeys;
@@ -131,6 +129,8 @@ export class QueueService {
   readonly #copies: MessageCopies;
   /** Hands pulled deliveries out: a receive's, and the pusher's (Pusher). */
   readonly handOut: HandOut;
+  /** Acknowledges through a lease: an acknowledgement's, and the pusher's `autoAck` (PushSettlement). */
+  readonly acks: GroupAcks;
   readonly #delayedPublishes: DelayedPublishCap | null;
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
@@ -163,6 +163,12 @@ export class QueueService {
       copies: this.#copies,
       settingsOf: this.#settingsOf,
       log: deps.log ?? null,
+    });
+    this.acks = new GroupAcks({
+      broker: deps.broker,
+      idLeases: this.#idLeases,
+      now: deps.now,
+      observer: this.#observer,
     });
     this.#delayedPublishes = deps.delayedPublishes ?? null;
     this.waiters = new NamespaceCounts(deps.maxWaitersPerNamespace ?? 0);
@@ -441,47 +447,7 @@ export class QueueService {
   }
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
-    await this.acknowledgeLease(group, this.#decodeHandle(group, receiptHandle));
-  }
-
-  /**
-   * `acknowledge` of the delivery a lease names, for the pusher's `autoAck`: it holds the lease
-   * it made the push's handle from, so decoding the handle (and checking its MAC) again would
-   * only cost time. `epoch`: the group's epoch when the lease was handed out; a lease of an
-   * earlier epoch (a seek since) is stale, as its handle would be.
-   */
-  async acknowledgeLease(group: GroupAddress, lease: Lease, epoch?: number): Promise<void> {
-    await this.#acknowledgeLease(group, lease, epoch, true);
-  }
-
-  /**
-   * `acknowledgeLease` for the pusher's `autoAck` after a 2xx, whose outcome nobody is told: the
-   * cursor's ack goes without waiting for the store's answer (the push's slot frees a round trip
-   * sooner). One lost on the way brings the message back when its lease ends: a redelivery, as
-   * at-least-once allows, never a loss.
-   */
-  async acknowledgePushed(group: GroupAddress, lease: Lease, epoch: number): Promise<void> {
-    await this.#acknowledgeLease(group, lease, epoch, false);
-  }
-
-  async #acknowledgeLease(
-    group: GroupAddress,
-    lease: Lease,
-    epoch: number | undefined,
-    confirmed: boolean,
-  ): Promise<void> {
-    if (epoch !== undefined && epoch !== this.#broker.groupEpoch(group)) {
-      throw new AppError("receipt_handle_stale");
-    }
-    if (lease.kind === "id") {
-      await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
-    } else {
-      await this.#assertCurrent(group, lease);
-      if (confirmed) await this.#broker.ack(group, lease);
-      else this.#broker.ackUnconfirmed(group, lease);
-      await this.#idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
-    }
-    this.#observer.acknowledged();
+    await this.acks.acknowledge(group, this.#decodeHandle(group, receiptHandle), undefined, true);
   }
 
   /** Sets the lease to end `seconds` from now; returns the new deadline (now, for 0). */
@@ -498,7 +464,7 @@ export class QueueService {
         return { ...l, state: seconds === 0 ? "released" : "leased", deadlineMs };
       });
     } else {
-      await this.#assertCurrent(group, lease);
+      await this.acks.assertCurrent(group, lease);
       // A pushed message's handler set its lease: the pusher must not override it afterwards.
       if (this.#settingsOf(group)?.push) {
         await this.#broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
@@ -506,20 +472,6 @@ export class QueueService {
       await this.#groupLeases.set(group, lease, deadlineMs);
     }
     return new Date(deadlineMs);
-  }
-
-  /**
-   * A handle is current unless its message was delivered again. Within the handle's own lease no
-   * redelivery can have happened, so only handles past their deadline consult the record.
-   */
-  async #assertCurrent(group: GroupAddress, lease: Lease): Promise<void> {
-    // Within its lease no other delivery can exist, unless the lease was cut short.
-    const withinLease = this.#now() < lease.deadlineMs - STALE_CHECK_MARGIN_MS;
-    if (withinLease && !this.#broker.wasCut(group, lease)) return;
-    const current = await this.#broker.currentDelivery(group, lease.streamSeq);
-    if (current !== null && current !== lease.deliveryCount) {
-      throw new AppError("receipt_handle_stale");
-    }
   }
 
   async receiveById(

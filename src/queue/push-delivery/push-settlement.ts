@@ -1,8 +1,10 @@
 // How a pushed message's lease is settled besides an acknowledgement: released after a failed
 // push or a timeout, whether the handler set the lease itself through the API (its word stands),
 // giving the cursor's lease up to a lease taken by ID (a message above the inline limit, which
-// the client leases by ID), and freeing the cursor's place once that lease was acknowledged.
+// the client leases by ID), freeing the cursor's place once that lease was acknowledged, and the
+// `autoAck` after a 2xx.
 import type { GroupCursor, IdLeaseLedger, LeaseLedger, PushLedger } from "../broker.js";
+import type { GroupAcks } from "../delivery/group-acks.js";
 import { GroupLeases } from "../delivery/group-leases.js";
 import { IdLeases } from "../id-leases.js";
 import type { GroupAddress } from "../namespace.js";
@@ -18,13 +20,30 @@ export class PushSettlement {
   readonly #now: () => number;
   readonly #idLeases: IdLeases;
   readonly #groupLeases: GroupLeases;
+  readonly #acks: Pick<GroupAcks, "acknowledge">;
 
-  constructor(broker: PushSettlementPorts, now: () => number) {
+  /** `acks`: the receive path's (QueueService.acks), so an `autoAck` counts as its acks do. */
+  constructor(
+    broker: PushSettlementPorts,
+    now: () => number,
+    acks: Pick<GroupAcks, "acknowledge">,
+  ) {
     this.#broker = broker;
     this.#now = now;
+    this.#acks = acks;
     // IdLeases keeps nothing but its ports: this one acts as the receive path's does.
     this.#idLeases = new IdLeases(broker, now);
     this.#groupLeases = new GroupLeases(broker, this.#idLeases, now);
+  }
+
+  /**
+   * `autoAck` after a 2xx, whose outcome nobody is told: the cursor's ack goes without waiting
+   * for the store's answer (the push's slot frees a round trip sooner). One lost on the way
+   * brings the message back when its lease ends: a redelivery, as at-least-once allows, never a
+   * loss. `epoch`: the group's epoch when the lease was handed out (a seek since makes it stale).
+   */
+  async acknowledge(group: GroupAddress, lease: Lease, epoch: number): Promise<void> {
+    await this.#acks.acknowledge(group, lease, epoch, false);
   }
 
   /**
@@ -48,7 +67,7 @@ export class PushSettlement {
     await this.#groupLeases.set(group, lease, backAtMs);
   }
 
-  /** The group's epoch (bumped by a seek or the group's deletion), for `acknowledgeLease`. */
+  /** The group's epoch (bumped by a seek or the group's deletion), for `acknowledge`. */
   groupEpoch(group: GroupAddress): number {
     return this.#broker.groupEpoch(group);
   }

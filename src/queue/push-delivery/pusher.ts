@@ -43,7 +43,7 @@ export class Pusher {
 
   constructor(deps: PusherDeps) {
     this.#d = deps;
-    this.#settle = new PushSettlement(deps.broker, deps.now);
+    this.#settle = new PushSettlement(deps.broker, deps.now, deps.queue.acks);
   }
 
   /**
@@ -136,7 +136,7 @@ export class Pusher {
     const seconds = (performance.now() - started) / 1000;
     this.#report(group, response.outcome, seconds, message, push, response.status);
     if (response.outcome === "success") {
-      if (push.autoAck) await this.#d.queue.acknowledgePushed(group, lease, epoch);
+      if (push.autoAck) await this.#settle.acknowledge(group, lease, epoch);
       else if (!inline) await this.#settle.afterPushById(group, lease);
       return;
     }

@@ -1,0 +1,71 @@
+// Acknowledging a delivery through its lease, and whether a handle is still current: shared by
+// QueueService (an acknowledgement or change of visibility through the API) and PushSettlement
+// (the pusher's `autoAck`), so both refuse a stale handle and count an acknowledgement the same way.
+import { AppError } from "../../errors.js";
+import type { GroupCursor, LeaseLedger } from "../broker.js";
+import type { IdLeases } from "../id-leases.js";
+import type { Lease } from "../identity/receipt-handle.js";
+import type { GroupAddress } from "../namespace.js";
+import type { QueueObserver } from "../observer.js";
+
+/** Handles this close to their deadline are checked for staleness (clock skew, slow networks). */
+const STALE_CHECK_MARGIN_MS = 1000;
+
+export type GroupAckPorts = Pick<GroupCursor, "ack" | "ackUnconfirmed" | "groupEpoch"> &
+  Pick<LeaseLedger, "wasCut" | "currentDelivery">;
+
+export interface GroupAcksDeps {
+  readonly broker: GroupAckPorts;
+  readonly idLeases: Pick<IdLeases, "update" | "noteCursorChange">;
+  readonly now: () => number;
+  readonly observer: Pick<QueueObserver, "acknowledged">;
+}
+
+export class GroupAcks {
+  readonly #d: GroupAcksDeps;
+
+  constructor(deps: GroupAcksDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * Acknowledges the delivery `lease` names. `epoch`: the group's epoch when the lease was handed
+   * out, if known; a lease of an earlier epoch (a seek since) is stale, as its handle would be.
+   * `confirmed: false` sends the cursor's ack without waiting for the store's answer (for an
+   * outcome nobody is told).
+   */
+  async acknowledge(
+    group: GroupAddress,
+    lease: Lease,
+    epoch: number | undefined,
+    confirmed: boolean,
+  ): Promise<void> {
+    const broker = this.#d.broker;
+    if (epoch !== undefined && epoch !== broker.groupEpoch(group)) {
+      throw new AppError("receipt_handle_stale");
+    }
+    if (lease.kind === "id") {
+      await this.#d.idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
+    } else {
+      await this.assertCurrent(group, lease);
+      if (confirmed) await broker.ack(group, lease);
+      else broker.ackUnconfirmed(group, lease);
+      await this.#d.idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
+    }
+    this.#d.observer.acknowledged();
+  }
+
+  /**
+   * A handle is current unless its message was delivered again. Within the handle's own lease no
+   * redelivery can have happened, so only handles past their deadline consult the record.
+   */
+  async assertCurrent(group: GroupAddress, lease: Lease): Promise<void> {
+    // Within its lease no other delivery can exist, unless the lease was cut short.
+    const withinLease = this.#d.now() < lease.deadlineMs - STALE_CHECK_MARGIN_MS;
+    if (withinLease && !this.#d.broker.wasCut(group, lease)) return;
+    const current = await this.#d.broker.currentDelivery(group, lease.streamSeq);
+    if (current !== null && current !== lease.deliveryCount) {
+      throw new AppError("receipt_handle_stale");
+    }
+  }
+}
