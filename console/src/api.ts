@@ -8,6 +8,7 @@ import type {
   PublishResult,
   RedriveResult,
   SettingsDocument,
+  SettingsList,
   Topic,
   TopicPage,
 } from "./types.js";
@@ -210,8 +211,7 @@ export class Api {
   }
 
   async allSettings(): Promise<readonly SettingsDocument[]> {
-    return (await this.request<{ settings: SettingsDocument[] }>("GET", "/api/v3/settings"))
-      .settings;
+    return (await this.request<SettingsList>("GET", "/api/v3/settings")).settings;
   }
 
   async namespaces(): Promise<readonly NamespaceInfo[]> {

@@ -1,8 +1,6 @@
-// The shapes the console reads from the gateway. The management API's are its definitions'
-// types (src/api/management.ts) and the settings are the gateway's own types: type-only imports
-// of modules that import nothing at run time but TypeBox, so the console still builds (esbuild
-// drops them) and type-checks without Node's types. The settings and redrive answers around them
-// are kept here until their operations have definitions too.
+// The shapes the console reads from the gateway: the API's definitions' types (src/api), as
+// type-only imports of modules that import nothing at run time but TypeBox, so the console still
+// builds (esbuild drops them) and type-checks without Node's types.
 import type {
   ConsumerGroup as Group,
   Namespace as NamespaceInfo,
@@ -16,12 +14,23 @@ import type {
 import type { DeadLetterOrigin } from "../../src/api/messages.js";
 import type {
   ConsumerSettings,
+  ConsumerSettingsDocument as SettingsDocument,
   DeadLetterSettings,
   PushSettings,
+  RedriveResult,
   RetrySettings,
-} from "../../src/queue/settings/consumer-settings.js";
+  SettingsList,
+} from "../../src/api/settings.js";
 
-export type { ConsumerSettings, DeadLetterSettings, PushSettings, RetrySettings };
+export type {
+  ConsumerSettings,
+  DeadLetterSettings,
+  PushSettings,
+  RedriveResult,
+  RetrySettings,
+  SettingsDocument,
+  SettingsList,
+};
 export type {
   DeadLetterOrigin,
   Group,
@@ -34,23 +43,13 @@ export type {
   TopicSettingsRef,
 };
 
-/** A stored consumer settings document (PUT/GET …/settings). */
-export interface SettingsDocument extends ConsumerSettings {
-  /** A topic name or a `prefix*` pattern. */
-  readonly topic: string;
-  readonly consumerGroup: string;
-  readonly updatedAt: string;
-}
-
-/** The settings that apply to a group, and the topic or pattern they are stored for. */
+/**
+ * The settings that apply to a group, and the topic or pattern they are stored for (the console
+ * pairs them itself; no operation answers this).
+ */
 export interface EffectiveSettings {
   readonly from: string;
   readonly settings: ConsumerSettings;
-}
-
-export interface RedriveResult {
-  readonly moved: number;
-  readonly remaining: number;
 }
 
 export interface PublishResult {

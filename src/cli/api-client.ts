@@ -17,10 +17,14 @@ import type {
   TopicPage,
 } from "../api/management.js";
 import type {
+  ConsumerSettingsDocument as SettingsDocument,
+  ConsumerSettingsInput as SettingsBody,
   DeadLetterSettings,
   PushSettings,
+  RedriveResult,
   RetrySettings,
-} from "../queue/settings/consumer-settings.js";
+  SettingsList,
+} from "../api/settings.js";
 import { ApiError, UnreachableError } from "./errors.js";
 import { multipartParts, type StreamedPart } from "./transfer/multipart-reader.js";
 import { StallTimeout } from "./transfer/stall-timeout.js";
@@ -35,7 +39,10 @@ export type {
   NamespaceStorage,
   PeekedMessage,
   PushSettings,
+  RedriveResult,
   RetrySettings,
+  SettingsBody,
+  SettingsDocument,
   StreamedPart,
   TopicInfo,
 };
@@ -48,23 +55,6 @@ export interface Connection {
   readonly deploymentId: string | null;
   /** Sent as Vqs-Namespace (operators only): act in that namespace. null: the token's own. */
   readonly namespace?: string | null;
-}
-
-/** A consumer settings document as the API answers it (docs/api.md, "Consumer settings"). */
-export interface SettingsDocument {
-  readonly topic: string;
-  readonly consumerGroup: string;
-  readonly push: PushSettings | null;
-  readonly retry: RetrySettings;
-  readonly deadLetter: DeadLetterSettings | null;
-  readonly updatedAt?: string;
-}
-
-/** The body of a PUT: every field optional (the gateway fills in defaults). */
-export interface SettingsBody {
-  push?: Partial<PushSettings> & { url: string };
-  retry?: Partial<RetrySettings>;
-  deadLetter?: DeadLetterSettings;
 }
 
 /** Where a dead-letter copy came from (its `deadLetter` field). */
@@ -86,11 +76,6 @@ export interface ReceiveOptions {
   readonly waitSeconds: number;
   /** Aborts the request (a long poll, say); the gateway leaves nothing leased then. */
   readonly signal?: AbortSignal;
-}
-
-export interface RedriveResult {
-  readonly moved: number;
-  readonly remaining: number;
 }
 
 /** A publish's answer: 201 `{messageId}`, or 202 `{deferred: true}` during a regional outage. */
@@ -469,7 +454,7 @@ export class ApiClient {
   }
 
   async listSettings(): Promise<SettingsDocument[]> {
-    const body = (await this.request("GET", "settings")) as { settings?: SettingsDocument[] };
+    const body = (await this.request("GET", "settings")) as Partial<SettingsList>;
     return body?.settings ?? [];
   }
 }

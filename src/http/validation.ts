@@ -110,17 +110,20 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
 
 /**
  * A JSON body read as its definition says, else 400: a checked property's own error when the
- * body is an object with every required property and that one fails, else the body's error.
+ * body is an object with every required property and none the definition refuses, and that one
+ * fails; else the body's error.
  */
 export function checkedBody<T extends TSchema>(body: unknown, schema: T): Static<T> {
   const parsed = jsonBody(body);
   if (Value.Check(schema, parsed)) return parsed;
-  const required = (schema as { required?: string[] }).required ?? [];
+  const { required = [], properties = {} } = schema as ObjectSchema & { required?: string[] };
+  const closed = (schema as { additionalProperties?: unknown }).additionalProperties === false;
   if (
     typeof parsed === "object" &&
     parsed !== null &&
     !Array.isArray(parsed) &&
-    required.every((name) => Object.hasOwn(parsed, name))
+    required.every((name) => Object.hasOwn(parsed, name)) &&
+    (!closed || Object.keys(parsed).every((name) => Object.hasOwn(properties, name)))
   ) {
     for (const [name, s] of checkedProperties(schema)) {
       const value = (parsed as Record<string, unknown>)[name];

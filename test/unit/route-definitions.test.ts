@@ -10,6 +10,7 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import * as management from "../../src/api/management.js";
 import { DEAD_LETTER_ORIGIN } from "../../src/api/messages.js";
 import { INPUT_ERROR, type InputError } from "../../src/api/schema.js";
+import * as settings from "../../src/api/settings.js";
 import type { ApiClient } from "../../src/cli/api-client.js";
 import * as managementRoutes from "../../src/http/openapi/management-routes.js";
 import * as messageRoutes from "../../src/http/openapi/message-routes.js";
@@ -106,7 +107,11 @@ describe("route definitions", () => {
       components: { schemas: Record<string, unknown> };
     };
     expect(JSON.stringify(doc)).not.toContain(INPUT_ERROR);
-    for (const component of [...management.MANAGEMENT_COMPONENTS, DEAD_LETTER_ORIGIN]) {
+    for (const component of [
+      ...management.MANAGEMENT_COMPONENTS,
+      ...settings.SETTINGS_COMPONENTS,
+      DEAD_LETTER_ORIGIN,
+    ]) {
       const { $id, ...schema } = JSON.parse(JSON.stringify(component)) as { $id: string };
       // The document names components by `$id`, references become `#/components/schemas/…`,
       // and @fastify/swagger writes base64 content as `format: byte`.
@@ -144,5 +149,17 @@ describe("route definitions", () => {
     expectTypeOf<consoleTypes.Group>().toEqualTypeOf<management.ConsumerGroup>();
     expectTypeOf<consoleTypes.PeekPage>().toEqualTypeOf<management.PeekPage>();
     expectTypeOf<consoleTypes.NamespaceInfo>().toEqualTypeOf<management.Namespace>();
+    expectTypeOf<
+      Answer<ApiClient["getSettings"]>
+    >().toEqualTypeOf<settings.ConsumerSettingsDocument | null>();
+    expectTypeOf<Answer<ApiClient["listSettings"]>>().toEqualTypeOf<
+      settings.ConsumerSettingsDocument[]
+    >();
+    expectTypeOf<
+      Parameters<ApiClient["putSettings"]>[2]
+    >().toEqualTypeOf<settings.ConsumerSettingsInput>();
+    expectTypeOf<Answer<ApiClient["redrive"]>>().toEqualTypeOf<settings.RedriveResult>();
+    expectTypeOf<consoleTypes.SettingsDocument>().toEqualTypeOf<settings.ConsumerSettingsDocument>();
+    expectTypeOf<consoleTypes.RedriveResult>().toEqualTypeOf<settings.RedriveResult>();
   });
 });

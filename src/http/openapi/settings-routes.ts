@@ -1,13 +1,12 @@
 // The route schemas of the consumer settings (docs/api.md, "Consumer settings") and of the dead-letter
-// redrive. Documentation only (plugin.ts), but the redrive's path (TOPIC_PATH).
+// redrive. The settings body is checked by src/queue/settings/validate.ts (a message naming the
+// field); the redrive's path and body by their definitions (src/api).
 import { TOPIC_PATH } from "../../api/schema.js";
-import { LIMITS } from "../../queue/limits.js";
+import { REDRIVE_BODY, REDRIVE_RESULT, SETTINGS_LIST } from "../../api/settings.js";
 import {
   apiHeaders,
-  boundedInt,
   errorResponses,
   json,
-  NAME,
   noContent,
   OPTIONAL_BODY,
   pathParams,
@@ -73,11 +72,7 @@ export const LIST_SETTINGS = {
   tags: ["settings"],
   headers: apiHeaders(),
   response: {
-    200: json("The documents.", {
-      type: "object",
-      required: ["settings"],
-      properties: { settings: { type: "array", items: ref("ConsumerSettingsDocument") } },
-    }),
+    200: json("The documents.", SETTINGS_LIST),
     ...errorResponses([]),
   },
 };
@@ -91,34 +86,9 @@ export const REDRIVE = {
   ...OPTIONAL_BODY,
   params: TOPIC_PATH,
   headers: apiHeaders(),
-  body: {
-    content: {
-      "application/json": {
-        schema: {
-          type: "object",
-          additionalProperties: false,
-          description: "An empty body is `{}`.",
-          properties: {
-            topic: { ...NAME, description: "Where to move; absent: where each came from." },
-            limit: boundedInt(LIMITS.redriveLimit, "Messages to move at most."),
-          },
-        },
-      },
-    },
-  },
+  body: { content: { "application/json": { schema: REDRIVE_BODY } } },
   response: {
-    200: json("What moved, and what is left.", {
-      type: "object",
-      required: ["moved", "remaining"],
-      properties: {
-        moved: { type: "integer", minimum: 0 },
-        remaining: {
-          type: "integer",
-          minimum: 0,
-          description: "Messages still in the dead-letter topic.",
-        },
-      },
-    }),
+    200: json("What moved, and what is left.", REDRIVE_RESULT),
     ...errorResponses([
       ...TOPIC_ERRORS,
       "invalid_request_body",

@@ -1,36 +1,16 @@
 // A consumer group's settings: push delivery, retry timing and dead-lettering, with every default
 // filled in. One document per (namespace, topic or topic pattern, group); see
 // docs/architecture.md, "Consumer settings".
+import type { ConsumerSettings, ConsumerSettingsDocument } from "../../api/settings.js";
 import type { Namespace } from "../namespace.js";
 
-export interface PushSettings {
-  /** Absolute http(s) URL, normalized (WHATWG), without credentials or fragment. */
-  readonly url: string;
-  readonly maxConcurrency: number;
-  readonly timeoutSeconds: number;
-  /** true: a 2xx answer acknowledges the message; false: the handler settles it itself. */
-  readonly autoAck: boolean;
-}
-
-export interface RetrySettings {
-  readonly afterSeconds: number;
-  readonly initialDelaySeconds: number;
-  readonly maxBackoffSeconds: number;
-}
-
-export interface DeadLetterSettings {
-  /** A topic name of the same namespace. */
-  readonly topic: string;
-  readonly maxDeliveries: number;
-}
-
-export interface ConsumerSettings {
-  /** null: the group is polled. */
-  readonly push: PushSettings | null;
-  readonly retry: RetrySettings;
-  /** null: messages are retried until acknowledged or expired. */
-  readonly deadLetter: DeadLetterSettings | null;
-}
+// The shapes are the API's definitions (src/api/settings.ts): what is stored is what is answered.
+export type {
+  ConsumerSettings,
+  DeadLetterSettings,
+  PushSettings,
+  RetrySettings,
+} from "../../api/settings.js";
 
 /** A stored settings document and where it applies. */
 export interface SettingsEntry {
@@ -70,7 +50,7 @@ export const DEFAULT_SETTINGS: ConsumerSettings = Object.freeze({
 });
 
 /** The HTTP shape of a document: the settings plus where they apply and when they were stored. */
-export function settingsBody(e: SettingsEntry): Record<string, unknown> {
+export function settingsBody(e: SettingsEntry): ConsumerSettingsDocument {
   return {
     topic: e.topic,
     consumerGroup: e.group,

@@ -3,17 +3,13 @@
 // {"moved": n, "remaining": m} (m: messages still in the dead-letter topic). `vqs dlq redrive`
 // calls it in rounds.
 import type { FastifyInstance } from "fastify";
-import { AppError } from "../../../errors.js";
-import { isValidName, LIMITS } from "../../../queue/limits.js";
+import { REDRIVE_BODY } from "../../../api/settings.js";
+import { LIMITS } from "../../../queue/limits.js";
 import type { QueueService } from "../../../queue/queue-service.js";
-import { jsonBody } from "../../encoding/json-body.js";
 import { REDRIVE } from "../../openapi/settings-routes.js";
 import { topicOf } from "../../params.js";
+import { checkedBody } from "../../validation.js";
 import { audited, type AuditLog } from "../management/audit.js";
-
-const REDRIVE_LIMIT = LIMITS.redriveLimit;
-
-const SHAPE = `The body must be JSON of the form {"topic": <topic name>, "limit": <integer ${REDRIVE_LIMIT.min}..${REDRIVE_LIMIT.max}>}, both optional.`;
 
 export function redriveRoute(app: FastifyInstance, queue: QueueService, audit: AuditLog): void {
   app.post(
@@ -21,32 +17,14 @@ export function redriveRoute(app: FastifyInstance, queue: QueueService, audit: A
     { bodyLimit: 4096, schema: REDRIVE },
     async (request) => {
       const from = topicOf(request);
-      const raw = (request.body as Buffer | undefined)?.length ? jsonBody(request.body) : {};
-      const { target, limit } = redriveOptions(raw);
+      const body = (request.body as Buffer | undefined)?.length
+        ? checkedBody(request.body, REDRIVE_BODY)
+        : {};
+      const target = body.topic ?? null;
+      const limit = body.limit ?? LIMITS.redriveLimit.default;
       return audited(audit, request, "redrive", { topic: from.topic, target, limit }, () =>
         queue.redrive(from, { target, limit }),
       );
     },
   );
-}
-
-function redriveOptions(raw: unknown): { target: string | null; limit: number } {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new AppError("invalid_request_body", { message: SHAPE });
-  }
-  const { topic, limit, ...rest } = raw as Record<string, unknown>;
-  if (Object.keys(rest).length > 0) throw new AppError("invalid_request_body", { message: SHAPE });
-  if (topic !== undefined && (typeof topic !== "string" || !isValidName(topic))) {
-    throw new AppError("invalid_topic_name");
-  }
-  if (
-    limit !== undefined &&
-    (typeof limit !== "number" ||
-      !Number.isSafeInteger(limit) ||
-      limit < REDRIVE_LIMIT.min ||
-      limit > REDRIVE_LIMIT.max)
-  ) {
-    throw new AppError("invalid_request_body", { message: SHAPE });
-  }
-  return { target: topic ?? null, limit: limit ?? REDRIVE_LIMIT.default };
 }
