@@ -11,7 +11,7 @@ import type {
   TopicPage,
   TopicSettingsRef,
 } from "../../src/api/management.js";
-import type { DeadLetterOrigin } from "../../src/api/messages.js";
+import type { DeadLetterOrigin, PublishAnswer as PublishResult } from "../../src/api/messages.js";
 import type {
   ConsumerSettings,
   ConsumerSettingsDocument as SettingsDocument,
@@ -37,6 +37,7 @@ export type {
   NamespaceInfo,
   PeekedMessage,
   PeekPage,
+  PublishResult,
   PushHealth,
   Topic,
   TopicPage,
@@ -50,9 +51,4 @@ export type {
 export interface EffectiveSettings {
   readonly from: string;
   readonly settings: ConsumerSettings;
-}
-
-export interface PublishResult {
-  readonly messageId?: string;
-  readonly deferred?: boolean;
 }

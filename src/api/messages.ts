@@ -4,7 +4,7 @@
 import { Type, type Static } from "typebox";
 import type { ErrorCode } from "../errors.js";
 import { LIMITS } from "../queue/limits.js";
-import { checked, GROUP_PARAM, NAME, TOPIC_PARAM } from "./schema.js";
+import { checked, GROUP_PARAM, NAME, ref, TIME, TOPIC_PARAM } from "./schema.js";
 
 export const DEAD_LETTER_ORIGIN = Type.Object(
   {
@@ -131,3 +131,59 @@ export const CHANGE_VISIBILITY_BODY = checked(
   }),
   { code: "invalid_request_body" },
 );
+
+// Answers. `const` values are written as plain JSON Schema `const` (no `type`), as documented.
+
+/** A publish's 201 (the message's ID is also the `Vqs-Message-Id` header). */
+export const PUBLISHED = Type.Object({ messageId: Type.String() });
+/** A publish's 202: deferred during an outage of the region's store. */
+export const DEFERRED = Type.Object({ deferred: Type.Unsafe<true>({ const: true }) });
+export type Published = Static<typeof PUBLISHED>;
+export type Deferred = Static<typeof DEFERRED>;
+/** What a publish answers: 201 `{messageId}`, or 202 `{deferred: true}`. */
+export type PublishAnswer = Published | Deferred;
+
+const PART_SENT = Type.Object({
+  status: Type.Unsafe<"sent">({ const: "sent" }),
+  messageId: Type.String(),
+});
+const PART_DEFERRED = Type.Object(
+  { status: Type.Unsafe<"deferred">({ const: "deferred" }), messageId: Type.Null() },
+  { description: "Deferred during an outage of the region's store, as a publish's 202." },
+);
+const PART_FAILED = Type.Object(
+  {
+    status: Type.Unsafe<"failed">({ const: "failed" }),
+    statusCode: Type.Integer(),
+    error: Type.String(),
+    retryable: Type.Boolean({ description: "true for 429 and 5xx." }),
+  },
+  { description: "This part failed alone: the status and message a publish of it answers." },
+);
+
+/** One part's result in a batch publish's answer. */
+export const BATCH_RESULT = Type.Unsafe<
+  Static<typeof PART_SENT> | Static<typeof PART_DEFERRED> | Static<typeof PART_FAILED>
+>({ oneOf: [PART_SENT, PART_DEFERRED, PART_FAILED] });
+export type BatchResult = Static<typeof BATCH_RESULT>;
+
+/** A batch publish's 200: one result per part, in order. */
+export const BATCH_ANSWER = Type.Object({ results: Type.Array(BATCH_RESULT) });
+export type BatchAnswer = Static<typeof BATCH_ANSWER>;
+
+/** A delivered message: one line of an NDJSON delivery (multipart gives the same as headers). */
+export const DELIVERED_MESSAGE = Type.Object(
+  {
+    messageId: Type.String(),
+    receiptHandle: Type.String(),
+    deliveryCount: Type.Integer({ minimum: 1 }),
+    timestamp: TIME,
+    expiresAt: TIME,
+    contentType: Type.String(),
+    // A dead-letter copy only (the document drops a description beside a $ref).
+    deadLetter: Type.Optional(ref(DEAD_LETTER_ORIGIN)),
+    body: Type.String({ contentEncoding: "base64", description: "The payload, base64." }),
+  },
+  { $id: "DeliveredMessage", description: "A delivered message: one line of an NDJSON delivery." },
+);
+export type DeliveredMessage = Static<typeof DELIVERED_MESSAGE>;

@@ -2,7 +2,11 @@
 // errors turned into ApiError (the API's `{"error":{"code","message"}}`) or UnreachableError.
 // The tool talks to the service only through this (it never imports NATS code), so it works
 // against any gateway, local or remote.
-import type { DeadLetterOrigin } from "../api/messages.js";
+import type {
+  DeadLetterOrigin,
+  DeliveredMessage as ReceivedMessage,
+  PublishAnswer as PublishResult,
+} from "../api/messages.js";
 import type {
   ConsumerGroup as GroupInfo,
   ConsumerGroups,
@@ -38,7 +42,9 @@ export type {
   NamespaceInfo,
   NamespaceStorage,
   PeekedMessage,
+  PublishResult,
   PushSettings,
+  ReceivedMessage,
   RedriveResult,
   RetrySettings,
   SettingsBody,
@@ -57,31 +63,12 @@ export interface Connection {
   readonly namespace?: string | null;
 }
 
-/** Where a dead-letter copy came from (its `deadLetter` field). */
-/** A received message as NDJSON carries it (docs/api.md, "Operations"); `body` is base64. */
-export interface ReceivedMessage {
-  readonly messageId: string;
-  readonly receiptHandle: string;
-  readonly deliveryCount: number;
-  readonly timestamp: string;
-  readonly expiresAt: string;
-  readonly contentType: string;
-  readonly deadLetter?: DeadLetterOrigin;
-  readonly body: string;
-}
-
 export interface ReceiveOptions {
   readonly maxMessages: number;
   readonly visibilityTimeoutSeconds: number;
   readonly waitSeconds: number;
   /** Aborts the request (a long poll, say); the gateway leaves nothing leased then. */
   readonly signal?: AbortSignal;
-}
-
-/** A publish's answer: 201 `{messageId}`, or 202 `{deferred: true}` during a regional outage. */
-export interface PublishResult {
-  readonly messageId?: string;
-  readonly deferred?: boolean;
 }
 
 export interface PublishOptions {

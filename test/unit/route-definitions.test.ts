@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import type { Static } from "typebox";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import * as management from "../../src/api/management.js";
-import { DEAD_LETTER_ORIGIN } from "../../src/api/messages.js";
+import * as messages from "../../src/api/messages.js";
 import { INPUT_ERROR, type InputError } from "../../src/api/schema.js";
 import * as settings from "../../src/api/settings.js";
 import type { ApiClient } from "../../src/cli/api-client.js";
@@ -110,7 +110,8 @@ describe("route definitions", () => {
     for (const component of [
       ...management.MANAGEMENT_COMPONENTS,
       ...settings.SETTINGS_COMPONENTS,
-      DEAD_LETTER_ORIGIN,
+      messages.DEAD_LETTER_ORIGIN,
+      messages.DELIVERED_MESSAGE,
     ]) {
       const { $id, ...schema } = JSON.parse(JSON.stringify(component)) as { $id: string };
       // The document names components by `$id`, references become `#/components/schemas/…`,
@@ -161,5 +162,10 @@ describe("route definitions", () => {
     expectTypeOf<Answer<ApiClient["redrive"]>>().toEqualTypeOf<settings.RedriveResult>();
     expectTypeOf<consoleTypes.SettingsDocument>().toEqualTypeOf<settings.ConsumerSettingsDocument>();
     expectTypeOf<consoleTypes.RedriveResult>().toEqualTypeOf<settings.RedriveResult>();
+    expectTypeOf<Answer<ApiClient["publish"]>>().toEqualTypeOf<messages.PublishAnswer>();
+    expectTypeOf<consoleTypes.PublishResult>().toEqualTypeOf<messages.PublishAnswer>();
+    expectTypeOf<Answer<ApiClient["receive"]>["messages"]>().toEqualTypeOf<
+      messages.DeliveredMessage[]
+    >();
   });
 });

@@ -57,12 +57,13 @@ export function PublishDialog({
         retentionSeconds: retentionSeconds.trim(),
         idempotencyKey,
       });
+      const messageId = "messageId" in r ? r.messageId : null;
       notify(
-        r.deferred
+        "deferred" in r
           ? `Accepted for ${target} (deferred: the region's store is down)`
-          : `Published ${r.messageId ?? ""} to ${target}`,
+          : `Published ${messageId ?? ""} to ${target}`,
       );
-      onPublished(r.messageId ?? null);
+      onPublished(messageId);
     });
 
   return (

@@ -130,7 +130,7 @@ async function runPublish(
     if (ctx.out.json) ctx.out.printJson(r);
     else
       ctx.out.print(
-        r.deferred
+        "deferred" in r
           ? "deferred (the region is recovering; it will be published)"
           : `published  ${r.messageId}`,
       );
@@ -246,7 +246,7 @@ async function publishMany(
   } finally {
     bar?.stop();
   }
-  const messageIds = results.flatMap((r) => (r.messageId ? [r.messageId] : []));
+  const messageIds = results.flatMap((r) => ("messageId" in r ? [r.messageId] : []));
   return { published: count, deferred: count - messageIds.length, messageIds };
 }
 

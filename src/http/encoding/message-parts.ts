@@ -3,6 +3,7 @@
 // inline payload, so any bytes, CRLFs and boundary-like text included, pass through unchanged.
 // A large body is streamed from the body store as the client reads it; a body that fails its
 // check mid-way fails the stream, so the response is cut off rather than ended.
+import type { DeliveredMessage } from "../../api/messages.js";
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import type { ReceivedMessage } from "../../queue/queue-service.js";
@@ -80,7 +81,7 @@ export function renderNdjson(
 ): RenderedBody {
   async function* lines(): AsyncGenerator<Buffer | string> {
     for (const m of messages) {
-      const fields = {
+      const fields: Omit<DeliveredMessage, "body"> = {
         messageId: m.messageId,
         receiptHandle: m.receiptHandle,
         deliveryCount: m.deliveryCount,

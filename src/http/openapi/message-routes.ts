@@ -1,9 +1,12 @@
 // The route schemas of the message operations (docs/api.md, "Operations"): publish, batch publish, receive,
 // receive by ID, acknowledge, and extend or release a lease. Documentation only (plugin.ts).
 import {
+  BATCH_ANSWER,
   CHANGE_VISIBILITY_BODY,
+  DEFERRED,
   LEASE_PATH,
   MESSAGE_PATH,
+  PUBLISHED,
   RECEIVE_HEADERS,
 } from "../../api/messages.js";
 import { GROUP_PATH, TOPIC_PATH } from "../../api/schema.js";
@@ -43,17 +46,12 @@ export const PUBLISH = {
     201: {
       description: "Stored.",
       headers: { "Vqs-Message-Id": { type: "string", description: "The message's ID." } },
-      type: "object",
-      required: ["messageId"],
-      properties: { messageId: { type: "string" } },
+      ...PUBLISHED,
     },
-    202: {
-      description:
-        "Deferred during an outage of the region's store: kept by a neighbouring region, stored here once the store is back.",
-      type: "object",
-      required: ["deferred"],
-      properties: { deferred: { const: true } },
-    },
+    202: json(
+      "Deferred during an outage of the region's store: kept by a neighbouring region, stored here once the store is back.",
+      DEFERRED,
+    ),
     ...errorResponses([
       ...TOPIC_ERRORS,
       "invalid_retention_seconds",
@@ -67,33 +65,6 @@ export const PUBLISH = {
       ...STORAGE,
     ]),
   },
-};
-
-const BATCH_RESULT = {
-  oneOf: [
-    {
-      type: "object",
-      required: ["status", "messageId"],
-      properties: { status: { const: "sent" }, messageId: { type: "string" } },
-    },
-    {
-      type: "object",
-      required: ["status", "messageId"],
-      description: "Deferred during an outage of the region's store, as a publish's 202.",
-      properties: { status: { const: "deferred" }, messageId: { type: "null" } },
-    },
-    {
-      type: "object",
-      required: ["status", "statusCode", "error", "retryable"],
-      description: "This part failed alone: the status and message a publish of it answers.",
-      properties: {
-        status: { const: "failed" },
-        statusCode: { type: "integer" },
-        error: { type: "string" },
-        retryable: { type: "boolean", description: "true for 429 and 5xx." },
-      },
-    },
-  ],
 };
 
 export const PUBLISH_BATCH = {
@@ -118,11 +89,7 @@ export const PUBLISH_BATCH = {
     },
   },
   response: {
-    200: json("One result per part, in order.", {
-      type: "object",
-      required: ["results"],
-      properties: { results: { type: "array", items: BATCH_RESULT } },
-    }),
+    200: json("One result per part, in order.", BATCH_ANSWER),
     ...errorResponses([
       ...TOPIC_ERRORS,
       "invalid_batch",

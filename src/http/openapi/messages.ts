@@ -6,10 +6,11 @@
 import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
 import {
   DEAD_LETTER_ORIGIN,
+  DELIVERED_MESSAGE,
   LEASE_HEADERS as LEASE_HEADER_DEFINITION,
   PUBLISH_HEADERS as PUBLISH_HEADER_DEFINITION,
 } from "../../api/messages.js";
-import { ref, TIME } from "./shared.js";
+import { ref } from "./shared.js";
 
 export const PAYLOAD = {
   type: "string",
@@ -80,30 +81,5 @@ export function delivery(description: string, maxItems: number): object {
     },
   };
 }
-
-const DELIVERED_MESSAGE = {
-  $id: "DeliveredMessage",
-  description: "A delivered message: one line of an NDJSON delivery.",
-  type: "object",
-  required: [
-    "messageId",
-    "receiptHandle",
-    "deliveryCount",
-    "timestamp",
-    "expiresAt",
-    "contentType",
-    "body",
-  ],
-  properties: {
-    messageId: { type: "string" },
-    receiptHandle: { type: "string" },
-    deliveryCount: { type: "integer", minimum: 1 },
-    timestamp: TIME,
-    expiresAt: TIME,
-    contentType: { type: "string" },
-    deadLetter: { ...ref("DeadLetterOrigin"), description: "A dead-letter copy only." },
-    body: { type: "string", contentEncoding: "base64", description: "The payload, base64." },
-  },
-};
 
 export const MESSAGE_COMPONENTS = [DEAD_LETTER_ORIGIN, DELIVERED_MESSAGE];

@@ -1,6 +1,7 @@
 // Batch publish (the client's experimental_sendBatch): POST /api/v3/topic/{topic}/batch with a
 // multipart/mixed body of 1 to 100 messages, each part with its own Content-Type and Vqs-*
 // headers. Answers {results: [...]}: one entry per part, in order; a bad part fails alone.
+import type { BatchAnswer, BatchResult } from "../../../api/messages.js";
 import type { FastifyInstance } from "fastify";
 import { parseMultipartStream } from "mixpart";
 import { AppError, isAppError } from "../../../errors.js";
@@ -11,11 +12,6 @@ import type { QueueService } from "../../../queue/queue-service.js";
 import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
 import { publishInput } from "./publish-input.js";
-
-type BatchResult =
-  | { status: "sent"; messageId: string }
-  | { status: "deferred"; messageId: null }
-  | { status: "failed"; statusCode: number; error: string; retryable: boolean };
 
 interface Part {
   readonly headers: Record<string, string>;
@@ -92,7 +88,7 @@ export function publishBatchRoute(
           }
         }),
       );
-      return { results };
+      return { results } satisfies BatchAnswer;
     },
   );
 }

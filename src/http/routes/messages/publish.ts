@@ -1,6 +1,7 @@
 // SendMessage: POST /api/v3/topic/{topic}. The raw body is the message: read into memory up to
 // the inline limit, streamed to the body store above it. Everything but the body (auth, names,
 // headers, the declared size) is answered before a byte of it is read.
+import type { Deferred, Published } from "../../../api/messages.js";
 import type { FastifyInstance } from "fastify";
 import type { Readable } from "node:stream";
 import type { QueueService } from "../../../queue/queue-service.js";
@@ -34,10 +35,10 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
         ? await queue.publish(topic, { ...input, payload: body.payload })
         : await queue.publishStreamed(topic, input, { ...body, maxBytes: limits.maxBytes });
     reply.removeHeader("connection");
-    if (result.deferred) return reply.code(202).send({ deferred: true });
+    if (result.deferred) return reply.code(202).send({ deferred: true } satisfies Deferred);
     return reply
       .code(201)
       .header("vqs-message-id", result.messageId)
-      .send({ messageId: result.messageId });
+      .send({ messageId: result.messageId } satisfies Published);
   });
 }
