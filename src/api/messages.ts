@@ -40,6 +40,15 @@ function intHeader(
 
 const W3C = (description: string) => Type.Optional(Type.String({ description }));
 
+/** A message's Content-Type (kept with it): one value of at most 255 characters. */
+export const CONTENT_TYPE = checked(
+  Type.String({ maxLength: LIMITS.contentTypeMaxLength, description: "Kept with the message." }),
+  { code: "invalid_content_type" },
+);
+
+/** A publish's Content-Type (of a publish, and of each part of a batch), checked first. */
+export const PUBLISH_CONTENT_TYPE = Type.Object({ "Content-Type": Type.Optional(CONTENT_TYPE) });
+
 /** The per-message publish headers (of a publish, and of each part of a batch), checked in order. */
 export const PUBLISH_HEADERS = Type.Object({
   "Vqs-Retention-Seconds": intHeader(

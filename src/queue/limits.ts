@@ -6,6 +6,8 @@ export const LIMITS = {
   retentionSeconds: { min: 60, max: 604_800, default: 86_400 },
   delaySeconds: { min: 0, max: 604_800, default: 0 },
   idempotencyKeyMaxLength: 256,
+  /** A message's Content-Type, in characters. */
+  contentTypeMaxLength: 255,
   deploymentIdMaxLength: 256,
   maxMessages: { min: 1, max: 10, default: 1 },
   waitSeconds: { min: 0, max: 20, default: 0 },

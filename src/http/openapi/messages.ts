@@ -5,6 +5,7 @@
 // (Header Objects by name) and `x-item-schema`.
 import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
 import {
+  CONTENT_TYPE,
   DEAD_LETTER_ORIGIN,
   DELIVERED_MESSAGE,
   LEASE_HEADERS as LEASE_HEADER_DEFINITION,
@@ -22,8 +23,10 @@ export const PAYLOAD = {
 export const PUBLISH_HEADERS = PUBLISH_HEADER_DEFINITION.properties;
 
 /** The publish headers as Header Objects of a multipart part, Content-Type included. */
-const CONTENT_TYPE = { type: "string", maxLength: 255, description: "Kept with the message." };
-const PART_HEADERS: Record<string, object> = { "Content-Type": CONTENT_TYPE, ...PUBLISH_HEADERS };
+const PART_HEADERS: Record<string, object> = {
+  "Content-Type": CONTENT_TYPE,
+  ...PUBLISH_HEADERS,
+};
 export const PART_PUBLISH_HEADERS = Object.fromEntries(
   Object.entries(PART_HEADERS).map(([name, header]) => {
     const { description, ...schema } = header as { description?: string };

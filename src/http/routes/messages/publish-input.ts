@@ -1,19 +1,15 @@
 // The per-message publish headers, shared by single and batch publish: checked against their
-// definition (src/api/messages.ts), the Content-Type here.
-import { AppError } from "../../../errors.js";
+// definitions (src/api/messages.ts), the Content-Type first.
 import { LIMITS } from "../../../queue/limits.js";
 import type { TraceContext } from "../../../queue/broker.js";
 import type { PublishInput } from "../../../queue/queue-service.js";
-import { PUBLISH_HEADERS } from "../../../api/messages.js";
+import { PUBLISH_CONTENT_TYPE, PUBLISH_HEADERS } from "../../../api/messages.js";
 import { checkedHeaders } from "../../validation.js";
 
 type Headers = Record<string, string | string[] | undefined>;
 
 export function publishInput(headers: Headers, payload: Uint8Array): PublishInput {
-  const contentType = headers["content-type"];
-  if (Array.isArray(contentType) || (contentType !== undefined && contentType.length > 255)) {
-    throw new AppError("invalid_content_type");
-  }
+  const contentType = checkedHeaders(headers, PUBLISH_CONTENT_TYPE)["Content-Type"];
   const h = checkedHeaders(headers, PUBLISH_HEADERS);
   return {
     payload,
