@@ -100,6 +100,8 @@ export interface JetStreamAdapter {
   readonly settings: SettingsBucket;
   /** Seeing and steering topics and groups (the management API's JetStream side). */
   readonly admin: JetStreamAdmin;
+  /** Push health as pushes report it, written every few seconds (`flush()` writes it now). */
+  readonly pushHealth: Pick<PushHealthRecorder, "flush">;
   /** Starts pulling for every pushed group of the region, handing each delivery to `push`. */
   startPush(push: PushFeedsDeps["push"], pushesInFlight?: PushFeedsDeps["pushesInFlight"]): void;
   /** Largest payload the server accepts with room left for our headers. */
@@ -334,6 +336,7 @@ export async function openJetStreamAdapter(
     keys,
     settings,
     admin: new JetStreamAdmin({ jsm, topology, records, epochs, region: o.region, bodies }),
+    pushHealth,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     quotas,
     bodies,

@@ -26,4 +26,5 @@ queueAdminContract("JetStream", {
   advance: async (ms) => {
     await sleep(ms);
   },
+  settle: () => fixture.gateways[0]!.gateway.jetstream.pushHealth.flush(),
 });

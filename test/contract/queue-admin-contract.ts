@@ -16,6 +16,8 @@ export interface AdminUnderTest {
   readonly now: () => number;
   /** Lets `ms` of the broker's time pass. */
   advance(ms: number): Promise<void>;
+  /** Writes what the broker keeps to write later (JetStream's push health), if anything. */
+  settle?(): Promise<void>;
 }
 
 function message(text: string, delaySeconds = 0): NewMessage {
@@ -122,6 +124,26 @@ export function queueAdminContract(name: string, under: AdminUnderTest): void {
       await under.broker().noteDeadLettered(g);
       expect(await admin.deadLettered(g)).toBe(1);
       expect(await admin.pushHealth(g)).toBeNull();
+    });
+
+    it("keeps a pushed group's health: the latest success, the latest failure and how", async () => {
+      const admin = under.admin();
+      const t = fresh().topic("pushed");
+      const g = group(t);
+      await publish(t, "a");
+      await pullEventually(g, 1);
+      const at = under.now();
+      under.broker().notePushOutcome(g, "success", at - 3000);
+      under.broker().notePushOutcome(g, "http_5xx", at - 2000);
+      under.broker().notePushOutcome(g, "timeout", at - 1500);
+      under.broker().notePushOutcome(g, "success", at - 1000);
+      await under.settle?.();
+      expect(await admin.pushHealth(g)).toEqual({
+        lastSuccessAtMs: at - 1000,
+        lastFailureAtMs: at - 1500,
+        lastFailure: "timeout",
+      });
+      expect(await admin.pushHealth(group(t, "other"))).toBeNull();
     });
 
     it("purges every message, visible or delayed, and keeps the groups", async () => {
