@@ -50,6 +50,8 @@ export interface JetStreamAdapterOptions {
   readonly maxLeaseMs: number;
   readonly maxTopicsPerNamespace: number;
   readonly maxGroupsPerNamespace: number;
+  /** Timer moves per second per namespace on this gateway (0: none). */
+  readonly timerMovesPerSecondPerNamespace: number;
   /** Storage quotas (see storage-quotas.ts). */
   readonly quotas: Omit<StorageQuotaOptions, "refreshMs" | "region" | "bodyChunkBytes"> & {
     readonly hardMaxBytes: number;
@@ -207,6 +209,7 @@ export async function openJetStreamAdapter(
     requestTimeoutMs: o.requestTimeoutMs,
     maxAgeMs: o.maxAgeMs,
     messageTtl,
+    movesPerSecondPerNamespace: o.timerMovesPerSecondPerNamespace,
   });
   const records = new LeaseRecords(js, {
     replicas: o.replicas,
