@@ -37,6 +37,7 @@ import { Once } from "../core/once.js";
 import { isApiError, isMessageGone } from "../core/errors.js";
 import type { Topology } from "../queue-state/topology.js";
 import { MoveBudget } from "./move-budget.js";
+import { parseAckSubject } from "../messages/ack-subject.js";
 
 /** Moves a parked message to the ready subject when it is due. */
 interface MoveTimer {
@@ -321,7 +322,8 @@ export class DelayScheduler {
   async #move(msg: Msg, timer: MoveTimer): Promise<void> {
     // Before any read: a namespace past its budget costs a -NAK per timer, not a move. Its
     // namespace is the parked subject's second token (`vqs.<namespace>.<topic>.d`).
-    const over = this.#moves.delayMs(timer.p.split(".")[1] ?? "");
+    const seq = parseAckSubject(msg.reply ?? "")?.streamSeq ?? 0;
+    const over = this.#moves.delayMs(timer.p.split(".")[1] ?? "", seq);
     if (over > 0) {
       this.#nak(msg, over);
       return;
