@@ -306,7 +306,7 @@ export function loadConfig(env: Env): Config {
     maxDelayedPublishesPerSecond: int("VQS_MAX_DELAYED_PUBLISHES_PER_SECOND", 1000, 0, 1e9),
     maxTimerMovesPerSecondPerNamespace: int(
       "VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE",
-      500,
+      1000,
       0,
       1e9,
     ),
