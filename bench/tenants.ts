@@ -34,6 +34,7 @@ const { values: args } = parseArgs({
     role: { type: "string" },
     only: { type: "string" },
     "delayed-cap": { type: "string" },
+    "timer-team-limit": { type: "string" },
     scenario: { type: "string" },
   },
 });
@@ -416,7 +417,6 @@ const NOISY: Record<
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         while (!stop() && sent < TIMERS) {
-          sent += 100;
           const r = await call(
             base,
             token,
@@ -427,6 +427,8 @@ const NOISY: Record<
           );
           t.note(r);
           t.noteParts(r);
+          // Offered: the parts the gateway answered for (a batch refused whole offered none).
+          if (r.status === 200) sent += 100;
         }
       }),
     );
@@ -526,6 +528,9 @@ async function main(): Promise<void> {
       // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
       // what the gateway can serve, so that A's flood is mostly refused.
       VQS_RATE_LIMIT_PER_SECOND: "250",
+      ...(args["timer-team-limit"]
+        ? { VQS_RATE_LIMIT_TEAMS: `team_timers=${args["timer-team-limit"]}` }
+        : {}),
       // The small quota is the storage scenario's (its own team); the others have room (the
       // timer flood's 100,000 parked messages and timers take some 40 MB).
       VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
@@ -545,15 +550,23 @@ async function main(): Promise<void> {
       {
         project_id: `prj_noisy_${scenario}`,
         ...(scenario === "a_storage_full" ? { owner_id: "team_full" } : {}),
+        // With --timer-team-limit A's timer flood gets that request budget (a batch's parts each
+        // count as a request), so that the timer limits are what hold it.
+        ...(scenario === "a_timer_flood" && args["timer-team-limit"]
+          ? { owner_id: "team_timers" }
+          : {}),
       },
       { expiresIn: "3h" },
     );
   const tokenB = await issuer.token({ project_id: "prj_quiet" }, { expiresIn: "3h" });
   // Timers are sharded by namespace: B must not share A's timer shard (it would measure the
   // shard-mate's exposure, which C measures on purpose).
-  const shardOf = (project: string) =>
-    timerShard(makeNamespace("team_a", project, "production", null).key);
-  const floodShard = shardOf("prj_noisy_a_timer_flood");
+  const shardOf = (project: string, team = "team_a") =>
+    timerShard(makeNamespace(team, project, "production", null).key);
+  const floodShard = shardOf(
+    "prj_noisy_a_timer_flood",
+    args["timer-team-limit"] ? "team_timers" : "team_a",
+  );
   if (shardOf("prj_quiet") === floodShard) throw new Error("B shares A's timer shard: rename one");
   let mate = 0;
   while (shardOf(`prj_shard_mate_${mate}`) !== floodShard) mate++;

@@ -129,7 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     api.removeAllContentTypeParsers();
     api.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, next) => next(null, body));
     installAuth(api, { verifier: deps.verifier, config: deps.config, now: deps.now });
-    await installRateLimit(api, {
+    const partsLimit = await installRateLimit(api, {
       perSecond: deps.config.rateLimitPerSecond,
       teams: deps.config.rateLimitTeams,
       bytesPerSecond: deps.config.rateLimitBytesPerSecond,
@@ -151,6 +151,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       deps.queue,
       { inlineBytes: deps.inlineBodyBytes, maxBytes: deps.maxMessageBytes },
       deps.maxBatchBytes,
+      partsLimit,
     );
     receiveRoute(api, deps.queue);
     receiveByIdRoute(api, deps.queue);

@@ -102,6 +102,8 @@ export interface Config {
   readonly maxWaitersPerNamespace: number;
   /** Delayed publishes per second per namespace in the region (0: no cap). */
   readonly maxDelayedPublishesPerSecond: number;
+  /** Delayed messages moved (come due) per second per namespace on one gateway (0: no budget). */
+  readonly maxTimerMovesPerSecondPerNamespace: number;
   readonly maxPushesInFlightPerNamespace: number;
   /** An empty topic not published to for this long is removed. */
   readonly topicIdleSeconds: number;
@@ -302,6 +304,12 @@ export function loadConfig(env: Env): Config {
     maxRequestsInFlightPerNamespace: int("VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE", 1000, 0, 1e7),
     maxWaitersPerNamespace: int("VQS_MAX_WAITERS_PER_NAMESPACE", 1000, 0, 1e7),
     maxDelayedPublishesPerSecond: int("VQS_MAX_DELAYED_PUBLISHES_PER_SECOND", 1000, 0, 1e9),
+    maxTimerMovesPerSecondPerNamespace: int(
+      "VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE",
+      1000,
+      0,
+      1e9,
+    ),
     maxPushesInFlightPerNamespace: int("VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE", 256, 0, 1e7),
     topicIdleSeconds: int("VQS_TOPIC_IDLE_SECONDS", 86_400, 60, 365 * 86_400),
     settledTopicSeconds: int("VQS_SETTLED_TOPIC_SECONDS", 120, 0, 86_400),

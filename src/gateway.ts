@@ -103,6 +103,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxLeaseMs: LIMITS.visibilityTimeoutSeconds.max * 1000,
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
+    timerMovesPerSecondPerNamespace: config.maxTimerMovesPerSecondPerNamespace,
     quotas: {
       topicMaxBytes: config.topicMaxBytes,
       hardMaxBytes: config.topicHardMaxBytes,

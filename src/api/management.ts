@@ -93,7 +93,14 @@ export const PEEKED_MESSAGE = Type.Object(
 
 export const NAMESPACE_STORAGE = Type.Object(
   {
-    usedBytes: described(COUNT, "Bytes all of the namespace's topics hold."),
+    usedBytes: described(
+      COUNT,
+      "Bytes the namespace holds: its topics' streams and its large bodies (what its quota counts).",
+    ),
+    largeBodyBytes: described(
+      COUNT,
+      "Of usedBytes, its large bodies in the body store (counted in whole chunks of 256 KiB).",
+    ),
     limitBytes: described(COUNT, "The namespace's quota; 0: none."),
     topicLimitBytes: described(COUNT, "Each topic's quota; 0: none."),
   },

@@ -5,6 +5,7 @@
 import type {
   GroupFigures,
   PushHealth,
+  NamespaceUsage,
   QueueAdmin,
   SeekTarget,
   TopicFigures,
@@ -139,11 +140,17 @@ export class MemoryQueueAdmin implements QueueAdmin {
     return true;
   }
 
-  namespaces(): Promise<{ namespace: Namespace; topics: number; bytes: number }[]> {
-    const counts = new Map<string, { namespace: Namespace; topics: number; bytes: number }>();
+  // Bodies live with their messages here (no body store): none counts as a large body apart.
+  namespaces(): Promise<
+    { namespace: Namespace; topics: number; bytes: number; largeBodyBytes: number }[]
+  > {
+    const counts = new Map<
+      string,
+      { namespace: Namespace; topics: number; bytes: number; largeBodyBytes: number }
+    >();
     for (const t of this.#b.topics()) {
       const ns = t.address.namespace;
-      const c = counts.get(ns.key) ?? { namespace: ns, topics: 0, bytes: 0 };
+      const c = counts.get(ns.key) ?? { namespace: ns, topics: 0, bytes: 0, largeBodyBytes: 0 };
       c.topics++;
       c.bytes += bytesOf(t);
       counts.set(ns.key, c);
@@ -153,8 +160,9 @@ export class MemoryQueueAdmin implements QueueAdmin {
     );
   }
 
-  namespaceBytes(ns: Namespace): Promise<number> {
-    return Promise.resolve(this.#of(ns).reduce((n, t) => n + bytesOf(t), 0));
+  namespaceBytes(ns: Namespace): Promise<NamespaceUsage> {
+    const bytes = this.#of(ns).reduce((n, t) => n + bytesOf(t), 0);
+    return Promise.resolve({ bytes, largeBodyBytes: 0 });
   }
 
   deadLettered(group: GroupAddress): Promise<number> {

@@ -50,6 +50,8 @@ export interface JetStreamAdapterOptions {
   readonly maxLeaseMs: number;
   readonly maxTopicsPerNamespace: number;
   readonly maxGroupsPerNamespace: number;
+  /** Timer moves per second per namespace on this gateway (0: none). */
+  readonly timerMovesPerSecondPerNamespace: number;
   /** Storage quotas (see storage-quotas.ts). */
   readonly quotas: Omit<StorageQuotaOptions, "refreshMs" | "region" | "bodyChunkBytes"> & {
     readonly hardMaxBytes: number;
@@ -209,6 +211,7 @@ export async function openJetStreamAdapter(
     requestTimeoutMs: o.requestTimeoutMs,
     maxAgeMs: o.maxAgeMs,
     messageTtl,
+    movesPerSecondPerNamespace: o.timerMovesPerSecondPerNamespace,
   });
   const records = new LeaseRecords(js, {
     replicas: o.replicas,
@@ -335,7 +338,15 @@ export async function openJetStreamAdapter(
     sweeper,
     keys,
     settings,
-    admin: new JetStreamAdmin({ jsm, topology, records, epochs, region: o.region, bodies }),
+    admin: new JetStreamAdmin({
+      jsm,
+      topology,
+      records,
+      epochs,
+      region: o.region,
+      bodies,
+      largeBodies: quotas,
+    }),
     pushHealth,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     quotas,

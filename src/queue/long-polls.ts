@@ -5,7 +5,7 @@
 // more (a waiter timed out or hung up a moment ago) is kept briefly for the next waiter (clients
 // poll again at once), then released. See docs/architecture.md, "Long polling".
 import type { Delivery, DeliveryTaker, Feed, GroupCursor } from "./broker.js";
-import type { GroupAddress } from "./namespace.js";
+import type { GroupAddress, TopicAddress } from "./namespace.js";
 
 /** A delivery nobody waits for is kept this long for the next waiter before it is released. */
 const SPARE_MS = 500;
@@ -21,6 +21,8 @@ interface Waiter {
 export class LongPolls {
   readonly #broker: GroupCursor;
   readonly #groups = new Map<string, GroupWaiters>();
+  /** Groups whose topic did not exist when their waiters came, by topic: a publish wakes them. */
+  readonly #missing = new Map<string, Set<GroupWaiters>>();
   #closed = false;
 
   constructor(broker: GroupCursor) {
@@ -43,7 +45,17 @@ export class LongPolls {
     const key = JSON.stringify([group.namespace.key, group.topic, group.group]);
     let g = this.#groups.get(key);
     if (!g) {
-      g = new GroupWaiters(this.#broker, group, () => this.#groups.delete(key));
+      const topic = topicKey(group);
+      g = new GroupWaiters(this.#broker, group, {
+        forget: () => this.#groups.delete(key),
+        missing: (w, on) => {
+          const set = this.#missing.get(topic) ?? new Set<GroupWaiters>();
+          if (on) set.add(w);
+          else set.delete(w);
+          if (set.size > 0) this.#missing.set(topic, set);
+          else this.#missing.delete(topic);
+        },
+      });
       this.#groups.set(key, g);
     }
     return g.wait(untilMs, signal);
@@ -56,6 +68,16 @@ export class LongPolls {
   following(group: GroupAddress): boolean {
     const key = JSON.stringify([group.namespace.key, group.topic, group.group]);
     return this.#groups.get(key)?.following ?? false;
+  }
+
+  /**
+   * A message was published to `topic` through this gateway: its groups' waiters that found no
+   * topic look again now rather than at their next retry (up to a second later), so a receive
+   * that waits for a topic a publish creates gets its first message at once.
+   */
+  published(topic: TopicAddress): void {
+    const waiting = this.#missing.get(topicKey(topic));
+    if (waiting) for (const g of [...waiting]) g.lookAgain();
   }
 
   /** A delivery kept for the next waiter (its waiter left a moment ago), for any receive. */
@@ -72,21 +94,34 @@ export class LongPolls {
   }
 }
 
+function topicKey(topic: TopicAddress): string {
+  return JSON.stringify([topic.namespace.key, topic.topic]);
+}
+
+interface GroupHooks {
+  /** The group is idle: its entry goes. */
+  readonly forget: () => void;
+  /** Whether the group waits for its topic to exist (`lookAgain()` is then worth calling). */
+  readonly missing: (g: GroupWaiters, on: boolean) => void;
+}
+
 class GroupWaiters implements DeliveryTaker {
   readonly #broker: GroupCursor;
   readonly #group: GroupAddress;
-  readonly #forget: () => void;
+  readonly #hooks: GroupHooks;
   readonly waiters: Waiter[] = [];
   readonly #spare: { d: Delivery; timer: NodeJS.Timeout }[] = [];
   #feed: Feed | null = null;
   #opening = false;
   #idle: NodeJS.Timeout | null = null;
   #retry: NodeJS.Timeout | null = null;
+  /** A publish came while the feed was being opened: a "no such topic" answer is looked at again. */
+  #recheck = false;
 
-  constructor(broker: GroupCursor, group: GroupAddress, forget: () => void) {
+  constructor(broker: GroupCursor, group: GroupAddress, hooks: GroupHooks) {
     this.#broker = broker;
     this.#group = group;
-    this.#forget = forget;
+    this.#hooks = hooks;
   }
 
   wait(untilMs: number, signal: AbortSignal | null): Promise<Delivery | null> {
@@ -154,9 +189,24 @@ class GroupWaiters implements DeliveryTaker {
     this.#feedOn();
   }
 
+  /** The topic may exist now: look at once instead of at the next retry. */
+  lookAgain(): void {
+    if (this.#opening) {
+      this.#recheck = true; // the look under way may have come before the publish
+      return;
+    }
+    if (!this.#retry) return;
+    clearTimeout(this.#retry);
+    this.#retry = null;
+    this.#hooks.missing(this, false);
+    this.#feedOn();
+  }
+
   close(): void {
     if (this.#idle) clearTimeout(this.#idle);
     if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = null;
+    this.#hooks.missing(this, false);
     this.#feed?.close();
     this.#feed = null;
     for (const w of this.waiters.splice(0)) w.resolve(null);
@@ -175,28 +225,38 @@ class GroupWaiters implements DeliveryTaker {
     }
     if (this.#opening || this.#retry) return;
     this.#opening = true;
-    this.#broker
-      .openFeed(this.#group, this)
-      .then(
-        (feed) => {
-          if (feed && this.waiters.length === 0 && this.#spare.length === 0) {
-            feed.close(); // everyone left meanwhile
-            return;
-          }
-          this.#feed = feed;
-          if (feed) feed.wake();
-          else this.#retryLater(); // no such topic (yet): a publish may create it
-        },
-        () => this.#retryLater(),
-      )
-      .finally(() => (this.#opening = false));
+    this.#recheck = false;
+    this.#hooks.missing(this, true);
+    this.#broker.openFeed(this.#group, this).then(
+      (feed) => {
+        this.#opening = false;
+        if (feed && this.waiters.length === 0 && this.#spare.length === 0) {
+          this.#hooks.missing(this, false);
+          feed.close(); // everyone left meanwhile
+          return;
+        }
+        this.#feed = feed;
+        if (feed) {
+          this.#hooks.missing(this, false);
+          feed.wake();
+        } else this.#retryLater(); // no such topic (yet): a publish may create it
+      },
+      () => {
+        this.#opening = false;
+        this.#retryLater();
+      },
+    );
   }
 
+  /** Looks again in a while (at once when a publish came meanwhile); the group stays "missing". */
   #retryLater(): void {
+    const ms = this.#recheck ? 0 : MISSING_RETRY_MS;
+    this.#recheck = false;
     this.#retry = setTimeout(() => {
       this.#retry = null;
+      this.#hooks.missing(this, false);
       this.#feedOn();
-    }, MISSING_RETRY_MS);
+    }, ms);
   }
 
   /** Once nobody has waited for a while, the feed closes and the group is forgotten. */
@@ -205,7 +265,7 @@ class GroupWaiters implements DeliveryTaker {
     this.#idle = setTimeout(() => {
       if (this.waiters.length > 0) return;
       this.close();
-      this.#forget();
+      this.#hooks.forget();
     }, IDLE_MS);
     this.#idle.unref();
   }

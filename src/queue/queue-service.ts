@@ -297,6 +297,8 @@ export class QueueService {
       this.#observer.deferred();
       return { deferred: true };
     }
+    // Waiting receives on this gateway that found no topic look again now (it may be new).
+    this.#longPolls.published(topic);
     if (outcome.kind === "stored") {
       this.#observer.published(false);
       return { deferred: false, messageId: storedMessageId(outcome.seq, nonce), duplicate: false };

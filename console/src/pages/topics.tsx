@@ -13,18 +13,21 @@ const PAGE_SIZE = 50;
 /** The namespace's storage against its quota: a tenant sees a full quota coming. */
 function StorageUse({ storage: s }: { storage: TopicPage["storage"] }) {
   const topic = s.topicLimitBytes ? `, at most ${formatBytes(s.topicLimitBytes)} per topic` : "";
+  // Large bodies count against the quota but are not in any topic's size: say how much they are.
+  const large = s.largeBodyBytes ? ` (large bodies ${formatBytes(s.largeBodyBytes)})` : "";
   if (!s.limitBytes)
     return (
       <p class="storage-use">
         Storage: {formatBytes(s.usedBytes)}
+        {large}
         {topic}
       </p>
     );
   const pct = Math.floor((100 * s.usedBytes) / s.limitBytes);
   return (
     <p class="storage-use">
-      Storage: {formatBytes(s.usedBytes)} of {formatBytes(s.limitBytes)} ({pct}%){topic}{" "}
-      <meter min={0} max={s.limitBytes} high={0.8 * s.limitBytes} value={s.usedBytes} />
+      Storage: {formatBytes(s.usedBytes)} of {formatBytes(s.limitBytes)} ({pct}%){large}
+      {topic} <meter min={0} max={s.limitBytes} high={0.8 * s.limitBytes} value={s.usedBytes} />
     </p>
   );
 }

@@ -6,11 +6,13 @@
 // (src/nats/core/demand-exchange.ts). Acknowledging and extending are never limited: refusing
 // them would only cause redeliveries. Runs after authentication (preParsing), before a body is
 // read (a chunked body is also counted as it arrives), and answers 429 `rate_limited` with
-// Retry-After.
-import rateLimit from "@fastify/rate-limit";
+// Retry-After. A batch counts one request per part: the request itself here, its further parts
+// once the batch is read (`PartsLimit`); parts beyond the budget fail alone with 429.
+import rateLimit, { type FastifyRateLimitStoreCtor } from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Readable } from "node:stream";
 import { AppError } from "../../errors.js";
+import { TenantWindows } from "./tenant-windows.js";
 
 export interface RateLimitOptions {
   /** Requests per second per tenant in the region; 0 turns the limit off. */
@@ -39,6 +41,13 @@ export const LIMITED_ROUTES = new Set([
 
 /** Tenants remembered at once (least recently used forgotten first). */
 const MAX_TENANTS = 100_000;
+const WINDOW_MS = 1000;
+
+/** A batch's parts after its first, counted in the tenant's request budget once it is read. */
+export interface PartsLimit {
+  /** How many of a batch's `n` further parts the tenant's budget takes now (0 to n). */
+  take(req: FastifyRequest, n: number): number;
+}
 
 const tenantOf = (req: FastifyRequest) => {
   const ns = req.namespace;
@@ -48,9 +57,11 @@ const tenantOf = (req: FastifyRequest) => {
 export async function installRateLimit(
   app: FastifyInstance,
   opts: RateLimitOptions,
-): Promise<void> {
+): Promise<PartsLimit> {
   installByteLimit(app, opts);
-  if (opts.perSecond === 0 && opts.teams.size === 0) return;
+  if (opts.perSecond === 0 && opts.teams.size === 0) return { take: (_req, n) => n };
+  const limitOf = (req: FastifyRequest) => opts.teams.get(req.namespace.team) ?? opts.perSecond;
+  const windows = new TenantWindows(MAX_TENANTS);
   // Demand is counted before the limit decides, refused requests included: a gateway whose
   // share is too small for what it is asked shows it, and gets more next second.
   app.addHook("preParsing", (req, _reply, _payload, done) => {
@@ -62,19 +73,30 @@ export async function installRateLimit(
   await app.register(rateLimit, {
     global: true,
     hook: "preParsing",
-    timeWindow: 1000,
-    cache: MAX_TENANTS,
+    timeWindow: WINDOW_MS,
+    // Constructed by the plugin: it gets the one instance the batch route also counts in.
+    store: function SharedWindows() {
+      return windows;
+    } as unknown as FastifyRateLimitStoreCtor,
     keyGenerator: tenantOf,
     max: (req: FastifyRequest, tenant: string) =>
-      opts.budget.share(tenant, "requests", opts.teams.get(req.namespace.team) ?? opts.perSecond),
+      opts.budget.share(tenant, "requests", limitOf(req)),
     allowList: (req: FastifyRequest) =>
-      !LIMITED_ROUTES.has(req.routeOptions.url ?? "") ||
-      (opts.teams.get(req.namespace.team) ?? opts.perSecond) === 0,
+      !LIMITED_ROUTES.has(req.routeOptions.url ?? "") || limitOf(req) === 0,
     errorResponseBuilder: (_req, context) =>
       new AppError("rate_limited", {
         retryAfterSeconds: Math.max(1, Math.ceil(context.ttl / 1000)),
       }),
   });
+  return {
+    take: (req, n) => {
+      const limit = limitOf(req);
+      if (limit === 0 || n <= 0) return n;
+      const tenant = tenantOf(req);
+      opts.budget.note(tenant, "requests", n);
+      return windows.take(tenant, n, opts.budget.share(tenant, "requests", limit), WINDOW_MS);
+    },
+  };
 }
 
 /**

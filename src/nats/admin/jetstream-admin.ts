@@ -14,6 +14,7 @@ import type { GroupAddress, Namespace, TopicAddress } from "../../queue/namespac
 import { makeNamespace } from "../../queue/namespace.js";
 import type {
   GroupFigures,
+  NamespaceUsage,
   PushHealth,
   QueueAdmin,
   SeekTarget,
@@ -27,6 +28,7 @@ import type { GroupEpochs } from "../queue-state/group-epochs.js";
 import { LEASES_BUCKET, type LeaseRecords } from "../queue-state/lease-records.js";
 import type { JetStreamBodies } from "../bodies/jetstream-bodies.js";
 import type { Topology } from "../queue-state/topology.js";
+import type { StorageQuotas } from "../queue-state/storage-quotas.js";
 
 export interface JetStreamAdminDeps {
   readonly jsm: JetStreamManager;
@@ -36,6 +38,8 @@ export interface JetStreamAdminDeps {
   readonly region: string;
   /** A topic's large bodies go with its messages (purge, delete). */
   readonly bodies: Pick<JetStreamBodies, "removeTopic">;
+  /** Large-body bytes per namespace, as the storage quotas count them. */
+  readonly largeBodies: Pick<StorageQuotas, "largeBodyBytes" | "largeBodyBytesOf">;
 }
 
 /** After a group's epoch moves, how long a seek waits for every gateway to learn of it. */
@@ -57,13 +61,21 @@ export class JetStreamAdmin implements QueueAdmin {
     return names.sort();
   }
 
-  async namespaceBytes(ns: Namespace): Promise<number> {
-    let bytes = 0;
-    for await (const info of this.#d.jsm.streams.list(namespaceFilter(this.#d.region, ns))) {
-      const id = identity(info.config.description);
-      if (id && id.region === this.#d.region && id.namespace === ns.key) bytes += info.state.bytes;
-    }
-    return bytes;
+  async namespaceBytes(ns: Namespace): Promise<NamespaceUsage> {
+    const [streams, largeBodyBytes] = await Promise.all([
+      (async () => {
+        let bytes = 0;
+        for await (const info of this.#d.jsm.streams.list(namespaceFilter(this.#d.region, ns))) {
+          const id = identity(info.config.description);
+          if (id && id.region === this.#d.region && id.namespace === ns.key) {
+            bytes += info.state.bytes;
+          }
+        }
+        return bytes;
+      })(),
+      this.#d.largeBodies.largeBodyBytes(ns.key),
+    ]);
+    return { bytes: streams + largeBodyBytes, largeBodyBytes };
   }
 
   async topic(topic: TopicAddress): Promise<TopicFigures | null> {
@@ -276,7 +288,7 @@ export class JetStreamAdmin implements QueueAdmin {
     return true;
   }
 
-  async namespaces(): Promise<{ namespace: Namespace; topics: number; bytes: number }[]> {
+  async namespaces(): Promise<({ namespace: Namespace; topics: number } & NamespaceUsage)[]> {
     const counts = new Map<string, { topics: number; bytes: number }>();
     for await (const info of this.#d.jsm.streams.list()) {
       const id = identity(info.config.description);
@@ -287,10 +299,18 @@ export class JetStreamAdmin implements QueueAdmin {
         counts.set(id.namespace, c);
       }
     }
-    const out: { namespace: Namespace; topics: number; bytes: number }[] = [];
+    // Large bodies are in the body store, not the topics' streams: one read for every namespace.
+    const large = await this.#d.largeBodies.largeBodyBytesOf([...counts.keys()]);
+    const out: ({ namespace: Namespace; topics: number } & NamespaceUsage)[] = [];
     for (const [key, { topics, bytes }] of counts) {
       const parts = JSON.parse(key) as [string, string, string, string | null];
-      out.push({ namespace: makeNamespace(...parts), topics, bytes });
+      const largeBodyBytes = large.get(key) ?? 0;
+      out.push({
+        namespace: makeNamespace(...parts),
+        topics,
+        bytes: bytes + largeBodyBytes,
+        largeBodyBytes,
+      });
     }
     return out.sort((a, b) => a.namespace.key.localeCompare(b.namespace.key));
   }

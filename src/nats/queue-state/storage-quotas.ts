@@ -196,22 +196,46 @@ export class StorageQuotas {
   /** Bytes of the namespace's large bodies per topic stream (`vqs._body.<ns>.<topic>.<id>`). */
   async #readBodies(namespaceKey: string): Promise<Map<string, number>> {
     const bodies = new Map<string, number>();
-    if (this.#o.bodyChunkBytes === 0) return bodies;
-    let subjects: Record<string, number>;
-    try {
-      const info = await this.#jsm.streams.info(BODY_STREAM, {
-        subjects_filter: bodyNamespaceFilter(this.#o.region, { key: namespaceKey }),
-      });
-      subjects = info.state.subjects ?? {};
-    } catch (err) {
-      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return bodies;
-      throw err;
-    }
-    for (const [subject, chunks] of Object.entries(subjects)) {
+    const filter = bodyNamespaceFilter(this.#o.region, { key: namespaceKey });
+    for (const [subject, chunks] of await this.#bodyChunks(filter)) {
       const stream = `VQS_${subject.split(".")[3] ?? ""}`;
       bodies.set(stream, (bodies.get(stream) ?? 0) + chunks * this.#o.bodyChunkBytes);
     }
     return bodies;
+  }
+
+  /** Bytes of the namespace's large bodies, as its quotas count them (whole chunks). */
+  async largeBodyBytes(namespaceKey: string): Promise<number> {
+    let bytes = 0;
+    for (const b of (await this.#readBodies(namespaceKey)).values()) bytes += b;
+    return bytes;
+  }
+
+  /** Bytes of every namespace's large bodies in one read, by namespace key (of those given). */
+  async largeBodyBytesOf(namespaceKeys: readonly string[]): Promise<Map<string, number>> {
+    const byToken = new Map<string, string>();
+    for (const key of namespaceKeys) {
+      byToken.set(bodyNamespaceFilter(this.#o.region, { key }).split(".")[2]!, key);
+    }
+    const out = new Map<string, number>();
+    if (byToken.size === 0) return out;
+    for (const [subject, chunks] of await this.#bodyChunks("vqs._body.>")) {
+      const key = byToken.get(subject.split(".")[2] ?? "");
+      if (key !== undefined) out.set(key, (out.get(key) ?? 0) + chunks * this.#o.bodyChunkBytes);
+    }
+    return out;
+  }
+
+  /** Chunks per body subject under `filter`; none without a body store. */
+  async #bodyChunks(filter: string): Promise<[string, number][]> {
+    if (this.#o.bodyChunkBytes === 0) return [];
+    try {
+      const info = await this.#jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
+      return Object.entries(info.state.subjects ?? {});
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return [];
+      throw err;
+    }
   }
 
   #refresh(u: Usage, namespaceKey: string, filter: string): Promise<void> {

@@ -77,7 +77,11 @@ export class Topology {
   /** Makes sure the topic's stream exists (creating it). */
   ensureStream(names: TopicNames): Promise<void> {
     this.#missing.delete(names.stream);
-    return this.#once(this.#streams, names.stream, () => this.#createStream(names));
+    // Again once it exists: a look at the consumer that raced the creation may have noted the
+    // stream missing meanwhile, which would hold this gateway's waiting receives back.
+    return this.#once(this.#streams, names.stream, () => this.#createStream(names)).then(() => {
+      this.#missing.delete(names.stream);
+    });
   }
 
   /** The `ack_wait` of consumers this gateway made and found nothing else on. */

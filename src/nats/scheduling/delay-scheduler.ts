@@ -36,6 +36,8 @@ import { remainingTtl } from "../core/server-features.js";
 import { Once } from "../core/once.js";
 import { isApiError, isMessageGone } from "../core/errors.js";
 import type { Topology } from "../queue-state/topology.js";
+import { MoveBudget } from "./move-budget.js";
+import { parseAckSubject } from "../messages/ack-subject.js";
 
 /** Moves a parked message to the ready subject when it is due. */
 interface MoveTimer {
@@ -81,6 +83,8 @@ export interface DelaySchedulerDeps {
   readonly maxAgeMs: number;
   /** Send Nats-TTL with the copies (the streams allow per-message TTL). */
   readonly messageTtl: boolean;
+  /** Timer moves per second per namespace on this gateway (0: none); see move-budget.ts. */
+  readonly movesPerSecondPerNamespace: number;
 }
 
 const BATCH = 32;
@@ -96,9 +100,11 @@ export class DelayScheduler {
   readonly #ensured = new Once<void>();
   /** Whether the timer stream of earlier versions is there to drain (looked at now and then). */
   #legacy: { exists: boolean; at: number } = { exists: false, at: 0 };
+  readonly #moves: MoveBudget;
 
   constructor(deps: DelaySchedulerDeps) {
     this.#d = deps;
+    this.#moves = new MoveBudget(deps.movesPerSecondPerNamespace, deps.now);
   }
 
   /** Creates the timer stream and its shards' consumers once per gateway (again after a failure). */
@@ -314,6 +320,14 @@ export class DelayScheduler {
   }
 
   async #move(msg: Msg, timer: MoveTimer): Promise<void> {
+    // Before any read: a namespace past its budget costs a -NAK per timer, not a move. Its
+    // namespace is the parked subject's second token (`vqs.<namespace>.<topic>.d`).
+    const seq = parseAckSubject(msg.reply ?? "")?.streamSeq ?? 0;
+    const over = this.#moves.delayMs(timer.p.split(".")[1] ?? "", seq);
+    if (over > 0) {
+      this.#nak(msg, over);
+      return;
+    }
     const parked = await this.#parked(timer);
     const message = parked
       ? decodeMessage(parked.seq, rfc3339ToMs(parked.timestamp), parked.header, parked.data)

@@ -9,7 +9,13 @@ import { parseMessageId, storedMessageId } from "../identity/message-id.js";
 import type { GroupAddress, Namespace, TopicAddress } from "../namespace.js";
 import type { SettingsStore } from "../settings/settings-store.js";
 import { appliesTo } from "../settings/topic-pattern.js";
-import type { GroupFigures, QueueAdmin, SeekTarget, TopicFigures } from "./queue-admin.js";
+import type {
+  GroupFigures,
+  NamespaceUsage,
+  QueueAdmin,
+  SeekTarget,
+  TopicFigures,
+} from "./queue-admin.js";
 import type {
   ConsumerGroup,
   ConsumerGroups,
@@ -53,7 +59,7 @@ export class ManagementService {
 
   /** A page of the namespace's topics, by name after `cursor` (the last name of the previous). */
   async listTopics(ns: Namespace, cursor: string | null, limit: number): Promise<TopicPage> {
-    const [all, usedBytes] = await Promise.all([
+    const [all, usage] = await Promise.all([
       this.#d.admin.topicNames(ns),
       this.#d.admin.namespaceBytes(ns),
     ]);
@@ -71,14 +77,19 @@ export class ManagementService {
     return {
       topics: views.filter((v): v is Topic => v !== null),
       nextCursor: names.length > limit ? page.at(-1)! : null,
-      storage: this.storage(ns, usedBytes),
+      storage: this.storage(ns, usage),
     };
   }
 
   /** The namespace's storage against its quotas. */
-  storage(ns: Namespace, usedBytes: number): NamespaceStorage {
+  storage(ns: Namespace, usage: NamespaceUsage): NamespaceStorage {
     const limits = this.#d.storageLimits(ns);
-    return { usedBytes, limitBytes: limits.namespaceBytes, topicLimitBytes: limits.topicBytes };
+    return {
+      usedBytes: usage.bytes,
+      largeBodyBytes: usage.largeBodyBytes,
+      limitBytes: limits.namespaceBytes,
+      topicLimitBytes: limits.topicBytes,
+    };
   }
 
   async topic(at: TopicAddress): Promise<Topic> {

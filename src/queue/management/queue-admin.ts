@@ -55,13 +55,21 @@ export interface QueueAdmin {
   seekGroup(group: GroupAddress, to: SeekTarget): Promise<boolean>;
   /** Namespaces with topics in this region, how many, and the bytes they hold. */
   namespaces(): Promise<
-    { readonly namespace: Namespace; readonly topics: number; readonly bytes: number }[]
+    ({ readonly namespace: Namespace; readonly topics: number } & NamespaceUsage)[]
   >;
   /** Bytes all of the namespace's topics hold (what its storage quota counts). */
-  namespaceBytes(ns: Namespace): Promise<number>;
+  namespaceBytes(ns: Namespace): Promise<NamespaceUsage>;
   /** Messages of the group moved to its dead-letter topic (all gateways together). */
   deadLettered(group: GroupAddress): Promise<number>;
   pushHealth(group: GroupAddress): Promise<PushHealth | null>;
+}
+
+/** What a namespace holds: every byte its quota counts, and of them its large bodies. */
+export interface NamespaceUsage {
+  /** Its topics' streams and its large bodies (counted in whole chunks). */
+  readonly bytes: number;
+  /** Of `bytes`, its large bodies in the body store. */
+  readonly largeBodyBytes: number;
 }
 
 export type { StoredMessage };

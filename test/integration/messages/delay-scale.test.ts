@@ -5,7 +5,12 @@ import { useGateways } from "../../helpers/fixture.js";
 import { api, parts, uniqueName } from "../../helpers/http.js";
 
 // 20,000 delayed messages as fast as they go: no cap on delayed publishes per second.
-const env = useGateways(2, { env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "0" } });
+const env = useGateways(2, {
+  env: {
+    VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "0",
+    VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE: "0",
+  },
+});
 
 const DELAYED = 20_000;
 const BATCH = 100;

@@ -61,10 +61,10 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function gateway(): Promise<TestGateway> {
+async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
   // The flood is the point here: no cap on delayed publishes per second.
   const g = await startGateway(nats.url, issuer, {
-    env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "0" },
+    env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "0", ...env },
   });
   gateways.push(g);
   return g;
@@ -78,6 +78,14 @@ function projectsOnTwoShards(): [string, string] {
   for (let i = 0; ; i++) {
     const b = `prj_quiet_${i}`;
     if (timerShard(nsOf(b).key) !== timerShard(nsOf(a).key)) return [a, b];
+  }
+}
+
+/** A project whose namespace's timers share the shard of `project`'s. */
+function shardMateOf(project: string): string {
+  for (let i = 0; ; i++) {
+    const mate = `prj_mate_${i}`;
+    if (timerShard(nsOf(mate).key) === timerShard(nsOf(project).key)) return mate;
   }
 }
 
@@ -166,4 +174,45 @@ describe("timers across namespaces", () => {
       `quiet timer moved after ${quietMs} ms, the flood after ${floodMs} ms`,
     ).toBe(true);
   }, 100_000); // up to 20 s of publishing and waiting, then up to a minute for the flood
+
+  it("moves a namespace's due timers at its move budget, and a shard-mate's between them", async () => {
+    const BUDGET = 50;
+    const TOTAL = 300;
+    const gw = await gateway({ VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE: String(BUDGET) });
+    const floodProject = "prj_due_flood";
+    const mateProject = shardMateOf(floodProject);
+    const flood = api(gw.url, await issuer.token({ project_id: floodProject }));
+    const mate = api(gw.url, await issuer.token({ project_id: mateProject }));
+    const [floodTopic, mateTopic] = [uniqueName(), uniqueName()];
+    const bodies = Array.from({ length: 100 }, (_, i) => `a-${i}`);
+    const delayed = { "vqs-delay-seconds": "3" };
+    const published = Date.now();
+    const batches = [0, 1, 2].map(() => flood.publishBatch(floodTopic, bodies, delayed));
+    for (const res of await Promise.all(batches)) expect(res.status).toBe(200);
+    // The shard-mate's timer comes due with (or just after) all of the flood's.
+    expect((await mate.publish(mateTopic, "mate", delayed)).status).toBe(201);
+    let mateMs = -1;
+    let floodMs = -1;
+    let floodAtMate = -1;
+    while ((mateMs < 0 || floodMs < 0) && Date.now() - published < 60_000) {
+      const [mateReady, floodReady] = await Promise.all([
+        readyCount(mateProject, mateTopic),
+        readyCount(floodProject, floodTopic),
+      ]);
+      const at = Date.now() - published;
+      if (mateMs < 0 && mateReady > 0) [mateMs, floodAtMate] = [at, floodReady];
+      if (floodMs < 0 && floodReady >= TOTAL) floodMs = at;
+      await sleep(50);
+    }
+    expect(mateMs, "shard-mate's timer never moved").toBeGreaterThanOrEqual(0);
+    expect(floodMs, "flood not all moved within a minute").toBeGreaterThanOrEqual(0);
+    // 300 due at once at 50 a second take some 5 s; the shard-mate's timer does not wait for them.
+    expect(floodMs - 3000, `flood all moved ${floodMs} ms after publishing`).toBeGreaterThan(3500);
+    expect(
+      floodAtMate,
+      `the shard-mate's timer moved after ${floodAtMate} of the flood's`,
+    ).toBeLessThan(TOTAL);
+    const res = await flood.receive(floodTopic, "g", { "vqs-max-messages": "10" });
+    expect(res.status).toBe(200);
+  }, 90_000);
 });

@@ -164,10 +164,29 @@ describe("large bodies against storage quotas", () => {
     expect(await errorCode(small)).toBe("storage_quota_exceeded");
 
     // A gateway started now reads the body store: the same refusal at once.
-    const fresh = await gateway({ VQS_NAMESPACE_MAX_BYTES: String(2.5 * MB) });
+    const fresh = await gateway({
+      VQS_NAMESPACE_MAX_BYTES: String(2.5 * MB),
+      VQS_OPERATOR_TEAMS: TEAM, // for the namespaces listing below
+    });
     const again = await api(fresh.url, t).publish(uniqueName(), Buffer.alloc(600_000));
     expect(again.status).toBe(429);
     expect(await errorCode(again)).toBe("storage_quota_exceeded");
+
+    // The storage shown (topics page: `vqs topics`, the console; namespaces: `vqs namespaces`)
+    // counts the large body, which is in no topic's size, and says how much of it that is.
+    type Storage = { usedBytes: number; largeBodyBytes: number; limitBytes: number };
+    const get = async <T>(path: string) =>
+      (await (
+        await fetch(`${fresh.url}/api/v3/${path}`, { headers: { authorization: `Bearer ${t}` } })
+      ).json()) as T;
+    const page = await get<{ storage: Storage; topics: { bytes: number }[] }>("topics");
+    expect(page.storage.largeBodyBytes).toBeGreaterThanOrEqual(2 * MB);
+    const topicBytes = page.topics.reduce((n, x) => n + x.bytes, 0);
+    expect(page.storage.usedBytes).toBe(topicBytes + page.storage.largeBodyBytes);
+    const listed = await get<{ namespaces: { project: string; storage: Storage }[] }>("namespaces");
+    const mine = listed.namespaces.find((n) => n.project === "prj_quota")!;
+    expect(mine.storage.largeBodyBytes).toBe(page.storage.largeBodyBytes);
+    expect(mine.storage.usedBytes).toBeGreaterThan(2 * MB);
 
     // Another namespace stores large bodies as usual, and the first one's body reads back.
     const other = await upload(gw.url, await token("prj_other"), uniqueName(), 2 * MB, {

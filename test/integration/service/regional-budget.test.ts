@@ -1,6 +1,6 @@
 // Regional rate budgets with two gateways: a tenant publishing through both gets the region's
 // budget in all (requests and body bytes per second), not the budget on each gateway; the
-// gateways share their demand over core NATS once a second.
+// gateways share their demand over core NATS once a second. A batch's parts count as requests.
 import { describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, errorCode, sleep, uniqueName } from "../../helpers/http.js";
@@ -73,6 +73,49 @@ describe("regional rate budgets", () => {
       expect(r.status).toBe(429);
       expect(r.code).toBe("rate_limited");
       expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it("counts each part of a batch as a request; the parts past the budget fail alone with 429", async () => {
+    const token = await fx.issuer.token({ project_id: "prj_batch_parts" });
+    const topic = uniqueName();
+    const bodies = Array.from({ length: 5 }, (_, i) => `p${i}`);
+    const parts: { at: number; stored: boolean; status?: number; error?: string }[] = [];
+    const started = Date.now();
+    // A batch of 5 to each gateway every 100 ms for 4 s: 20 requests/s (the budget), carrying
+    // 100 messages/s; counted by request, every part would be stored.
+    while (Date.now() - started < 4000) {
+      await Promise.all(
+        fx.gateways.map(async (g) => {
+          const res = await api(g.url, token).publishBatch(topic, bodies);
+          if (res.status === 429) {
+            expect(await errorCode(res)).toBe("rate_limited");
+            return;
+          }
+          expect(res.status).toBe(200);
+          const { results } = (await res.json()) as {
+            results: { messageId?: string; statusCode?: number; error?: string }[];
+          };
+          const at = Date.now() - started;
+          for (const r of results) {
+            parts.push({ at, stored: !!r.messageId, status: r.statusCode, error: r.error });
+          }
+          // The parts the budget took come first.
+          const firstRefused = results.findIndex((r) => !r.messageId);
+          if (firstRefused >= 0)
+            expect(results.slice(firstRefused).every((r) => !r.messageId)).toBe(true);
+        }),
+      );
+      await sleep(100);
+    }
+    const stored = parts.filter((p) => p.stored && p.at >= 2000).length / 2;
+    expect(stored).toBeGreaterThan(LIMIT * 0.5);
+    expect(stored).toBeLessThan(LIMIT * 1.7);
+    const refused = parts.filter((p) => !p.stored);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const p of refused) {
+      expect(p.status).toBe(429);
+      expect(p.error).toMatch(/more requests/);
     }
   });
 

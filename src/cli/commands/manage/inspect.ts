@@ -49,9 +49,15 @@ function quotaUse(s: NamespaceStorage): string {
   return `${formatBytes(s.usedBytes)} of ${formatBytes(s.limitBytes)} (${pct}%)`;
 }
 
+/** The large bodies' part of the bytes used ("-" for none, or a gateway that does not say). */
+function largeBodies(s: NamespaceStorage): string {
+  return s.largeBodyBytes ? formatBytes(s.largeBodyBytes) : "-";
+}
+
 function storageLine(s: NamespaceStorage): string {
   const topic = s.topicLimitBytes === 0 ? "none" : formatBytes(s.topicLimitBytes);
-  return `storage: ${quotaUse(s)}; per topic at most ${topic}`;
+  const large = s.largeBodyBytes ? ` (large bodies ${formatBytes(s.largeBodyBytes)})` : "";
+  return `storage: ${quotaUse(s)}${large}; per topic at most ${topic}`;
 }
 
 async function runTopics(ctx: Context): Promise<void> {
@@ -161,6 +167,7 @@ async function runNamespaces(ctx: Context): Promise<void> {
       { header: "NAMESPACE", value: (n) => n.label, colour: () => "cyan" },
       { header: "TOPICS", value: (n) => String(n.topics) },
       { header: "STORAGE", value: (n) => quotaUse(n.storage) },
+      { header: "LARGE BODIES", value: (n) => largeBodies(n.storage) },
     ],
     namespaces,
   );

@@ -10,14 +10,14 @@ export function namespacesRoute(app: FastifyInstance, management: ManagementServ
     if (!request.identity.operator) throw new AppError("operator_only");
     const all = await management.namespaces();
     return {
-      namespaces: all.map(({ namespace: ns, topics, bytes }) => ({
+      namespaces: all.map(({ namespace: ns, topics, ...usage }) => ({
         team: ns.team,
         project: ns.project,
         environment: ns.environment,
         deploymentId: ns.deployment,
         label: namespaceHeader(ns),
         topics,
-        storage: management.storage(ns, bytes),
+        storage: management.storage(ns, usage),
       })),
     };
   });

@@ -1,6 +1,8 @@
 // Batch publish (the client's experimental_sendBatch): POST /api/v3/topic/{topic}/batch with a
 // multipart/mixed body of 1 to 100 messages, each part with its own Content-Type and Vqs-*
-// headers. Answers {results: [...]}: one entry per part, in order; a bad part fails alone.
+// headers. Answers {results: [...]}: one entry per part, in order; a bad part fails alone. Each
+// part counts as a request in the tenant's rate limit: the parts the budget has no room for fail
+// alone with 429 rate_limited (retryable), the first ones stored.
 import type { BatchAnswer, BatchResult } from "../../../api/messages.js";
 import type { FastifyInstance } from "fastify";
 import { parseMultipartStream } from "mixpart";
@@ -8,6 +10,7 @@ import { AppError, isAppError } from "../../../errors.js";
 import { LIMITS } from "../../../queue/limits.js";
 import { boundaryOf, countParts } from "../../encoding/multipart-count.js";
 import type { BodyLimits } from "../../encoding/publish-body.js";
+import type { PartsLimit } from "../../plugins/rate-limit.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
@@ -51,6 +54,7 @@ export function publishBatchRoute(
   queue: QueueService,
   limits: BodyLimits,
   maxBatchBytes: number,
+  partsLimit: PartsLimit,
 ): void {
   app.post(
     "/api/v3/topic/:topic/batch",
@@ -58,9 +62,12 @@ export function publishBatchRoute(
     async (request) => {
       const topic = topicOf(request);
       const parts = await readParts(request.headers["content-type"], request.body as Buffer);
+      // The request itself counted for its first part when it came in.
+      const allowed = 1 + partsLimit.take(request, parts.length - 1);
       const results = await Promise.all(
-        parts.map(async (part): Promise<BatchResult> => {
+        parts.map(async (part, i): Promise<BatchResult> => {
           try {
+            if (i >= allowed) throw new AppError("rate_limited", { retryAfterSeconds: 1 });
             if (part.payload.length > limits.maxBytes) throw new AppError("payload_too_large");
             const input = publishInput(part.headers, part.payload);
             // A part above the inline limit goes to the body store like a large single publish
