@@ -402,9 +402,7 @@ async function memoryScenario(
   }
   const slopeOf = (kind: "upload" | "download") =>
     round(
-      slope(
-        levels.filter((l) => l.kind === kind).map((l) => ({ x: l.concurrency, y: l.growthMiB })),
-      ),
+      slope(levels.filter((l) => l.kind === kind).map((l) => ({ x: l.concurrency, y: l.peakMiB }))),
       2,
     );
   return { levels, slopeMiB: { upload: slopeOf("upload"), download: slopeOf("download") } };
