@@ -23,9 +23,16 @@ import {
   type ChunkOptions,
   type ChunkStream,
 } from "./lib/large/chunks.js";
+import { watchPhase, type PhaseDiagnosis } from "./lib/large/diagnose.js";
 import { slope, watchRss } from "./lib/large/memory.js";
 import { findBodyStore } from "./lib/large/body-store.js";
-import { acknowledge, downloadBody, uploadBody, type GatewayTarget } from "./lib/large/transfer.js";
+import {
+  acknowledge,
+  downloadBody,
+  downloadBodyWire,
+  uploadBody,
+  type GatewayTarget,
+} from "./lib/large/transfer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
 import { numberOption } from "./lib/options.js";
 import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
@@ -50,8 +57,14 @@ const HELP = `npm run bench:large -- [options]
   --gateway-env K=V,..  extra environment of the gateway (e.g. its large-body settings)
   --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/
                         (read it with npm run bench:profile)
+  --ab-env K=V,..       instead of the scenarios: a paired A/B of small-publish latency under
+                        the large uploads, gateway A as configured, gateway B with these extra
+                        variables, in slices A B B A ... (--ab-slices, default 8)
+  --only <list>         scenarios to run, of throughput,memory,latency (default all three)
   --quick               --rounds 1, --small-seconds 5 (a check that everything runs)
   --out <file>          results file (default bench/results/large.json)`;
+
+const SCENARIOS = ["throughput", "memory", "latency"];
 
 interface Options {
   readonly sizeBytes: number;
@@ -63,6 +76,9 @@ interface Options {
   readonly smallSeconds: number;
   readonly loaders: number;
   readonly gatewayEnv: Record<string, string>;
+  readonly only: ReadonlySet<string>;
+  readonly abEnv: Record<string, string> | null;
+  readonly abSlices: number;
   readonly quick: boolean;
   readonly cpuProf: boolean;
   readonly out: string;
@@ -80,6 +96,9 @@ function parseOptions(): Options {
       "small-seconds": { type: "string" },
       loaders: { type: "string", default: "4" },
       "gateway-env": { type: "string", default: "" },
+      only: { type: "string", default: "throughput,memory,latency" },
+      "ab-env": { type: "string" },
+      "ab-slices": { type: "string", default: "8" },
       quick: { type: "boolean", default: false },
       "cpu-prof": { type: "boolean", default: false },
       out: { type: "string", default: join(RESULTS, "large.json") },
@@ -91,13 +110,21 @@ function parseOptions(): Options {
     process.exit(0);
   }
   const num = numberOption;
-  const gatewayEnv: Record<string, string> = {};
-  for (const pair of values["gateway-env"].split(",").filter(Boolean)) {
-    const eq = pair.indexOf("=");
-    if (eq < 1) throw new Error(`--gateway-env: "${pair}" is not KEY=VALUE`);
-    gatewayEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
+  const envOption = (name: string, text: string) => {
+    const env: Record<string, string> = {};
+    for (const pair of text.split(",").filter(Boolean)) {
+      const eq = pair.indexOf("=");
+      if (eq < 1) throw new Error(`--${name}: "${pair}" is not KEY=VALUE`);
+      env[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+    return env;
+  };
+  const gatewayEnv = envOption("gateway-env", values["gateway-env"]);
   const quick = values.quick;
+  const only = new Set(values.only.split(",").map((s) => s.trim()));
+  for (const s of only) {
+    if (!SCENARIOS.includes(s)) throw new Error(`--only: "${s}" is none of ${SCENARIOS.join(",")}`);
+  }
   return {
     sizeBytes: Math.round(num("size-mb", values["size-mb"], 0.001, 1000) * MB),
     rounds: Math.round(num("rounds", values.rounds ?? (quick ? "1" : "3"), 1, 20)),
@@ -110,6 +137,9 @@ function parseOptions(): Options {
     smallSeconds: num("small-seconds", values["small-seconds"] ?? (quick ? "5" : "10"), 1, 120),
     loaders: Math.round(num("loaders", values.loaders, 1, 16)),
     gatewayEnv,
+    only,
+    abEnv: values["ab-env"] === undefined ? null : envOption("ab-env", values["ab-env"]),
+    abSlices: Math.round(num("ab-slices", values["ab-slices"], 2, 64)),
     quick,
     cpuProf: values["cpu-prof"],
     out: values.out,
@@ -129,6 +159,8 @@ interface Env {
   readonly target: GatewayTarget;
   readonly client: HttpClient;
   readonly api: GatewayApi;
+  /** Another gateway like `gateway` (the memory levels get one each); the caller stops it. */
+  readonly startGateway: (extra?: Record<string, string>) => Promise<GatewayProcess>;
 }
 
 const mbps = (bytes: number, ms: number) => round(bytes / MB / (ms / 1000), 1);
@@ -145,6 +177,25 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }>
   return { ms: performance.now() - t, value };
 }
 
+/** `fn`'s CPU seconds in the gateway and in this process (the client), as it ran. */
+async function charged<T>(
+  gatewayPid: number,
+  into: Record<string, { gateway: number; client: number }>,
+  key: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const g0 = sampleProc(gatewayPid);
+  const c0 = sampleProc("self");
+  const value = await fn();
+  const g1 = sampleProc(gatewayPid);
+  const c1 = sampleProc("self");
+  into[key] = {
+    gateway: g0 && g1 ? round(g1.cpuSeconds - g0.cpuSeconds, 2) : NaN,
+    client: c0 && c1 ? round(c1.cpuSeconds - c0.cpuSeconds, 2) : NaN,
+  };
+  return value;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scenario 1: upload and download MB/s, raw and gateway in paired rounds.
 
@@ -155,6 +206,10 @@ interface RoundResult {
   readonly gatewayChunkedUploadMBps: number;
   readonly rawDownloadMBps: number;
   readonly gatewayDownloadMBps: number;
+  /** The same receive read off the socket, without the client's multipart parser. */
+  readonly gatewayWireDownloadMBps: number;
+  /** CPU seconds per body: the gateway's, and the load generator's (client) for each way. */
+  readonly cpuSeconds: Record<string, { gateway: number; client: number }>;
 }
 
 async function throughput(
@@ -172,22 +227,41 @@ async function throughput(
   for (let r = 1; r <= o.rounds; r++) {
     const topic = `large-${r}`;
     topics.push(topic, `large-chunked-${r}`);
-    const rawUp = async () => (await timed(() => uploadChunks(js, cs, `r${r}`, body, chunk))).ms;
+    const cpu: Record<string, { gateway: number; client: number }> = {};
+    const pid = env.gateway.pid;
+    const rawUp = async () =>
+      (
+        await charged(pid, cpu, "rawUpload", () =>
+          timed(() => uploadChunks(js, cs, `r${r}`, body, chunk)),
+        )
+      ).ms;
     const gwUp = async (contentLength: boolean, t: string) => {
-      const { ms, value } = await timed(() => uploadBody(env.target, t, body, { contentLength }));
+      const { ms, value } = await charged(
+        pid,
+        cpu,
+        contentLength ? "gatewayUpload" : "gatewayChunkedUpload",
+        () => timed(() => uploadBody(env.target, t, body, { contentLength })),
+      );
       if (value.status !== 201) {
         throw new Error(`gateway upload to ${t}: HTTP ${value.status} ${value.body}`);
       }
       return ms;
     };
     const rawDown = async () => {
-      const { ms, value } = await timed(() => downloadChunks(js, cs, `r${r}`, body.length, chunk));
+      const { ms, value } = await charged(pid, cpu, "rawDownload", () =>
+        timed(() => downloadChunks(js, cs, `r${r}`, body.length, chunk)),
+      );
       if (value.sha256 !== sha256) throw new Error("raw chunk read: SHA-256 differs");
       return ms;
     };
-    const gwDown = async () => {
-      const group = `dl-${r}`;
-      const { ms, value } = await timed(() => downloadBody(env.target, topic, group));
+    const gwDown = async (wire: boolean) => {
+      const group = `${wire ? "dlw" : "dl"}-${r}`;
+      const { ms, value } = await charged(
+        pid,
+        cpu,
+        wire ? "gatewayWireDownload" : "gatewayDownload",
+        () => timed(() => (wire ? downloadBodyWire : downloadBody)(env.target, topic, group)),
+      );
       if (value.status !== 200 || value.sha256 !== sha256 || value.bytes !== body.length) {
         throw new Error(
           `gateway download of ${topic}: HTTP ${value.status}, ${value.bytes} bytes, ` +
@@ -209,12 +283,13 @@ async function throughput(
     }
     const gwChunkedMs = await gwUp(false, `large-chunked-${r}`);
     if (gatewayFirst) {
-      gwDownMs = await gwDown();
+      gwDownMs = await gwDown(false);
       rawDownMs = await rawDown();
     } else {
       rawDownMs = await rawDown();
-      gwDownMs = await gwDown();
+      gwDownMs = await gwDown(false);
     }
+    const gwWireDownMs = await gwDown(true);
     await removeChunks(jsm, cs, `r${r}`);
     const res: RoundResult = {
       round: r,
@@ -223,11 +298,17 @@ async function throughput(
       gatewayChunkedUploadMBps: mbps(body.length, gwChunkedMs),
       rawDownloadMBps: mbps(body.length, rawDownMs),
       gatewayDownloadMBps: mbps(body.length, gwDownMs),
+      gatewayWireDownloadMBps: mbps(body.length, gwWireDownMs),
+      cpuSeconds: cpu,
     };
     log(
       `round ${r}: upload raw ${res.rawUploadMBps} / gateway ${res.gatewayUploadMBps} ` +
         `(chunked ${res.gatewayChunkedUploadMBps}) MB/s; download raw ${res.rawDownloadMBps} / ` +
-        `gateway ${res.gatewayDownloadMBps} MB/s`,
+        `gateway ${res.gatewayDownloadMBps} (without the client's parser ` +
+        `${res.gatewayWireDownloadMBps}) MB/s; CPU s gateway/client ` +
+        Object.entries(cpu)
+          .map(([k, v]) => `${k} ${v.gateway}/${v.client}`)
+          .join(", "),
     );
     rounds.push(res);
   }
@@ -252,59 +333,70 @@ async function memoryScenario(
   env: Env,
   body: Buffer,
   sha256: string,
-  downloadTopic: string,
 ): Promise<{ levels: MemoryLevel[]; slopeMiB: { upload: number; download: number } }> {
+  // The body every download level receives (each download by a group of its own).
+  const downloadTopic = "mem-download";
+  const stored = await uploadBody(env.target, downloadTopic, body, {
+    contentLength: true,
+    retentionSeconds: 3600,
+  });
+  if (stored.status !== 201) throw new Error(`memory: HTTP ${stored.status} ${stored.body}`);
   const levels: MemoryLevel[] = [];
+  const transfer = async (target: GatewayTarget, kind: "upload" | "download", name: string) => {
+    if (kind === "upload") {
+      const res = await uploadBody(target, name, body, {
+        contentLength: true,
+        retentionSeconds: 60,
+      });
+      if (res.status !== 201) throw new Error(`memory upload: HTTP ${res.status} ${res.body}`);
+      return;
+    }
+    const res = await downloadBody(target, downloadTopic, name);
+    if (res.status !== 200 || res.sha256 !== sha256) {
+      throw new Error(`memory download: HTTP ${res.status}, ${res.bytes} bytes`);
+    }
+    if (res.receiptHandle) await acknowledge(target, downloadTopic, name, res.receiptHandle);
+  };
   for (const kind of ["upload", "download"] as const) {
     for (const k of o.concurrency) {
-      // After a full GC, what the gateway holds with nothing running.
-      await env.gateway.memory();
-      await sleep(200);
-      const baseline = sampleProc(env.gateway.pid)?.rssBytes ?? NaN;
-      const watch = watchRss(env.gateway.pid);
-      const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: k }, async (_, i) => {
-          if (kind === "upload") {
-            const res = await uploadBody(env.target, `mem-${k}-${i}`, body, {
-              contentLength: true,
-              retentionSeconds: 60,
-            });
-            if (res.status !== 201)
-              throw new Error(`memory upload: HTTP ${res.status} ${res.body}`);
-          } else {
-            const group = `mem-${k}-${i}`;
-            const res = await downloadBody(env.target, downloadTopic, group);
-            if (res.status !== 200 || res.sha256 !== sha256) {
-              throw new Error(`memory download: HTTP ${res.status}, ${res.bytes} bytes`);
-            }
-            if (res.receiptHandle) {
-              await acknowledge(env.target, downloadTopic, group, res.receiptHandle);
-            }
-          }
-        }),
-      );
-      const seconds = (performance.now() - t0) / 1000;
-      const peak = watch.stop();
-      const level: MemoryLevel = {
-        concurrency: k,
-        kind,
-        baselineMiB: round(baseline / MiB, 1),
-        peakMiB: round(peak / MiB, 1),
-        growthMiB: round((peak - baseline) / MiB, 1),
-        perTransferMiB: round((peak - baseline) / MiB / k, 2),
-        seconds: round(seconds, 1),
-      };
-      log(
-        `memory, ${k} ${kind}(s) at once: RSS ${level.baselineMiB} -> peak ${level.peakMiB} MiB ` +
-          `(+${level.growthMiB}, ${level.perTransferMiB} per transfer) in ${level.seconds} s`,
-      );
-      levels.push(level);
+      // A gateway of its own per level, so no level starts from an earlier one's high-water
+      // mark; one transfer first, so the code and the buffers of the path are warm.
+      const gw = await env.startGateway();
+      try {
+        const target: GatewayTarget = { ...env.target, url: gw.url };
+        await transfer(target, kind, `mem-warm-${kind}-${k}`);
+        // After a full GC, what the gateway holds with nothing running.
+        await gw.memory();
+        await sleep(200);
+        const baseline = sampleProc(gw.pid)?.rssBytes ?? NaN;
+        const watch = watchRss(gw.pid);
+        const t0 = performance.now();
+        await Promise.all(
+          Array.from({ length: k }, (_, i) => transfer(target, kind, `mem-${kind}-${k}-${i}`)),
+        );
+        const seconds = (performance.now() - t0) / 1000;
+        const peak = watch.stop();
+        const level: MemoryLevel = {
+          concurrency: k,
+          kind,
+          baselineMiB: round(baseline / MiB, 1),
+          peakMiB: round(peak / MiB, 1),
+          growthMiB: round((peak - baseline) / MiB, 1),
+          perTransferMiB: round((peak - baseline) / MiB / k, 2),
+          seconds: round(seconds, 1),
+        };
+        log(
+          `memory, ${k} ${kind}(s) at once (fresh gateway): RSS ${level.baselineMiB} -> peak ` +
+            `${level.peakMiB} MiB (+${level.growthMiB}, ${level.perTransferMiB} per transfer) ` +
+            `in ${level.seconds} s`,
+        );
+        levels.push(level);
+      } finally {
+        await gw.stop();
+      }
       if (kind === "upload") {
-        for (let i = 0; i < k; i++) {
-          await env.api.get("/healthz"); // keeps the client's connection warm; cheap
-          await purgeTopic(env, `mem-${k}-${i}`);
-        }
+        await purgeTopic(env, `mem-warm-upload-${k}`);
+        for (let i = 0; i < k; i++) await purgeTopic(env, `mem-upload-${k}-${i}`);
       }
     }
   }
@@ -334,6 +426,8 @@ interface LatencyPhase {
   readonly maxMs: number;
   readonly largeUploads?: number;
   readonly largeMBps?: number;
+  /** Where the time went (see bench/lib/large/diagnose.ts). */
+  readonly diagnosis?: PhaseDiagnosis;
 }
 
 /** Publishes of 1 KiB at a fixed rate (open loop: a slow answer does not delay the next send). */
@@ -387,15 +481,22 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
         `(${r.published} published, ${r.errors} errors)` +
         (extra.largeUploads !== undefined
           ? `; ${extra.largeUploads} large uploads at ${extra.largeMBps} MB/s in all`
-          : ""),
+          : "") +
+        (extra.diagnosis ? `\n        ${JSON.stringify(extra.diagnosis)}` : ""),
     );
     return r;
+  };
+  const watched = async (rec: () => Promise<Recorder>) => {
+    const watch = await watchPhase(env.gateway.url, env.gateway.pid, env.nats);
+    const recorder = await rec();
+    return { recorder, diagnosis: await watch.stop() };
   };
   // A first publish creates the topic, which is not what is measured; a short warm-up at the
   // same rate lets the gateway's code settle (JIT) before the idle phase.
   await env.api.publish("small", Buffer.from("x"));
   await smallPublishes({ ...o, smallSeconds: Math.min(2, o.smallSeconds) }, env, "small");
-  phases.push(summarize("idle", await smallPublishes(o, env, "small")));
+  const idle = await watched(() => smallPublishes(o, env, "small"));
+  phases.push(summarize("idle", idle.recorder, { diagnosis: idle.diagnosis }));
 
   let stop = false;
   let uploads = 0;
@@ -416,7 +517,7 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
   });
   // Let every loader get going before measuring.
   await sleep(1000);
-  const loaded = await smallPublishes(o, env, "small");
+  const { recorder: loaded, diagnosis } = await watched(() => smallPublishes(o, env, "small"));
   stop = true;
   const loadSeconds = (performance.now() - t0) / 1000;
   await Promise.all(loaders);
@@ -425,13 +526,114 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
       largeUploads: uploads,
       largeMBps: round((uploads * body.length) / MB / ((performance.now() - t0) / 1000), 1),
       ...(uploadErrors ? { errors: loaded.errors } : {}),
+      diagnosis,
     }),
   );
   if (uploadErrors) log(`  ${uploadErrors} large uploads failed in ${loadSeconds.toFixed(0)} s`);
   for (let w = 0; w < o.loaders; w++) await purgeTopic(env, `load-${w}`);
   await sleep(1000);
-  phases.push(summarize("idle again", await smallPublishes(o, env, "small")));
+  const again = await watched(() => smallPublishes(o, env, "small"));
+  phases.push(summarize("idle again", again.recorder, { diagnosis: again.diagnosis }));
   return phases;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --ab-env: small-publish latency under the large uploads, gateway A against gateway B (the same
+// settings plus --ab-env), in short slices A B B A ... so each pair sees nearly the same machine.
+
+interface AbSlice {
+  readonly side: "A" | "B";
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly errors: number;
+  readonly largeMB: number;
+  readonly diagnosis: PhaseDiagnosis;
+}
+
+async function latencyAb(
+  o: Options,
+  env: Env,
+  body: Buffer,
+  abEnv: Record<string, string>,
+): Promise<{
+  slices: AbSlice[];
+  p50Ratio: number;
+  p99Ratio: number;
+  largeMBRatio: number;
+  gatewayCpuRatio: number;
+}> {
+  const b = await env.startGateway(abEnv);
+  const bClient = createHttpClient("node", [b.url]);
+  try {
+    const sides = {
+      A: { gateway: env.gateway, api: env.api },
+      B: { gateway: b, api: new GatewayApi(bClient, env.target.token) },
+    };
+    for (const side of Object.values(sides)) {
+      await side.api.publish("small", Buffer.from("x"));
+      await smallPublishes({ ...o, smallSeconds: 1 }, { ...env, api: side.api }, "small");
+    }
+    const slices: AbSlice[] = [];
+    for (let i = 0; i < o.abSlices; i++) {
+      const which = i % 4 === 0 || i % 4 === 3 ? "A" : "B";
+      const side = sides[which];
+      const target: GatewayTarget = { ...env.target, url: side.gateway.url };
+      const abort = new AbortController();
+      const loaders = Array.from({ length: o.loaders }, async (_, w) => {
+        while (!abort.signal.aborted) {
+          const res = await uploadBody(target, `ab-${w}`, body, {
+            contentLength: true,
+            retentionSeconds: 60,
+            signal: abort.signal,
+          }).catch(() => null);
+          if (res?.status !== 201) await sleep(100);
+        }
+      });
+      await sleep(1000);
+      const watch = await watchPhase(side.gateway.url, side.gateway.pid, env.nats);
+      const rec = await smallPublishes(o, { ...env, api: side.api }, "small");
+      const diagnosis = await watch.stop();
+      abort.abort();
+      await Promise.all(loaders);
+      const p = percentiles(rec.samples);
+      const slice: AbSlice = {
+        side: which,
+        p50Ms: round(p.p50, 2),
+        p99Ms: round(p.p99, 2),
+        errors: rec.errors,
+        largeMB: diagnosis.largeInMBps,
+        diagnosis,
+      };
+      log(
+        `A/B slice ${i + 1} (${which}): p50 ${slice.p50Ms} ms, p99 ${slice.p99Ms} ms, ` +
+          `${slice.errors} errors; load average ${loadAverage()}\n        ${JSON.stringify(diagnosis)}`,
+      );
+      slices.push(slice);
+      for (let w = 0; w < o.loaders; w++) await purgeTopic({ ...env, api: side.api }, `ab-${w}`);
+      await sleep(500);
+    }
+    // Pairs of neighbouring slices (A B, B A, ...): the median of B/A.
+    const pairRatio = (f: (s: AbSlice) => number) => {
+      const ratios: number[] = [];
+      for (let i = 0; i + 1 < slices.length; i += 2) {
+        const x = slices[i]!;
+        const y = slices[i + 1]!;
+        const [a, bb] = x.side === "A" ? [x, y] : [y, x];
+        ratios.push(f(bb) / f(a));
+      }
+      return round(median(ratios), 2);
+    };
+    return {
+      slices,
+      p50Ratio: pairRatio((s) => s.p50Ms),
+      p99Ratio: pairRatio((s) => s.p99Ms),
+      largeMBRatio: pairRatio((s) => s.largeMB),
+      gatewayCpuRatio: pairRatio((s) => s.diagnosis.gatewayCpuPercent),
+    };
+  } finally {
+    bClient.close();
+    await b.stop();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -457,11 +659,17 @@ async function main(): Promise<void> {
     await mkdir(RESULTS, { recursive: true });
     await writeFile(join(RESULTS, "large-gateway.log"), "");
     nats = await startBenchNats(join(root, "store"), join(RESULTS, "large-nats-server.log"));
-    gateway = await startGatewayProcess({
-      env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, o.gatewayEnv),
-      logFile: join(RESULTS, "large-gateway.log"),
-      nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : [],
-    });
+    const natsUrl = nats.url;
+    const startGateway = (extra: Record<string, string> = {}) =>
+      startGatewayProcess({
+        env: benchGatewayEnv(natsUrl, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, {
+          ...o.gatewayEnv,
+          ...extra,
+        }),
+        logFile: join(RESULTS, "large-gateway.log"),
+        nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : [],
+      });
+    gateway = await startGateway();
     nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
     client = createHttpClient("node", [gateway.url]);
     const target: GatewayTarget = { url: gateway.url, token: issuer.token, timeoutMs: 300_000 };
@@ -472,6 +680,7 @@ async function main(): Promise<void> {
       target,
       client,
       api: new GatewayApi(client, issuer.token),
+      startGateway,
     };
     const varz = await nats.varz();
     const machine = {
@@ -513,9 +722,32 @@ async function main(): Promise<void> {
     await downloadChunks(jetstream(nc), cs, "warm", body.length, chunk);
     await removeChunks(jsm, cs, "warm");
 
-    const tp = await throughput(o, env, cs, chunk, body, sha256);
-    const mem = await memoryScenario(o, env, body, sha256, "large-1");
-    const latency = await latencyScenario(o, env, body);
+    if (o.abEnv) {
+      const ab = await latencyAb(o, env, body, o.abEnv);
+      const summary = {
+        tool: "vqs bench:large --ab-env",
+        startedAt: new Date(Date.now() - (performance.now() - started)).toISOString(),
+        options: { ...o, only: [...o.only] },
+        machine: { ...machine, loadAverageAtEnd: loadAverage() },
+        ...ab,
+      };
+      await mkdir(dirname(o.out), { recursive: true });
+      await writeFile(o.out, JSON.stringify(summary, null, 2) + "\n");
+      process.stdout.write(
+        `\nA/B of small publishes under ${o.loaders} large uploads, B = A + ` +
+          `${JSON.stringify(o.abEnv)}: p50 B/A ${ab.p50Ratio}, p99 B/A ${ab.p99Ratio}, ` +
+          `large MB/s B/A ${ab.largeMBRatio}, gateway CPU B/A ${ab.gatewayCpuRatio} (medians of ${Math.floor(ab.slices.length / 2)} ` +
+          `pairs); load average ${machine.loadAverageAtStart} -> ${loadAverage()}\n`,
+      );
+      return;
+    }
+    const tp = o.only.has("throughput")
+      ? await throughput(o, env, cs, chunk, body, sha256)
+      : { rounds: [], topics: [] };
+    const mem = o.only.has("memory")
+      ? await memoryScenario(o, env, body, sha256)
+      : { levels: [], slopeMiB: { upload: NaN, download: NaN } };
+    const latency = o.only.has("latency") ? await latencyScenario(o, env, body) : [];
 
     const med = (f: (r: RoundResult) => number) => round(median(tp.rounds.map(f)), 1);
     const ratio = (a: (r: RoundResult) => number, b: (r: RoundResult) => number) =>
@@ -538,7 +770,22 @@ async function main(): Promise<void> {
         (r) => r.gatewayDownloadMBps,
         (r) => r.rawDownloadMBps,
       ),
+      gatewayWireDownloadMBps: med((r) => r.gatewayWireDownloadMBps),
+      wireDownloadRatio: ratio(
+        (r) => r.gatewayWireDownloadMBps,
+        (r) => r.rawDownloadMBps,
+      ),
     };
+    // CPU seconds per 100 MB body, median over the rounds, of each way's gateway and client.
+    const cpuPerBody = Object.fromEntries(
+      Object.keys(tp.rounds[0]?.cpuSeconds ?? {}).map((k) => [
+        k,
+        {
+          gateway: round(median(tp.rounds.map((r) => r.cpuSeconds[k]?.gateway ?? NaN)), 2),
+          client: round(median(tp.rounds.map((r) => r.cpuSeconds[k]?.client ?? NaN)), 2),
+        },
+      ]),
+    );
     const idle = latency.filter((p) => p.phase !== "loaded").map((p) => p.p99Ms);
     const idleP99 = round(idle.reduce((s, v) => s + v, 0) / idle.length, 2);
     const loadedP99 = latency.find((p) => p.phase === "loaded")?.p99Ms ?? NaN;
@@ -549,7 +796,7 @@ async function main(): Promise<void> {
         -Infinity,
       );
 
-    const targets: Target[] = [
+    const throughputTargets: Target[] = [
       {
         name: `upload MB/s, ${o.sizeBytes / MB} MB, gateway vs raw chunk publishes`,
         target: ">= 0.5x raw",
@@ -561,7 +808,10 @@ async function main(): Promise<void> {
         target: ">= 0.5x raw",
         value: summary.downloadRatio,
         pass: summary.downloadRatio >= 0.5,
+        note: `without the client's multipart parser: ${summary.wireDownloadRatio}`,
       },
+    ];
+    const memoryTargets: Target[] = [
       ...(["upload", "download"] as const).map((kind): Target => ({
         name: `gateway RSS per additional concurrent ${kind} (slope over ${o.concurrency.join(", ")})`,
         target: "<= 4 MiB",
@@ -569,12 +819,19 @@ async function main(): Promise<void> {
         pass: mem.slopeMiB[kind] <= 4,
         note: `growth / transfers, worst level: ${worstPerTransfer(kind)} MiB`,
       })),
+    ];
+    const latencyTargets: Target[] = [
       {
         name: `small publish p99 while ${o.loaders} large uploads run, vs idle`,
         target: "<= 2x idle",
         value: p99Ratio,
         pass: p99Ratio <= 2,
       },
+    ];
+    const targets = [
+      ...(o.only.has("throughput") ? throughputTargets : []),
+      ...(o.only.has("memory") ? memoryTargets : []),
+      ...(o.only.has("latency") ? latencyTargets : []),
     ];
 
     const results = {
@@ -595,7 +852,7 @@ async function main(): Promise<void> {
       },
       machine: { ...machine, loadAverageAtEnd: loadAverage() },
       bodyStore: store ? { stream: store.stream, chunkBytes: store.chunkBytes } : null,
-      throughput: { rounds: tp.rounds, ...summary },
+      throughput: { rounds: tp.rounds, ...summary, cpuSecondsPerBody: cpuPerBody },
       memory: mem,
       smallPublishLatency: {
         phases: latency,
@@ -614,6 +871,13 @@ async function main(): Promise<void> {
       `| upload MB/s (Content-Length) | ${summary.rawUploadMBps} | ${summary.gatewayUploadMBps} | ${summary.uploadRatio} |`,
       `| upload MB/s (chunked) | ${summary.rawUploadMBps} | ${summary.gatewayChunkedUploadMBps} | ${summary.chunkedUploadRatio} |`,
       `| download MB/s (multipart receive) | ${summary.rawDownloadMBps} | ${summary.gatewayDownloadMBps} | ${summary.downloadRatio} |`,
+      `| download MB/s (read off the socket, no multipart parser) | ${summary.rawDownloadMBps} | ${summary.gatewayWireDownloadMBps} | ${summary.wireDownloadRatio} |`,
+      "",
+      "CPU seconds per body (median; gateway / load generator):",
+      "",
+      "| way | gateway | client |",
+      "| --- | ---: | ---: |",
+      ...Object.entries(cpuPerBody).map(([k, v]) => `| ${k} | ${v.gateway} | ${v.client} |`),
     ];
     const memTable = [
       "| transfers at once | kind | RSS before (MiB) | peak (MiB) | growth (MiB) | per transfer (MiB) | seconds |",

@@ -27,7 +27,7 @@ export function uploadBody(
   t: GatewayTarget,
   topic: string,
   body: Uint8Array,
-  o: { contentLength: boolean; retentionSeconds?: number },
+  o: { contentLength: boolean; retentionSeconds?: number; signal?: AbortSignal },
 ): Promise<UploadResult> {
   const u = new URL(`/api/v3/topic/${encodeURIComponent(topic)}`, t.url);
   return new Promise((resolve, reject) => {
@@ -45,6 +45,10 @@ export function uploadBody(
       },
     });
     const timer = setTimeout(() => req.destroy(new Error("upload timeout")), t.timeoutMs);
+    const abort = () => req.destroy(new Error("upload aborted"));
+    if (o.signal?.aborted) abort();
+    o.signal?.addEventListener("abort", abort, { once: true });
+    req.on("close", () => o.signal?.removeEventListener("abort", abort));
     let answered = false;
     req.on("error", (err) => {
       clearTimeout(timer);
@@ -158,4 +162,87 @@ export async function acknowledge(
   );
   await res.arrayBuffer();
   return res.status;
+}
+
+/**
+ * The same receive as `downloadBody`, read off the socket without a multipart parser: the one
+ * part's headers are skipped, its body hashed as it streams, the closing delimiter held back and
+ * cut off. What the gateway serves, apart from what the client's parser costs.
+ */
+export function downloadBodyWire(
+  t: GatewayTarget,
+  topic: string,
+  group: string,
+): Promise<DownloadResult> {
+  const u = new URL(
+    `/api/v3/topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}`,
+    t.url,
+  );
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: u.hostname,
+      port: Number(u.port),
+      method: "POST",
+      path: u.pathname,
+      agent: false,
+      headers: {
+        authorization: `Bearer ${t.token}`,
+        accept: "multipart/mixed",
+        "vqs-max-messages": "1",
+        "vqs-visibility-timeout-seconds": "600",
+      },
+      timeout: t.timeoutMs,
+    });
+    req.on("timeout", () => req.destroy(new Error("download timeout")));
+    req.on("error", reject);
+    req.on("response", (res) => {
+      const none = { bytes: 0, sha256: null, messageId: null, receiptHandle: null };
+      const boundary = /boundary="?([^";]+)"?/.exec(res.headers["content-type"] ?? "")?.[1];
+      if (res.statusCode !== 200 || !boundary) {
+        res.resume();
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, ...none }));
+        return;
+      }
+      const closing = Buffer.from(`\r\n--${boundary}--`);
+      const hash = createHash("sha256");
+      let head: Buffer | null = Buffer.alloc(0);
+      let headers = "";
+      let tail = Buffer.alloc(0);
+      let bytes = 0;
+      res.on("data", (piece: Buffer) => {
+        if (head) {
+          head = Buffer.concat([head, piece]);
+          const end = head.indexOf("\r\n\r\n", head.indexOf(`--${boundary}`));
+          if (end < 0) return;
+          headers = head.subarray(0, end).toString("latin1");
+          piece = head.subarray(end + 4);
+          head = null;
+        }
+        // Keep back what may be the closing delimiter; hash the rest.
+        const all = tail.length ? Buffer.concat([tail, piece]) : piece;
+        const keep = Math.min(all.length, closing.length + 4);
+        const out = all.subarray(0, all.length - keep);
+        hash.update(out);
+        bytes += out.length;
+        tail = Buffer.from(all.subarray(all.length - keep));
+      });
+      res.on("error", reject);
+      res.on("end", () => {
+        const cut = tail.lastIndexOf(closing);
+        const rest = cut >= 0 ? tail.subarray(0, cut) : tail;
+        hash.update(rest);
+        bytes += rest.length;
+        const header = (name: string) =>
+          new RegExp(`^${name}:\\s*(.+)$`, "im").exec(headers)?.[1]?.trim() ?? null;
+        resolve({
+          status: 200,
+          bytes,
+          sha256: hash.digest("hex"),
+          messageId: header("vqs-message-id"),
+          receiptHandle: header("vqs-receipt-handle"),
+        });
+      });
+    });
+    req.end();
+  });
 }

@@ -4,7 +4,7 @@
 // last chunk is older than the grace is looked for in its topic among the messages published
 // while it was written and shortly after: found, the marker is written; not found, it goes.
 import { JetStreamApiCodes, type JetStreamManager, type StoredMsg } from "@nats-io/jetstream";
-import { isApiError, isNothingFound } from "../core/errors.js";
+import { isApiError, isNoResponders, isNothingFound } from "../core/errors.js";
 import { BODY_STREAM, BODY_SUBJECTS } from "../core/naming.js";
 import { H, rfc3339ToMs } from "../messages/message-codec.js";
 import { COMMIT_HEADER, NAMESPACE_HEADER } from "./body-chunks.js";
@@ -114,6 +114,16 @@ export class OrphanSweep {
     }
   }
 
+  async #streamMissing(stream: string): Promise<boolean> {
+    try {
+      await this.#o.jsm.streams.info(stream);
+      return false;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return true;
+      throw err;
+    }
+  }
+
   /**
    * The length the message pointing at the body claims, when the body's topic holds one among
    * the messages stored from its first chunk to the publish bound after its last; else null.
@@ -132,6 +142,11 @@ export class OrphanSweep {
       seq = start.seq;
     } catch (err) {
       if (isNothingFound(err) || isApiError(err, JetStreamApiCodes.StreamNotFound)) return null;
+      // Direct Get of a stream that does not exist finds no responder: a first upload to a new
+      // topic cut short before its message created the stream. Asked again of the API, so a
+      // stream only unreachable for a moment keeps its bodies; anything else fails this body
+      // alone, not the sweep.
+      if (isNoResponders(err) && (await this.#streamMissing(stream))) return null;
       throw err;
     }
     for (let scanned = 0; scanned < MAX_SCAN;) {

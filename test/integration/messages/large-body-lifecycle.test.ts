@@ -5,14 +5,18 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
 import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
 import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGatewayProcess } from "../../../src/dev/spawn-gateway.js";
 import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
 import { leaderGet } from "../../../src/nats/messages/reads.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
-import { startIssuer, TEAM_A, type TestIssuer } from "../../helpers/issuer.js";
+import { AUDIENCE, ISSUER, startIssuer, TEAM_A, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 
 const MB = 1_000_000;
@@ -179,6 +183,52 @@ describe("a large body's lifecycle", () => {
     req.destroy();
     await expect.poll(() => chunksOf(topic), { timeout: 10_000 }).toBe(0);
     expect((await q.receive(topic, "g")).status).toBe(204);
+  });
+
+  it("leaves no chunk of an upload whose gateway process is killed (SIGKILL) mid-upload, once swept", async () => {
+    // A real gateway process on the same NATS, killed while a body streams into it: no purge
+    // runs, so its chunks stay until a sweep (here the test gateway's, grace 1 s) finds no
+    // message for them.
+    const dir = await mkdtemp(join(tmpdir(), "vqs-killed-"));
+    const victim = await startGatewayProcess({
+      env: {
+        PORT: "0",
+        HOST: "127.0.0.1",
+        NATS_URL: nats.url,
+        VQS_REGION: "iad1",
+        VQS_OIDC_JWKS_URL: issuer.jwksUrl,
+        VQS_OIDC_ISSUER: ISSUER,
+        VQS_OIDC_AUDIENCE: AUDIENCE,
+        VQS_RECEIPT_SECRET: "killed-gateway-receipt-secret-0123456789",
+        LOG_LEVEL: "warn",
+      },
+      logFile: join(dir, "gateway.log"),
+    });
+    try {
+      const topic = uniqueName();
+      const req = request(new URL(`${victim.url}/api/v3/topic/${topic}`), {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${await issuer.token()}`,
+          "content-length": String(20 * MB),
+        },
+      });
+      req.on("error", () => undefined);
+      req.write(randomBytes(8 * MB));
+      for (let i = 0; i < 200 && (await chunksOf(topic)) === 0; i++) await sleep(50);
+      expect(await chunksOf(topic)).toBeGreaterThan(0);
+      await victim.kill();
+      req.destroy();
+      // Nothing cleaned up after the killed gateway: the chunks are there, no message.
+      expect(await chunksOf(topic)).toBeGreaterThan(0);
+      await sleep(1500); // past the grace
+      await gw.gateway.jetstream.bodies.sweep();
+      expect(await chunksOf(topic)).toBe(0);
+      expect((await q.receive(topic, "g")).status).toBe(204);
+    } finally {
+      await victim.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("sweeps away a body no message points at (a gateway killed mid-upload), and counts usage per namespace", async () => {

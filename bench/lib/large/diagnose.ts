@@ -1,0 +1,123 @@
+// Where a small publish waits while large uploads run: what the gateway's /metrics (event-loop
+// delay, its own JetStream publish round trips), /proc (CPU of the gateway and of nats-server)
+// and nats-server's /connz (bytes the server holds for each client) say over one phase. If the
+// gateway's publish round trip is as slow as the HTTP answer, the wait is on the NATS side.
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import type { BenchNats } from "../nats-server.js";
+import { cpuPercent, sampleProc, type ProcSample } from "../proc.js";
+import { round } from "../stats.js";
+
+export interface PhaseDiagnosis {
+  readonly gatewayCpuPercent: number;
+  readonly natsCpuPercent: number;
+  /** The gateway's event-loop delay over the phase (prom-client's monitorEventLoopDelay). */
+  readonly eventLoopDelayP99Ms: number;
+  readonly eventLoopDelayMaxMs: number;
+  /** The load generator's own event-loop delay p99 (a busy client would delay the answers). */
+  readonly clientEventLoopDelayP99Ms: number;
+  /** The gateway's small publishes into JetStream (not chunks): count, mean, bucketed p99. */
+  readonly natsPublishes: number;
+  readonly natsPublishMeanMs: number;
+  readonly natsPublishP99Ms: number;
+  /** Large-body bytes the gateway took in over the phase, per second (MB of 10^6). */
+  readonly largeInMBps: number;
+  /** Most bytes nats-server held to send to any one client connection, sampled. */
+  readonly serverPendingMaxBytes: number;
+}
+
+interface Scrape {
+  readonly buckets: Map<number, number>;
+  readonly sum: number;
+  readonly count: number;
+  readonly lagP99: number;
+  readonly lagMax: number;
+  readonly largeIn: number;
+}
+
+async function scrape(gatewayUrl: string): Promise<Scrape | null> {
+  try {
+    const text = await (await fetch(new URL("/metrics", gatewayUrl))).text();
+    const buckets = new Map<number, number>();
+    let sum = 0;
+    let count = 0;
+    let lagP99 = NaN;
+    let lagMax = NaN;
+    let largeIn = 0;
+    for (const line of text.split("\n")) {
+      const value = Number(line.slice(line.lastIndexOf(" ") + 1));
+      if (line.startsWith('vqs_large_body_bytes_total{direction="in"}')) largeIn = value;
+      if (line.startsWith("nodejs_eventloop_lag_p99_seconds")) lagP99 = value;
+      else if (line.startsWith("nodejs_eventloop_lag_max_seconds")) lagMax = value;
+      if (!line.includes('operation="publish"')) continue;
+      if (line.startsWith("vqs_jetstream_request_duration_seconds_bucket")) {
+        const le = /le="([^"]+)"/.exec(line)?.[1];
+        if (le) buckets.set(le === "+Inf" ? Infinity : Number(le), value);
+      } else if (line.startsWith("vqs_jetstream_request_duration_seconds_sum")) sum = value;
+      else if (line.startsWith("vqs_jetstream_request_duration_seconds_count")) count = value;
+    }
+    return { buckets, sum, count, lagP99, lagMax, largeIn };
+  } catch {
+    return null;
+  }
+}
+
+/** The upper bound of the bucket holding the q-quantile of the counts added between a and b. */
+function bucketQuantile(a: Scrape, b: Scrape, q: number): number {
+  const n = b.count - a.count;
+  if (n <= 0) return NaN;
+  for (const [le, c] of [...b.buckets].sort((x, y) => x[0] - y[0])) {
+    if (c - (a.buckets.get(le) ?? 0) >= q * n) return le;
+  }
+  return Infinity;
+}
+
+export interface PhaseWatch {
+  stop(): Promise<PhaseDiagnosis>;
+}
+
+/** Starts watching; `stop()` says what happened since (the event-loop figures reset per scrape). */
+export async function watchPhase(
+  gatewayUrl: string,
+  gatewayPid: number,
+  nats: BenchNats,
+): Promise<PhaseWatch> {
+  const first = await scrape(gatewayUrl);
+  const t0 = performance.now();
+  const gw0: ProcSample | null = sampleProc(gatewayPid);
+  const nats0: ProcSample | null = sampleProc(nats.pid);
+  const clientDelay = monitorEventLoopDelay({ resolution: 10 });
+  clientDelay.enable();
+  let pendingMax = 0;
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      const connz = await nats.monitor("/connz?limit=64");
+      const conns = (connz?.connections ?? []) as { pending_bytes?: number }[];
+      for (const c of conns) pendingMax = Math.max(pendingMax, c.pending_bytes ?? 0);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return {
+    async stop() {
+      polling = false;
+      await poll;
+      const seconds = (performance.now() - t0) / 1000;
+      const last = await scrape(gatewayUrl);
+      clientDelay.disable();
+      const ok = first && last;
+      const n = ok ? last.count - first.count : 0;
+      return {
+        gatewayCpuPercent: round(cpuPercent(gw0, sampleProc(gatewayPid), seconds), 0),
+        natsCpuPercent: round(cpuPercent(nats0, sampleProc(nats.pid), seconds), 0),
+        eventLoopDelayP99Ms: round((last?.lagP99 ?? NaN) * 1000, 1),
+        eventLoopDelayMaxMs: round((last?.lagMax ?? NaN) * 1000, 1),
+        clientEventLoopDelayP99Ms: round(clientDelay.percentile(99) / 1e6, 1),
+        natsPublishes: n,
+        natsPublishMeanMs: ok && n > 0 ? round(((last.sum - first.sum) / n) * 1000, 2) : NaN,
+        natsPublishP99Ms: ok ? round(bucketQuantile(first, last, 0.99) * 1000, 1) : NaN,
+        largeInMBps: ok ? round((last.largeIn - first.largeIn) / 1e6 / seconds, 1) : NaN,
+        serverPendingMaxBytes: pendingMax,
+      };
+    },
+  };
+}
