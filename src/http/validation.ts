@@ -6,6 +6,7 @@
 // has always given. Bodies are never checked by Fastify: the API scope hands them over as bytes.
 import type { FastifySchemaCompiler } from "fastify";
 import { Type, type Static, type TSchema } from "typebox";
+import { Compile } from "typebox/compile";
 import Format from "typebox/format";
 import { Value } from "typebox/value";
 import { checked, INPUT_ERROR, type InputError } from "../api/schema.js";
@@ -62,17 +63,21 @@ function converted(schema: Annotated, value: string, part: Part): unknown {
 
 type Checked = { value: Record<string, unknown> } | { error: AppError };
 
+/** A checked value's name, schema and its check compiled once (Value.Check interprets the
+ * schema on every call: about 1 µs of CPU per name, against 0.03 µs compiled; bench:checks). */
+type CheckedValue = readonly [name: string, schema: Annotated, check: (v: unknown) => boolean];
+
 /**
  * Checks the annotated values of a path, a query string or headers, in the schema's order (the
  * order the service answers in when several are bad). `input` is keyed as the schema is.
  */
 function checkValues(
-  checked: readonly (readonly [string, Annotated])[],
+  checked: readonly CheckedValue[],
   input: Record<string, unknown>,
   part: Part,
 ): Checked {
   const value: Record<string, unknown> = { ...input };
-  for (const [name, s] of checked) {
+  for (const [name, s, check] of checked) {
     const error = s[INPUT_ERROR]!;
     const raw = input[name];
     if (raw === undefined) continue;
@@ -82,7 +87,7 @@ function checkValues(
       return { error: new AppError(error.code, message ? { message } : {}) };
     }
     const v = converted(s, raw, part);
-    if (!Value.Check(s, v)) return { error: failure(name, s, error, raw) };
+    if (!check(v)) return { error: failure(name, s, error, raw) };
     value[name] = v;
   }
   return { value };
@@ -92,8 +97,31 @@ function checkedProperties(schema: ObjectSchema): [string, Annotated][] {
   return Object.entries(schema.properties ?? {}).filter(([, s]) => s[INPUT_ERROR]);
 }
 
+function compiled(schema: Annotated): (v: unknown) => boolean {
+  const validator = Compile(schema);
+  return (v) => validator.Check(v);
+}
+
+/** An object schema's checked values, compiled, and its property names (headers): once each. */
+interface Prepared {
+  /** Each property's name and, for headers, its lower-case form. */
+  readonly names: readonly (readonly [name: string, lower: string])[];
+  readonly checked: readonly CheckedValue[];
+}
+const prepared = new WeakMap<object, Prepared>();
+function preparedOf(schema: ObjectSchema): Prepared {
+  let p = prepared.get(schema);
+  if (!p) {
+    const checked = checkedProperties(schema).map(([n, s]) => [n, s, compiled(s)] as const);
+    const names = Object.keys(schema.properties ?? {}).map((n) => [n, n.toLowerCase()] as const);
+    p = { names, checked };
+    prepared.set(schema, p);
+  }
+  return p;
+}
+
 function partValidator(schema: ObjectSchema, part: Part) {
-  const checked = checkedProperties(schema);
+  const { checked } = preparedOf(schema);
   if (checked.length === 0) return () => true;
   return (data: unknown) => checkValues(checked, (data ?? {}) as Record<string, unknown>, part);
 }
@@ -145,9 +173,10 @@ export function checkedHeaders<T extends TSchema>(
   headers: Record<string, string | string[] | undefined>,
   schema: T,
 ): Static<T> {
-  const names = Object.keys((schema as ObjectSchema).properties ?? {});
-  const input = Object.fromEntries(names.map((name) => [name, headers[name.toLowerCase()]]));
-  const result = checkValues(checkedProperties(schema), input, "headers");
+  const { names, checked } = preparedOf(schema);
+  const input: Record<string, unknown> = {};
+  for (const [name, lower] of names) input[name] = headers[lower];
+  const result = checkValues(checked, input, "headers");
   if ("error" in result) throw result.error;
   return result.value as Static<T>;
 }
@@ -163,7 +192,11 @@ export function intHeader<D extends number | null>(
   code: ErrorCode,
 ): number | D {
   const schema = checked(Type.Integer({ minimum: bounds.min, maximum: bounds.max }), { code });
-  const result = checkValues([["value", schema]], { value }, "headers");
+  const result = checkValues(
+    [["value", schema, (v) => Value.Check(schema, v)]],
+    { value },
+    "headers",
+  );
   if ("error" in result) throw result.error;
   return (result.value.value as number | undefined) ?? def;
 }

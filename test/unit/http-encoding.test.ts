@@ -1,11 +1,13 @@
 import { parseMultipartStream } from "mixpart";
 import { randomBytes } from "node:crypto";
 import { setFlagsFromString } from "node:v8";
+import { PassThrough } from "node:stream";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../src/errors.js";
 import { negotiateFormat } from "../../src/http/encoding/accept.js";
 import { intHeader } from "../../src/http/validation.js";
+import { readInlineBody } from "../../src/http/encoding/inline-body.js";
 import { abortable } from "../../src/http/encoding/publish-body.js";
 import { UploadAbort } from "../../src/http/plugins/upload-watchdog.js";
 import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-parts.js";
@@ -164,5 +166,62 @@ describe("an abortable upload", () => {
     const next = it.next();
     abort.abort(new AppError("request_timeout"));
     await expect(next).rejects.toMatchObject({ code: "request_timeout" });
+  });
+});
+
+describe("an inline body read with the stream's events", () => {
+  it("is the pieces joined, once the stream ends", async () => {
+    const s = new PassThrough();
+    const body = readInlineBody(s, 6, new UploadAbort());
+    s.write("abc");
+    s.end("def");
+    expect((await body).toString()).toBe("abcdef");
+    expect(s.listenerCount("data") + s.listenerCount("end") + s.listenerCount("close")).toBe(0);
+  });
+
+  it("is empty for an empty stream", async () => {
+    const s = new PassThrough();
+    const body = readInlineBody(s, 0, undefined);
+    s.end();
+    expect((await body).length).toBe(0);
+  });
+
+  it("fails with the signal's reason while it waits, and leaves the rest unread", async () => {
+    const abort = new UploadAbort();
+    const s = new PassThrough();
+    const body = readInlineBody(s, 100, abort);
+    s.write("a");
+    await new Promise((r) => setImmediate(r));
+    abort.abort(new AppError("request_timeout"));
+    await expect(body).rejects.toMatchObject({ code: "request_timeout" });
+    expect(s.isPaused()).toBe(true);
+    expect(s.listenerCount("data")).toBe(0);
+  });
+
+  it("fails at once when the signal has already fired", async () => {
+    const abort = new UploadAbort();
+    abort.abort(new AppError("request_timeout"));
+    await expect(readInlineBody(new PassThrough(), 1, abort)).rejects.toMatchObject({
+      code: "request_timeout",
+    });
+  });
+
+  it("fails with invalid_request_body when more than declared arrives", async () => {
+    const s = new PassThrough();
+    const body = readInlineBody(s, 2, undefined);
+    s.write("abc");
+    await expect(body).rejects.toMatchObject({ code: "invalid_request_body" });
+  });
+
+  it("fails with the stream's error, or a premature close, when the client goes away", async () => {
+    const a = new PassThrough();
+    const failed = readInlineBody(a, 10, undefined);
+    a.destroy(new Error("aborted"));
+    await expect(failed).rejects.toThrow("aborted");
+    const b = new PassThrough();
+    const closed = readInlineBody(b, 10, undefined);
+    b.write("x");
+    b.destroy();
+    await expect(closed).rejects.toMatchObject({ code: "ERR_STREAM_PREMATURE_CLOSE" });
   });
 });

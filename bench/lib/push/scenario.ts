@@ -141,6 +141,24 @@ export function pushTables(r: PushResult): string {
         `${l.machineBusy} / ${l.steal}${l.note ? ` (${l.note})` : ""} |`,
     );
   }
+  lines.push(
+    "",
+    "CPU of each process while each group ran, % of one core (2 cores = 200 %; the gateway is one " +
+      "thread: near 100 % it is the limit):",
+    "",
+    "| in flight | group | msg/s | gateway % | endpoint % | NATS % | load generator % | machine busy % (all processes) | load average |",
+    "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  );
+  for (const l of r.levels) {
+    for (const m of ["plain", "poll", "callback"] as const) {
+      const c = l[m].cpuPercent;
+      const endpoint = m === "poll" ? "–" : fmt(c.consumer);
+      lines.push(
+        `| ${l.concurrency} | ${m} | ${fmt(l[m].msgsPerSec)} | ${fmt(c.gateway)} | ${endpoint} | ` +
+          `${fmt(c.nats)} | ${fmt(c.generator)} | ${fmt(c.machine)} | ${l.loadAverage} |`,
+      );
+    }
+  }
   const errors = r.levels.flatMap((l) =>
     (["plain", "callback", "poll"] as const)
       .filter((m) => l[m].errors > 0)

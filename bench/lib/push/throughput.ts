@@ -8,7 +8,13 @@
 // and off through its settings (PUT with `push`, then PUT `{}`), as an operator would.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { gwReceiveOp, type GatewayApi } from "../gw.js";
-import { sampleMachine, sampleProc, type MachineSample, type ProcSample } from "../proc.js";
+import {
+  loadAverage,
+  sampleMachine,
+  sampleProc,
+  type MachineSample,
+  type ProcSample,
+} from "../proc.js";
 import type { PushEndpoint } from "./endpoints.js";
 import { nowMs } from "./stamp.js";
 import { fillStream, headersLike, type RawStream } from "../raw.js";
@@ -51,8 +57,16 @@ export interface Slice {
   readonly seconds: number;
   /** Pushes the endpoint did not answer 2xx, or polled acks that failed. */
   readonly errors: number;
-  /** CPU seconds in the slice: the gateway, the consumer side (endpoint or load generator), NATS. */
-  readonly cpu: { readonly gateway: number; readonly consumer: number; readonly nats: number };
+  /** CPU seconds in the slice: the gateway, the consumer side (endpoint or load generator), NATS,
+   * the load generator (this process: the poller, or only the run's control while pushing) and
+   * the whole machine (every process, other helpers' too). */
+  readonly cpu: {
+    readonly gateway: number;
+    readonly consumer: number;
+    readonly nats: number;
+    readonly generator: number;
+    readonly machine: number;
+  };
   /** Machine busy and hypervisor steal, % of one core. */
   readonly machineBusy: number;
   readonly steal: number;
@@ -66,6 +80,15 @@ export interface ModeSummary {
   readonly gatewayUsPerMsg: number;
   readonly consumerUsPerMsg: number;
   readonly natsUsPerMsg: number;
+  /** Each process's CPU over the slices, % of one core (100 = a core's whole time): which
+   * process is at its core's limit, and what the machine had left. */
+  readonly cpuPercent: {
+    readonly gateway: number;
+    readonly consumer: number;
+    readonly nats: number;
+    readonly generator: number;
+    readonly machine: number;
+  };
   readonly errors: number;
 }
 
@@ -83,6 +106,8 @@ export interface LevelResult {
   };
   readonly machineBusy: number;
   readonly steal: number;
+  /** The machine's load average (1 min) when the level ended. */
+  readonly loadAverage: number;
   /** Set when a group's backlog may have run out during a slice. */
   readonly note?: string;
 }
@@ -157,7 +182,7 @@ export async function pushThroughput(
           `callback ${level.callback.msgsPerSec} (gw ${level.callback.gatewayUsPerMsg} µs/msg), ` +
           `poll ${level.poll.msgsPerSec} (gw ${level.poll.gatewayUsPerMsg} µs/msg); ` +
           `plain/poll ${level.ratio.plainToPoll}, callback/poll ${level.ratio.callbackToPoll}; ` +
-          `machine busy ${level.machineBusy}%, steal ${level.steal}%`,
+          `machine busy ${level.machineBusy}%, steal ${level.steal}%, load ${level.loadAverage}`,
       );
       results.push(level);
     }
@@ -212,6 +237,7 @@ class Session {
         gateways: this.#ctx.gatewayPids.map((pid) => sampleProc(pid)),
         consumer: sampleProc(consumerPid),
         nats: sampleProc(this.#ctx.natsPid),
+        generator: sampleProc("self"),
         machine: sampleMachine(),
       };
     };
@@ -230,6 +256,8 @@ class Session {
         gateway: a.gateways.reduce((sum, g, i) => sum + cpuSeconds(g, b.gateways[i] ?? null), 0),
         consumer: cpuSeconds(a.consumer, b.consumer),
         nats: cpuSeconds(a.nats, b.nats),
+        generator: cpuSeconds(a.generator, b.generator),
+        machine: a.machine && b.machine ? b.machine.busySeconds - a.machine.busySeconds : NaN,
       },
       machineBusy: machinePercent(a.machine, b.machine, seconds, "busySeconds"),
       steal: machinePercent(a.machine, b.machine, seconds, "stealSeconds"),
@@ -350,6 +378,7 @@ function summarizeLevel(n: number, rounds: readonly Slice[][], ranOut: boolean):
     },
     machineBusy: Math.round(median(all.map((s) => s.machineBusy))),
     steal: Math.round(median(all.map((s) => s.steal))),
+    loadAverage: loadAverage(),
     ...(ranOut ? { note: "a group's backlog ran out in a slice" } : {}),
   };
 }
@@ -358,12 +387,22 @@ function summarizeMode(slices: readonly Slice[]): ModeSummary {
   const messages = slices.reduce((s, x) => s + x.messages, 0);
   const us = (k: keyof Slice["cpu"]) =>
     messages > 0 ? Math.round((slices.reduce((s, x) => s + x.cpu[k], 0) / messages) * 1e6) : NaN;
+  const seconds = slices.reduce((s, x) => s + x.seconds, 0);
+  const pct = (k: keyof Slice["cpu"]) =>
+    seconds > 0 ? Math.round((slices.reduce((s, x) => s + x.cpu[k], 0) / seconds) * 100) : NaN;
   return {
     msgsPerSec: Math.round(median(slices.map((s) => s.msgsPerSec))),
     slices: slices.map((s) => Math.round(s.msgsPerSec)),
     gatewayUsPerMsg: us("gateway"),
     consumerUsPerMsg: us("consumer"),
     natsUsPerMsg: us("nats"),
+    cpuPercent: {
+      gateway: pct("gateway"),
+      consumer: pct("consumer"),
+      nats: pct("nats"),
+      generator: pct("generator"),
+      machine: pct("machine"),
+    },
     errors: slices.reduce((s, x) => s + x.errors, 0),
   };
 }

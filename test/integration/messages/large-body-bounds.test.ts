@@ -110,6 +110,19 @@ describe("large-body bounds", () => {
     slow.req.destroy();
   });
 
+  it("cuts off a stalled body within the inline limit with 408 too, and keeps nothing", async () => {
+    const gw = await gateway({ minUploadBytesPerSecond: 1 * MB, minUploadWindowSeconds: 2 });
+    const q = api(gw.url, await issuer.token());
+    const topic = uniqueName();
+    const slow = await upload(gw.url, topic, 4096);
+    slow.req.write(randomBytes(100)); // then nothing
+    const answer = await slow.done;
+    expect(answer.status).toBe(408);
+    expect(answer.body).toContain("request_timeout");
+    expect((await q.receive(topic, "g")).status).toBe(204);
+    slow.req.destroy();
+  });
+
   it("holds large ingest to VQS_LARGE_INGEST_BYTES_PER_SECOND", async () => {
     const gw = await gateway({ largeIngestBytesPerSecond: 4 * MB });
     const q = api(gw.url, await issuer.token());

@@ -5,7 +5,14 @@ import type { Deferred, Published } from "../../../api/messages.js";
 import type { FastifyInstance } from "fastify";
 import type { Readable } from "node:stream";
 import type { QueueService } from "../../../queue/queue-service.js";
-import { abortable, readPublishBody, type BodyLimits } from "../../encoding/publish-body.js";
+import { readInlineBody } from "../../encoding/inline-body.js";
+import {
+  abortable,
+  declaredLength,
+  readPublishBody,
+  type BodyLimits,
+  type PublishBody,
+} from "../../encoding/publish-body.js";
 import { lingerOnClose } from "../../plugins/linger-close.js";
 import { uploadSignal } from "../../plugins/upload-watchdog.js";
 import { PUBLISH } from "../../openapi/message-routes.js";
@@ -25,11 +32,16 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
     lingerOnClose(request.raw);
     const stream = request.body as Readable | undefined;
     const signal = uploadSignal(request);
-    const body = await readPublishBody(
-      stream && signal ? abortable(stream, signal) : stream,
-      request.headers,
-      limits,
-    );
+    const declared = declaredLength(request.headers);
+    // Most bodies: a declared length within the inline limit, read with the stream's events.
+    const body: PublishBody =
+      stream && declared !== null && declared <= Math.min(limits.inlineBytes, limits.maxBytes)
+        ? { kind: "inline", payload: await readInlineBody(stream, declared, signal) }
+        : await readPublishBody(
+            stream && signal ? abortable(stream, signal) : stream,
+            request.headers,
+            limits,
+          );
     const result =
       body.kind === "inline"
         ? await queue.publish(topic, { ...input, payload: body.payload })
