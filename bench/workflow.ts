@@ -32,11 +32,24 @@ const { values } = parseArgs({
     steps: { type: "string", default: "10" },
     concurrency: { type: "string", default: "50" },
     out: { type: "string", default: join(RESULTS, "workflow.json") },
+    // V8 CPU profiles of each app process, in bench/results/profiles/workflow-<queue>/
+    // (read them with `npm run bench:profile -- <dir>`).
+    "cpu-prof": { type: "boolean", default: false },
+    // App processes on each queue (the example server's WORKFLOW_APP_PROCESSES), sharing the
+    // concurrency: graphile-worker's pool is split between them, vqs's namespace cap is theirs.
+    apps: { type: "string", default: "1" },
   },
 });
 const RUNS = Number(values.runs);
 const STEPS = Number(values.steps);
 const CONCURRENCY = Number(values.concurrency);
+const APPS = Number(values.apps);
+
+/** The node options that make an app process write its CPU profile on exit, if asked. */
+function profileArgs(queue: string): string[] {
+  if (!values["cpu-prof"]) return [];
+  return ["--cpu-prof", `--cpu-prof-dir=${join(RESULTS, "profiles", `workflow-${queue}`)}`];
+}
 
 /** CPU seconds of a process and of its children (Postgres's backends), so far. */
 function treeCpu(pid: number): number {
@@ -214,8 +227,10 @@ try {
     port,
     env: {
       WORKFLOW_TARGET_WORLD: "@workflow/world-postgres",
-      WORKFLOW_POSTGRES_WORKER_CONCURRENCY: String(CONCURRENCY),
+      WORKFLOW_POSTGRES_WORKER_CONCURRENCY: String(Math.ceil(CONCURRENCY / APPS)),
+      WORKFLOW_APP_PROCESSES: String(APPS),
     },
+    nodeArgs: profileArgs("world-postgres"),
   });
   apps.push(baseline);
   log(`world-postgres queue: ${RUNS} runs of ${STEPS} steps...`);
@@ -232,7 +247,11 @@ try {
     token: await issuer.token(),
     deploymentId: "dpl_bench",
     postgresUrl: vqsDb,
-    env: { VQS_WORKFLOW_MAX_CONCURRENCY: String(CONCURRENCY) },
+    env: {
+      VQS_WORKFLOW_MAX_CONCURRENCY: String(CONCURRENCY),
+      WORKFLOW_APP_PROCESSES: String(APPS),
+    },
+    nodeArgs: profileArgs("vqs"),
   });
   apps.push(app);
   log(`vqs: ${RUNS} runs of ${STEPS} steps...`);
@@ -256,6 +275,7 @@ try {
     runs: RUNS,
     steps: STEPS,
     concurrency: CONCURRENCY,
+    appProcesses: APPS,
     results,
     ratios: {
       runsPerSecond: round(ours.runsPerSecond / base.runsPerSecond),
@@ -267,7 +287,8 @@ try {
   await writeFile(values.out, `${JSON.stringify(summary, null, 2)}\n`);
   for (const r of results) {
     const cpu = Object.entries(r.cpuSeconds)
-      .map(([k, v]) => `${k} ${v} s`)
+      // And as a share of one core over the run: 100 % is a process using a core throughout.
+      .map(([k, v]) => `${k} ${v} s (${Math.round((v / r.seconds) * 100)} %)`)
       .join(", ");
     log(
       `${r.queue.padEnd(15)} ${r.runsPerSecond} runs/s (${r.seconds} s), step to step p50 ` +
