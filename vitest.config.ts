@@ -22,9 +22,14 @@ const FEATURE_TESTS = [
     (name) => `test/integration/service/${name}.test.ts`,
   ),
   ...["management", "purge-leased"].map((name) => `test/integration/management/${name}.test.ts`),
-  ...["consumer-settings", "consumer-settings-restart", "dead-letters", "long-polling", "push"].map(
-    (name) => `test/integration/consumers/${name}.test.ts`,
-  ),
+  ...[
+    "consumer-settings",
+    "consumer-settings-restart",
+    "dead-letters",
+    "long-polling",
+    "push",
+    "push-consumer-creation",
+  ].map((name) => `test/integration/consumers/${name}.test.ts`),
 ];
 
 export default defineConfig({

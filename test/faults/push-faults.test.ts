@@ -63,7 +63,9 @@ async function metric(url: string, line: string): Promise<number> {
 describe("push across two gateways", () => {
   it("never has more than maxConcurrency pushes of a group in flight, and both gateways push", async () => {
     const topic = uniqueName("conc");
-    const url = app.hookRoute(topic, 200, 150);
+    // 300 ms per push: the 40 take about 4 s, time for the second gateway's feed to open even
+    // on a loaded machine (at 150 ms the first gateway sometimes pushed all 40 before it did).
+    const url = app.hookRoute(topic, 200, 300);
     await settings(topic, "workers", { push: { url, maxConcurrency: 3, autoAck: true } });
     await publishMany(topic, 40);
     await until(() => bodies(topic).size === 40, 30_000, "40 pushes");

@@ -349,7 +349,11 @@ class GroupRunner {
     this.#settings = settings;
     if (!this.#handle) {
       // A topic that does not exist yet is looked at again later (or when it is created).
-      if (!(await this.#d.topology.ensureConsumer(this.names))) return;
+      const pushed = {
+        ackWaitMs: pushLeaseMs(settings.push),
+        maxAckPending: settings.push.maxConcurrency,
+      };
+      if (!(await this.#d.topology.ensureConsumer(this.names, pushed))) return;
       await this.#setConfig(settings);
       if (this.#closed) return;
       this.#handle = this.#d.feed.open(this.names.stream, this.names.consumer, {

@@ -51,6 +51,12 @@ const MAX_MISSING = 10_000;
 /** How long a namespace's topic or group count under its cap is reused (see #checkTopicCap). */
 const CAP_COUNT_REUSE_MS = 1000;
 
+/** The lease (`ack_wait`) and cap (`max_ack_pending`) a push feed gives the consumer it makes. */
+export interface PushedConsumer {
+  readonly ackWaitMs: number;
+  readonly maxAckPending: number;
+}
+
 export class Topology {
   readonly #jsm: JetStreamManager;
   readonly #opts: TopologyOptions;
@@ -93,12 +99,22 @@ export class Topology {
     this.#ackWaits.set(`${names.stream}/${names.consumer}`, ms);
   }
 
-  /** Makes sure the group's consumer exists; false when the topic itself does not exist. */
-  async ensureConsumer(names: GroupNames): Promise<boolean> {
+  /**
+   * Makes sure the group's consumer exists; false when the topic itself does not exist. A push
+   * feed creates it with its push lease and cap (`pushed`): on nats-server 2.9 a create of a
+   * consumer that already exists is an update, so every gateway creating it at once must send
+   * the same config, or the last one reverts the lease and cap another has already set. A push
+   * feed asks only when something changed (settings, a topic created, its periodic look), so it
+   * does not take "does not exist" from the cache kept for receives: a topic created through
+   * another gateway just after a feed found it missing is fed at once, not at the next look.
+   */
+  async ensureConsumer(names: GroupNames, pushed?: PushedConsumer): Promise<boolean> {
     const key = `${names.stream}/${names.consumer}`;
-    const missingUntil = this.#missing.get(names.stream);
+    const missingUntil = pushed ? undefined : this.#missing.get(names.stream);
     if (missingUntil !== undefined && missingUntil > Date.now()) return false;
-    const exists = await this.#once(this.#consumers, key, () => this.#createConsumer(names));
+    const exists = await this.#once(this.#consumers, key, () =>
+      this.#createConsumer(names, pushed),
+    );
     if (!exists) {
       this.#consumers.delete(key);
       if (this.#missing.size >= MAX_MISSING) this.#missing.clear(); // bounded: names are user input
@@ -240,7 +256,7 @@ export class Topology {
     }
   }
 
-  async #createConsumer(names: GroupNames): Promise<boolean> {
+  async #createConsumer(names: GroupNames, pushed?: PushedConsumer): Promise<boolean> {
     try {
       const info = await this.#jsm.consumers.info(names.stream, names.consumer);
       this.noteAckWait(names, ackWaitMsOf(info.config));
@@ -250,6 +266,7 @@ export class Topology {
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
     }
     await this.#checkGroupCap(names);
+    const ackWaitMs = pushed?.ackWaitMs ?? this.#opts.ackWaitMs;
     try {
       await this.#jsm.consumers.add(names.stream, {
         durable_name: names.consumer,
@@ -257,12 +274,12 @@ export class Topology {
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
         filter_subject: names.ready,
-        ack_wait: nanos(this.#opts.ackWaitMs),
+        ack_wait: nanos(ackWaitMs),
         max_deliver: -1,
-        max_ack_pending: -1,
+        max_ack_pending: pushed?.maxAckPending ?? -1,
         inactive_threshold: nanos(this.#opts.inactiveThresholdMs),
       });
-      this.noteAckWait(names, this.#opts.ackWaitMs);
+      this.noteAckWait(names, ackWaitMs);
       return true;
     } catch (err) {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
