@@ -7,7 +7,8 @@
 // 127.0.0.1.
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { writeFile, mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -32,11 +33,75 @@ const { values } = parseArgs({
     steps: { type: "string", default: "10" },
     concurrency: { type: "string", default: "50" },
     out: { type: "string", default: join(RESULTS, "workflow.json") },
+    // V8 CPU profiles of each app process, in bench/results/profiles/workflow-<queue>/
+    // (read them with `npm run bench:profile -- <dir>`).
+    "cpu-prof": { type: "boolean", default: false },
+    // App processes on each queue (the example server's WORKFLOW_APP_PROCESSES), sharing the
+    // concurrency: graphile-worker's pool is split between them, vqs's namespace cap is theirs.
+    apps: { type: "string", default: "1" },
   },
 });
 const RUNS = Number(values.runs);
 const STEPS = Number(values.steps);
 const CONCURRENCY = Number(values.concurrency);
+const APPS = Number(values.apps);
+
+/** Loaded into each app process: its handler times and how busy its thread was. */
+const APP_TIMING = join(dirname(fileURLToPath(import.meta.url)), "lib", "app-timing.mjs");
+
+interface AppTiming {
+  /** Mean time the app took to answer a delivery, by route (ms), and how many it answered. */
+  readonly handlerMs: Record<string, { n: number; meanMs: number }>;
+  /** Each app process's event loop utilization over its life (1: its thread never idle). */
+  readonly eventLoopUtilization: number[];
+  readonly eventLoopDelayP99Ms: number[];
+}
+
+/** The environment that loads bench/lib/app-timing.mjs, writing into a new directory. */
+async function timingEnv(): Promise<{ dir: string; env: Record<string, string> }> {
+  const dir = await mkdtemp(join(tmpdir(), "vqs-wf-timing-"));
+  return { dir, env: { NODE_OPTIONS: `--import=${APP_TIMING}`, VQS_BENCH_TIMING_DIR: dir } };
+}
+
+/** What the app processes wrote on exit (read after the app stopped). */
+async function readTiming(dir: string): Promise<AppTiming> {
+  const sums = new Map<string, { n: number; sumMs: number }>();
+  const elu: number[] = [];
+  const delayP99: number[] = [];
+  for (const f of await readdir(dir)) {
+    const t = JSON.parse(await readFile(join(dir, f), "utf8")) as {
+      requests: Record<string, { n: number; sumMs: number }>;
+      eventLoopUtilization: number;
+      eventLoopDelayMs: { p99: number };
+    };
+    let deliveries = 0;
+    for (const [path, v] of Object.entries(t.requests)) {
+      if (!path.startsWith("/.well-known/workflow/v1/")) continue;
+      const route = path.slice(path.lastIndexOf("/") + 1);
+      const s = sums.get(route) ?? { n: 0, sumMs: 0 };
+      s.n += v.n;
+      s.sumMs += v.sumMs;
+      sums.set(route, s);
+      deliveries += v.n;
+    }
+    if (deliveries === 0) continue; // a cluster's primary serves nothing
+    elu.push(round(t.eventLoopUtilization));
+    delayP99.push(round(t.eventLoopDelayMs.p99));
+  }
+  return {
+    handlerMs: Object.fromEntries(
+      [...sums].map(([k, v]) => [k, { n: v.n, meanMs: round(v.sumMs / Math.max(1, v.n)) }]),
+    ),
+    eventLoopUtilization: elu,
+    eventLoopDelayP99Ms: delayP99,
+  };
+}
+
+/** The node options that make an app process write its CPU profile on exit, if asked. */
+function profileArgs(queue: string): string[] {
+  if (!values["cpu-prof"]) return [];
+  return ["--cpu-prof", `--cpu-prof-dir=${join(RESULTS, "profiles", `workflow-${queue}`)}`];
+}
 
 /** CPU seconds of a process and of its children (Postgres's backends), so far. */
 function treeCpu(pid: number): number {
@@ -74,6 +139,8 @@ interface Result {
   readonly loadAverage: number;
   /** vqs only: where a step's time goes, from the gateway's own metrics (means, ms). */
   readonly gateway?: GatewayBreakdown;
+  /** Measured inside the app processes (their whole life: the warm-up run is in it too). */
+  app?: AppTiming;
 }
 
 interface GatewayBreakdown {
@@ -206,6 +273,7 @@ try {
   const pgDb = pg.createDatabase("wf_pgqueue");
   migrateWorldPostgres(pgDb);
   const port = await freePort();
+  const pgTiming = await timingEnv();
   const baseline = await startWorkflowApp({
     gatewayUrl: gateway.url,
     token: await issuer.token(),
@@ -214,48 +282,61 @@ try {
     port,
     env: {
       WORKFLOW_TARGET_WORLD: "@workflow/world-postgres",
-      WORKFLOW_POSTGRES_WORKER_CONCURRENCY: String(CONCURRENCY),
+      WORKFLOW_POSTGRES_WORKER_CONCURRENCY: String(Math.ceil(CONCURRENCY / APPS)),
+      WORKFLOW_APP_PROCESSES: String(APPS),
+      ...pgTiming.env,
     },
+    nodeArgs: profileArgs("world-postgres"),
   });
   apps.push(baseline);
   log(`world-postgres queue: ${RUNS} runs of ${STEPS} steps...`);
-  results.push(
-    await measure("world-postgres", baseline, { app: baseline.child.pid!, postgres: pg.pid }),
-  );
+  const base = await measure("world-postgres", baseline, {
+    app: baseline.child.pid!,
+    postgres: pg.pid,
+  });
   await baseline.stop();
+  base.app = await readTiming(pgTiming.dir);
+  results.push(base);
 
   // vqs: the World of examples/workflow.
   const vqsDb = pg.createDatabase("wf_vqs");
   migrateWorldPostgres(vqsDb);
+  const vqsTiming = await timingEnv();
   const app = await startWorkflowApp({
     gatewayUrl: gateway.url,
     token: await issuer.token(),
     deploymentId: "dpl_bench",
     postgresUrl: vqsDb,
-    env: { VQS_WORKFLOW_MAX_CONCURRENCY: String(CONCURRENCY) },
+    env: {
+      VQS_WORKFLOW_MAX_CONCURRENCY: String(CONCURRENCY),
+      WORKFLOW_APP_PROCESSES: String(APPS),
+      ...vqsTiming.env,
+    },
+    nodeArgs: profileArgs("vqs"),
   });
   apps.push(app);
   log(`vqs: ${RUNS} runs of ${STEPS} steps...`);
-  results.push(
-    await measure(
-      "vqs",
-      app,
-      {
-        app: app.child.pid!,
-        postgres: pg.pid,
-        gateway: gateway.child.pid!,
-        "nats-server": listenerPid(nats.port),
-      },
-      `${gateway.url}/metrics`,
-    ),
+  const ours = await measure(
+    "vqs",
+    app,
+    {
+      app: app.child.pid!,
+      postgres: pg.pid,
+      gateway: gateway.child.pid!,
+      "nats-server": listenerPid(nats.port),
+    },
+    `${gateway.url}/metrics`,
   );
+  await app.stop();
+  ours.app = await readTiming(vqsTiming.dir);
+  results.push(ours);
 
-  const [base, ours] = results as [Result, Result];
   const summary = {
     at: new Date().toISOString(),
     runs: RUNS,
     steps: STEPS,
     concurrency: CONCURRENCY,
+    appProcesses: APPS,
     results,
     ratios: {
       runsPerSecond: round(ours.runsPerSecond / base.runsPerSecond),
@@ -267,7 +348,8 @@ try {
   await writeFile(values.out, `${JSON.stringify(summary, null, 2)}\n`);
   for (const r of results) {
     const cpu = Object.entries(r.cpuSeconds)
-      .map(([k, v]) => `${k} ${v} s`)
+      // And as a share of one core over the run: 100 % is a process using a core throughout.
+      .map(([k, v]) => `${k} ${v} s (${Math.round((v / r.seconds) * 100)} %)`)
       .join(", ");
     log(
       `${r.queue.padEnd(15)} ${r.runsPerSecond} runs/s (${r.seconds} s), step to step p50 ` +
@@ -280,6 +362,18 @@ try {
       `vqs gateway: ${g.pushes} pushes of ${g.pushMs} ms on average (the app's handler); ` +
         `its own time per publish ${g.publishMs} ms (JetStream ${g.jetstreamPublishMs} ms), ` +
         `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms)`,
+    );
+  }
+  for (const r of results) {
+    const t = r.app;
+    if (!t) continue;
+    const routes = Object.entries(t.handlerMs)
+      .map(([k, v]) => `${k} ${v.n} × ${v.meanMs} ms`)
+      .join(", ");
+    log(
+      `${r.queue.padEnd(15)} in the app: deliveries answered in ${routes}; event loop ` +
+        `utilization ${t.eventLoopUtilization.join(" / ")}, loop delay p99 ` +
+        `${t.eventLoopDelayP99Ms.join(" / ")} ms`,
     );
   }
   log(

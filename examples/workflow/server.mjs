@@ -4,6 +4,10 @@
 // arguments) starts a run, GET /runs/<runId> shows its status and result. The World is this
 // folder's (world.mjs), created once the port is known (its settings name the app's URL) and
 // installed before the bundles load: they take their queue handlers from it when loaded.
+// WORKFLOW_APP_PROCESSES=N (default 1) runs N such processes on the one port (node:cluster hands
+// connections out in turn), as replicas behind a load balancer would be: a Node process runs
+// its handlers on one thread, and a busy app needs more than one core.
+import cluster from "node:cluster";
 import { getWorld, setWorld } from "@workflow/core/runtime";
 import { getRun, start } from "workflow/api";
 import { readFileSync } from "node:fs";
@@ -71,34 +75,67 @@ async function handle(req, res, body) {
   json(res, 404, { error: "not found" });
 }
 
-const server = createServer((req, res) => {
-  const chunks = [];
-  req.on("data", (c) => chunks.push(c));
-  req.on("end", () => {
-    handle(req, res, Buffer.concat(chunks)).catch((err) => {
-      console.error(err);
-      if (!res.headersSent) json(res, 500, { error: String(err?.message ?? err) });
-      else res.end();
+const PROCESSES = Number(process.env.WORKFLOW_APP_PROCESSES || 1);
+if (cluster.isPrimary && PROCESSES > 1) primary();
+else serve();
+
+/** Forks the processes; says where the app listens once every one of them has started. */
+function primary() {
+  const workers = Array.from({ length: PROCESSES }, () => cluster.fork());
+  let ready = 0;
+  for (const w of workers) {
+    w.on("message", (m) => {
+      if (m?.listening && ++ready === PROCESSES) console.log(JSON.stringify(m));
+    });
+    // One process gone takes the app down: its supervisor restarts the whole app.
+    w.on("exit", (code) => {
+      if (!stopping) process.exit(code ?? 1);
+    });
+  }
+  let stopping = false;
+  const stop = () => {
+    stopping = true;
+    let left = workers.length;
+    for (const w of workers) {
+      w.once("exit", () => --left === 0 && process.exit(0));
+      w.process.kill("SIGTERM");
+    }
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
+function serve() {
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      handle(req, res, Buffer.concat(chunks)).catch((err) => {
+        console.error(err);
+        if (!res.headersSent) json(res, 500, { error: String(err?.message ?? err) });
+        else res.end();
+      });
     });
   });
-});
 
-server.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? "127.0.0.1", async () => {
-  const { port } = server.address();
-  const appUrl = process.env.VQS_WORKFLOW_APP_URL ?? `http://127.0.0.1:${port}`;
-  let world;
-  if (process.env.WORKFLOW_TARGET_WORLD) {
-    world = getWorld();
-  } else {
-    world = createWorld({ appUrl });
-    setWorld(world);
-  }
-  load();
-  await world.start();
-  // One line the tests (and people) read: where the app listens.
-  console.log(JSON.stringify({ listening: appUrl }));
-});
+  server.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? "127.0.0.1", async () => {
+    const { port } = server.address();
+    const appUrl = process.env.VQS_WORKFLOW_APP_URL ?? `http://127.0.0.1:${port}`;
+    let world;
+    if (process.env.WORKFLOW_TARGET_WORLD) {
+      world = getWorld();
+    } else {
+      world = createWorld({ appUrl });
+      setWorld(world);
+    }
+    load();
+    await world.start();
+    // One line the tests (and people) read: where the app listens (the primary's, with several).
+    if (cluster.isWorker) process.send({ listening: appUrl });
+    else console.log(JSON.stringify({ listening: appUrl }));
+  });
 
-const stop = () => server.close(() => process.exit(0));
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
+  const stop = () => server.close(() => process.exit(0));
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}

@@ -81,6 +81,8 @@ export interface WorkflowApp {
   stepCounts(): Promise<Map<string, number>>;
   /** When each run of `<tag> <step>` began (ms). */
   stepTimes(tag: string, step: string): Promise<number[]>;
+  /** The processes that ran the steps of runs whose tag starts with `prefix`. */
+  stepProcesses(prefix: string): Promise<Set<number>>;
   /** Replaces the token the app's World reads (VQS_TOKEN_FILE). */
   setToken(token: string): Promise<void>;
   /** The app's output so far. */
@@ -98,6 +100,8 @@ export interface WorkflowAppOptions {
   readonly env?: Record<string, string>;
   /** The port to listen on (default: any free one). */
   readonly port?: number;
+  /** Options for node itself (`--cpu-prof`, which NODE_OPTIONS may not carry). */
+  readonly nodeArgs?: readonly string[];
 }
 
 export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowApp> {
@@ -105,7 +109,7 @@ export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowA
   const tokenFile = join(dir, "token");
   const stepLog = join(dir, "steps.log");
   await writeFile(tokenFile, o.token);
-  const child = spawn(process.execPath, [join(EXAMPLE_DIR, "server.mjs")], {
+  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), join(EXAMPLE_DIR, "server.mjs")], {
     cwd: EXAMPLE_DIR,
     env: {
       PATH: process.env.PATH ?? "",
@@ -188,6 +192,14 @@ export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowA
         .map((l) => l.split(" "))
         .filter(([t, s]) => t === tag && s === step)
         .map(([, , at]) => Number(at));
+    },
+    async stepProcesses(prefix) {
+      return new Set(
+        (await lines())
+          .map((l) => l.split(" "))
+          .filter(([t]) => t!.startsWith(prefix))
+          .map(([, , , pid]) => Number(pid)),
+      );
     },
     setToken: (token) => writeFile(tokenFile, token),
     output: () => out,

@@ -1,11 +1,12 @@
-// The example app's workflows. Each step records that it ran (a line in STEP_LOG, when set) so
-// that the tests can count how often every step really ran.
+// The example app's workflows. Each step records that it ran (a line in STEP_LOG, when set: tag,
+// step, time, process) so that the tests can count how often every step really ran.
 import { appendFileSync } from "node:fs";
 import { getStepMetadata, sleep } from "workflow";
 
 function record(tag, step) {
   const log = process.env.STEP_LOG;
-  if (log) appendFileSync(log, `${tag} ${step} ${Date.now()}\n`);
+  // The process too: the app may run as several (WORKFLOW_APP_PROCESSES).
+  if (log) appendFileSync(log, `${tag} ${step} ${Date.now()} ${process.pid}\n`);
 }
 
 async function add(tag, step, value, by) {

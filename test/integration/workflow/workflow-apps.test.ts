@@ -4,7 +4,8 @@
 // gateway process. Steps in sequence, a step that throws once and is retried, sleep() resuming on
 // time, a 1.5 MB run input (above the 1 MiB inline limit: a large body), 100 concurrent runs
 // with every step run exactly once, a gateway restart in the middle of runs, a token that
-// rotates under the running app, and a step longer than its push timeout running once.
+// rotates under the running app, and a step longer than its push timeout running once. The app
+// runs as two processes on one port, except the one with the short push timeout.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../src/dev/nats-server-process.js";
 import { sleep } from "../../helpers/http.js";
@@ -50,7 +51,9 @@ beforeAll(async () => {
     // A handler whose acknowledgement cannot reach a restarting gateway leaves its message
     // leased: it comes back when the lease ends (the push timeout + 2 s, at least 30 s), not
     // after the default timeout's 300 s.
-    env: { VQS_WORKFLOW_PUSH_TIMEOUT_SECONDS: "15" },
+    // Two processes on the app's port (node:cluster), as replicas behind a load balancer: every
+    // test below runs across both.
+    env: { VQS_WORKFLOW_PUSH_TIMEOUT_SECONDS: "15", WORKFLOW_APP_PROCESSES: "2" },
   });
 }, 240_000);
 
@@ -107,6 +110,8 @@ describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storag
       }
     }
     expect(wrong).toEqual([]);
+    // Pushed to both of the app's processes.
+    expect((await app.stepProcesses("c")).size).toBe(2);
   }, 150_000);
 
   it("completes runs across a gateway restart", async () => {

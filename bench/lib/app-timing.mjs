@@ -1,0 +1,44 @@
+// Loaded into bench:workflow's app processes (NODE_OPTIONS=--import): how long the process takes
+// to answer each request it serves, by path (a queue delivery is a POST to the flow or step
+// route: the handler, with whatever the queue's client does before answering), and how busy its
+// one thread was (event loop utilization, and the loop's delay). Written on exit to
+// $VQS_BENCH_TIMING_DIR/<pid>.json; plain JavaScript, as the app is.
+import { writeFileSync } from "node:fs";
+import http from "node:http";
+import { join } from "node:path";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+
+const dir = process.env.VQS_BENCH_TIMING_DIR;
+/** path -> { n, sumMs } */
+const byPath = new Map();
+const delay = monitorEventLoopDelay({ resolution: 10 });
+delay.enable();
+const elu0 = performance.eventLoopUtilization();
+
+const emit = http.Server.prototype.emit;
+http.Server.prototype.emit = function (event, req, res) {
+  if (event === "request") {
+    const t0 = performance.now();
+    const path = (req.url ?? "/").split("?")[0].replace(/\/wrun_[A-Za-z0-9]+$/, "/:runId");
+    res.once("finish", () => {
+      const s = byPath.get(path) ?? { n: 0, sumMs: 0 };
+      s.n++;
+      s.sumMs += performance.now() - t0;
+      byPath.set(path, s);
+    });
+  }
+  return emit.apply(this, arguments);
+};
+
+process.on("exit", () => {
+  if (!dir) return;
+  const elu = performance.eventLoopUtilization(elu0);
+  writeFileSync(
+    join(dir, `${process.pid}.json`),
+    JSON.stringify({
+      requests: Object.fromEntries(byPath),
+      eventLoopUtilization: elu.utilization,
+      eventLoopDelayMs: { mean: delay.mean / 1e6, p99: delay.percentile(99) / 1e6 },
+    }),
+  );
+});
