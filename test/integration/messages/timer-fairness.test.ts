@@ -178,6 +178,8 @@ describe("timers across namespaces", () => {
   it("moves a namespace's due timers at its move budget, and a shard-mate's between them", async () => {
     const BUDGET = 50;
     const TOTAL = 300;
+    // The budget is per gateway: the earlier tests' gateways (default budget) would move too.
+    for (const g of gateways.splice(0)) await g.close();
     const gw = await gateway({ VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE: String(BUDGET) });
     const floodProject = "prj_due_flood";
     const mateProject = shardMateOf(floodProject);
