@@ -1,36 +1,22 @@
 // The management routes' refusals of bad input through Fastify's inject: each answer's status,
 // code and message, as the operations' definitions (src/api/management.ts) check them. Nothing
 // behind the routes is reached: the service and the audit log throw if used.
-import Fastify, { type FastifyInstance } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERRORS } from "../../src/errors.js";
-import { installErrorHandling } from "../../src/http/error-handler.js";
-import { installOpenApi } from "../../src/http/openapi/plugin.js";
 import { managementRoutes } from "../../src/http/routes/management/index.js";
+import { inputApp, unused } from "../helpers/input-app.js";
 import type { AuditLog } from "../../src/http/routes/management/audit.js";
 import type { ManagementService } from "../../src/queue/management/management-service.js";
 
-/** Every method throws when called (a route reaching the service is a failure of this test). */
-const UNUSED = new Proxy(
-  {},
-  {
-    get: (_target, key) => () => {
-      throw new Error(`management input test: ${String(key)} called`);
-    },
-  },
-);
+const WHAT = "management input test";
 
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  app = Fastify({ routerOptions: { maxParamLength: 2048 } });
-  installErrorHandling(app);
-  await installOpenApi(app);
-  // As in the API scope: bodies are handed over as bytes.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, next) => next(null, body));
-  managementRoutes(app, UNUSED as ManagementService, UNUSED as AuditLog);
-  await app.ready();
+  app = await inputApp((a) =>
+    managementRoutes(a, unused<ManagementService>(WHAT), unused<AuditLog>(WHAT)),
+  );
 });
 
 afterAll(async () => {

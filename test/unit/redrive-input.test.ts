@@ -1,36 +1,20 @@
 // The redrive's refusals of a bad body through Fastify's inject: each answer's status, code and
 // message, as its definition (REDRIVE_BODY in src/api/settings.ts) checks it. Nothing behind the
 // route is reached: the service and the audit log throw if used.
-import Fastify, { type FastifyInstance } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERRORS } from "../../src/errors.js";
-import { installErrorHandling } from "../../src/http/error-handler.js";
-import { installOpenApi } from "../../src/http/openapi/plugin.js";
 import { redriveRoute } from "../../src/http/routes/dead-letters/redrive.js";
+import { inputApp, unused } from "../helpers/input-app.js";
 import type { AuditLog } from "../../src/http/routes/management/audit.js";
 import type { QueueService } from "../../src/queue/queue-service.js";
 
-/** Every method throws when called (a route reaching the service is a failure of this test). */
-const UNUSED = new Proxy(
-  {},
-  {
-    get: (_target, key) => () => {
-      throw new Error(`redrive input test: ${String(key)} called`);
-    },
-  },
-);
+const WHAT = "redrive input test";
 
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  app = Fastify();
-  installErrorHandling(app);
-  await installOpenApi(app);
-  // As in the API scope: bodies are handed over as bytes.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, next) => next(null, body));
-  redriveRoute(app, UNUSED as QueueService, UNUSED as AuditLog);
-  await app.ready();
+  app = await inputApp((a) => redriveRoute(a, unused<QueueService>(WHAT), unused<AuditLog>(WHAT)));
 });
 
 afterAll(async () => {
