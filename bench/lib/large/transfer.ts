@@ -22,6 +22,25 @@ export interface UploadResult {
   readonly body: string;
 }
 
+/** A POST of `path` to the gateway on a connection of its own, with the bearer token. */
+function post(
+  t: GatewayTarget,
+  path: string,
+  headers: Record<string, string>,
+  timeoutMs?: number,
+): http.ClientRequest {
+  const u = new URL(path, t.url);
+  return http.request({
+    host: u.hostname,
+    port: Number(u.port),
+    method: "POST",
+    path: u.pathname,
+    agent: false,
+    headers: { authorization: `Bearer ${t.token}`, ...headers },
+    ...(timeoutMs ? { timeout: timeoutMs } : {}),
+  });
+}
+
 /** POST /api/v3/topic/{topic} with `body` streamed; `contentLength` false: chunked. */
 export function uploadBody(
   t: GatewayTarget,
@@ -29,20 +48,11 @@ export function uploadBody(
   body: Uint8Array,
   o: { contentLength: boolean; retentionSeconds?: number; signal?: AbortSignal },
 ): Promise<UploadResult> {
-  const u = new URL(`/api/v3/topic/${encodeURIComponent(topic)}`, t.url);
   return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: u.hostname,
-      port: Number(u.port),
-      method: "POST",
-      path: u.pathname,
-      agent: false,
-      headers: {
-        authorization: `Bearer ${t.token}`,
-        "content-type": "application/octet-stream",
-        ...(o.retentionSeconds ? { "vqs-retention-seconds": String(o.retentionSeconds) } : {}),
-        ...(o.contentLength ? { "content-length": String(body.length) } : {}),
-      },
+    const req = post(t, `/api/v3/topic/${encodeURIComponent(topic)}`, {
+      "content-type": "application/octet-stream",
+      ...(o.retentionSeconds ? { "vqs-retention-seconds": String(o.retentionSeconds) } : {}),
+      ...(o.contentLength ? { "content-length": String(body.length) } : {}),
     });
     const timer = setTimeout(() => req.destroy(new Error("upload timeout")), t.timeoutMs);
     const abort = () => req.destroy(new Error("upload aborted"));
@@ -174,25 +184,17 @@ export function downloadBodyWire(
   topic: string,
   group: string,
 ): Promise<DownloadResult> {
-  const u = new URL(
-    `/api/v3/topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}`,
-    t.url,
-  );
   return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: u.hostname,
-      port: Number(u.port),
-      method: "POST",
-      path: u.pathname,
-      agent: false,
-      headers: {
-        authorization: `Bearer ${t.token}`,
+    const req = post(
+      t,
+      `/api/v3/topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}`,
+      {
         accept: "multipart/mixed",
         "vqs-max-messages": "1",
         "vqs-visibility-timeout-seconds": "600",
       },
-      timeout: t.timeoutMs,
-    });
+      t.timeoutMs,
+    );
     req.on("timeout", () => req.destroy(new Error("download timeout")));
     req.on("error", reject);
     req.on("response", (res) => {

@@ -71,6 +71,22 @@ async function bodiesOf(topic: string): Promise<number> {
   return Object.keys(info.state.subjects ?? {}).length;
 }
 
+/** An upload of 20 MB that has sent 8 MB, once chunks of it are in the store. */
+async function halfUpload(gatewayUrl: string, topic: string) {
+  const req = request(new URL(`${gatewayUrl}/api/v3/topic/${topic}`), {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${await issuer.token()}`,
+      "content-length": String(20 * MB),
+    },
+  });
+  req.on("error", () => undefined);
+  req.write(randomBytes(8 * MB));
+  for (let i = 0; i < 200 && (await chunksOf(topic)) === 0; i++) await sleep(50);
+  expect(await chunksOf(topic)).toBeGreaterThan(0);
+  return req;
+}
+
 async function publish(topic: string, body: Buffer, h: Record<string, string> = {}) {
   const res = await q.publish(topic, body, h);
   expect(res.status, await res.clone().text()).toBe(201);
@@ -167,20 +183,8 @@ describe("a large body's lifecycle", () => {
 
   it("keeps nothing of an upload whose client hangs up half-way", async () => {
     const topic = uniqueName();
-    const url = new URL(`${gw.url}/api/v3/topic/${topic}`);
-    const req = request(url, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${await issuer.token()}`,
-        "content-length": String(20 * MB),
-      },
-    });
-    req.on("error", () => undefined);
-    req.write(randomBytes(8 * MB));
-    // Until chunks are in the store, then the client goes.
-    for (let i = 0; i < 100 && (await chunksOf(topic)) === 0; i++) await sleep(50);
-    expect(await chunksOf(topic)).toBeGreaterThan(0);
-    req.destroy();
+    const req = await halfUpload(gw.url, topic);
+    req.destroy(); // the client goes
     await expect.poll(() => chunksOf(topic), { timeout: 10_000 }).toBe(0);
     expect((await q.receive(topic, "g")).status).toBe(204);
   });
@@ -206,17 +210,7 @@ describe("a large body's lifecycle", () => {
     });
     try {
       const topic = uniqueName();
-      const req = request(new URL(`${victim.url}/api/v3/topic/${topic}`), {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${await issuer.token()}`,
-          "content-length": String(20 * MB),
-        },
-      });
-      req.on("error", () => undefined);
-      req.write(randomBytes(8 * MB));
-      for (let i = 0; i < 200 && (await chunksOf(topic)) === 0; i++) await sleep(50);
-      expect(await chunksOf(topic)).toBeGreaterThan(0);
+      const req = await halfUpload(victim.url, topic);
       await victim.kill();
       req.destroy();
       // Nothing cleaned up after the killed gateway: the chunks are there, no message.
