@@ -29,7 +29,7 @@ import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
 import { NO_OBSERVER, type QueueObserver } from "./observer.js";
 import type { Logger } from "../logger.js";
-import { LIMITS } from "./limits.js";
+import { LIMITS, MAX_PULLS_AT_LIMIT } from "./limits.js";
 import type { ConsumerSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./identity/secret-keys.js";
 
@@ -113,12 +113,6 @@ const REDRIVE_BATCH = 100;
 
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
-
-/**
- * How many deliveries a receive at the concurrency limit may pull (one at a time) to find
- * messages JetStream still counts but that are not in flight (bounced, or their lease ran out).
- */
-const MAX_PULLS_AT_LIMIT = 32;
 
 const EMPTY = new Uint8Array(0);
 

@@ -123,6 +123,22 @@ describe("the concurrency limit", () => {
     expect(await receiveOne({ maxConcurrency: 1 })).toBeUndefined();
   });
 
+  it("receives by ID at the limit when bounced ones make up the count", async () => {
+    const published = [];
+    for (const m of ["a", "b", "c"]) published.push(await publish(m));
+    const c = published[2]!;
+    if (c.deferred) throw new Error("not deferred in memory");
+    // Two receives at the limit racing through other gateways each bounced a new message.
+    const racing = (await memory.broker.pull(orders, 2))!;
+    for (const d of racing) {
+      await memory.broker.noteLimitBounce(orders, d.streamSeq, d.deliveryCount);
+      await memory.broker.setLease(orders, d, 0);
+    }
+    const options = { visibilityTimeoutSeconds: 30, maxConcurrency: 1 };
+    const got = await queue.receiveById(orders, c.messageId, options);
+    expect([got.messageId, got.deliveryCount]).toEqual([c.messageId, 1]);
+  });
+
   it("hands out no more than the room left under the limit", async () => {
     for (const m of ["a", "b", "c"]) await publish(m);
     const got = await queue.receive(orders, {
