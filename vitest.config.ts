@@ -23,6 +23,7 @@ const FEATURE_TESTS = [
   ),
   ...["management", "purge-leased"].map((name) => `test/integration/management/${name}.test.ts`),
   ...[
+    "concurrency-limit",
     "consumer-settings",
     "consumer-settings-restart",
     "dead-letters",

@@ -3,6 +3,7 @@
 // ordinary receive honours them: see docs/architecture.md, "Receive by ID".
 import { randomInt } from "node:crypto";
 import { AppError } from "../errors.js";
+import { MAX_PULLS_AT_LIMIT } from "./limits.js";
 import type {
   CursorLease,
   Delivery,
@@ -220,22 +221,26 @@ export class IdLeases {
     if (maxConcurrency !== null && progress.inFlight >= maxConcurrency) {
       // JetStream counts a message whose lease ran out as pending until it is delivered again,
       // so the count alone would refuse for ever a group whose in-flight leases all ran out.
-      // The message asked for may be one: taking it adds nothing in flight. Else one pull, as at
-      // a receive's limit (JetStream hands out a redelivery first), released at once and
-      // recorded as a bounce: a redelivery was counted but is not in flight.
+      // The message asked for may be one: taking it adds nothing in flight. Else pulls of one
+      // message, as at a receive's limit (JetStream hands out redeliveries first), each released
+      // at once and recorded as a bounce: a redelivery was counted but is not in flight. They go
+      // on while they bring redeliveries and the count without them is still at the limit
+      // (stopping at the first would leave a group with two bounces pending refusing for ever).
       let notInFlight = cursor !== null ? 1 : 0;
-      if (progress.inFlight - notInFlight >= maxConcurrency) {
+      const most = Math.min(MAX_PULLS_AT_LIMIT, progress.inFlight - maxConcurrency + 1);
+      for (let pulls = 0; pulls < most; pulls++) {
+        if (progress.inFlight - notInFlight < maxConcurrency) break;
         const d = (await this.#broker.pull(group, 1))?.[0];
-        if (d !== undefined) {
-          // Recorded before the release: the message may come back at once, to any gateway.
-          await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
-          await this.#broker.setLease(group, d, 0);
-          if (d.streamSeq === streamSeq) {
-            cursor = await this.#broker.getCursorLease(group, streamSeq); // now that bounce
-          } else if (d.deliveryCount > 1) {
-            notInFlight++;
-          }
+        if (d === undefined) break;
+        // Recorded before the release: the message may come back at once, to any gateway.
+        await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
+        await this.#broker.setLease(group, d, 0);
+        if (d.streamSeq === streamSeq) {
+          cursor = await this.#broker.getCursorLease(group, streamSeq); // now that bounce
+        } else if (d.deliveryCount > 1) {
+          notInFlight++;
         }
+        if (d.deliveryCount <= 1) break; // a new message: no redeliveries are waiting
       }
       if (progress.inFlight - notInFlight >= maxConcurrency) {
         throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });

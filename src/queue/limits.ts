@@ -22,6 +22,12 @@ export const LIMITS = {
   peekLimit: { min: 1, max: 100, default: 20 },
 } as const;
 
+/**
+ * How many deliveries a receive (or receive by ID) at the concurrency limit may pull, one at a
+ * time, to find messages JetStream still counts that are not in flight (bounced, lease ran out).
+ */
+export const MAX_PULLS_AT_LIMIT = 32;
+
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
 
 /** Topic and consumer group names: `^[A-Za-z0-9_\-]+$`, 1 to 255 characters. */

@@ -30,7 +30,7 @@ import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
 import { NO_OBSERVER, type QueueObserver } from "./observer.js";
 import type { Logger } from "../logger.js";
-import { LIMITS } from "./limits.js";
+import { LIMITS, MAX_PULLS_AT_LIMIT } from "./limits.js";
 import type { ConsumerSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./identity/secret-keys.js";
 
@@ -367,19 +367,13 @@ export class QueueService {
       // A delivery a waiting receive was woken with is already counted in flight.
       const inFlight = (progress?.inFlight ?? 0) - (first ? 1 : 0);
       if (inFlight >= options.maxConcurrency) {
-        // The count includes messages whose lease ran out (JetStream counts them until they are
-        // delivered again): one pull, which JetStream answers with a redelivery first, may still
-        // hand out a message whose lease ran out, or one released here earlier once the count
-        // without it is under the limit; a new message is released unseen (a "bounce").
-        const d = first ?? (await this.#broker.pull(group, 1))?.[0];
-        if (d === undefined) {
-          throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
-        }
-        const others = (progress?.inFlight ?? 0) - (first || d.deliveryCount > 1 ? 1 : 0);
-        if (others >= options.maxConcurrency && !(await this.#leaseRanOut(group, d))) {
-          // Recorded before the release: the message may come back at once, to any gateway.
-          await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
-          await this.#broker.setLease(group, d, 0);
+        const d = await this.#atLimit(
+          group,
+          progress?.inFlight ?? 0,
+          options.maxConcurrency,
+          first,
+        );
+        if (d === null) {
           if (first) return []; // others took the group to its limit while this receive waited
           throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
         }
@@ -395,6 +389,56 @@ export class QueueService {
     } finally {
       release();
     }
+  }
+
+  /**
+   * At the limit by JetStream's count, which includes messages that are not in flight: those
+   * whose lease ran out and those released unseen here earlier ("bounces"), until they are
+   * delivered again. JetStream hands those out before new messages, so this pulls one at a time
+   * until the count without the redeliveries pulled is under the limit, one pulled is a message
+   * whose own lease ran out (handing it out adds nothing in flight), a new message comes (no more
+   * redeliveries are waiting), or nothing does: discounting only the one pulled would, with two
+   * bounces waiting, bounce them in turn for ever. With room, the lowest sequence pulled is handed
+   * out; every other one is released unseen and recorded as a bounce. `counted`: JetStream's
+   * count; `first`: a delivery a waiting receive was woken with (counted already). Null: nothing
+   * may be handed out.
+   */
+  async #atLimit(
+    group: GroupAddress,
+    counted: number,
+    limit: number,
+    first: Delivery | null,
+  ): Promise<Delivery | null> {
+    const held: Delivery[] = [];
+    let notInFlight = 0;
+    let ranOut: Delivery | null = null;
+    let fresh = false;
+    const look = async (d: Delivery, alreadyCounted: boolean) => {
+      held.push(d);
+      if (alreadyCounted || d.deliveryCount > 1) notInFlight++;
+      if (d.deliveryCount <= 1) fresh = true;
+      else if (counted - notInFlight >= limit && (await this.#leaseRanOut(group, d))) ranOut = d;
+    };
+    if (first) await look(first, true);
+    while (
+      counted - notInFlight >= limit &&
+      ranOut === null &&
+      !fresh &&
+      held.length < Math.min(MAX_PULLS_AT_LIMIT, counted - limit + 1)
+    ) {
+      const d = (await this.#broker.pull(group, 1))?.[0];
+      if (d === undefined) break;
+      await look(d, false);
+    }
+    held.sort((a, b) => a.streamSeq - b.streamSeq);
+    const pick = counted - notInFlight < limit ? held[0] : (ranOut ?? undefined);
+    for (const d of held) {
+      if (d === pick) continue;
+      // Recorded before the release: the message may come back at once, to any gateway.
+      await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
+      await this.#broker.setLease(group, d, 0);
+    }
+    return pick ?? null;
   }
 
   /**

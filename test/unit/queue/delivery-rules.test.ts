@@ -100,6 +100,45 @@ describe("the concurrency limit", () => {
     expect([back.messageId, back.deliveryCount]).toEqual([first.messageId, 2]);
   });
 
+  it("hands a message out at the limit when bounced ones make up the count", async () => {
+    for (const m of ["a", "b", "c"]) await publish(m);
+    const a = (await receiveOne({ maxConcurrency: 1 }))!;
+    // Two receives at the limit racing through other gateways each bounced a new message.
+    const racing = (await memory.broker.pull(orders, 2))!;
+    expect(racing.map((d) => d.deliveryCount)).toEqual([1, 1]);
+    for (const d of racing) {
+      await memory.broker.noteLimitBounce(orders, d.streamSeq, d.deliveryCount);
+      await memory.broker.setLease(orders, d, 0);
+    }
+    expect(await code(receiveOne({ maxConcurrency: 1 }))).toBe("concurrency_limit_exceeded");
+    await queue.acknowledge(orders, a.receiptHandle);
+    // Counted: the two bounces; in flight: nothing. One is handed out, then the limit holds.
+    const b = (await receiveOne({ maxConcurrency: 1 }))!;
+    expect(b.messageId).not.toBe(a.messageId);
+    expect(await code(receiveOne({ maxConcurrency: 1 }))).toBe("concurrency_limit_exceeded");
+    await queue.acknowledge(orders, b.receiptHandle);
+    const c = (await receiveOne({ maxConcurrency: 1 }))!;
+    expect(c.messageId).not.toBe(b.messageId);
+    await queue.acknowledge(orders, c.receiptHandle);
+    expect(await receiveOne({ maxConcurrency: 1 })).toBeUndefined();
+  });
+
+  it("receives by ID at the limit when bounced ones make up the count", async () => {
+    const published = [];
+    for (const m of ["a", "b", "c"]) published.push(await publish(m));
+    const c = published[2]!;
+    if (c.deferred) throw new Error("not deferred in memory");
+    // Two receives at the limit racing through other gateways each bounced a new message.
+    const racing = (await memory.broker.pull(orders, 2))!;
+    for (const d of racing) {
+      await memory.broker.noteLimitBounce(orders, d.streamSeq, d.deliveryCount);
+      await memory.broker.setLease(orders, d, 0);
+    }
+    const options = { visibilityTimeoutSeconds: 30, maxConcurrency: 1 };
+    const got = await queue.receiveById(orders, c.messageId, options);
+    expect([got.messageId, got.deliveryCount]).toEqual([c.messageId, 1]);
+  });
+
   it("hands out no more than the room left under the limit", async () => {
     for (const m of ["a", "b", "c"]) await publish(m);
     const got = await queue.receive(orders, {
