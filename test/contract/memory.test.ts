@@ -1,9 +1,11 @@
-// The storage, settings and management contracts on the in-memory implementations, their clock
+// The storage, settings, management and large-body contracts on the in-memory implementations, their clock
 // moved by the suite.
 import { beforeEach } from "vitest";
+import { MemoryBodyStore } from "../../src/memory/memory-body-store.js";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
 import { MemoryQueueAdmin } from "../../src/memory/memory-queue-admin.js";
 import { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
+import { bodyStoreContract } from "./body-store-contract.js";
 import { brokerContract } from "./broker-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
 import { settingsContract } from "./settings-contract.js";
@@ -36,3 +38,11 @@ queueAdminContract("in memory", {
 
 const settings = new MemorySettingsStore(() => clock);
 settingsContract("in memory", () => settings);
+
+// Small chunks: the multi-chunk cases stay a few kilobytes.
+const bodies = new MemoryBodyStore({ now: () => clock, chunkBytes: 1024 });
+bodyStoreContract("in memory", {
+  store: () => bodies,
+  chunkBytes: 1024,
+  storedChunks: (topic) => Promise.resolve(bodies.storedChunks(topic)),
+});
