@@ -109,7 +109,8 @@ export class MemoryBodyStore implements BodyStore {
     if (held && held.length > 0) yield held;
   }
 
-  commit(topic: TopicAddress, ref: BodyRef): Promise<void> {
+  /** The mark only: the chunks keep the expiry they were written with, as in JetStream. */
+  commit(topic: TopicAddress, ref: BodyRef, _retentionSeconds?: number): Promise<void> {
     const body = this.#live(topic, ref.id);
     if (body) body.committed = true;
     return Promise.resolve();
