@@ -5,6 +5,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { AppError } from "../errors.js";
 import {
   BodyCorruptError,
+  copyBody,
   type BodyRef,
   type BodyStore,
   type BodyWriteOptions,
@@ -121,22 +122,13 @@ export class MemoryBodyStore implements BodyStore {
     return Promise.resolve();
   }
 
-  /** Removes every body of a topic (purge, delete). */
-  removeTopic(topic: TopicAddress): void {
-    this.#topics.delete(topicKey(topic));
-  }
-
   copy(
     from: TopicAddress,
     ref: BodyRef,
     to: TopicAddress,
     retentionSeconds: number,
   ): Promise<BodyRef> {
-    return this.write(to, this.read(from, ref), {
-      retentionSeconds,
-      maxBytes: ref.length,
-      declaredLength: ref.length,
-    });
+    return copyBody(this, from, ref, to, retentionSeconds);
   }
 
   /** Chunks stored for the topic's bodies, expired ones left out (what a test counts). */
