@@ -15,6 +15,7 @@ const COMPAT_NATS = process.env.NATS_SERVER_COMPAT_BIN ?? "nats-server";
 const NATS_210 = process.env.NATS_SERVER_210_BIN ?? ".cache/nats-2.10/nats-server";
 const FEATURE_TESTS = [
   "test/contract/jetstream.test.ts",
+  "test/contract/jetstream-deferrer.test.ts",
   ...["api", "bad-input", "client", "dedup", "server-clock", "stale-handles", "ttl"].map(
     (name) => `test/integration/messages/${name}.test.ts`,
   ),

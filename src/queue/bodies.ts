@@ -54,6 +54,21 @@ export interface BodyStore {
   ): Promise<BodyRef>;
 }
 
+/** `store.copy` as every store does it: the body read back, checked, and written anew under `to`. */
+export function copyBody(
+  store: BodyStore,
+  from: TopicAddress,
+  ref: BodyRef,
+  to: TopicAddress,
+  retentionSeconds: number,
+): Promise<BodyRef> {
+  return store.write(to, store.read(from, ref), {
+    retentionSeconds,
+    maxBytes: ref.length,
+    declaredLength: ref.length,
+  });
+}
+
 /** A stored body that does not read back as written: the reader must see a failure. */
 export class BodyCorruptError extends Error {
   constructor(message: string) {

@@ -1,19 +1,25 @@
-// The storage, settings and management contracts on the in-memory implementations, their clock
+// The storage, settings, management, large-body and failover contracts on the in-memory implementations, their clock
 // moved by the suite.
 import { beforeEach } from "vitest";
+import { MemoryBodyStore } from "../../src/memory/memory-body-store.js";
+import { MemoryDeferrer } from "../../src/memory/memory-deferrer.js";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
 import { MemoryQueueAdmin } from "../../src/memory/memory-queue-admin.js";
 import { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
+import { bodyStoreContract } from "./body-store-contract.js";
 import { brokerContract } from "./broker-contract.js";
+import { deferrerContract } from "./deferrer-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
 let clock = Date.parse("2026-01-05T10:00:00Z");
 let broker: MemoryBroker;
 let admin: MemoryQueueAdmin;
+let deferrer: MemoryDeferrer;
 beforeEach(() => {
   broker = new MemoryBroker({ now: () => clock, defaultLeaseMs: 1000, dedupWindowMs: 120_000 });
   admin = new MemoryQueueAdmin({ broker, now: () => clock });
+  deferrer = new MemoryDeferrer({ home: broker, now: () => clock });
 });
 const advance = (ms: number) => {
   clock += ms;
@@ -36,3 +42,22 @@ queueAdminContract("in memory", {
 
 const settings = new MemorySettingsStore(() => clock);
 settingsContract("in memory", () => settings);
+
+// Small chunks: the multi-chunk cases stay a few kilobytes.
+const bodies = new MemoryBodyStore({ now: () => clock, chunkBytes: 1024 });
+bodyStoreContract("in memory", {
+  store: () => bodies,
+  chunkBytes: 1024,
+  storedChunks: (topic) => Promise.resolve(bodies.storedChunks(topic)),
+});
+
+deferrerContract("in memory", {
+  deferrer: () => deferrer,
+  broker: () => broker,
+  relocate: () => deferrer.relocate(),
+  patience: 2,
+  cutNeighbours: () => {
+    deferrer.setReachable(false);
+    return Promise.resolve();
+  },
+});

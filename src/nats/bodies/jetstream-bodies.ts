@@ -13,7 +13,13 @@ import {
 } from "@nats-io/jetstream";
 import { randomBytes } from "node:crypto";
 import { AppError, isAppError } from "../../errors.js";
-import type { BodyRef, BodyStore, BodyWriteOptions, ByteSource } from "../../queue/bodies.js";
+import {
+  copyBody,
+  type BodyRef,
+  type BodyStore,
+  type BodyWriteOptions,
+  type ByteSource,
+} from "../../queue/bodies.js";
 import { namespaceLabel, type TopicAddress } from "../../queue/namespace.js";
 import type { Requests } from "../core/requests.js";
 import { PubAckError } from "../core/requests.js";
@@ -219,11 +225,7 @@ export class JetStreamBodies implements BodyStore {
     to: TopicAddress,
     retentionSeconds: number,
   ): Promise<BodyRef> {
-    return this.write(to, this.read(from, ref), {
-      retentionSeconds,
-      maxBytes: ref.length,
-      declaredLength: ref.length,
-    });
+    return copyBody(this, from, ref, to, retentionSeconds);
   }
 
   /** Bytes of large bodies the topic's namespace stores (in whole chunks: an upper bound). */
