@@ -10,7 +10,7 @@ import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { groupNames, topicNames } from "../../../src/nats/core/naming.js";
 import { Topology } from "../../../src/nats/queue-state/topology.js";
-import { makeNamespace } from "../../../src/queue/namespace.js";
+import { makeNamespace, type TopicAddress } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { uniqueName } from "../../helpers/http.js";
 
@@ -31,15 +31,23 @@ const gateway = (jsm: JetStreamManager) =>
     topicHardMaxBytes: 0,
   });
 
+/** A JetStream manager on the fixture's server and a new topic's address, for one test. */
+async function withTopic(
+  prefix: string,
+  test: (jsm: JetStreamManager, topic: TopicAddress) => Promise<void>,
+): Promise<void> {
+  const nc = await connect({ servers: fx.nats.url });
+  try {
+    const namespace = makeNamespace("team_a", "prj_1", "production", null);
+    await test(await jetstreamManager(nc), { namespace, topic: uniqueName(prefix) });
+  } finally {
+    await nc.close();
+  }
+}
+
 describe("a pushed group's consumer, made by several gateways at once", () => {
-  it("has the push lease and cap from its creation, whichever create lands last", async () => {
-    const nc = await connect({ servers: fx.nats.url });
-    const jsm = await jetstreamManager(nc);
-    try {
-      const topic = {
-        namespace: makeNamespace("team_a", "prj_1", "production", null),
-        topic: uniqueName("made-at-once"),
-      };
+  it("has the push lease and cap from its creation, whichever create lands last", () =>
+    withTopic("made-at-once", async (jsm, topic) => {
       await gateway(jsm).ensureStream(topicNames("iad1", topic));
       const names = groupNames("iad1", { ...topic, group: "workers" });
       const pushed = { ackWaitMs: 3000, maxAckPending: 3 };
@@ -51,26 +59,14 @@ describe("a pushed group's consumer, made by several gateways at once", () => {
       const { config } = await jsm.consumers.info(names.stream, names.consumer);
       expect(config.ack_wait).toBe(3000 * 1e6);
       expect(config.max_ack_pending).toBe(3);
-    } finally {
-      await nc.close();
-    }
-  });
+    }));
 
-  it("is made for a feed at once when another gateway created the topic just after it was missing", async () => {
-    const nc = await connect({ servers: fx.nats.url });
-    const jsm = await jetstreamManager(nc);
-    try {
-      const topic = {
-        namespace: makeNamespace("team_a", "prj_1", "production", null),
-        topic: uniqueName("created-elsewhere"),
-      };
+  it("is made for a feed at once when another gateway created the topic just after it was missing", () =>
+    withTopic("created-elsewhere", async (jsm, topic) => {
       const names = groupNames("iad1", { ...topic, group: "workers" });
       const here = gateway(jsm);
       expect(await here.ensureConsumer(names)).toBe(false); // missing, and remembered a moment
       await gateway(jsm).ensureStream(topicNames("iad1", topic)); // another gateway's publish
       expect(await here.ensureConsumer(names, { ackWaitMs: 3000, maxAckPending: 3 })).toBe(true);
-    } finally {
-      await nc.close();
-    }
-  });
+    }));
 });
