@@ -77,11 +77,7 @@ export class Topology {
   /** Makes sure the topic's stream exists (creating it). */
   ensureStream(names: TopicNames): Promise<void> {
     this.#missing.delete(names.stream);
-    // Again once it exists: a look at the consumer that raced the creation may have noted the
-    // stream missing meanwhile, which would hold this gateway's waiting receives back.
-    return this.#once(this.#streams, names.stream, () => this.#createStream(names)).then(() => {
-      this.#missing.delete(names.stream);
-    });
+    return this.#once(this.#streams, names.stream, () => this.#createStream(names));
   }
 
   /** The `ack_wait` of consumers this gateway made and found nothing else on. */
@@ -121,8 +117,12 @@ export class Topology {
     );
     if (!exists) {
       this.#consumers.delete(key);
-      if (this.#missing.size >= MAX_MISSING) this.#missing.clear(); // bounded: names are user input
-      this.#missing.set(names.stream, Date.now() + MISSING_TTL_MS);
+      // Not for a stream this gateway made or is making: a look that raced the creation would
+      // hold this gateway's waiting receives back for no reason.
+      if (!this.#streams.has(names.stream)) {
+        if (this.#missing.size >= MAX_MISSING) this.#missing.clear(); // bounded: names are user input
+        this.#missing.set(names.stream, Date.now() + MISSING_TTL_MS);
+      }
     } else {
       this.#missing.delete(names.stream);
     }
