@@ -76,6 +76,7 @@ export class LongPolls {
    * that waits for a topic a publish creates gets its first message at once.
    */
   published(topic: TopicAddress): void {
+    if (this.#missing.size === 0) return; // the usual case: no key to build on a publish
     const waiting = this.#missing.get(topicKey(topic));
     if (waiting) for (const g of [...waiting]) g.lookAgain();
   }
