@@ -12,8 +12,11 @@ interface Upload {
   readonly raw: IncomingMessage;
   readonly startBytes: number;
   readonly startedAt: number;
-  /** (time, bytes) samples, the oldest at least a window old once there is one. */
-  readonly samples: { at: number; bytes: number }[];
+  /**
+   * (time, bytes) samples, the oldest at least a window old once there is one; made by the first
+   * check that finds the body still arriving (most bodies have ended by then).
+   */
+  samples: { at: number; bytes: number }[] | null;
   readonly abort: UploadAbort;
   /** A route reads the body through the signal (and answers 408 itself). */
   taken: boolean;
@@ -37,20 +40,22 @@ export interface UploadSignal {
 export class UploadAbort implements UploadSignal {
   aborted = false;
   reason: unknown = undefined;
-  #listeners = new Set<() => void>();
+  /** Made by the first listener: most bodies are read without a wait that listens. */
+  #listeners: Set<() => void> | null = null;
 
   onAbort(listener: () => void): () => void {
     if (this.aborted) return () => {};
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    const listeners = (this.#listeners ??= new Set());
+    listeners.add(listener);
+    return () => listeners.delete(listener);
   }
 
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
-    const listeners = [...this.#listeners];
-    this.#listeners.clear();
+    const listeners = this.#listeners ? [...this.#listeners] : [];
+    this.#listeners?.clear();
     for (const l of listeners) l();
   }
 }
@@ -78,16 +83,23 @@ export function installUploadWatchdog(
 ): void {
   const WINDOW_MS = options.windowMs;
   const CHECK_MS = Math.min(5_000, WINDOW_MS / 4);
-  const uploads = new Set<Upload>();
+  // The bodies under way, by request. A body read to its end leaves at once (`release`): kept
+  // until the next check, every request of the last 5 s (with its IncomingMessage) outlived the
+  // young generation, and the collector's old-generation work grew with the request rate.
+  const uploads = new Map<IncomingMessage, Upload>();
+  const release = function (this: IncomingMessage) {
+    uploads.delete(this);
+  };
   let timer: NodeJS.Timeout | null = null;
   const check = () => {
     const now = Date.now();
-    for (const u of uploads) {
+    for (const u of uploads.values()) {
       if (u.raw.complete || u.raw.destroyed) {
-        uploads.delete(u);
+        uploads.delete(u.raw);
         continue;
       }
       const bytes = u.raw.socket.bytesRead - u.startBytes;
+      u.samples ??= [{ at: u.startedAt, bytes: 0 }];
       u.samples.push({ at: now, bytes });
       while (u.samples.length > 1 && u.samples[1]!.at <= now - WINDOW_MS) u.samples.shift();
       const from = u.samples[0]!;
@@ -95,7 +107,7 @@ export function installUploadWatchdog(
       if (!windowFull) continue;
       const rate = ((bytes - from.bytes) * 1000) / (now - from.at);
       if (rate >= options.minBytesPerSecond) continue;
-      uploads.delete(u);
+      uploads.delete(u.raw);
       if (u.abort.aborted) continue;
       u.abort.abort(new AppError("request_timeout"));
       // Nobody reads this body through the signal (a route other than publish): close it.
@@ -112,15 +124,17 @@ export function installUploadWatchdog(
       h["transfer-encoding"] !== undefined ||
       (h["content-length"] !== undefined && h["content-length"] !== "0");
     if (hasBody) {
+      const raw = request.raw;
       const u: Upload = {
-        raw: request.raw,
-        startBytes: request.raw.socket.bytesRead,
+        raw,
+        startBytes: raw.socket.bytesRead,
         startedAt: Date.now(),
-        samples: [{ at: Date.now(), bytes: 0 }],
+        samples: null,
         abort: new UploadAbort(),
         taken: false,
       };
-      uploads.add(u);
+      uploads.set(raw, u);
+      raw.on("end", release); // one function for all requests: nothing made per request
       watched.set(request, u);
       timer ??= setInterval(check, CHECK_MS).unref();
     }

@@ -31,6 +31,10 @@ const PRINTABLE = /^[\x20-\x7e]*$/;
  * Like OpenTelemetry's propagators, a malformed or oversized field is dropped, never an error.
  */
 function traceContext(headers: Headers): TraceContext | null {
+  // Most publishes carry none: no closures made for them.
+  if (headers.traceparent === undefined && headers.tracestate === undefined) {
+    if (headers.baggage === undefined) return null;
+  }
   const one = (name: string, max: number, valid: (v: string) => boolean) => {
     const v = headers[name];
     return typeof v === "string" && v.length <= max && PRINTABLE.test(v) && valid(v)

@@ -26,27 +26,32 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
   app.post("/api/v3/topic/:topic", { schema: PUBLISH }, async (request, reply) => {
     const topic = topicOf(request);
     const input = publishInput(request.headers, EMPTY);
-    // A refusal before the body is read ends the connection: the rest is not read either, but
-    // discarded for a moment, so the client reads the answer rather than a reset.
-    reply.header("connection", "close");
-    lingerOnClose(request.raw);
-    const stream = request.body as Readable | undefined;
-    const signal = uploadSignal(request);
-    const declared = declaredLength(request.headers);
-    // Most bodies: a declared length within the inline limit, read with the stream's events.
-    const body: PublishBody =
-      stream && declared !== null && declared <= Math.min(limits.inlineBytes, limits.maxBytes)
-        ? { kind: "inline", payload: await readInlineBody(stream, declared, signal) }
-        : await readPublishBody(
-            stream && signal ? abortable(stream, signal) : stream,
-            request.headers,
-            limits,
-          );
-    const result =
-      body.kind === "inline"
-        ? await queue.publish(topic, { ...input, payload: body.payload })
-        : await queue.publishStreamed(topic, input, { ...body, maxBytes: limits.maxBytes });
-    reply.removeHeader("connection");
+    let result;
+    try {
+      const stream = request.body as Readable | undefined;
+      const signal = uploadSignal(request);
+      const declared = declaredLength(request.headers);
+      // Most bodies: a declared length within the inline limit, read with the stream's events.
+      const body: PublishBody =
+        stream && declared !== null && declared <= Math.min(limits.inlineBytes, limits.maxBytes)
+          ? { kind: "inline", payload: await readInlineBody(stream, declared, signal) }
+          : await readPublishBody(
+              stream && signal ? abortable(stream, signal) : stream,
+              request.headers,
+              limits,
+            );
+      result =
+        body.kind === "inline"
+          ? await queue.publish(topic, { ...input, payload: body.payload })
+          : await queue.publishStreamed(topic, input, { ...body, maxBytes: limits.maxBytes });
+    } catch (err) {
+      // A refusal ends the connection: the rest of the body is not read either, but discarded
+      // for a moment, so the client reads the answer rather than a reset. (Set here, not before
+      // the body is read and taken off after: that cost every publish a header and a map entry.)
+      reply.header("connection", "close");
+      lingerOnClose(request.raw);
+      throw err;
+    }
     if (result.deferred) return reply.code(202).send({ deferred: true } satisfies Deferred);
     return reply
       .code(201)
