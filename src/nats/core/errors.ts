@@ -88,12 +88,21 @@ function errorText(err: unknown): string {
  * work goes on, and its late outcome is dropped.
  */
 export function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), ms);
+  // One promise and one subscription on `work` (a race with a deadline promise and a `finally`
+  // made four more per publish).
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(onTimeout()), ms);
+    work.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err); // eslint-disable-line @typescript-eslint/prefer-promise-reject-errors -- passed on as it came
+      },
+    );
   });
-  work.catch(() => undefined);
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }
 
 /** JetStream's answer to deleting a message that is not there (10057, "no message found"). */

@@ -47,6 +47,9 @@ interface Pending {
 
 const SWEEP_MS = 50;
 
+/** One decoder for every acknowledgement (a TextDecoder per publish was an object and a lookup). */
+const DECODER = new TextDecoder();
+
 export class Requests {
   readonly #nc: NatsConnection;
   readonly #prefix: string;
@@ -89,10 +92,11 @@ export class Requests {
       });
       this.#sweep();
       try {
-        this.#nc.publish(subject, payload, {
-          reply: `${this.#prefix}${id}`,
-          ...(headers ? { headers } : {}),
-        });
+        this.#nc.publish(
+          subject,
+          payload,
+          headers ? { reply: `${this.#prefix}${id}`, headers } : { reply: `${this.#prefix}${id}` },
+        );
       } catch (err) {
         this.#pending.delete(id);
         reject(err instanceof Error ? err : new Error(String(err)));
@@ -108,7 +112,7 @@ export class Requests {
     headers: MsgHdrs,
   ): Promise<PubAck> {
     const msg = await this.request(subject, payload, timeoutMs, headers);
-    const ack = JSON.parse(new TextDecoder().decode(msg.data)) as {
+    const ack = JSON.parse(DECODER.decode(msg.data)) as {
       stream?: string;
       seq?: number;
       duplicate?: boolean;

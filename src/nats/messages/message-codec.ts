@@ -1,6 +1,6 @@
 // How a queue message is stored in JetStream: the payload as the NATS payload, everything else
 // in headers. Times come from the server's timestamp of the stored message, never a gateway clock.
-import { headers, type MsgHdrs } from "@nats-io/transport-node";
+import { headers, MsgHdrsImpl, type MsgHdrs } from "@nats-io/transport-node";
 import { createHash } from "node:crypto";
 import type { BodyRef } from "../../queue/bodies.js";
 import type {
@@ -53,24 +53,33 @@ export function keyToken(idempotencyKey: string): string {
   return createHash("sha256").update(idempotencyKey).digest("base64url");
 }
 
-export function encodeHeaders(message: NewMessage): MsgHdrs {
-  const h = headers();
-  h.set(H.nonce, message.nonce);
-  if (message.contentType !== null) h.set(H.contentType, message.contentType);
-  h.set(H.retention, String(message.retentionSeconds));
-  if (message.delaySeconds > 0) h.set(H.delay, String(message.delaySeconds));
-  if (message.trace?.traceparent) h.set(H.traceparent, message.trace.traceparent);
-  if (message.trace?.tracestate) h.set(H.tracestate, message.trace.tracestate);
-  if (message.trace?.baggage) h.set(H.baggage, message.trace.baggage);
-  if (message.body) h.set(H.body, encodeBodyRef(message.body));
+export function encodeHeaders(message: NewMessage, extra?: Record<string, string>): MsgHdrs {
+  const r: Record<string, string[]> = {};
+  put(r, H.nonce, message.nonce);
+  if (message.contentType !== null) put(r, H.contentType, message.contentType);
+  put(r, H.retention, String(message.retentionSeconds));
+  if (message.delaySeconds > 0) put(r, H.delay, String(message.delaySeconds));
+  if (message.trace?.traceparent) put(r, H.traceparent, message.trace.traceparent);
+  if (message.trace?.tracestate) put(r, H.tracestate, message.trace.tracestate);
+  if (message.trace?.baggage) put(r, H.baggage, message.trace.baggage);
+  if (message.body) put(r, H.body, encodeBodyRef(message.body));
   const dl = message.deadLetter;
   if (dl) {
-    h.set(H.deadLetterTopic, dl.topic);
-    h.set(H.deadLetterGroup, dl.consumerGroup);
-    h.set(H.deadLetterMessageId, dl.messageId);
-    h.set(H.deadLetterDeliveryCount, String(dl.deliveryCount));
+    put(r, H.deadLetterTopic, dl.topic);
+    put(r, H.deadLetterGroup, dl.consumerGroup);
+    put(r, H.deadLetterMessageId, dl.messageId);
+    put(r, H.deadLetterDeliveryCount, String(dl.deliveryCount));
   }
-  return h;
+  if (extra) for (const k in extra) put(r, k, extra[k]!);
+  // The same headers (names, values, order) as `set` one by one, which costs, per header, two
+  // key searches that each build an array and a closure, and a name check made of a spread
+  // array: about 2 % of a publish's CPU for five headers. The names here are constants.
+  return MsgHdrsImpl.fromRecord(r);
+}
+
+/** A header's value checked and trimmed as `MsgHdrs.set` does. */
+function put(r: Record<string, string[]>, name: string, value: string): void {
+  r[name] = [MsgHdrsImpl.validHeaderValue(value)];
 }
 
 /** The headers a delayed message keeps when it is copied to the ready subject. */

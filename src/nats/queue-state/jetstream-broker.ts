@@ -110,12 +110,11 @@ export class JetStreamBroker implements Broker {
   publish(topic: TopicAddress, message: NewMessage): Promise<PublishOutcome> {
     const names = topicNames(this.#d.region, topic);
     const delayed = message.delaySeconds > 0;
-    const headers = encodeHeaders(message);
-    headers.set("Nats-Expected-Stream", names.stream);
-    if (message.dedupToken !== undefined) {
-      headers.set("Nats-Msg-Id", `t.${keyToken(message.dedupToken)}`);
-    }
-    if (this.#d.messageTtl) headers.set("Nats-TTL", String(message.retentionSeconds));
+    const extra: Record<string, string> = { "Nats-Expected-Stream": names.stream };
+    if (message.dedupToken !== undefined)
+      extra["Nats-Msg-Id"] = `t.${keyToken(message.dedupToken)}`;
+    if (this.#d.messageTtl) extra["Nats-TTL"] = String(message.retentionSeconds);
+    const headers = encodeHeaders(message, extra);
     const send = (msgID?: string) => {
       if (msgID !== undefined) headers.set("Nats-Msg-Id", msgID);
       return this.#d.requests.publish(
@@ -176,12 +175,13 @@ export class JetStreamBroker implements Broker {
     if (!this.#d.isConnected()) {
       throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
     }
-    await this.#d.quotas.admit(
+    const admitting = this.#d.quotas.admit(
       names.namespaceKey,
       names.namespaceFilter,
       names.stream,
       message.payload.byteLength,
     );
+    if (admitting) await admitting;
     await this.#d.topology.ensureStream(names);
     const attempt = async (): Promise<PublishOutcome> => {
       if (message.idempotencyKey !== null) {

@@ -43,6 +43,8 @@ interface Usage {
   reading: Promise<void> | null;
   /** Large bodies being written here; their bytes count with `counted` of them in the read. */
   uploads: Set<Upload>;
+  /** The namespace's byte limit (`namespaceLimit`: the settings do not change while running). */
+  readonly limit: number;
 }
 
 interface Upload {
@@ -81,9 +83,22 @@ export class StorageQuotas {
    * The first publish of a namespace on this gateway reads its usage; later ones use what is
    * known and refresh it in the background once it is older than refreshMs.
    */
-  async admit(namespaceKey: string, filter: string, stream: string, bytes: number): Promise<void> {
-    const u = await this.#usageOf(namespaceKey, filter);
-    if (u) this.#check(namespaceKey, u, stream, bytes);
+  admit(
+    namespaceKey: string,
+    filter: string,
+    stream: string,
+    bytes: number,
+  ): Promise<void> | undefined {
+    // A namespace already known is checked at once: no promise (nor a team's JSON) per publish.
+    const known = this.#usage.get(namespaceKey);
+    if (known) {
+      this.#refreshIfStale(known, namespaceKey, filter);
+      this.#check(known, stream, bytes);
+      return undefined;
+    }
+    return this.#usageOf(namespaceKey, filter).then((u) => {
+      if (u) this.#check(u, stream, bytes);
+    });
   }
 
   /**
@@ -98,14 +113,14 @@ export class StorageQuotas {
   ): Promise<UploadQuota> {
     const u = await this.#usageOf(namespaceKey, filter);
     if (!u) return { add: () => undefined, end: () => undefined };
-    this.#check(namespaceKey, u, stream, declaredLength ?? 0);
+    this.#check(u, stream, declaredLength ?? 0);
     const up: Upload = { stream, written: 0, counted: 0, atRead: 0 };
     u.uploads.add(up);
     return {
       add: (n) => {
         up.written += n;
         // Its own bytes are in the usage already (uploading); only the room is looked at.
-        this.#check(namespaceKey, u, stream, 0);
+        this.#check(u, stream, 0);
       },
       end: (stored) => {
         if (!u.uploads.delete(up)) return;
@@ -128,18 +143,23 @@ export class StorageQuotas {
         at: 0,
         reading: null,
         uploads: new Set(),
+        limit,
       };
       if (this.#usage.size >= MAX_NAMESPACES) this.#usage.delete(this.#usage.keys().next().value!);
       this.#usage.set(namespaceKey, u);
       await this.#refresh(u, namespaceKey, filter);
-    } else if (Date.now() - u.at > this.#o.refreshMs) {
-      void this.#refresh(u, namespaceKey, filter).catch(() => undefined); // the publish shows it
-    }
+    } else this.#refreshIfStale(u, namespaceKey, filter);
     return u;
   }
 
-  #check(namespaceKey: string, u: Usage, stream: string, bytes: number): void {
-    const limit = this.namespaceLimit(namespaceKey);
+  #refreshIfStale(u: Usage, namespaceKey: string, filter: string): void {
+    if (Date.now() - u.at > this.#o.refreshMs) {
+      void this.#refresh(u, namespaceKey, filter).catch(() => undefined); // the publish shows it
+    }
+  }
+
+  #check(u: Usage, stream: string, bytes: number): void {
+    const limit = u.limit;
     const topicLimit = this.#o.topicMaxBytes;
     let uploading = 0;
     let topicUploading = 0;
