@@ -42,6 +42,9 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
             request.headers,
             limits,
           );
+    // Read in full: a refusal from here on (a storage quota, say) keeps the connection open,
+    // which a client refused again and again would otherwise reopen for every request.
+    if (body.kind === "inline") reply.removeHeader("connection");
     const result =
       body.kind === "inline"
         ? await queue.publish(topic, { ...input, payload: body.payload })
