@@ -2,7 +2,8 @@
 // once on the connection that just answered it 429 has that request held before it is decided, so
 // a client ignoring Retry-After gets a few refusals a second per connection, not thousands; the
 // refused requests' unread bodies do not break the keep-alive connection; another tenant on the
-// same connection (a proxy's) is not held, nor is a client that waited its Retry-After.
+// same connection (a proxy's) is not held, nor is a client that waited its Retry-After. A
+// publish refused by a full storage quota after its body was read keeps the connection too.
 import { Agent, request as httpRequest, type IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
@@ -24,6 +25,7 @@ beforeAll(async () => {
       VQS_RATE_LIMIT_PER_SECOND: "1000",
       VQS_RATE_LIMIT_TEAMS: "team_hold=2",
       VQS_RATE_LIMIT_HOLD_MS: String(HOLD_MS),
+      VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_full=1",
     },
   });
 });
@@ -139,5 +141,22 @@ describe("rate limit hold", () => {
     // Not held: each answered well within the hold (generous for a loaded machine).
     expect(otherAnswer.ms).toBeLessThan(HOLD_MS * 0.9);
     expect(waited.ms).toBeLessThan(HOLD_MS * 0.9);
+  });
+
+  it("keeps the connection of a publish refused by a full storage quota once its body is read", async () => {
+    const token = await issuer.token({ owner_id: "team_full", project_id: "prj_full" });
+    const agent = oneConnection();
+    const topic = uniqueName();
+    const answers: Answer[] = [];
+    for (let i = 0; i < 4; i++) answers.push(await publish(agent, token, topic));
+    agent.destroy();
+    // The first may be stored (the quota counts what is stored); the rest are refused.
+    expect(answers.at(-1)!.status).toBe(429);
+    for (const a of answers.filter((x) => x.status === 429)) {
+      expect(a.code).toBe("storage_quota_exceeded");
+      expect(a.retryAfter).not.toBeNull();
+    }
+    // One connection throughout: a refusal no longer closes it (every refusal reconnected).
+    expect(new Set(answers.map((a) => a.port)).size).toBe(1);
   });
 });
