@@ -7,7 +7,7 @@
 import { Agent, request as httpRequest, type IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
-import { uniqueName } from "../../helpers/http.js";
+import { errorCodeOf, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 
@@ -68,12 +68,7 @@ function publish(agent: Agent, token: string, topic: string): Promise<Answer> {
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => {
           const text = Buffer.concat(chunks).toString();
-          let code: string | null = null;
-          try {
-            code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? null;
-          } catch {
-            // not JSON
-          }
+          const code = errorCodeOf(text);
           resolve({
             status: res.statusCode ?? 0,
             code,
