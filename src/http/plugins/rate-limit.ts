@@ -136,6 +136,7 @@ export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): 
     },
   };
 }
+
 /**
  * Body bytes per second per tenant, a bucket per tenant that empties at the tenant's share of the
  * regional budget per second and holds one second's share. A declared body (Content-Length) is
