@@ -3,7 +3,9 @@
 // (a publish flood, filling its storage quota, a flood of timers due at once, pushed groups whose
 // endpoint never answers, thousands of long-poll waiters). For each scenario B's p99s are compared
 // with B alone in the same run, and A's answers are tallied (only 2xx and 429/4xx with
-// Retry-After are allowed). One nats-server and one gateway process on 127.0.0.1; each tenant's
+// Retry-After are allowed). One nats-server and one gateway process on 127.0.0.1 (`--gateways 2`:
+// two, each tenant's requests alternating between them, so the rate limits are regional
+// budgets shared by the gateways' demand exchange); each tenant's
 // load (and its push endpoint) runs in a process of its own (this file, started with `--role
 // quiet|noisy`), so A's load generator never shares B's event loop and B's figures are the
 // gateway's. Never part of `npm test`; every loop is bounded in count and time.
@@ -36,6 +38,7 @@ const { values: args } = parseArgs({
     "delayed-cap": { type: "string" },
     "timer-team-limit": { type: "string" },
     scenario: { type: "string" },
+    gateways: { type: "string", default: "1" },
   },
 });
 const QUICK = args.quick;
@@ -53,6 +56,10 @@ interface Answer {
   ms: number;
 }
 
+/** Per tenant process: the next gateway a request goes to (round robin over `base`'s list). */
+let turn = 0;
+
+/** One request to `base`, a gateway's URL or a comma-separated list of them (taken in turn). */
 async function call(
   base: string,
   token: string,
@@ -61,8 +68,10 @@ async function call(
   headers: Record<string, string> = {},
   body?: string,
 ): Promise<Answer> {
+  const bases = base.split(",");
+  const gateway = bases.length === 1 ? base : bases[turn++ % bases.length]!;
   const started = performance.now();
-  const res = await request(`${base}${path}`, {
+  const res = await request(`${gateway}${path}`, {
     method,
     dispatcher: agent,
     headers: { authorization: `Bearer ${token}`, ...headers },
@@ -513,37 +522,47 @@ async function main(): Promise<void> {
     join(BENCH_DIR, "results", "tenants-nats.log"),
   );
   const issuer = await startIssuer();
-  const gw: GatewayProcess = await startGatewayProcess({
-    logFile: join(BENCH_DIR, "results", "tenants-gateway.log"),
-    env: {
-      PORT: "0",
-      HOST: "127.0.0.1",
-      NATS_URL: nats.url,
-      VQS_REGION: "bench1",
-      VQS_OIDC_JWKS_URL: issuer.jwksUrl,
-      VQS_OIDC_ISSUER: ISSUER,
-      VQS_OIDC_AUDIENCE: AUDIENCE,
-      VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
-      LOG_LEVEL: "error",
-      // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
-      // what the gateway can serve, so that A's flood is mostly refused.
-      VQS_RATE_LIMIT_PER_SECOND: "250",
-      ...(args["timer-team-limit"]
-        ? { VQS_RATE_LIMIT_TEAMS: `team_timers=${args["timer-team-limit"]}` }
-        : {}),
-      // The small quota is the storage scenario's (its own team); the others have room (the
-      // timer flood's 100,000 parked messages and timers take some 40 MB).
-      VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
-      VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
-      VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
-      VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",
-      VQS_MAX_TOPICS_PER_NAMESPACE: "0",
-      VQS_MAX_GROUPS_PER_NAMESPACE: "0",
-      VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
-      ...(args["delayed-cap"] ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: args["delayed-cap"] } : {}),
-    },
-  });
-  const env = (token: string) => ({ VQS_BENCH_GATEWAY_URL: gw.url, VQS_BENCH_TOKEN: token });
+  const gatewayCount = Number(args.gateways);
+  const startGw = (i: number): Promise<GatewayProcess> =>
+    startGatewayProcess({
+      logFile: join(
+        BENCH_DIR,
+        "results",
+        i === 0 ? "tenants-gateway.log" : `tenants-gateway-${i}.log`,
+      ),
+      env: {
+        PORT: "0",
+        HOST: "127.0.0.1",
+        NATS_URL: nats.url,
+        VQS_REGION: "bench1",
+        VQS_OIDC_JWKS_URL: issuer.jwksUrl,
+        VQS_OIDC_ISSUER: ISSUER,
+        VQS_OIDC_AUDIENCE: AUDIENCE,
+        VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
+        LOG_LEVEL: "error",
+        // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
+        // what the gateway can serve, so that A's flood is mostly refused.
+        VQS_RATE_LIMIT_PER_SECOND: "250",
+        ...(args["timer-team-limit"]
+          ? { VQS_RATE_LIMIT_TEAMS: `team_timers=${args["timer-team-limit"]}` }
+          : {}),
+        // The small quota is the storage scenario's (its own team); the others have room (the
+        // timer flood's 100,000 parked messages and timers take some 40 MB).
+        VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
+        VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
+        VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
+        VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",
+        VQS_MAX_TOPICS_PER_NAMESPACE: "0",
+        VQS_MAX_GROUPS_PER_NAMESPACE: "0",
+        VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+        ...(args["delayed-cap"]
+          ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: args["delayed-cap"] }
+          : {}),
+      },
+    });
+  const gws = await Promise.all(Array.from({ length: gatewayCount }, (_, i) => startGw(i)));
+  const urls = gws.map((g) => g.url).join(",");
+  const env = (token: string) => ({ VQS_BENCH_GATEWAY_URL: urls, VQS_BENCH_TOKEN: token });
   // A namespace of A's per scenario: the storage it filled in one does not refuse the next.
   const tokenA = (scenario: string) =>
     issuer.token(
@@ -628,10 +647,17 @@ async function main(): Promise<void> {
     row.targetsMet = met;
     ratios[name] = row;
   }
-  const out = { quick: QUICK, seconds: SECONDS, timers: TIMERS, results, ratios };
+  const out = {
+    quick: QUICK,
+    seconds: SECONDS,
+    timers: TIMERS,
+    gateways: gatewayCount,
+    results,
+    ratios,
+  };
   await writeFile(args.out, JSON.stringify(out, null, 2));
   console.log(JSON.stringify(ratios, null, 2));
-  await gw.stop();
+  await Promise.all(gws.map((g) => g.stop()));
   await issuer.close();
   await nats.stop();
   await rm(dir, { recursive: true, force: true });

@@ -43,6 +43,7 @@ export interface AppDeps {
     | "rateLimitPerSecond"
     | "rateLimitTeams"
     | "rateLimitBytesPerSecond"
+    | "rateLimitHoldMs"
   >;
   readonly queue: QueueService;
   readonly settings: SettingsService;
@@ -129,11 +130,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     api.removeAllContentTypeParsers();
     api.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, next) => next(null, body));
     installAuth(api, { verifier: deps.verifier, config: deps.config, now: deps.now });
-    const partsLimit = await installRateLimit(api, {
+    const partsLimit = installRateLimit(api, {
       perSecond: deps.config.rateLimitPerSecond,
       teams: deps.config.rateLimitTeams,
       bytesPerSecond: deps.config.rateLimitBytesPerSecond,
+      holdMs: deps.config.rateLimitHoldMs,
       budget: deps.budget,
+      onRefused: () => deps.metrics.tenantLimitRefused("rate_limited"),
     });
     installNamespaceCaps(api, deps.requestsInFlight);
     await api.register((scope, _options, registered) => {

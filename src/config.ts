@@ -85,6 +85,8 @@ export interface Config {
   readonly rateLimitTeams: ReadonlyMap<string, number>;
   /** Publish body bytes per second per tenant in the region; 0: no limit. */
   readonly rateLimitBytesPerSecond: number;
+  /** How long a request is held when its tenant was refused on its connection just before. */
+  readonly rateLimitHoldMs: number;
   /** Topics per namespace; 0: no cap. */
   readonly maxTopicsPerNamespace: number;
   /** Consumer groups per namespace (all its topics together); 0: no cap. */
@@ -290,6 +292,7 @@ export function loadConfig(env: Env): Config {
     rateLimitPerSecond: int("VQS_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
     rateLimitTeams: teamLimits("VQS_RATE_LIMIT_TEAMS", str("VQS_RATE_LIMIT_TEAMS"), 7, problems),
     rateLimitBytesPerSecond: int("VQS_RATE_LIMIT_BYTES_PER_SECOND", 0, 0, 2 ** 50),
+    rateLimitHoldMs: int("VQS_RATE_LIMIT_HOLD_MS", 200, 0, 1000),
     maxTopicsPerNamespace: int("VQS_MAX_TOPICS_PER_NAMESPACE", 1000, 0, 1_000_000),
     maxGroupsPerNamespace: int("VQS_MAX_GROUPS_PER_NAMESPACE", 5000, 0, 10_000_000),
     topicMaxBytes: int("VQS_TOPIC_MAX_BYTES", 1 << 30, 0, 2 ** 50),

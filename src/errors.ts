@@ -213,7 +213,7 @@ export const ERRORS = {
   rate_limited: {
     status: 429,
     message:
-      "This tenant has sent more requests or body bytes per second than the service allows in this region.",
+      "This tenant has sent more requests (each part of a batch counts as one) or body bytes per second than the service allows in this region; retry after the Retry-After seconds.",
   },
   internal_error: {
     status: 500,

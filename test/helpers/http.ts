@@ -85,4 +85,13 @@ export async function errorCode(res: Response): Promise<string> {
   return body.error?.code ?? "(none)";
 }
 
+/** The error code of an answer's body read as text (node:http clients); null when none. */
+export function errorCodeOf(text: string): string | null {
+  try {
+    return (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? null;
+  } catch {
+    return null; // not JSON
+  }
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

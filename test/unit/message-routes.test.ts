@@ -40,6 +40,7 @@ beforeAll(async () => {
       rateLimitPerSecond: 0,
       rateLimitTeams: new Map<string, number>(),
       rateLimitBytesPerSecond: 0,
+      rateLimitHoldMs: 0,
     },
     queue: memoryQueue().queue,
     settings: UNUSED,

@@ -27,6 +27,7 @@ export async function openApiApp(): Promise<FastifyInstance> {
       rateLimitPerSecond: 0,
       rateLimitTeams: new Map<string, number>(),
       rateLimitBytesPerSecond: 0,
+      rateLimitHoldMs: 0,
     },
     requestsInFlight: new NamespaceCounts(0),
     budget: { note: () => undefined, share: (_t: string, _k: string, limit: number) => limit },

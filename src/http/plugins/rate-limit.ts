@@ -1,17 +1,23 @@
-// Per-tenant rate limits on publish and receive, for the region: requests per second
-// (@fastify/rate-limit, a one-second window per tenant on each gateway) and request body bytes
-// per second. A tenant is the token's team, project and environment; each has its own budget,
-// with optional per-team overrides. The budget is regional: each gateway allows its part, in
+// Per-tenant rate limits on publish and receive, for the region: requests per second (a
+// one-second window per tenant on each gateway, tenant-windows.ts) and request body bytes per
+// second. A tenant is the token's team, project and environment; each has its own budget, with
+// optional per-team overrides. The budget is regional: each gateway allows its part, in
 // proportion to its part of the tenant's demand that the gateways share once a second
 // (src/nats/core/demand-exchange.ts). Acknowledging and extending are never limited: refusing
-// them would only cause redeliveries. Runs after authentication (preParsing), before a body is
-// read (a chunked body is also counted as it arrives), and answers 429 `rate_limited` with
+// them would only cause redeliveries. Runs right after authentication (preParsing), before a body
+// is read (a chunked body is also counted as it arrives), and answers 429 `rate_limited` with
 // Retry-After. A batch counts one request per part: the request itself here, its further parts
 // once the batch is read (`PartsLimit`); parts beyond the budget fail alone with 429.
-import rateLimit, { type FastifyRateLimitStoreCtor } from "@fastify/rate-limit";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+//
+// A refusal is the cheapest answer the gateway gives (a flooding tenant's refusals are most of
+// what it costs): one synchronous hook, a map lookup, and a body serialized once at start-up. A
+// tenant that sends again on the same connection at once after its 429 has that request held
+// for a moment before it is decided (`holdMs`), so that a client ignoring Retry-After costs a
+// refusal per connection per hold rather than as many as it can send.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Socket } from "node:net";
 import { Readable } from "node:stream";
-import { AppError } from "../../errors.js";
+import { AppError, ERRORS } from "../../errors.js";
 import { TenantWindows } from "./tenant-windows.js";
 
 export interface RateLimitOptions {
@@ -21,8 +27,15 @@ export interface RateLimitOptions {
   readonly teams: ReadonlyMap<string, number>;
   /** Request body bytes per second per tenant in the region; 0 turns the limit off. */
   readonly bytesPerSecond: number;
+  /**
+   * How long a tenant's request is held before it is decided when it comes on a connection that
+   * answered the same tenant 429 `rate_limited` and before that answer's Retry-After (0: never).
+   */
+  readonly holdMs: number;
   /** How the region's budget is shared out among its gateways. */
   readonly budget: RegionalBudget;
+  /** Counts a refusal by the request limit (the error handler counts the others). */
+  readonly onRefused: () => void;
 }
 
 /** Demand counted here and shared with the region's other gateways, and this gateway's part. */
@@ -54,40 +67,65 @@ const tenantOf = (req: FastifyRequest) => {
   return JSON.stringify([ns.team, ns.project, ns.environment]);
 };
 
-export async function installRateLimit(
-  app: FastifyInstance,
-  opts: RateLimitOptions,
-): Promise<PartsLimit> {
-  installByteLimit(app, opts);
-  if (opts.perSecond === 0 && opts.teams.size === 0) return { take: (_req, n) => n };
+/** The refusal's body, the error handler's shape, serialized once. */
+const REFUSAL = Buffer.from(
+  JSON.stringify({ error: { code: "rate_limited", message: ERRORS.rate_limited.message } }),
+);
+
+/** The tenant a connection last refused, and until when (its answer's Retry-After). */
+interface Refused {
+  readonly tenant: string;
+  readonly untilMs: number;
+}
+
+export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): PartsLimit {
+  const limited = (req: FastifyRequest) => LIMITED_ROUTES.has(req.routeOptions.url ?? "");
   const limitOf = (req: FastifyRequest) => opts.teams.get(req.namespace.team) ?? opts.perSecond;
   const windows = new TenantWindows(MAX_TENANTS);
-  // Demand is counted before the limit decides, refused requests included: a gateway whose
-  // share is too small for what it is asked shows it, and gets more next second.
-  app.addHook("preParsing", (req, _reply, _payload, done) => {
-    if (LIMITED_ROUTES.has(req.routeOptions.url ?? "")) {
-      opts.budget.note(tenantOf(req), "requests", 1);
-    }
-    done();
-  });
-  await app.register(rateLimit, {
-    global: true,
-    hook: "preParsing",
-    timeWindow: WINDOW_MS,
-    // Constructed by the plugin: it gets the one instance the batch route also counts in.
-    store: function SharedWindows() {
-      return windows;
-    } as unknown as FastifyRateLimitStoreCtor,
-    keyGenerator: tenantOf,
-    max: (req: FastifyRequest, tenant: string) =>
-      opts.budget.share(tenant, "requests", limitOf(req)),
-    allowList: (req: FastifyRequest) =>
-      !LIMITED_ROUTES.has(req.routeOptions.url ?? "") || limitOf(req) === 0,
-    errorResponseBuilder: (_req, context) =>
-      new AppError("rate_limited", {
-        retryAfterSeconds: Math.max(1, Math.ceil(context.ttl / 1000)),
-      }),
-  });
+  if (opts.perSecond !== 0 || opts.teams.size !== 0) {
+    const refusedOn = new WeakMap<Socket, Refused>();
+    /** Counts the request in its tenant's window; answers 429 when the window is full. */
+    const decide = (req: FastifyRequest, reply: FastifyReply, tenant: string, limit: number) => {
+      const w = windows.count(tenant, WINDOW_MS);
+      const socket = req.raw.socket as Socket | null;
+      if (w.current <= opts.budget.share(tenant, "requests", limit)) {
+        if (socket) refusedOn.delete(socket);
+        return false;
+      }
+      const retryAfterSeconds = Math.max(1, Math.ceil(w.ttl / 1000));
+      if (socket) refusedOn.set(socket, { tenant, untilMs: Date.now() + retryAfterSeconds * 1000 });
+      opts.onRefused();
+      void reply
+        .code(429)
+        .header("retry-after", String(retryAfterSeconds))
+        .type("application/json; charset=utf-8")
+        .send(REFUSAL);
+      return true;
+    };
+    app.addHook("preParsing", (req, reply, _payload, done) => {
+      if (!limited(req)) return done();
+      const limit = limitOf(req);
+      if (limit === 0) return done();
+      const tenant = tenantOf(req);
+      // Demand is counted before the limit decides, refused requests included: a gateway whose
+      // share is too small for what it is asked shows it, and gets more next second.
+      opts.budget.note(tenant, "requests", 1);
+      const socket = req.raw.socket as Socket | null;
+      const last = socket ? refusedOn.get(socket) : undefined;
+      const holdMs =
+        last && last.tenant === tenant ? Math.min(opts.holdMs, last.untilMs - Date.now()) : 0;
+      if (holdMs <= 0) {
+        if (!decide(req, reply, tenant, limit)) done();
+        return;
+      }
+      // Held: decided once the hold is over (the tenant's window may have room again by then).
+      setTimeout(() => {
+        if (!decide(req, reply, tenant, limit)) done();
+      }, holdMs).unref();
+    });
+  }
+  installByteLimit(app, opts);
+  if (opts.perSecond === 0 && opts.teams.size === 0) return { take: (_req, n) => n };
   return {
     take: (req, n) => {
       const limit = limitOf(req);

@@ -1,14 +1,13 @@
-// The request rate limit's counts: a one-second window per tenant, shared by @fastify/rate-limit
-// (one per request, as its own store would count) and by a batch's further parts (each part is a
-// message: a batch of 100 counts as 100 requests, as a queue service's message rate limits do).
-import type { FastifyRateLimitStore } from "@fastify/rate-limit";
+// The request rate limit's counts: a one-second window per tenant, shared by the requests (one
+// each, refused ones too) and by a batch's further parts (each part is a message: a batch of 100
+// counts as 100 requests, as a queue service's message rate limits do).
 
 interface Window {
   current: number;
   startMs: number;
 }
 
-export class TenantWindows implements FastifyRateLimitStore {
+export class TenantWindows {
   readonly #max: number;
   /** Least recently used first. */
   readonly #windows = new Map<string, Window>();
@@ -18,21 +17,12 @@ export class TenantWindows implements FastifyRateLimitStore {
     this.#max = maxTenants;
   }
 
-  /** Counts one request (refused ones too, as @fastify/rate-limit's own store does). */
-  incr(
-    key: string,
-    callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
-    timeWindow: number,
-  ): void {
+  /** Counts one request (refused ones too); answers the window's count and time left. */
+  count(key: string, timeWindow: number): { current: number; ttl: number } {
     const now = Date.now();
     const w = this.#window(key, now, timeWindow);
     w.current++;
-    callback(null, { current: w.current, ttl: timeWindow - (now - w.startMs) });
-  }
-
-  /** Every route counts in the same windows: a tenant's budget is one, whatever it calls. */
-  child(): FastifyRateLimitStore {
-    return this;
+    return { current: w.current, ttl: timeWindow - (now - w.startMs) };
   }
 
   /** Takes up to `n` more from the tenant's window of `max`; answers how many it took. */

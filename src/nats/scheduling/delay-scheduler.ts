@@ -237,13 +237,19 @@ export class DelayScheduler {
           await sleep(1000);
           continue;
         }
-        const handling: Promise<void>[] = [];
+        const handling: Promise<boolean>[] = [];
+        let firstAt = 0;
         const r = await this.#d.pulls.pull(stream, consumer, BATCH, {
           noWait: false,
           expiresMs: WAIT_MS,
-          onMessage: (m) => handling.push(this.#handle(m)),
+          onMessage: (m) => {
+            if (handling.length === 0) firstAt = performance.now();
+            handling.push(this.#handle(m));
+          },
         });
-        await Promise.all(handling);
+        // The loop's throughput, which the move budget follows (move-budget.ts).
+        const moved = (await Promise.all(handling)).filter(Boolean).length;
+        this.#moves.measured(moved, performance.now() - firstAt);
         if (r.end === "no_consumer") {
           if (stream === TIMER_STREAM) this.#ensured.reset();
           else this.#legacy = { exists: false, at: Date.now() };
@@ -256,22 +262,24 @@ export class DelayScheduler {
     }
   }
 
-  async #handle(msg: Msg): Promise<void> {
+  /** Handles one timer; true when it moved a message. */
+  async #handle(msg: Msg): Promise<boolean> {
     const timer = parseTimer(msg.data);
     if (!timer) {
       // Not a timer of ours (someone published to the schedule subject): never retry it.
       msg.respond("+TERM");
       this.#d.log.warn({ subject: msg.subject }, "delay scheduler: dropped a malformed timer");
-      return;
+      return false;
     }
     try {
       if ("k" in timer) await this.#forgetKey(msg, timer);
       else if ("x" in timer) await this.#forget(msg, timer);
-      else await this.#move(msg, timer);
+      else return await this.#move(msg, timer);
     } catch (err) {
       // Left unacknowledged: JetStream redelivers the timer after its ack wait (30 s).
       this.#d.log.warn({ err }, "delay scheduler: timer left for redelivery");
     }
+    return false;
   }
 
   async #forget(msg: Msg, timer: ForgetTimer): Promise<void> {
@@ -319,14 +327,14 @@ export class DelayScheduler {
     msg.respond(`-NAK ${JSON.stringify({ delay: Math.max(1, Math.round(delayMs)) * 1_000_000 })}`);
   }
 
-  async #move(msg: Msg, timer: MoveTimer): Promise<void> {
+  async #move(msg: Msg, timer: MoveTimer): Promise<boolean> {
     // Before any read: a namespace past its budget costs a -NAK per timer, not a move. Its
     // namespace is the parked subject's second token (`vqs.<namespace>.<topic>.d`).
     const seq = parseAckSubject(msg.reply ?? "")?.streamSeq ?? 0;
     const over = this.#moves.delayMs(timer.p.split(".")[1] ?? "", seq);
     if (over > 0) {
       this.#nak(msg, over);
-      return;
+      return false;
     }
     const parked = await this.#parked(timer);
     const message = parked
@@ -334,14 +342,14 @@ export class DelayScheduler {
       : null;
     if (!parked || !message || message.expiresAtMs <= this.#d.now()) {
       msg.respond("+ACK"); // gone, not a parked message, or expired before it was due
-      return;
+      return false;
     }
-    if (this.#notDue(msg, message.visibleAtMs)) return;
+    if (this.#notDue(msg, message.visibleAtMs)) return false;
     // Moved already (a repeated timer, or a retry after the pointer was written): the copy's
     // Nats-Msg-Id only deduplicates within the stream's short duplicate window.
     if (await this.#moved(timer)) {
       msg.respond("+ACK");
-      return;
+      return false;
     }
     // With per-message TTL, the copy and its pointer expire with the message.
     const ttl = this.#d.messageTtl ? { ttl: remainingTtl(message.expiresAtMs, this.#d.now()) } : {};
@@ -357,6 +365,7 @@ export class DelayScheduler {
       ...ttl,
     });
     msg.respond("+ACK");
+    return true;
   }
 
   /** Whether the forward pointer exists; a replica's "no" is confirmed by the leader. */

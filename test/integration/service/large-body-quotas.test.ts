@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BODY_STREAM, bodyNamespaceFilter } from "../../../src/nats/core/naming.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
-import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { api, errorCode, errorCodeOf, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 
@@ -89,12 +89,7 @@ async function upload(
       let text = "";
       res.on("data", (c: Buffer) => (text += c.toString()));
       res.on("end", () => {
-        let code: string | null = null;
-        try {
-          code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? null;
-        } catch {
-          // not JSON
-        }
+        const code = errorCodeOf(text);
         resolve({
           status: res.statusCode ?? 0,
           code,

@@ -2,7 +2,7 @@
 // the inline limit, streamed to the body store above it. Everything but the body (auth, names,
 // headers, the declared size) is answered before a byte of it is read.
 import type { Deferred, Published } from "../../../api/messages.js";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Readable } from "node:stream";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { readInlineBody } from "../../encoding/inline-body.js";
@@ -26,13 +26,13 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
   app.post("/api/v3/topic/:topic", { schema: PUBLISH }, async (request, reply) => {
     const topic = topicOf(request);
     const input = publishInput(request.headers, EMPTY);
-    let result;
+    const stream = request.body as Readable | undefined;
+    const signal = uploadSignal(request);
+    const declared = declaredLength(request.headers);
+    let body: PublishBody;
     try {
-      const stream = request.body as Readable | undefined;
-      const signal = uploadSignal(request);
-      const declared = declaredLength(request.headers);
       // Most bodies: a declared length within the inline limit, read with the stream's events.
-      const body: PublishBody =
+      body =
         stream && declared !== null && declared <= Math.min(limits.inlineBytes, limits.maxBytes)
           ? { kind: "inline", payload: await readInlineBody(stream, declared, signal) }
           : await readPublishBody(
@@ -40,16 +40,21 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
               request.headers,
               limits,
             );
+    } catch (err) {
+      refuseUnread(request, reply);
+      throw err;
+    }
+    let result;
+    try {
       result =
         body.kind === "inline"
           ? await queue.publish(topic, { ...input, payload: body.payload })
           : await queue.publishStreamed(topic, input, { ...body, maxBytes: limits.maxBytes });
     } catch (err) {
-      // A refusal ends the connection: the rest of the body is not read either, but discarded
-      // for a moment, so the client reads the answer rather than a reset. (Set here, not before
-      // the body is read and taken off after: that cost every publish a header and a map entry.)
-      reply.header("connection", "close");
-      lingerOnClose(request.raw);
+      // An inline body was read in full: its refusal (a storage quota, say) keeps the
+      // connection, which a client refused again and again would otherwise reopen every time.
+      // A streamed body's refusal may come before its end.
+      if (body.kind !== "inline") refuseUnread(request, reply);
       throw err;
     }
     if (result.deferred) return reply.code(202).send({ deferred: true } satisfies Deferred);
@@ -58,4 +63,14 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
       .header("vqs-message-id", result.messageId)
       .send({ messageId: result.messageId } satisfies Published);
   });
+}
+
+/**
+ * A refusal while the body may be unread ends the connection: the rest of the body is not read
+ * either, but discarded for a moment, so the client reads the answer rather than a reset. (Set
+ * on a refusal, not before every body and taken off after: that cost every publish a header.)
+ */
+function refuseUnread(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header("connection", "close");
+  lingerOnClose(request.raw);
 }
