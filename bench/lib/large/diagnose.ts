@@ -13,7 +13,7 @@ export interface PhaseDiagnosis {
   /** The gateway's event-loop delay over the phase (prom-client's monitorEventLoopDelay). */
   readonly eventLoopDelayP99Ms: number;
   readonly eventLoopDelayMaxMs: number;
-  /** The load generator's own event-loop delay p99 (a busy client would delay the answers). */
+  /** The main (uploading) process's own event-loop delay p99; the small publisher reports its own. */
   readonly clientEventLoopDelayP99Ms: number;
   /** The gateway's small publishes into JetStream (not chunks): count, mean, bucketed p99. */
   readonly natsPublishes: number;
