@@ -26,6 +26,7 @@ import {
 import { watchPhase, type PhaseDiagnosis } from "./lib/large/diagnose.js";
 import { slope, watchRss } from "./lib/large/memory.js";
 import { findBodyStore } from "./lib/large/body-store.js";
+import { startSmallPublisher, type SmallPublisher } from "./lib/large/publisher.js";
 import {
   acknowledge,
   downloadBody,
@@ -37,7 +38,8 @@ import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
 import { numberOption } from "./lib/options.js";
 import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
 import { targetsTable, type Target } from "./lib/report.js";
-import { percentiles, Recorder, round, sleep } from "./lib/stats.js";
+import type { Recorder } from "./lib/stats.js";
+import { percentiles, round, sleep } from "./lib/stats.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_DIR = dirname(BENCH_DIR);
@@ -159,6 +161,8 @@ interface Env {
   readonly target: GatewayTarget;
   readonly client: HttpClient;
   readonly api: GatewayApi;
+  /** The timed small publishes' process (bench/large-publisher-process.ts). */
+  readonly publisher: SmallPublisher;
   /** Another gateway like `gateway` (the memory levels get one each); the caller stops it. */
   readonly startGateway: (extra?: Record<string, string>) => Promise<GatewayProcess>;
 }
@@ -427,37 +431,24 @@ interface LatencyPhase {
   readonly largeUploads?: number;
   readonly largeMBps?: number;
   /** Where the time went (see bench/lib/large/diagnose.ts). */
-  readonly diagnosis?: PhaseDiagnosis;
+  readonly diagnosis?: Diagnosis;
 }
 
-/** Publishes of 1 KiB at a fixed rate (open loop: a slow answer does not delay the next send). */
-async function smallPublishes(o: Options, env: Env, topic: string): Promise<Recorder> {
-  const rec = new Recorder();
-  const payload = randomBytes(1024);
-  const interval = 1000 / o.smallRate;
-  const n = Math.round(o.smallRate * o.smallSeconds);
-  const t0 = performance.now();
-  const pending: Promise<void>[] = [];
-  for (let i = 0; i < n; i++) {
-    const due = t0 + i * interval;
-    const wait = due - performance.now();
-    if (wait > 0) await sleep(wait);
-    pending.push(
-      (async () => {
-        const t = performance.now();
-        try {
-          const res = await env.api.publish(topic, payload);
-          if (res.status === 201) rec.record(performance.now() - t);
-          else rec.error(`HTTP ${res.status}`);
-        } catch (err) {
-          rec.error(err instanceof Error ? err.message : String(err));
-        }
-      })(),
-    );
-  }
-  await Promise.all(pending);
-  return rec;
+/**
+ * Publishes of 1 KiB at a fixed rate (open loop: a slow answer does not delay the next send),
+ * from the small publisher's own process, to the gateway at `url`.
+ */
+async function smallPublishes(
+  o: Options,
+  env: Env,
+  url: string,
+  topic: string,
+): Promise<{ recorder: Recorder; eventLoopDelayP99Ms: number }> {
+  return env.publisher.run(url, env.target.token, topic, o.smallRate, o.smallSeconds);
 }
+
+/** A phase's diagnosis, with the small publisher's own event-loop delay. */
+type Diagnosis = PhaseDiagnosis & { readonly publisherEventLoopDelayP99Ms: number };
 
 async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<LatencyPhase[]> {
   const phases: LatencyPhase[] = [];
@@ -486,16 +477,25 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
     );
     return r;
   };
-  const watched = async (rec: () => Promise<Recorder>) => {
+  const watched = async () => {
     const watch = await watchPhase(env.gateway.url, env.gateway.pid, env.nats);
-    const recorder = await rec();
-    return { recorder, diagnosis: await watch.stop() };
+    const run = await smallPublishes(o, env, env.gateway.url, "small");
+    const diagnosis: Diagnosis = {
+      ...(await watch.stop()),
+      publisherEventLoopDelayP99Ms: run.eventLoopDelayP99Ms,
+    };
+    return { recorder: run.recorder, diagnosis };
   };
   // A first publish creates the topic, which is not what is measured; a short warm-up at the
   // same rate lets the gateway's code settle (JIT) before the idle phase.
   await env.api.publish("small", Buffer.from("x"));
-  await smallPublishes({ ...o, smallSeconds: Math.min(2, o.smallSeconds) }, env, "small");
-  const idle = await watched(() => smallPublishes(o, env, "small"));
+  await smallPublishes(
+    { ...o, smallSeconds: Math.min(2, o.smallSeconds) },
+    env,
+    env.gateway.url,
+    "small",
+  );
+  const idle = await watched();
   phases.push(summarize("idle", idle.recorder, { diagnosis: idle.diagnosis }));
 
   let stop = false;
@@ -517,7 +517,7 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
   });
   // Let every loader get going before measuring.
   await sleep(1000);
-  const { recorder: loaded, diagnosis } = await watched(() => smallPublishes(o, env, "small"));
+  const { recorder: loaded, diagnosis } = await watched();
   stop = true;
   const loadSeconds = (performance.now() - t0) / 1000;
   await Promise.all(loaders);
@@ -532,7 +532,7 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
   if (uploadErrors) log(`  ${uploadErrors} large uploads failed in ${loadSeconds.toFixed(0)} s`);
   for (let w = 0; w < o.loaders; w++) await purgeTopic(env, `load-${w}`);
   await sleep(1000);
-  const again = await watched(() => smallPublishes(o, env, "small"));
+  const again = await watched();
   phases.push(summarize("idle again", again.recorder, { diagnosis: again.diagnosis }));
   return phases;
 }
@@ -547,7 +547,7 @@ interface AbSlice {
   readonly p99Ms: number;
   readonly errors: number;
   readonly largeMB: number;
-  readonly diagnosis: PhaseDiagnosis;
+  readonly diagnosis: Diagnosis;
 }
 
 async function latencyAb(
@@ -571,7 +571,7 @@ async function latencyAb(
     };
     for (const side of Object.values(sides)) {
       await side.api.publish("small", Buffer.from("x"));
-      await smallPublishes({ ...o, smallSeconds: 1 }, { ...env, api: side.api }, "small");
+      await smallPublishes({ ...o, smallSeconds: 1 }, env, side.gateway.url, "small");
     }
     const slices: AbSlice[] = [];
     for (let i = 0; i < o.abSlices; i++) {
@@ -591,8 +591,12 @@ async function latencyAb(
       });
       await sleep(1000);
       const watch = await watchPhase(side.gateway.url, side.gateway.pid, env.nats);
-      const rec = await smallPublishes(o, { ...env, api: side.api }, "small");
-      const diagnosis = await watch.stop();
+      const run = await smallPublishes(o, env, side.gateway.url, "small");
+      const rec = run.recorder;
+      const diagnosis: Diagnosis = {
+        ...(await watch.stop()),
+        publisherEventLoopDelayP99Ms: run.eventLoopDelayP99Ms,
+      };
       abort.abort();
       await Promise.all(loaders);
       const p = percentiles(rec.samples);
@@ -646,8 +650,10 @@ async function main(): Promise<void> {
   let gateway: GatewayProcess | null = null;
   let nc: NatsConnection | null = null;
   let client: HttpClient | null = null;
+  let publisher: SmallPublisher | null = null;
   const cleanup = async () => {
     client?.close();
+    await publisher?.stop().catch(() => undefined);
     await nc?.close().catch(() => undefined);
     await gateway?.stop().catch(() => undefined);
     await nats?.stop().catch(() => undefined);
@@ -673,9 +679,11 @@ async function main(): Promise<void> {
     nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
     client = createHttpClient("node", [gateway.url]);
     const target: GatewayTarget = { url: gateway.url, token: issuer.token, timeoutMs: 300_000 };
+    publisher = await startSmallPublisher();
     const env: Env = {
       nats,
       gateway,
+      publisher,
       nc,
       target,
       client,

@@ -59,6 +59,8 @@ export interface Config {
   readonly largeBodyStoreBytes: number;
   /** A body no message points at this long after its last chunk is removed by the sweep. */
   readonly largeBodyOrphanGraceSeconds: number;
+  /** A large body's chunks outlive its message's retention by this much (reads under way). */
+  readonly largeBodyTtlMarginSeconds: number;
   /** How often each gateway sweeps the large-body store (orphans, usage per namespace). */
   readonly largeBodySweepSeconds: number;
   /** Percent of the large-body store one namespace may use (of VQS_LARGE_BODY_STORE_BYTES). */
@@ -272,6 +274,7 @@ export function loadConfig(env: Env): Config {
     largeBodyWindow: int("VQS_LARGE_BODY_WINDOW", 8, 1, 64),
     largeBodyStoreBytes: int("VQS_LARGE_BODY_STORE_BYTES", 10 * 1024 ** 3, 0, 2 ** 50),
     largeBodyOrphanGraceSeconds: int("VQS_LARGE_BODY_ORPHAN_GRACE_SECONDS", 300, 120, 86_400),
+    largeBodyTtlMarginSeconds: int("VQS_LARGE_BODY_TTL_MARGIN_SECONDS", 300, 1, 3600),
     largeBodySweepSeconds: int("VQS_LARGE_BODY_SWEEP_SECONDS", 300, 10, 86_400),
     largeBodyNamespacePercent: int("VQS_LARGE_BODY_NAMESPACE_PERCENT", 25, 1, 100),
     maxLargeStreams: int("VQS_MAX_LARGE_STREAMS", 16, 1, 10_000),

@@ -125,6 +125,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       ),
       ingestBytesPerSecond: config.largeIngestBytesPerSecond,
       orphanGraceMs: config.largeBodyOrphanGraceSeconds * 1000,
+      ttlMarginSeconds: config.largeBodyTtlMarginSeconds,
       sweepIntervalMs: config.largeBodySweepSeconds * 1000,
       observeBytes: (direction, n) => metrics.largeBodyBytes.inc({ direction }, n),
     },

@@ -80,6 +80,8 @@ export interface JetStreamAdapterOptions {
     readonly ingestBytesPerSecond: number;
     /** An uncommitted body with no message this long after its last chunk is removed. */
     readonly orphanGraceMs: number;
+    /** A body's chunks live this long past its message's retention (at most an hour). */
+    readonly ttlMarginSeconds: number;
     /** How often the orphan sweep runs. */
     readonly sweepIntervalMs: number;
     /** Bytes moved in or out of the store. */
@@ -148,7 +150,7 @@ const USAGE_REFRESH_MS = 1000;
 /** A large body's chunks: small enough for any server's max_payload, few enough per body. */
 const BODY_CHUNK_BYTES = 256 * 1024;
 
-/** TTL margin of body chunks (seconds beyond the longest retention), for the stream's max age. */
+/** The body stream's max age beyond the longest retention: the largest chunk TTL margin allowed. */
 const BODY_AGE_MARGIN_MS = 3_600_000;
 
 /** How long a closing gateway waits for pushes under way. */
@@ -323,6 +325,7 @@ export async function openJetStreamAdapter(
     ingestBytesPerSecond: o.largeBodies.ingestBytesPerSecond,
     requestTimeoutMs: o.requestTimeoutMs,
     orphanGraceMs: o.largeBodies.orphanGraceMs,
+    ttlMarginSeconds: o.largeBodies.ttlMarginSeconds,
     sweepIntervalMs: o.largeBodies.sweepIntervalMs,
     now,
     log: o.log,

@@ -2,6 +2,7 @@
 // delay, its own JetStream publish round trips), /proc (CPU of the gateway and of nats-server)
 // and nats-server's /connz (bytes the server holds for each client) say over one phase. If the
 // gateway's publish round trip is as slow as the HTTP answer, the wait is on the NATS side.
+import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { BenchNats } from "../nats-server.js";
 import { cpuPercent, sampleProc, type ProcSample } from "../proc.js";
@@ -13,7 +14,7 @@ export interface PhaseDiagnosis {
   /** The gateway's event-loop delay over the phase (prom-client's monitorEventLoopDelay). */
   readonly eventLoopDelayP99Ms: number;
   readonly eventLoopDelayMaxMs: number;
-  /** The load generator's own event-loop delay p99 (a busy client would delay the answers). */
+  /** The main (uploading) process's own event-loop delay p99; the small publisher reports its own. */
   readonly clientEventLoopDelayP99Ms: number;
   /** The gateway's small publishes into JetStream (not chunks): count, mean, bucketed p99. */
   readonly natsPublishes: number;
@@ -23,6 +24,24 @@ export interface PhaseDiagnosis {
   readonly largeInMBps: number;
   /** Most bytes nats-server held to send to any one client connection, sampled. */
   readonly serverPendingMaxBytes: number;
+  /** MB a second nats-server sent to storage (its stream writes; /proc/<pid>/io write_bytes). */
+  readonly natsWriteMBps: number;
+  /**
+   * Share of the phase in which some task of the machine waited for a core (CPU) or for I/O
+   * (/proc/pressure "some" totals; NaN without PSI): whether the wait is the CPU or the disk.
+   */
+  readonly cpuPressurePercent: number;
+  readonly ioPressurePercent: number;
+}
+
+/** The "some" stall total (microseconds) of /proc/pressure/<what>, or NaN. */
+function pressureTotal(what: "cpu" | "io"): number {
+  try {
+    const line = readFileSync(`/proc/pressure/${what}`, "utf8").split("\n")[0] ?? "";
+    return Number(/total=(\d+)/.exec(line)?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
 }
 
 interface Scrape {
@@ -85,6 +104,8 @@ export async function watchPhase(
   const t0 = performance.now();
   const gw0: ProcSample | null = sampleProc(gatewayPid);
   const nats0: ProcSample | null = sampleProc(nats.pid);
+  const cpuStall0 = pressureTotal("cpu");
+  const ioStall0 = pressureTotal("io");
   const clientDelay = monitorEventLoopDelay({ resolution: 10 });
   clientDelay.enable();
   let pendingMax = 0;
@@ -105,10 +126,13 @@ export async function watchPhase(
       const last = await scrape(gatewayUrl);
       clientDelay.disable();
       const ok = first && last;
+      const nats1 = sampleProc(nats.pid);
+      const stalled = (what: "cpu" | "io", t0: number) =>
+        round(((pressureTotal(what) - t0) / 1e6 / seconds) * 100, 0);
       const n = ok ? last.count - first.count : 0;
       return {
         gatewayCpuPercent: round(cpuPercent(gw0, sampleProc(gatewayPid), seconds), 0),
-        natsCpuPercent: round(cpuPercent(nats0, sampleProc(nats.pid), seconds), 0),
+        natsCpuPercent: round(cpuPercent(nats0, nats1, seconds), 0),
         eventLoopDelayP99Ms: round((last?.lagP99 ?? NaN) * 1000, 1),
         eventLoopDelayMaxMs: round((last?.lagMax ?? NaN) * 1000, 1),
         clientEventLoopDelayP99Ms: round(clientDelay.percentile(99) / 1e6, 1),
@@ -117,6 +141,10 @@ export async function watchPhase(
         natsPublishP99Ms: ok ? round(bucketQuantile(first, last, 0.99) * 1000, 1) : NaN,
         largeInMBps: ok ? round((last.largeIn - first.largeIn) / 1e6 / seconds, 1) : NaN,
         serverPendingMaxBytes: pendingMax,
+        natsWriteMBps:
+          nats0 && nats1 ? round((nats1.writeBytes - nats0.writeBytes) / 1e6 / seconds, 1) : NaN,
+        cpuPressurePercent: stalled("cpu", cpuStall0),
+        ioPressurePercent: stalled("io", ioStall0),
       };
     },
   };

@@ -57,6 +57,11 @@ export interface JetStreamBodiesOptions {
   readonly requestTimeoutMs: number;
   /** An uncommitted body is an orphan once its last chunk is this old and no message has it. */
   readonly orphanGraceMs: number;
+  /**
+   * A body outlives its message's retention by this much (its chunks' TTL), so a read that began
+   * just before the message expired still finds every chunk.
+   */
+  readonly ttlMarginSeconds: number;
   /** How often the sweep runs (orphans, usage per namespace); 0: only when asked. */
   readonly sweepIntervalMs: number;
   readonly now: () => number;
@@ -64,12 +69,6 @@ export interface JetStreamBodiesOptions {
   /** Bytes moved in ("in") or out ("out") of the store. */
   readonly observeBytes: (direction: "in" | "out", n: number) => void;
 }
-
-/**
- * A body outlives its message's retention by this much, so a read that began just before the
- * message expired still finds every chunk.
- */
-export const BODY_TTL_MARGIN_SECONDS = 300;
 
 /** JetStream's "maximum bytes exceeded" / "insufficient resources" answers to a publish. */
 const STORE_FULL_CODES = new Set([10047, 10054]);
@@ -162,7 +161,7 @@ export class JetStreamBodies implements BodyStore {
         subject,
         chunkBytes: this.#o.chunkBytes,
         window: this.#o.window,
-        ttlSeconds: o.retentionSeconds + BODY_TTL_MARGIN_SECONDS,
+        ttlSeconds: o.retentionSeconds + this.#o.ttlMarginSeconds,
         maxBytes: o.maxBytes,
         timeoutMs: this.#o.requestTimeoutMs,
         namespaceLabel: namespaceLabel(topic.namespace),
@@ -196,7 +195,7 @@ export class JetStreamBodies implements BodyStore {
       this.#subject(topic, ref.id),
       namespaceLabel(topic.namespace),
       ref.length,
-      retentionSeconds + BODY_TTL_MARGIN_SECONDS,
+      retentionSeconds + this.#o.ttlMarginSeconds,
     );
   }
 

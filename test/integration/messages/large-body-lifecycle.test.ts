@@ -1,6 +1,6 @@
-// A large body lives and dies with its message: TTL on every chunk, purge, delete topic,
-// dead-lettering and redrive (copies of their own), a keyed retry storing one body, a client
-// that hangs up mid-upload, a gateway that died mid-upload (the sweep), a corrupt body never
+// A large body lives and dies with its message: TTL on every chunk (a real expiry), purge,
+// delete topic, dead-lettering and redrive (copies of their own), a keyed retry storing one body,
+// a client that hangs up mid-upload, a gateway that died mid-upload (the sweep), a corrupt body never
 // delivered as good. Real nats-server; chunks counted in the body stream.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGatewayProcess } from "../../../src/dev/spawn-gateway.js";
 import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
 import { leaderGet } from "../../../src/nats/messages/reads.js";
-import { makeNamespace } from "../../../src/queue/namespace.js";
+import { makeNamespace, namespaceLabel } from "../../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { AUDIENCE, ISSUER, startIssuer, TEAM_A, type TestIssuer } from "../../helpers/issuer.js";
@@ -38,8 +38,13 @@ beforeAll(async () => {
   nats = await startTestNats();
   issuer = await startIssuer();
   gw = await startGateway(nats.url, issuer, {
-    // The sweep runs when a test asks; an uncommitted body is an orphan after a second.
-    config: { largeBodyOrphanGraceSeconds: 1, largeBodySweepSeconds: 86_400 },
+    // The sweep runs when a test asks; an uncommitted body is an orphan after a second; a body
+    // outlives its message's retention by a second (VQS_LARGE_BODY_TTL_MARGIN_SECONDS).
+    config: {
+      largeBodyOrphanGraceSeconds: 1,
+      largeBodySweepSeconds: 86_400,
+      largeBodyTtlMarginSeconds: 1,
+    },
   });
   q = api(gw.url, await issuer.token());
   nc = await connect({ servers: nats.url });
@@ -110,14 +115,51 @@ async function metric(name: string): Promise<string> {
 }
 
 describe("a large body's lifecycle", () => {
-  it("gives every chunk its message's retention as TTL, plus the read margin", async () => {
+  it("gives every chunk its message's retention as TTL, plus the configured read margin", async () => {
     const topic = uniqueName();
     await publish(topic, randomBytes(2 * MB), { "vqs-retention-seconds": "120" });
     const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
     const first = await leaderGet(jsm, BODY_STREAM, { seq: 1, next_by_subj: filter });
-    expect(first?.header.get("Nats-TTL")).toBe(String(120 + 300));
+    expect(first?.header.get("Nats-TTL")).toBe(String(120 + 1));
     const info = await jsm.streams.info(BODY_STREAM);
     expect(info.config.allow_msg_ttl).toBe(true);
+  });
+
+  it("really expires: bodies whose message is gone leave the store by their TTL, and the stored bytes metric returns to zero", async () => {
+    // What stays behind when a message expires (a committed body), and what a gateway killed
+    // between the body and its message leaves (an uncommitted one): the sweep never removes the
+    // first, only the TTL does. Written as a publish writes them, with a retention of 1 s (the
+    // API's least is 60 s) plus the test gateway's margin of 1 s; in a namespace of their own, so
+    // its usage is theirs alone.
+    const bodies = gw.gateway.jetstream.bodies;
+    const namespace = makeNamespace("expiry-team", "p", "e", null);
+    const label = namespaceLabel(namespace);
+    const topic = uniqueName();
+    const address = { namespace, topic };
+    const body = randomBytes(2 * MB);
+    const write = () =>
+      bodies.write(address, [body], {
+        retentionSeconds: 1,
+        maxBytes: body.length,
+        declaredLength: body.length,
+      });
+    const committed = await write();
+    await bodies.commit(address, committed, 1);
+    await write(); // never committed
+    const filter = `${bodyTopicPrefix("iad1", address)}.>`;
+    const stored = async () => {
+      const info = await jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
+      return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
+    };
+    expect(await stored()).toBeGreaterThan(0);
+    const before = await bodies.sweep();
+    expect(before.usage.get(label)).toBeGreaterThanOrEqual(body.length);
+    expect(await metric("vqs_large_body_stored_bytes")).toContain(`queue_namespace="${label}"`);
+    // No sweep until they are gone: nats-server's TTL removes them.
+    await expect.poll(stored, { timeout: 20_000, interval: 250 }).toBe(0);
+    const after = await bodies.sweep();
+    expect(after.usage.get(label) ?? 0).toBe(0);
+    expect(await metric("vqs_large_body_stored_bytes")).not.toContain(`queue_namespace="${label}"`);
   });
 
   it("goes with its topic's purge and deletion", async () => {
