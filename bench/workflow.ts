@@ -153,6 +153,11 @@ interface GatewayBreakdown {
   /** Of which JetStream's (store) time. */
   readonly jetstreamPublishMs: number;
   readonly jetstreamAckMs: number;
+  /**
+   * What the app asked of the gateway per push, by request (`METHOD route`): a publish and an
+   * acknowledgement each, no lease extension (PATCH) and no receive by ID.
+   */
+  readonly requestsPerPush: Record<string, number>;
 }
 
 /** Sum and count of the histogram series whose labels contain every `match` (Prometheus text). */
@@ -180,6 +185,17 @@ function breakdown(before: string, after: string): GatewayBreakdown {
     return { sum: a.sum - b.sum, n: a.n - b.n };
   };
   const push = delta("vqs_push_duration_seconds", ['outcome="success"']);
+  const requestsPerPush: Record<string, number> = {};
+  for (const line of after.split("\n")) {
+    const m = /^vqs_http_request_duration_seconds_count\{.*method="(\w+)".*route="([^"]+)"/.exec(
+      line,
+    );
+    if (!m || m[2] === "/metrics") continue;
+    const key = `${m[1]} ${m[2]}`;
+    if (key in requestsPerPush) continue;
+    const n = delta("vqs_http_request_duration_seconds", [`method="${m[1]}"`, `route="${m[2]}"`]).n;
+    if (n > 0) requestsPerPush[key] = round(n / Math.max(1, push.n));
+  }
   return {
     pushMs: meanMs(push),
     pushes: push.n,
@@ -191,6 +207,7 @@ function breakdown(before: string, after: string): GatewayBreakdown {
       delta("vqs_jetstream_request_duration_seconds", ['operation="publish"']),
     ),
     jetstreamAckMs: meanMs(delta("vqs_jetstream_request_duration_seconds", ['operation="ack"'])),
+    requestsPerPush,
   };
 }
 
@@ -203,6 +220,8 @@ async function measure(
   // One warm-up run: bundles loaded, connections open.
   await app.completed(await app.start("sequence", [`warm-${queue}`, 1]), 60_000);
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, treeCpu(pid)]));
+  // This process too: it starts and watches the runs (and, on vqs, drains the gateway's log).
+  const self0 = process.cpuUsage();
   const scrape = () => (metricsUrl ? fetch(metricsUrl).then((r) => r.text()) : null);
   const metrics0 = await scrape();
   const t0 = performance.now();
@@ -223,9 +242,13 @@ async function measure(
   }
   const seconds = (performance.now() - t0) / 1000;
   const metrics1 = await scrape();
-  const cpuSeconds = Object.fromEntries(
-    Object.entries(pids).map(([k, pid]) => [k, round(treeCpu(pid) - cpu0[k]!)]),
-  );
+  const self = process.cpuUsage(self0);
+  const cpuSeconds = {
+    ...Object.fromEntries(
+      Object.entries(pids).map(([k, pid]) => [k, round(treeCpu(pid) - cpu0[k]!)]),
+    ),
+    bench: round((self.user + self.system) / 1e6),
+  };
   const gaps: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const starts: number[] = [];
@@ -361,7 +384,10 @@ try {
     log(
       `vqs gateway: ${g.pushes} pushes of ${g.pushMs} ms on average (the app's handler); ` +
         `its own time per publish ${g.publishMs} ms (JetStream ${g.jetstreamPublishMs} ms), ` +
-        `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms)`,
+        `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms); requests per push: ` +
+        Object.entries(g.requestsPerPush)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", "),
     );
   }
   for (const r of results) {
