@@ -18,7 +18,7 @@ import { appliesTo, patternPrefix } from "../../queue/settings/topic-pattern.js"
 import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
-import { ackWaitMsOf, type Topology } from "../queue-state/topology.js";
+import { ackWaitMsOf, type PushedConsumer, type Topology } from "../queue-state/topology.js";
 import { NamespaceCounts } from "../../queue/namespace-counts.js";
 
 export interface PushFeedsDeps {
@@ -322,6 +322,8 @@ class GroupRunner {
   #ackWaitMs: number | null = null;
   #inFlight = 0;
   #closed = false;
+  /** The lease and cap last noted in the topology for receives that make the consumer. */
+  #noted: PushedConsumer | null = null;
   readonly #idle: (() => void)[] = [];
   readonly #lookAgain: () => void;
   readonly #shares: NamespaceShares;
@@ -347,12 +349,19 @@ class GroupRunner {
   async ensure(settings: PushedSettings): Promise<void> {
     if (this.#closed) return;
     this.#settings = settings;
+    const pushed = {
+      ackWaitMs: pushLeaseMs(settings.push),
+      maxAckPending: settings.push.maxConcurrency,
+    };
+    if (
+      this.#noted?.ackWaitMs !== pushed.ackWaitMs ||
+      this.#noted.maxAckPending !== pushed.maxAckPending
+    ) {
+      this.#d.topology.notePushed(this.names, pushed); // a receive here makes the consumer so too
+      this.#noted = pushed;
+    }
     if (!this.#handle) {
       // A topic that does not exist yet is looked at again later (or when it is created).
-      const pushed = {
-        ackWaitMs: pushLeaseMs(settings.push),
-        maxAckPending: settings.push.maxConcurrency,
-      };
       if (!(await this.#d.topology.ensureConsumer(this.names, pushed))) return;
       await this.#setConfig(settings);
       if (this.#closed) return;
@@ -383,6 +392,7 @@ class GroupRunner {
 
   close(): void {
     this.#closed = true;
+    if (this.#noted) this.#d.topology.forgetPushed(this.names, this.#noted);
     this.#handle?.close();
     this.#handle = null;
   }

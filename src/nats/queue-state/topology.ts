@@ -64,6 +64,8 @@ export class Topology {
   readonly #consumers = new Map<string, Promise<boolean>>();
   /** Each consumer's `ack_wait` as last seen or set here (pushed groups have their own). */
   readonly #ackWaits = new Map<string, number>();
+  /** The push lease and cap of each group this gateway pushes (its feed notes them). */
+  readonly #pushed = new Map<string, PushedConsumer>();
   readonly #missing = new Map<string, number>();
   /** Each namespace's topic and group counts as last read (plus creations since), for the caps. */
   readonly #topicCounts = new Map<string, { count: number; at: number }>();
@@ -103,17 +105,20 @@ export class Topology {
    * Makes sure the group's consumer exists; false when the topic itself does not exist. A push
    * feed creates it with its push lease and cap (`pushed`): on nats-server 2.9 a create of a
    * consumer that already exists is an update, so every gateway creating it at once must send
-   * the same config, or the last one reverts the lease and cap another has already set. A push
-   * feed asks only when something changed (settings, a topic created, its periodic look), so it
-   * does not take "does not exist" from the cache kept for receives: a topic created through
-   * another gateway just after a feed found it missing is fed at once, not at the next look.
+   * the same config, or the last one reverts the lease and cap another has already set. For the
+   * same reason a receive that makes the consumer of a group this gateway pushes makes it with
+   * the config its feed noted (`notePushed`). A push feed asks only when something changed
+   * (settings, a topic created, its periodic look), so it does not take "does not exist" from
+   * the cache kept for receives: a topic created through another gateway just after a feed found
+   * it missing is fed at once, not at the next look.
    */
   async ensureConsumer(names: GroupNames, pushed?: PushedConsumer): Promise<boolean> {
     const key = `${names.stream}/${names.consumer}`;
     const missingUntil = pushed ? undefined : this.#missing.get(names.stream);
     if (missingUntil !== undefined && missingUntil > Date.now()) return false;
+    const config = pushed ?? this.#pushed.get(key);
     const exists = await this.#once(this.#consumers, key, () =>
-      this.#createConsumer(names, pushed),
+      this.#createConsumer(names, config),
     );
     if (!exists) {
       this.#consumers.delete(key);
@@ -182,6 +187,17 @@ export class Topology {
     for (const key of this.#ackWaits.keys()) {
       if (key.startsWith(`${stream}/`)) this.#ackWaits.delete(key);
     }
+  }
+
+  /** A push feed's lease and cap for its group, for whichever call here makes its consumer. */
+  notePushed(names: GroupNames, pushed: PushedConsumer): void {
+    this.#pushed.set(`${names.stream}/${names.consumer}`, pushed);
+  }
+
+  /** The feed that noted `pushed` stopped; a later feed's note is kept. */
+  forgetPushed(names: GroupNames, pushed: PushedConsumer): void {
+    const key = `${names.stream}/${names.consumer}`;
+    if (this.#pushed.get(key) === pushed) this.#pushed.delete(key);
   }
 
   forgetConsumer(names: GroupNames): void {

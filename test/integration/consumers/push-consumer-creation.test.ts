@@ -4,7 +4,8 @@
 // revert the lease and cap another gateway had set (a timed-out push then came back after the
 // default 60 s instead of its lease, and the cap was lifted). And a push feed is not told "no
 // such topic" by the cache kept for receives: a topic another gateway created a moment after the
-// feed found it missing is fed at once (it waited for the next look, 10 s, before).
+// feed found it missing is fed at once (it waited for the next look, 10 s, before). A receive
+// that makes the consumer of a group its gateway pushes makes it with the push config too.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
@@ -59,6 +60,34 @@ describe("a pushed group's consumer, made by several gateways at once", () => {
       const { config } = await jsm.consumers.info(names.stream, names.consumer);
       expect(config.ack_wait).toBe(3000 * 1e6);
       expect(config.max_ack_pending).toBe(3);
+    }));
+
+  it("is made with the feed's lease and cap by a receive on a gateway that pushes the group", () =>
+    withTopic("made-by-receive", async (jsm, topic) => {
+      const here = gateway(jsm);
+      await here.ensureStream(topicNames("iad1", topic));
+      const names = groupNames("iad1", { ...topic, group: "workers" });
+      const pushed = { ackWaitMs: 4000, maxAckPending: 5 };
+      here.notePushed(names, pushed); // this gateway's feed follows the group's push settings
+      expect(await here.ensureConsumer(names)).toBe(true); // a receive (by ID) gets there first
+      const { config } = await jsm.consumers.info(names.stream, names.consumer);
+      expect(config.ack_wait).toBe(4000 * 1e6);
+      expect(config.max_ack_pending).toBe(5);
+      // Once the feed stops, a receive makes an unpushed group's consumer with the defaults.
+      here.forgetPushed(names, pushed);
+      const other = groupNames("iad1", { ...topic, group: "pollers" });
+      here.notePushed(other, { ackWaitMs: 4000, maxAckPending: 5 });
+      here.forgetPushed(other, { ackWaitMs: 4000, maxAckPending: 5 }); // not the noted one: kept
+      await jsm.consumers.delete(names.stream, names.consumer);
+      here.forgetConsumer(names);
+      expect(await here.ensureConsumer(names)).toBe(true);
+      expect((await jsm.consumers.info(names.stream, names.consumer)).config.ack_wait).toBe(
+        60_000 * 1e6,
+      );
+      expect(await here.ensureConsumer(other)).toBe(true);
+      expect((await jsm.consumers.info(other.stream, other.consumer)).config.ack_wait).toBe(
+        4000 * 1e6,
+      );
     }));
 
   it("is made for a feed at once when another gateway created the topic just after it was missing", () =>
