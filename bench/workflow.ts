@@ -39,12 +39,18 @@ const { values } = parseArgs({
     // App processes on each queue (the example server's WORKFLOW_APP_PROCESSES), sharing the
     // concurrency: graphile-worker's pool is split between them, vqs's namespace cap is theirs.
     apps: { type: "string", default: "1" },
+    // Which queue's phase runs first: world-postgres (the default) or vqs.
+    order: { type: "string", default: "world-postgres-first" },
   },
 });
 const RUNS = Number(values.runs);
 const STEPS = Number(values.steps);
 const CONCURRENCY = Number(values.concurrency);
 const APPS = Number(values.apps);
+const ORDER = values.order;
+if (ORDER !== "world-postgres-first" && ORDER !== "vqs-first") {
+  throw new Error("--order must be world-postgres-first or vqs-first");
+}
 
 /** Loaded into each app process: its handler times and how busy its thread was. */
 const APP_TIMING = join(dirname(fileURLToPath(import.meta.url)), "lib", "app-timing.mjs");
@@ -153,6 +159,11 @@ interface GatewayBreakdown {
   /** Of which JetStream's (store) time. */
   readonly jetstreamPublishMs: number;
   readonly jetstreamAckMs: number;
+  /**
+   * What the app asked of the gateway per push, by request (`METHOD route`): a publish and an
+   * acknowledgement each, no lease extension (PATCH) and no receive by ID.
+   */
+  readonly requestsPerPush: Record<string, number>;
 }
 
 /** Sum and count of the histogram series whose labels contain every `match` (Prometheus text). */
@@ -180,6 +191,17 @@ function breakdown(before: string, after: string): GatewayBreakdown {
     return { sum: a.sum - b.sum, n: a.n - b.n };
   };
   const push = delta("vqs_push_duration_seconds", ['outcome="success"']);
+  const requestsPerPush: Record<string, number> = {};
+  for (const line of after.split("\n")) {
+    const m = /^vqs_http_request_duration_seconds_count\{.*method="(\w+)".*route="([^"]+)"/.exec(
+      line,
+    );
+    if (!m || m[2] === "/metrics") continue;
+    const key = `${m[1]} ${m[2]}`;
+    if (key in requestsPerPush) continue;
+    const n = delta("vqs_http_request_duration_seconds", [`method="${m[1]}"`, `route="${m[2]}"`]).n;
+    if (n > 0) requestsPerPush[key] = round(n / Math.max(1, push.n));
+  }
   return {
     pushMs: meanMs(push),
     pushes: push.n,
@@ -191,6 +213,7 @@ function breakdown(before: string, after: string): GatewayBreakdown {
       delta("vqs_jetstream_request_duration_seconds", ['operation="publish"']),
     ),
     jetstreamAckMs: meanMs(delta("vqs_jetstream_request_duration_seconds", ['operation="ack"'])),
+    requestsPerPush,
   };
 }
 
@@ -203,6 +226,8 @@ async function measure(
   // One warm-up run: bundles loaded, connections open.
   await app.completed(await app.start("sequence", [`warm-${queue}`, 1]), 60_000);
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, treeCpu(pid)]));
+  // This process too: it starts and watches the runs (and, on vqs, drains the gateway's log).
+  const self0 = process.cpuUsage();
   const scrape = () => (metricsUrl ? fetch(metricsUrl).then((r) => r.text()) : null);
   const metrics0 = await scrape();
   const t0 = performance.now();
@@ -223,9 +248,13 @@ async function measure(
   }
   const seconds = (performance.now() - t0) / 1000;
   const metrics1 = await scrape();
-  const cpuSeconds = Object.fromEntries(
-    Object.entries(pids).map(([k, pid]) => [k, round(treeCpu(pid) - cpu0[k]!)]),
-  );
+  const self = process.cpuUsage(self0);
+  const cpuSeconds = {
+    ...Object.fromEntries(
+      Object.entries(pids).map(([k, pid]) => [k, round(treeCpu(pid) - cpu0[k]!)]),
+    ),
+    bench: round((self.user + self.system) / 1e6),
+  };
   const gaps: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const starts: number[] = [];
@@ -254,7 +283,8 @@ const cleanups: (() => Promise<void>)[] = [];
 try {
   log("building the example app and starting Postgres, nats-server and a gateway...");
   await buildExampleApp();
-  pg = await startTestPostgres();
+  const postgres = await startTestPostgres();
+  pg = postgres;
   const [nats, issuer] = await Promise.all([startTestNats(), startIssuer()]);
   cleanups.push(
     () => nats.dispose(),
@@ -267,69 +297,82 @@ try {
     VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: String(CONCURRENCY),
     LOG_LEVEL: "info",
   });
-  const results: Result[] = [];
-
-  // world-postgres's own queue: graphile-worker in the app, POSTing to the app's own routes.
-  const pgDb = pg.createDatabase("wf_pgqueue");
-  migrateWorldPostgres(pgDb);
-  const port = await freePort();
-  const pgTiming = await timingEnv();
-  const baseline = await startWorkflowApp({
-    gatewayUrl: gateway.url,
-    token: await issuer.token(),
-    deploymentId: "dpl_bench",
-    postgresUrl: pgDb,
-    port,
-    env: {
-      WORKFLOW_TARGET_WORLD: "@workflow/world-postgres",
-      WORKFLOW_POSTGRES_WORKER_CONCURRENCY: String(Math.ceil(CONCURRENCY / APPS)),
-      WORKFLOW_APP_PROCESSES: String(APPS),
-      ...pgTiming.env,
-    },
-    nodeArgs: profileArgs("world-postgres"),
-  });
-  apps.push(baseline);
-  log(`world-postgres queue: ${RUNS} runs of ${STEPS} steps...`);
-  const base = await measure("world-postgres", baseline, {
-    app: baseline.child.pid!,
-    postgres: pg.pid,
-  });
-  await baseline.stop();
-  base.app = await readTiming(pgTiming.dir);
-  results.push(base);
-
-  // vqs: the World of examples/workflow.
-  const vqsDb = pg.createDatabase("wf_vqs");
-  migrateWorldPostgres(vqsDb);
-  const vqsTiming = await timingEnv();
-  const app = await startWorkflowApp({
-    gatewayUrl: gateway.url,
-    token: await issuer.token(),
-    deploymentId: "dpl_bench",
-    postgresUrl: vqsDb,
-    env: {
-      VQS_WORKFLOW_MAX_CONCURRENCY: String(CONCURRENCY),
-      WORKFLOW_APP_PROCESSES: String(APPS),
-      ...vqsTiming.env,
-    },
-    nodeArgs: profileArgs("vqs"),
-  });
-  apps.push(app);
-  log(`vqs: ${RUNS} runs of ${STEPS} steps...`);
-  const ours = await measure(
-    "vqs",
-    app,
-    {
-      app: app.child.pid!,
-      postgres: pg.pid,
-      gateway: gateway.child.pid!,
-      "nats-server": listenerPid(nats.port),
-    },
-    `${gateway.url}/metrics`,
-  );
-  await app.stop();
-  ours.app = await readTiming(vqsTiming.dir);
-  results.push(ours);
+  let base: Result;
+  let ours: Result;
+  const runBaseline = async (): Promise<Result> => {
+    // world-postgres's own queue: graphile-worker in the app, POSTing to the app's own routes.
+    const pgDb = postgres.createDatabase("wf_pgqueue");
+    migrateWorldPostgres(pgDb);
+    const port = await freePort();
+    const pgTiming = await timingEnv();
+    const baseline = await startWorkflowApp({
+      gatewayUrl: gateway.url,
+      token: await issuer.token(),
+      deploymentId: "dpl_bench",
+      postgresUrl: pgDb,
+      port,
+      env: {
+        WORKFLOW_TARGET_WORLD: "@workflow/world-postgres",
+        WORKFLOW_POSTGRES_WORKER_CONCURRENCY: String(Math.ceil(CONCURRENCY / APPS)),
+        WORKFLOW_APP_PROCESSES: String(APPS),
+        ...pgTiming.env,
+      },
+      nodeArgs: profileArgs("world-postgres"),
+    });
+    apps.push(baseline);
+    log(`world-postgres queue: ${RUNS} runs of ${STEPS} steps...`);
+    const base = await measure("world-postgres", baseline, {
+      app: baseline.child.pid!,
+      postgres: postgres.pid,
+    });
+    await baseline.stop();
+    base.app = await readTiming(pgTiming.dir);
+    return base;
+  };
+  const runVqs = async (): Promise<Result> => {
+    // vqs: the World of examples/workflow.
+    const vqsDb = postgres.createDatabase("wf_vqs");
+    migrateWorldPostgres(vqsDb);
+    const vqsTiming = await timingEnv();
+    const app = await startWorkflowApp({
+      gatewayUrl: gateway.url,
+      token: await issuer.token(),
+      deploymentId: "dpl_bench",
+      postgresUrl: vqsDb,
+      env: {
+        VQS_WORKFLOW_MAX_CONCURRENCY: String(CONCURRENCY),
+        WORKFLOW_APP_PROCESSES: String(APPS),
+        ...vqsTiming.env,
+      },
+      nodeArgs: profileArgs("vqs"),
+    });
+    apps.push(app);
+    log(`vqs: ${RUNS} runs of ${STEPS} steps...`);
+    const ours = await measure(
+      "vqs",
+      app,
+      {
+        app: app.child.pid!,
+        postgres: postgres.pid,
+        gateway: gateway.child.pid!,
+        "nats-server": listenerPid(nats.port),
+      },
+      `${gateway.url}/metrics`,
+    );
+    await app.stop();
+    ours.app = await readTiming(vqsTiming.dir);
+    return ours;
+  };
+  // Each phase has its own app and database; which runs first is a choice (--order), so
+  // that a machine whose load drifts can be measured both ways.
+  if (ORDER === "vqs-first") {
+    ours = await runVqs();
+    base = await runBaseline();
+  } else {
+    base = await runBaseline();
+    ours = await runVqs();
+  }
+  const results: Result[] = [base, ours];
 
   const summary = {
     at: new Date().toISOString(),
@@ -337,6 +380,7 @@ try {
     steps: STEPS,
     concurrency: CONCURRENCY,
     appProcesses: APPS,
+    order: ORDER,
     results,
     ratios: {
       runsPerSecond: round(ours.runsPerSecond / base.runsPerSecond),
@@ -361,7 +405,10 @@ try {
     log(
       `vqs gateway: ${g.pushes} pushes of ${g.pushMs} ms on average (the app's handler); ` +
         `its own time per publish ${g.publishMs} ms (JetStream ${g.jetstreamPublishMs} ms), ` +
-        `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms)`,
+        `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms); requests per push: ` +
+        Object.entries(g.requestsPerPush)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", "),
     );
   }
   for (const r of results) {

@@ -39,17 +39,26 @@ export async function spawnGateway(
   started.add(child);
   child.once("exit", () => started.delete(child));
   const url = await new Promise<string>((resolve, reject) => {
+    // Output is kept only until the gateway says where it listens: after that it is read and
+    // dropped (the pipe must not fill), never searched again. Kept and searched, it cost the
+    // test or bench process time that grew with every log line (a request logs two at info).
     let out = "";
+    let listening = false;
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
     child.stdout.on("data", (chunk: Buffer) => {
+      if (listening) return;
       out += chunk.toString();
       const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
       if (m) {
+        listening = true;
+        out = "";
         clearTimeout(timer);
         resolve(m[1]!);
       }
     });
-    child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (!listening) out += chunk.toString();
+    });
     child.once("exit", () => reject(new Error(`gateway exited:\n${out}`)));
   });
   return { url, child, kill: () => void child.kill("SIGKILL") };
