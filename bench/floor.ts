@@ -1,9 +1,11 @@
-// `npm run bench:floor [-- --rounds n]`: the HTTP floor scenario of `npm run bench`
+// `npm run bench:floor [-- --rounds n] [-- --build]`: the HTTP floor scenario of `npm run bench`
 // (lib/floor/floor.ts) alone and repeated: each round measures the bare Fastify (204) and then the
 // gateway, publish, receive 10 and acknowledge, 1 KiB, 64 in flight, and gives each operation's
 // multiple of the floor; the answer is the median of the rounds' multiples (after a warm-up round). One round lasts about
 // 15 s, so a round sees nearly one machine even when neighbours come and go, which a single
-// measurement inside `npm run bench` does not. Everything on 127.0.0.1, bounded.
+// measurement inside `npm run bench` does not. `--build` measures the gateway as production runs
+// it, from the compiled build (`npm run build` first), rather than from the sources under tsx.
+// Everything on 127.0.0.1, bounded.
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
@@ -18,7 +20,9 @@ import { benchServers, elapsedLog } from "./lib/standalone.js";
 import { fillStream } from "./lib/raw.js";
 import { round } from "./lib/stats.js";
 
-const { values } = parseArgs({ options: { rounds: { type: "string", default: "5" } } });
+const { values } = parseArgs({
+  options: { rounds: { type: "string", default: "5" }, build: { type: "boolean", default: false } },
+});
 const rounds = Math.min(20, Math.max(1, Number(values.rounds) || 5));
 const log = elapsedLog();
 const servers = await benchServers("vqs-bench-floor-");
@@ -30,6 +34,7 @@ try {
     natsStore: join(root, "store"),
     natsLog: join(root, "nats-server.log"),
     gatewayLog: join(root, "gateway.log"),
+    build: values.build,
   });
   const nc = await connect({ servers: nats.url, name: "vqs-bench-floor" });
   const js = jetstream(nc);
@@ -73,7 +78,7 @@ try {
   process.stdout.write(
     [
       "",
-      `vqs bench:floor, ${new Date().toISOString()}: gateway / floor CPU µs per request, 1 KiB, 64 in flight`,
+      `vqs bench:floor, ${new Date().toISOString()}: gateway (${values.build ? "compiled build" : "sources under tsx"}) / floor CPU µs per request, 1 KiB, 64 in flight`,
       "",
       "| round | load average | publish | receive 10 | acknowledge |",
       "| ---: | ---: | ---: | ---: | ---: |",

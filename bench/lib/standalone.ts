@@ -19,6 +19,8 @@ export interface BenchServers {
     readonly natsLog: string;
     readonly gatewayLog: string;
     readonly nodeFlags?: readonly string[];
+    /** The gateway from the compiled build (what production runs), not the sources under tsx. */
+    readonly build?: boolean;
   }) => Promise<{ nats: BenchNats; gateway: GatewayProcess }>;
   readonly cleanup: () => Promise<void>;
 }
@@ -36,6 +38,7 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
       const gateway = (s.gateway = await startGatewayProcess({
         env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
         nodeFlags: o.nodeFlags ?? [],
+        build: o.build ?? false,
         logFile: o.gatewayLog,
       }));
       return { nats, gateway };

@@ -1,7 +1,7 @@
 // Starts a gateway in its own process (gateway-process.ts) and talks to it: its URL, its process
 // ID (for CPU readings and signals), its heap statistics. Used by the benchmark and the nemesis.
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, existsSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 
@@ -28,6 +28,12 @@ export interface GatewayProcessOptions {
   readonly env: Record<string, string>;
   /** Extra Node.js flags (e.g. --cpu-prof). */
   readonly nodeFlags?: readonly string[];
+  /**
+   * Run the compiled build (`dist/`, made by `npm run build`) as production does, instead of the
+   * sources under tsx: tsx's transform keeps function names by wrapping every named function
+   * and class it creates in a `__name` call, which costs the hot paths CPU production never pays.
+   */
+  readonly build?: boolean;
   /** The gateway's log (stdout and stderr) is appended here. */
   readonly logFile: string;
   /** A command the gateway runs under, e.g. `nsenter --net=...` (it must exec node). */
@@ -36,14 +42,13 @@ export interface GatewayProcessOptions {
 
 export async function startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess> {
   const log = openSync(o.logFile, "a");
-  const node = [
-    process.execPath,
-    "--expose-gc",
-    ...(o.nodeFlags ?? []),
-    "--import",
-    "tsx",
-    join(DEV_DIR, "gateway-process.ts"),
-  ];
+  const entry = o.build
+    ? [join(REPO_DIR, "dist", "dev", "gateway-process.js")]
+    : ["--import", "tsx", join(DEV_DIR, "gateway-process.ts")];
+  if (o.build && !existsSync(entry[0]!)) {
+    throw new Error(`${entry[0]} is missing: run \`npm run build\` first`);
+  }
+  const node = [process.execPath, "--expose-gc", ...(o.nodeFlags ?? []), ...entry];
   const argv = [...(o.wrapper ?? []), ...node];
   const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
     cwd: REPO_DIR,
