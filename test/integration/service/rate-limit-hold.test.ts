@@ -5,35 +5,19 @@
 // same connection (a proxy's) is not held, nor is a client that waited its Retry-After. A
 // publish refused by a full storage quota after its body was read keeps the connection too.
 import { Agent, request as httpRequest, type IncomingMessage } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { describe, expect, it } from "vitest";
+import { useGateways } from "../../helpers/fixture.js";
 import { errorCodeOf, uniqueName } from "../../helpers/http.js";
-import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 
 const HOLD_MS = 800;
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  gw = await startGateway(nats.url, issuer, {
-    env: {
-      VQS_RATE_LIMIT_PER_SECOND: "1000",
-      VQS_RATE_LIMIT_TEAMS: "team_hold=2",
-      VQS_RATE_LIMIT_HOLD_MS: String(HOLD_MS),
-      VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_full=1",
-    },
-  });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await issuer?.close();
-  await nats?.dispose();
+const fx = useGateways(1, {
+  env: {
+    VQS_RATE_LIMIT_PER_SECOND: "1000",
+    VQS_RATE_LIMIT_TEAMS: "team_hold=2",
+    VQS_RATE_LIMIT_HOLD_MS: String(HOLD_MS),
+    VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_full=1",
+  },
 });
 
 interface Answer {
@@ -48,7 +32,7 @@ interface Answer {
 /** One publish over `agent` (one keep-alive connection), its body 64 KiB so it spans packets. */
 function publish(agent: Agent, token: string, topic: string): Promise<Answer> {
   const body = Buffer.alloc(64 * 1024, "x");
-  const url = new URL(`/api/v3/topic/${topic}`, gw.url);
+  const url = new URL(`/api/v3/topic/${topic}`, fx.gateways[0]!.url);
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -88,7 +72,7 @@ const oneConnection = () => new Agent({ keepAlive: true, maxSockets: 1 });
 
 describe("rate limit hold", () => {
   it("holds a tenant's requests sent at once after its 429 on the same connection; keep-alive survives", async () => {
-    const token = await issuer.token({ owner_id: "team_hold", project_id: "prj_flood" });
+    const token = await fx.issuer.token({ owner_id: "team_hold", project_id: "prj_flood" });
     const agent = oneConnection();
     const topic = uniqueName();
     const answers: Answer[] = [];
@@ -115,8 +99,8 @@ describe("rate limit hold", () => {
   });
 
   it("does not hold another tenant on that connection, nor a client that waited its Retry-After", async () => {
-    const flooder = await issuer.token({ owner_id: "team_hold", project_id: "prj_proxy" });
-    const other = await issuer.token({ owner_id: "team_other", project_id: "prj_other" });
+    const flooder = await fx.issuer.token({ owner_id: "team_hold", project_id: "prj_proxy" });
+    const other = await fx.issuer.token({ owner_id: "team_other", project_id: "prj_other" });
     const agent = oneConnection();
     const topic = uniqueName();
     let last: Answer;
@@ -139,7 +123,7 @@ describe("rate limit hold", () => {
   });
 
   it("keeps the connection of a publish refused by a full storage quota once its body is read", async () => {
-    const token = await issuer.token({ owner_id: "team_full", project_id: "prj_full" });
+    const token = await fx.issuer.token({ owner_id: "team_full", project_id: "prj_full" });
     const agent = oneConnection();
     const topic = uniqueName();
     const answers: Answer[] = [];

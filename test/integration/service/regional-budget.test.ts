@@ -22,6 +22,32 @@ const fx = useGateways(2, {
  * Publishes `perTick` messages to each gateway every 100 ms for `seconds`; returns the 201s
  * per second of the last `measure` seconds, and the refusals' codes and Retry-After values.
  */
+/** One batch of three seconds' budget (`3 * LIMIT` parts) to a gateway: each part's outcome. */
+async function bigBatch(token: string, topic: string): Promise<Part[]> {
+  const big = await api(fx.gateways[0]!.url, token).publishBatch(
+    topic,
+    Array.from({ length: 3 * LIMIT }, (_, i) => `q${i}`),
+  );
+  expect(big.status).toBe(200);
+  const { results } = (await big.json()) as {
+    results: { messageId?: string; statusCode?: number; error?: string }[];
+  };
+  return results.map((r) => ({
+    at: -1,
+    stored: !!r.messageId,
+    status: r.statusCode,
+    error: r.error,
+  }));
+}
+
+/** A batch part's outcome, `at` ms into the drive (-1: the closing big batch). */
+interface Part {
+  at: number;
+  stored: boolean;
+  status?: number;
+  error?: string;
+}
+
 async function drive(
   token: string,
   body: string,
@@ -80,7 +106,7 @@ describe("regional rate budgets", () => {
     const token = await fx.issuer.token({ project_id: "prj_batch_parts" });
     const topic = uniqueName();
     const bodies = Array.from({ length: 5 }, (_, i) => `p${i}`);
-    const parts: { at: number; stored: boolean; status?: number; error?: string }[] = [];
+    const parts: Part[] = [];
     const started = Date.now();
     // A batch of 5 to each gateway every 100 ms for 4 s: 20 requests/s (the budget), carrying
     // 100 messages/s; counted by request, every part would be stored.
@@ -112,17 +138,7 @@ describe("regional rate budgets", () => {
     // budget (a share that is a multiple of 5 takes whole batches or refuses whole requests):
     // one batch of three seconds' budget, in a fresh window, is always cut.
     await sleep(1100);
-    const big = await api(fx.gateways[0]!.url, token).publishBatch(
-      topic,
-      Array.from({ length: 3 * LIMIT }, (_, i) => `q${i}`),
-    );
-    expect(big.status).toBe(200);
-    const { results: bigResults } = (await big.json()) as {
-      results: { messageId?: string; statusCode?: number; error?: string }[];
-    };
-    for (const r of bigResults) {
-      parts.push({ at: -1, stored: !!r.messageId, status: r.statusCode, error: r.error });
-    }
+    parts.push(...(await bigBatch(token, topic)));
     const stored = parts.filter((p) => p.stored && p.at >= 2000).length / 2;
     expect(stored).toBeGreaterThan(LIMIT * 0.5);
     expect(stored).toBeLessThan(LIMIT * 1.7);
@@ -153,7 +169,7 @@ describe("regional rate budgets", () => {
     const topic = uniqueName();
     const bodies = Array.from({ length: 25 }, (_, i) => `t${i}`);
     const delayed = { "vqs-delay-seconds": "60" };
-    const parts: { at: number; stored: boolean; status?: number; error?: string }[] = [];
+    const parts: Part[] = [];
     const started = Date.now();
     // 25 delayed parts to each gateway every 250 ms for 4 s: 200/s asked, 50/s allowed. Not
     // faster: the batches' bytes (about 15 kB/s) must stay inside the byte budget.
@@ -177,17 +193,7 @@ describe("regional rate budgets", () => {
     // budget (a share that is a multiple of 5 takes whole batches or refuses whole requests):
     // one batch of three seconds' budget, in a fresh window, is always cut.
     await sleep(1100);
-    const big = await api(fx.gateways[0]!.url, token).publishBatch(
-      topic,
-      Array.from({ length: 3 * LIMIT }, (_, i) => `q${i}`),
-    );
-    expect(big.status).toBe(200);
-    const { results: bigResults } = (await big.json()) as {
-      results: { messageId?: string; statusCode?: number; error?: string }[];
-    };
-    for (const r of bigResults) {
-      parts.push({ at: -1, stored: !!r.messageId, status: r.statusCode, error: r.error });
-    }
+    parts.push(...(await bigBatch(token, topic)));
     const stored = parts.filter((p) => p.stored && p.at >= 2000).length / 2;
     expect(stored).toBeGreaterThan(DELAYED_LIMIT * 0.5);
     // Fixed windows shared from last second's demand overshoot a little; each gateway allowing
