@@ -1,4 +1,4 @@
-// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--cpu-prof DIR]`: is B's gateway
+// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--cpu-prof DIR] [--build]`: is B's gateway
 // faster than A's? Both gateways run at once against one nats-server (each started by its own
 // checkout's bench/lib/gateways.ts, B defaulting to this one), and the load generator moves
 // between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
@@ -11,7 +11,8 @@
 // steal), so two benchmark runs one after the other cannot tell a 10 % change from the drift. In
 // slices of a second and a half, each pair sees nearly the same machine. Make a checkout of the
 // commit to compare with `git worktree add /tmp/base <commit>` (it needs node_modules: a symlink
-// to this checkout's does).
+// to this checkout's does). `--build` runs both gateways from their compiled builds (`npm run
+// build` in each checkout first), as production runs them, instead of their sources under tsx.
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, headers } from "@nats-io/transport-node";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -37,6 +38,7 @@ const { values, positionals } = parseArgs({
     slices: { type: "string", default: "20" },
     // V8 profiles of gateway B in this directory (read them with `npm run bench:profile -- DIR`).
     "cpu-prof": { type: "string" },
+    build: { type: "boolean", default: false },
   },
 });
 const MODES = ["receive", "publish", "keyed", "duplicate", "by-id", "push"] as const;
@@ -78,6 +80,7 @@ for (const [i, tree] of trees.entries()) {
     await lib.startGatewayProcess({
       env: { ...env, ...region },
       logFile: join(dir, `gw-${i}.log`),
+      ...(values.build ? { build: true } : {}),
       ...(prof && i === 1 ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${resolve(prof)}`] } : {}),
     }),
   );
@@ -196,7 +199,10 @@ const ratios = rates[0].map((a, k) => rates[1][k]! / a);
 const line = (name: string, i: 0 | 1) =>
   `${name} ${trees[i]}: ${median(rates[i])?.toFixed(0)} msg/s, ` +
   `${median(cpu[i])?.toFixed(0) ?? "n/a"} µs of gateway CPU per message`;
-console.log(`${mode}, 1 KiB, ${IN_FLIGHT} in flight, ${slices} slices of ${SLICE_MS} ms`);
+console.log(
+  `${mode}, 1 KiB, ${IN_FLIGHT} in flight, ${slices} slices of ${SLICE_MS} ms` +
+    (values.build ? ", gateways from their compiled builds" : ""),
+);
 console.log(line("A", 0));
 console.log(line("B", 1));
 console.log(
