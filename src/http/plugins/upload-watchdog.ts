@@ -31,6 +31,16 @@ export interface UploadSignal {
    * takes it off again, so a listener per wait does not pile up for the upload's lifetime.
    */
   onAbort(listener: () => void): () => void;
+  /**
+   * The body's one reader (the inline reader), told when the upload is stopped: no closure and
+   * no listener set per body, as with `onAbort`. null takes it off again.
+   */
+  setReader(reader: UploadReader | null): void;
+}
+
+/** A reader of a body that hears of its upload's stop itself. */
+export interface UploadReader {
+  uploadAborted(reason: unknown): void;
 }
 
 /**
@@ -42,6 +52,7 @@ export class UploadAbort implements UploadSignal {
   reason: unknown = undefined;
   /** Made by the first listener: most bodies are read without a wait that listens. */
   #listeners: Set<() => void> | null = null;
+  #reader: UploadReader | null = null;
 
   onAbort(listener: () => void): () => void {
     if (this.aborted) return () => {};
@@ -50,12 +61,19 @@ export class UploadAbort implements UploadSignal {
     return () => listeners.delete(listener);
   }
 
+  setReader(reader: UploadReader | null): void {
+    this.#reader = this.aborted ? null : reader;
+  }
+
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
     const listeners = this.#listeners ? [...this.#listeners] : [];
     this.#listeners?.clear();
+    const reader = this.#reader;
+    this.#reader = null;
+    reader?.uploadAborted(reason);
     for (const l of listeners) l();
   }
 }
