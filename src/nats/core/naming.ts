@@ -67,10 +67,30 @@ export function namespaceFilter(
   return `vqs.${hex(16, region, ns.key)}.>`;
 }
 
+/**
+ * A topic's names by region, namespace and topic: three lookups of the strings as they come (a
+ * key made of them cost every publish a string to build and hash). Bounded like `cache`.
+ */
+const topicCache = new Map<string, Map<string, Map<string, TopicNames>>>();
+let topicCached = 0;
+
 export function topicNames(region: string, topic: TopicAddress): TopicNames {
-  return remembered(keyOf(region, topic.namespace.key, topic.topic), () =>
-    makeTopicNames(region, topic),
-  );
+  let byNs = topicCache.get(region);
+  const byTopic = byNs?.get(topic.namespace.key);
+  const hit = byTopic?.get(topic.topic);
+  if (hit) return hit;
+  if (topicCached >= CACHE_MAX) {
+    topicCache.clear();
+    topicCached = 0;
+    byNs = undefined;
+  }
+  const names = makeTopicNames(region, topic);
+  if (!byNs) topicCache.set(region, (byNs = new Map<string, Map<string, TopicNames>>()));
+  let topics = byNs.get(topic.namespace.key);
+  if (!topics) byNs.set(topic.namespace.key, (topics = new Map<string, TopicNames>()));
+  topics.set(topic.topic, names);
+  topicCached++;
+  return names;
 }
 
 function makeTopicNames(region: string, topic: TopicAddress): TopicNames {
