@@ -91,6 +91,10 @@ export class StorageQuotas {
   ): Promise<void> | undefined {
     // A namespace already known is checked at once: no promise (nor a team's JSON) per publish.
     const known = this.#usage.get(namespaceKey);
+    // No limit applies (nothing to read): at once too.
+    if (!known && this.#o.topicMaxBytes === 0 && this.namespaceLimit(namespaceKey) === 0) {
+      return undefined;
+    }
     if (known) {
       this.#refreshIfStale(known, namespaceKey, filter);
       this.#check(known, stream, bytes);
