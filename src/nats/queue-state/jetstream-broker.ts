@@ -187,15 +187,7 @@ export class JetStreamBroker implements Broker {
     const started = performance.now();
     let admitting;
     try {
-      if (!this.#d.isConnected()) {
-        throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
-      }
-      admitting = this.#d.quotas.admit(
-        names.namespaceKey,
-        names.namespaceFilter,
-        names.stream,
-        message.payload.byteLength,
-      );
+      admitting = this.#admit(names, message);
     } catch (err) {
       this.#d.observe("publish", (performance.now() - started) / 1000);
       reject(this.#publishFailure(err));
@@ -236,6 +228,22 @@ export class JetStreamBroker implements Broker {
       ),
   };
 
+  /**
+   * The checks before a publish is sent: a connection, and the storage quotas (a promise while a
+   * namespace's usage is read first). Throws the refusal.
+   */
+  #admit(names: TopicNames, message: NewMessage): Promise<void> | undefined {
+    if (!this.#d.isConnected()) {
+      throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
+    }
+    return this.#d.quotas.admit(
+      names.namespaceKey,
+      names.namespaceFilter,
+      names.stream,
+      message.payload.byteLength,
+    );
+  }
+
   /** A message stored in the topic's stream: counted for its quotas and read-your-write. */
   #stored(names: TopicNames, bytes: number): void {
     this.#notePublish(names.stream);
@@ -273,17 +281,7 @@ export class JetStreamBroker implements Broker {
     gone: StreamGoneError | null,
   ): Promise<PublishOutcome> {
     if (!gone) {
-      if (!admitting) {
-        if (!this.#d.isConnected()) {
-          throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
-        }
-        admitting = this.#d.quotas.admit(
-          names.namespaceKey,
-          names.namespaceFilter,
-          names.stream,
-          message.payload.byteLength,
-        );
-      }
+      admitting ??= this.#admit(names, message);
       if (admitting) await admitting;
       await this.#d.topology.ensureStream(names);
     }
