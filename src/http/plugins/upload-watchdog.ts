@@ -78,14 +78,19 @@ export class UploadAbort implements UploadSignal {
   }
 }
 
-const watched = new WeakMap<FastifyRequest, Upload>();
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The request's body under watch (installUploadWatchdog), null without a body. */
+    vqsUpload: Upload | null;
+  }
+}
 
 /**
  * Aborts (with AppError request_timeout) when the request's body arrives too slowly; the route
  * that asks for it answers the 408 itself.
  */
 export function uploadSignal(request: FastifyRequest): UploadSignal | undefined {
-  const u = watched.get(request);
+  const u = request.vqsUpload;
   if (!u) return undefined;
   u.taken = true;
   return u.abort;
@@ -104,6 +109,7 @@ export function installUploadWatchdog(
   // The bodies under way, by request. A body read to its end leaves at once (`release`): kept
   // until the next check, every request of the last 5 s (with its IncomingMessage) outlived the
   // young generation, and the collector's old-generation work grew with the request rate.
+  app.decorateRequest("vqsUpload", null);
   const uploads = new Map<IncomingMessage, Upload>();
   const release = function (this: IncomingMessage) {
     uploads.delete(this);
@@ -153,7 +159,8 @@ export function installUploadWatchdog(
       };
       uploads.set(raw, u);
       raw.on("end", release); // one function for all requests: nothing made per request
-      watched.set(request, u);
+      // A decorated field, not a WeakMap keyed by the request: no table entry per request.
+      request.vqsUpload = u;
       timer ??= setInterval(check, CHECK_MS).unref();
     }
     done();
