@@ -1,4 +1,4 @@
-// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--cpu-prof DIR]`: is B's gateway
+// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--cpu-prof DIR] [--build]`: is B's gateway
 // faster than A's? Both gateways run at once against one nats-server (each started by its own
 // checkout's bench/lib/gateways.ts, B defaulting to this one), and the load generator moves
 // between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
@@ -6,6 +6,8 @@
 // keyed (publish with a new idempotency key each), duplicate (publish with a key whose message
 // lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again), push
 // (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/push/ab.ts).
+// `--build`: both gateways from their checkout's compiled build (`npm run build` in each first),
+// as production runs them, rather than from the sources under tsx.
 //
 // Why: on a shared VM the speed of the whole machine drifts by ±30 % within minutes (neighbours,
 // steal), so two benchmark runs one after the other cannot tell a 10 % change from the drift. In
@@ -20,7 +22,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { GatewayProcess, GatewayProcessOptions } from "./lib/gateways.js";
-import { abPushSlices } from "./lib/push/ab.js";
+import { abPushSlices, type AbSyscalls } from "./lib/push/ab.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
@@ -37,6 +39,7 @@ const { values, positionals } = parseArgs({
     slices: { type: "string", default: "20" },
     // V8 profiles of gateway B in this directory (read them with `npm run bench:profile -- DIR`).
     "cpu-prof": { type: "string" },
+    build: { type: "boolean", default: false },
   },
 });
 const MODES = ["receive", "publish", "keyed", "duplicate", "by-id", "push"] as const;
@@ -78,6 +81,7 @@ for (const [i, tree] of trees.entries()) {
     await lib.startGatewayProcess({
       env: { ...env, ...region },
       logFile: join(dir, `gw-${i}.log`),
+      build: values.build,
       ...(prof && i === 1 ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${resolve(prof)}`] } : {}),
     }),
   );
@@ -136,6 +140,7 @@ const worker = async () => {
 };
 const rates: [number[], number[]] = [[], []];
 const cpu: [number[], number[]] = [[], []];
+const sys: [AbSyscalls[], AbSyscalls[]] = [[], []];
 if (mode === "push") {
   const nc = await connect({ servers: nats.url });
   const endpoint = await startPushEndpoint({
@@ -160,6 +165,8 @@ if (mode === "push") {
   rates[1].push(...r.rates[1]);
   cpu[0].push(...r.cpu[0]);
   cpu[1].push(...r.cpu[1]);
+  sys[0].push(...r.sys[0]);
+  sys[1].push(...r.sys[1]);
   await endpoint.stop();
   await nc.close();
 } else {
@@ -196,7 +203,10 @@ const ratios = rates[0].map((a, k) => rates[1][k]! / a);
 const line = (name: string, i: 0 | 1) =>
   `${name} ${trees[i]}: ${median(rates[i])?.toFixed(0)} msg/s, ` +
   `${median(cpu[i])?.toFixed(0) ?? "n/a"} µs of gateway CPU per message`;
-console.log(`${mode}, 1 KiB, ${IN_FLIGHT} in flight, ${slices} slices of ${SLICE_MS} ms`);
+console.log(
+  `${mode}, 1 KiB, ${IN_FLIGHT} in flight, ${slices} slices of ${SLICE_MS} ms` +
+    (values.build ? ", compiled builds" : ""),
+);
 console.log(line("A", 0));
 console.log(line("B", 1));
 console.log(
@@ -209,6 +219,16 @@ if (cpuRatios.length) {
   console.log(
     `gateway CPU per message B/A, median of paired slices: ${median(cpuRatios)?.toFixed(3)} ` +
       `(pairs: ${cpuRatios.map((r) => r.toFixed(2)).join(" ")})`,
+  );
+}
+
+// Push: where the gateway's CPU per message goes between its own code and the kernel.
+for (const i of [0, 1] as const) {
+  if (sys[i].length === 0) continue;
+  const m = (f: (x: AbSyscalls) => number) => median(sys[i].map(f))?.toFixed(2);
+  console.log(
+    `${i === 0 ? "A" : "B"} per message: ${m((x) => x.systemUs)} µs of it in the kernel, ` +
+      `${m((x) => x.writes)} write and ${m((x) => x.reads)} read system calls`,
   );
 }
 
