@@ -4,7 +4,6 @@
 // is sent, and the client leases the message by ID itself.
 import { randomUUID } from "node:crypto";
 import type { ReceivedMessage } from "../queue-service.js";
-import { IsoMinutes } from "./iso-minutes.js";
 
 export const CLOUD_EVENT_TYPE = "com.vercel.queue.v2beta";
 
@@ -17,14 +16,6 @@ function clientRegion(region: string): boolean {
   if (lastRegion?.region !== region) lastRegion = { region, ok: CLIENT_REGION.test(region) };
   return lastRegion.ok;
 }
-
-/** The CloudEvent's four times, each formatted by its own minute. */
-const times = {
-  now: new IsoMinutes(),
-  created: new IsoMinutes(),
-  expires: new IsoMinutes(),
-  deadline: new IsoMinutes(),
-};
 
 export interface PushEvent {
   readonly region: string;
@@ -51,13 +42,13 @@ export function pushRequest(e: PushEvent): PushRequest {
     "ce-type": CLOUD_EVENT_TYPE,
     "ce-id": randomUUID(),
     "ce-source": `/vqs/${e.region}/topics/${e.topic}`,
-    "ce-time": times.now.format(Date.now()),
+    "ce-time": new Date().toISOString(),
     "ce-vqsqueuename": e.topic,
     "ce-vqsconsumergroup": e.group,
     "ce-vqsmessageid": m.messageId,
     "ce-vqsdeliverycount": String(m.deliveryCount),
-    "ce-vqscreatedat": times.created.format(m.publishedAt.getTime()),
-    "ce-vqsexpiresat": times.expires.format(m.expiresAt.getTime()),
+    "ce-vqscreatedat": m.publishedAt.toISOString(),
+    "ce-vqsexpiresat": m.expiresAt.toISOString(),
     authorization: `Bearer ${e.jwt}`,
   };
   if (clientRegion(e.region)) headers["ce-vqsregion"] = e.region;
@@ -69,7 +60,7 @@ export function pushRequest(e: PushEvent): PushRequest {
     return { headers, body: new Uint8Array() };
   }
   headers["ce-vqsreceipthandle"] = m.receiptHandle;
-  headers["ce-vqsvisibilitydeadline"] = times.deadline.format(e.visibilityDeadline.getTime());
+  headers["ce-vqsvisibilitydeadline"] = e.visibilityDeadline.toISOString();
   headers["content-type"] = m.contentType ?? "application/octet-stream";
   return { headers, body: m.payload };
 }
