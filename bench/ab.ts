@@ -6,13 +6,14 @@
 // keyed (publish with a new idempotency key each), duplicate (publish with a key whose message
 // lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again), push
 // (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/push/ab.ts).
+// `--build`: both gateways from their checkout's compiled build (`npm run build` in each first),
+// as production runs them, rather than from the sources under tsx.
 //
 // Why: on a shared VM the speed of the whole machine drifts by ±30 % within minutes (neighbours,
 // steal), so two benchmark runs one after the other cannot tell a 10 % change from the drift. In
 // slices of a second and a half, each pair sees nearly the same machine. Make a checkout of the
 // commit to compare with `git worktree add /tmp/base <commit>` (it needs node_modules: a symlink
-// to this checkout's does). `--build` runs both gateways from their compiled builds (`npm run
-// build` in each checkout first), as production runs them, instead of their sources under tsx.
+// to this checkout's does).
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, headers } from "@nats-io/transport-node";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -21,7 +22,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { GatewayProcess, GatewayProcessOptions } from "./lib/gateways.js";
-import { abPushSlices } from "./lib/push/ab.js";
+import { abPushSlices, type AbSyscalls } from "./lib/push/ab.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
@@ -139,6 +140,7 @@ const worker = async () => {
 };
 const rates: [number[], number[]] = [[], []];
 const cpu: [number[], number[]] = [[], []];
+const sys: [AbSyscalls[], AbSyscalls[]] = [[], []];
 if (mode === "push") {
   const nc = await connect({ servers: nats.url });
   const endpoint = await startPushEndpoint({
@@ -163,6 +165,8 @@ if (mode === "push") {
   rates[1].push(...r.rates[1]);
   cpu[0].push(...r.cpu[0]);
   cpu[1].push(...r.cpu[1]);
+  sys[0].push(...r.sys[0]);
+  sys[1].push(...r.sys[1]);
   await endpoint.stop();
   await nc.close();
 } else {
@@ -215,6 +219,16 @@ if (cpuRatios.length) {
   console.log(
     `gateway CPU per message B/A, median of paired slices: ${median(cpuRatios)?.toFixed(3)} ` +
       `(pairs: ${cpuRatios.map((r) => r.toFixed(2)).join(" ")})`,
+  );
+}
+
+// Push: where the gateway's CPU per message goes between its own code and the kernel.
+for (const i of [0, 1] as const) {
+  if (sys[i].length === 0) continue;
+  const m = (f: (x: AbSyscalls) => number) => median(sys[i].map(f))?.toFixed(2);
+  console.log(
+    `${i === 0 ? "A" : "B"} per message: ${m((x) => x.systemUs)} µs of it in the kernel, ` +
+      `${m((x) => x.writes)} write and ${m((x) => x.reads)} read system calls`,
   );
 }
 

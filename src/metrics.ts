@@ -427,6 +427,7 @@ function pushMetrics(registry: Registry, maxGroups: number): PushObserver {
     (h) => h.failed,
   );
   const durationSeries = seriesCache<Histogram.Internal<"outcome">>();
+  const healthKeys = new WeakMap<GroupAddress, string>();
   return {
     pushed: (outcome, seconds) => {
       requests.inc({ outcome });
@@ -434,7 +435,12 @@ function pushMetrics(registry: Registry, maxGroups: number): PushObserver {
     },
     inFlight: (delta) => inFlight.inc(delta),
     groupOutcome: (group: GroupAddress, outcome, atMs) => {
-      const key = JSON.stringify([group.namespace.key, group.topic, group.group]);
+      // A push feed passes the same address for all its group's pushes: its key made once.
+      let key = healthKeys.get(group);
+      if (key === undefined) {
+        key = JSON.stringify([group.namespace.key, group.topic, group.group]);
+        healthKeys.set(group, key);
+      }
       let h = health.get(key);
       if (!h) {
         if (health.size >= maxGroups) health.delete(health.keys().next().value!);

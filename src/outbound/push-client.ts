@@ -48,7 +48,9 @@ export class PushClient implements PushTransport {
             origin: target.origin,
             path: target.path,
             method: "POST",
-            headers: { ...headers, "content-length": String(body.length) },
+            // No content-length of ours: undici writes it from the body (the same bytes on
+            // the wire), and the headers record is passed as it is, not copied per push.
+            headers,
             body,
             headersTimeout: timeoutMs,
             bodyTimeout: timeoutMs,

@@ -120,10 +120,24 @@ export interface GroupNames extends TopicNames {
   readonly consumerDescription: string;
 }
 
+/**
+ * Group names by the address object too: a push feed (and a receive, within its request) asks
+ * for the same GroupAddress's names several times per message, and the string key is a copy of
+ * the namespace key, topic and group, hashed on every lookup.
+ */
+const byAddress = new WeakMap<
+  GroupAddress,
+  { readonly region: string; readonly names: GroupNames }
+>();
+
 export function groupNames(region: string, group: GroupAddress): GroupNames {
-  return remembered(keyOf(region, group.namespace.key, group.topic, group.group), () =>
+  const known = byAddress.get(group);
+  if (known?.region === region) return known.names; // names never change for an address
+  const names = remembered(keyOf(region, group.namespace.key, group.topic, group.group), () =>
     makeGroupNames(region, group),
   );
+  byAddress.set(group, { region, names });
+  return names;
 }
 
 function makeGroupNames(region: string, group: GroupAddress): GroupNames {

@@ -9,6 +9,13 @@ export const CLOUD_EVENT_TYPE = "com.vercel.queue.v2beta";
 
 /** What the client accepts in `ce-vqsregion` (it answers 400 to anything else). */
 const CLIENT_REGION = /^[a-z]{2,5}[0-9]{1,2}$/;
+/** The gateway's one region, tested once rather than per push. */
+let lastRegion: { readonly region: string; readonly ok: boolean } | null = null;
+
+function clientRegion(region: string): boolean {
+  if (lastRegion?.region !== region) lastRegion = { region, ok: CLIENT_REGION.test(region) };
+  return lastRegion.ok;
+}
 
 export interface PushEvent {
   readonly region: string;
@@ -44,7 +51,7 @@ export function pushRequest(e: PushEvent): PushRequest {
     "ce-vqsexpiresat": m.expiresAt.toISOString(),
     authorization: `Bearer ${e.jwt}`,
   };
-  if (CLIENT_REGION.test(e.region)) headers["ce-vqsregion"] = e.region;
+  if (clientRegion(e.region)) headers["ce-vqsregion"] = e.region;
   if (m.trace?.traceparent) headers["x-vercel-queue-traceparent"] = m.trace.traceparent;
   if (m.trace?.tracestate) headers["x-vercel-queue-tracestate"] = m.trace.tracestate;
   if (m.trace?.baggage) headers["x-vercel-queue-baggage"] = m.trace.baggage;

@@ -40,6 +40,8 @@ export type PushedSettings = ConsumerSettings & { readonly push: PushSettings };
 export class Pusher {
   readonly #d: PusherDeps;
   readonly #settle: PushSettlement;
+  /** isPushUrlAllowed's answers by URL (a URL parse per push otherwise). */
+  readonly #allowedUrls = new Map<string, boolean>();
 
   constructor(deps: PusherDeps) {
     this.#d = deps;
@@ -97,8 +99,7 @@ export class Pusher {
     const out = handed[0];
     if (!out) return; // expired, or held by a lease taken by ID
     const { lease, message } = out;
-    const allowed = this.#d.allowedUrls;
-    if (allowed === null || !isPushUrlAllowed(push.url, allowed)) {
+    if (!this.#allowed(push.url)) {
       // The operator narrowed the allow-list since the settings were stored.
       this.#report(group, "blocked", 0, message, push, null);
       await this.#release(group, lease, settings, message.deliveryCount);
@@ -163,6 +164,19 @@ export class Pusher {
     await this.#settle.release(group, lease, seconds);
   }
 
+  /** Whether the allow-list takes the URL; remembered per URL (the list is fixed per gateway). */
+  #allowed(url: string): boolean {
+    const allowed = this.#d.allowedUrls;
+    if (allowed === null) return false;
+    let ok = this.#allowedUrls.get(url);
+    if (ok === undefined) {
+      ok = isPushUrlAllowed(url, allowed);
+      if (this.#allowedUrls.size >= MAX_REMEMBERED) this.#allowedUrls.clear();
+      this.#allowedUrls.set(url, ok);
+    }
+    return ok;
+  }
+
   #report(
     group: GroupAddress,
     outcome: PushOutcome,
@@ -193,12 +207,23 @@ export class Pusher {
   }
 }
 
+/** Push URLs whose allow-list answer is remembered; forgotten all at once when full. */
+const MAX_REMEMBERED = 10_000;
+
+/** Subjects by group: a push feed passes the same GroupAddress for every push of its group. */
+const subjects = new WeakMap<GroupAddress, string>();
+
 /** The JWT's `sub`: namespace, topic and group, each URI-encoded, joined by "/". */
 function pushSubject(group: GroupAddress): string {
-  const ns = group.namespace;
-  return [ns.team, ns.project, ns.environment, ns.deployment ?? "", group.topic, group.group]
-    .map(encodeURIComponent)
-    .join("/");
+  let sub = subjects.get(group);
+  if (sub === undefined) {
+    const ns = group.namespace;
+    sub = [ns.team, ns.project, ns.environment, ns.deployment ?? "", group.topic, group.group]
+      .map(encodeURIComponent)
+      .join("/");
+    subjects.set(group, sub);
+  }
+  return sub;
 }
 
 function destination(url: string): string {
