@@ -297,7 +297,8 @@ class NamespaceShares {
     const cap = this.counts.cap;
     if (cap === 0 || own <= 0) return own;
     const free = cap - this.counts.count(ns);
-    if (free <= 0) return held === 0 ? 1 : 0;
+    // Not a group's last slot of its own: what it holds, another gateway with room cannot push.
+    if (free <= 0) return held === 0 && own > 1 ? 1 : 0;
     return Math.min(own, Math.ceil(free / (this.#groups.get(ns)?.size ?? 1)));
   }
 
