@@ -311,7 +311,7 @@ class NamespaceShares {
       let oldest: GroupRunner | null = null;
       let oldestAt = Infinity;
       for (const g of groups) {
-        const at = g.heldVisibleAt();
+        const at = g.heldOrder();
         if (at !== null && at < oldestAt) [oldest, oldestAt] = [g, at];
       }
       if (!oldest) return;
@@ -336,8 +336,17 @@ class NamespaceShares {
 interface Held {
   readonly msg: Msg;
   readonly delivery: Delivery;
-  /** Not pushed at once: its lease (JetStream's `ack_wait`, from the pull) is renewed at its push. */
-  waited: boolean;
+  /**
+   * Its place in the namespace's order: when it became visible, or for a redelivery (a retry, an
+   * ended lease) when it was pulled, so that a failing group's retries, which keep their publish
+   * time, do not go before every other group's messages.
+   */
+  readonly order: number;
+  /**
+   * While held, its lease (JetStream's `ack_wait`, running from the pull) is renewed (`+WPI`) every
+   * half lease, and once more at its push, so that it lasts what the push's handle says.
+   */
+  renew: NodeJS.Timeout | null;
 }
 
 /**
@@ -428,7 +437,10 @@ class GroupRunner {
 
   close(): void {
     this.#closed = true;
-    for (const h of this.#held.splice(0)) h.msg.respond("-NAK"); // another may push it now
+    for (const h of this.#held.splice(0)) {
+      if (h.renew) clearInterval(h.renew);
+      h.msg.respond("-NAK"); // another may push it now
+    }
     if (this.#noted) this.#d.topology.forgetPushed(this.names, this.#noted);
     this.#handle?.close();
     this.#handle = null;
@@ -474,15 +486,21 @@ class GroupRunner {
       msg.respond("+TERM"); // not a queue message: take it out of the way
       return;
     }
-    const held: Held = { msg, delivery: d, waited: false };
+    const order = d.deliveryCount > 1 ? Date.now() : d.message.visibleAtMs;
+    const held: Held = { msg, delivery: d, order, renew: null };
     this.#held.push(held);
     this.#shares.dispatch(this.namespaceKey);
-    held.waited = true; // still held: the namespace is at its cap
+    if (this.#held.includes(held)) {
+      // Still held: the namespace is at its cap.
+      const halfLeaseMs = (this.#ackWaitMs ?? pushLeaseMs(this.#settings.push)) / 2;
+      held.renew = setInterval(() => msg.respond("+WPI"), Math.max(500, halfLeaseMs));
+      held.renew.unref();
+    }
   }
 
-  /** When the oldest message this group holds became visible; null when it holds none. */
-  heldVisibleAt(): number | null {
-    return this.#held[0]?.delivery.message.visibleAtMs ?? null;
+  /** The order of the oldest message this group holds (see `Held.order`); null: none held. */
+  heldOrder(): number | null {
+    return this.#held[0]?.order ?? null;
   }
 
   /** Pushes the oldest held message (its namespace has a free slot). */
@@ -490,8 +508,10 @@ class GroupRunner {
     const h = this.#held.shift();
     if (!h) return;
     const d = h.delivery;
-    // Its lease ran from the pull: renewed, so that it lasts what the push's handle says.
-    if (h.waited) h.msg.respond("+WPI");
+    if (h.renew) {
+      clearInterval(h.renew);
+      h.msg.respond("+WPI"); // its lease ran from the pull (or the last renewal)
+    }
     this.#inFlight++;
     this.#shares.started(this.namespaceKey);
     if (this.#held.length === 0) this.#handle?.wake(); // one ahead again
@@ -505,7 +525,8 @@ class GroupRunner {
 
   /** The consumer (or its topic) went away: open again at the next look, if still wanted. */
   #gone(): void {
-    this.#held.length = 0; // their consumer is gone, and their leases with it
+    // Their consumer is gone, and their leases with it.
+    for (const h of this.#held.splice(0)) if (h.renew) clearInterval(h.renew);
     this.#d.topology.forgetConsumer(this.names);
     this.#handle?.close();
     this.#handle = null;

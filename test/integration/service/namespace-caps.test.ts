@@ -183,6 +183,48 @@ describe("caps per namespace on a gateway", () => {
       await new Promise((r) => order.close(r));
     }
   });
+
+  it("keeps a message held at the cap leased while it waits, and pushes it once", async () => {
+    const blockers: ServerResponse[] = [];
+    const pushed: string[] = [];
+    const ep = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        if (req.url === "/block") return void blockers.push(res);
+        pushed.push(
+          `${Buffer.concat(chunks).toString()} ${String(req.headers["ce-vqsdeliverycount"])}`,
+        );
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => ep.listen(0, "127.0.0.1", r));
+    try {
+      const base = `http://127.0.0.1:${(ep.address() as AddressInfo).port}`;
+      const url = fx.gateways[0]!.url;
+      const token = await tokenOf("prj_push_renew");
+      const [t1, t2] = [uniqueName(), uniqueName()];
+      await api(url, token).publish(t1, "block 1");
+      await api(url, token).publish(t1, "block 2");
+      await api(url, token).publish(t2, "make");
+      const push = (path: string, timeoutSeconds: number) => ({
+        push: { url: `${base}${path}`, autoAck: true, maxConcurrency: 5, timeoutSeconds },
+      });
+      expect((await settingsApi(url, token).put(t1, "g", push("/block", 30))).status).toBe(200);
+      expect(await eventually(() => blockers.length === 2, 10_000)).toBe(true);
+      // The cap (2) is taken: t2's message is held, with a lease of 1 + 2 s from its pull.
+      expect((await settingsApi(url, token).put(t2, "g", push("/count", 1))).status).toBe(200);
+      await sleep(7000); // more than two such leases
+      expect(pushed).toEqual([]);
+      for (const r of blockers.splice(0)) r.writeHead(200).end();
+      expect(await eventually(() => pushed.length >= 1, 10_000)).toBe(true);
+      await sleep(1500);
+      expect(pushed).toEqual(["make 1"]); // not delivered again while it was held
+    } finally {
+      for (const r of blockers) r.destroy();
+      await new Promise((r) => ep.close(r));
+    }
+  });
 });
 
 /** A publish whose body arrives slowly: in flight until `finish`. */
