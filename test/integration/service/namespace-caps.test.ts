@@ -142,17 +142,12 @@ describe("caps per namespace on a gateway", () => {
   it("hands a freed push slot to the namespace's oldest message, whichever of its groups", async () => {
     const arrived: string[] = [];
     const waiting: ServerResponse[] = [];
-    const order = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        arrived.push(Buffer.concat(chunks).toString());
-        waiting.push(res); // answered (200, autoAck) one at a time by the test
-      });
+    const order = await pushEndpoint((_req, body, res) => {
+      arrived.push(body);
+      waiting.push(res); // answered (200, autoAck) one at a time by the test
     });
-    await new Promise<void>((r) => order.listen(0, "127.0.0.1", r));
     try {
-      const base = `http://127.0.0.1:${(order.address() as AddressInfo).port}`;
+      const base = order.base;
       const url = fx.gateways[0]!.url;
       const token = await tokenOf("prj_push_order");
       const [t1, t2] = [uniqueName(), uniqueName()];
@@ -180,27 +175,20 @@ describe("caps per namespace on a gateway", () => {
       expect(arrived.slice(2)).toEqual(published);
     } finally {
       for (const r of waiting) r.writeHead(200).end();
-      await new Promise((r) => order.close(r));
+      await order.close();
     }
   });
 
   it("keeps a message held at the cap leased while it waits, and pushes it once", async () => {
     const blockers: ServerResponse[] = [];
     const pushed: string[] = [];
-    const ep = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        if (req.url === "/block") return void blockers.push(res);
-        pushed.push(
-          `${Buffer.concat(chunks).toString()} ${String(req.headers["ce-vqsdeliverycount"])}`,
-        );
-        res.writeHead(200).end();
-      });
+    const ep = await pushEndpoint((req, body, res) => {
+      if (req.url === "/block") return void blockers.push(res);
+      pushed.push(`${body} ${String(req.headers["ce-vqsdeliverycount"])}`);
+      res.writeHead(200).end();
     });
-    await new Promise<void>((r) => ep.listen(0, "127.0.0.1", r));
     try {
-      const base = `http://127.0.0.1:${(ep.address() as AddressInfo).port}`;
+      const base = ep.base;
       const url = fx.gateways[0]!.url;
       const token = await tokenOf("prj_push_renew");
       const [t1, t2] = [uniqueName(), uniqueName()];
@@ -222,10 +210,26 @@ describe("caps per namespace on a gateway", () => {
       expect(pushed).toEqual(["make 1"]); // not delivered again while it was held
     } finally {
       for (const r of blockers) r.destroy();
-      await new Promise((r) => ep.close(r));
+      await ep.close();
     }
   });
 });
+
+/** An HTTP endpoint for pushes: `onPush` gets each request with its body read. */
+async function pushEndpoint(
+  onPush: (req: IncomingMessage, body: string, res: ServerResponse) => void,
+): Promise<{ base: string; close: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => onPush(req, Buffer.concat(chunks).toString(), res));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
 
 /** A publish whose body arrives slowly: in flight until `finish`. */
 function trickle(base: string, token: string, topic: string) {
