@@ -60,6 +60,8 @@ interface AppTiming {
   readonly handlerMs: Record<string, { n: number; meanMs: number }>;
   /** Each app process's event loop utilization over its life (1: its thread never idle). */
   readonly eventLoopUtilization: number[];
+  /** The same over the measured window only (from the first run's start to the last's end). */
+  readonly windowUtilization: number[];
   readonly eventLoopDelayP99Ms: number[];
 }
 
@@ -70,7 +72,8 @@ async function timingEnv(): Promise<{ dir: string; env: Record<string, string> }
 }
 
 /** What the app processes wrote on exit (read after the app stopped). */
-async function readTiming(dir: string): Promise<AppTiming> {
+async function readTiming(dir: string, window: readonly [number, number]): Promise<AppTiming> {
+  const windowElu: number[] = [];
   const sums = new Map<string, { n: number; sumMs: number }>();
   const elu: number[] = [];
   const delayP99: number[] = [];
@@ -78,6 +81,7 @@ async function readTiming(dir: string): Promise<AppTiming> {
     const t = JSON.parse(await readFile(join(dir, f), "utf8")) as {
       requests: Record<string, { n: number; sumMs: number }>;
       eventLoopUtilization: number;
+      timeline: [number, number][];
       eventLoopDelayMs: { p99: number };
     };
     let deliveries = 0;
@@ -92,6 +96,9 @@ async function readTiming(dir: string): Promise<AppTiming> {
     }
     if (deliveries === 0) continue; // a cluster's primary serves nothing
     elu.push(round(t.eventLoopUtilization));
+    // Samples of 100 ms each: their mean is the window's utilization.
+    const inWindow = t.timeline.filter(([at]) => at > window[0] && at <= window[1]);
+    windowElu.push(round(inWindow.reduce((n, [, u]) => n + u, 0) / Math.max(1, inWindow.length)));
     delayP99.push(round(t.eventLoopDelayMs.p99));
   }
   return {
@@ -99,6 +106,7 @@ async function readTiming(dir: string): Promise<AppTiming> {
       [...sums].map(([k, v]) => [k, { n: v.n, meanMs: round(v.sumMs / Math.max(1, v.n)) }]),
     ),
     eventLoopUtilization: elu,
+    windowUtilization: windowElu,
     eventLoopDelayP99Ms: delayP99,
   };
 }
@@ -143,6 +151,8 @@ interface Result {
   /** CPU seconds per process over the whole measurement. */
   readonly cpuSeconds: Record<string, number>;
   readonly loadAverage: number;
+  /** The measured window (epoch ms), for the app's event loop utilization over it. */
+  readonly window: readonly [number, number];
   /** vqs only: where a step's time goes, from the gateway's own metrics (means, ms). */
   readonly gateway?: GatewayBreakdown;
   /** Measured inside the app processes (their whole life: the warm-up run is in it too). */
@@ -231,6 +241,7 @@ async function measure(
   const scrape = () => (metricsUrl ? fetch(metricsUrl).then((r) => r.text()) : null);
   const metrics0 = await scrape();
   const t0 = performance.now();
+  const windowStart = Date.now();
   const ids = await Promise.all(
     Array.from({ length: RUNS }, (_, i) => app.start("sequence", [`${queue}-${i}`, STEPS])),
   );
@@ -247,6 +258,7 @@ async function measure(
     if (pending.size > 0) await sleep(250);
   }
   const seconds = (performance.now() - t0) / 1000;
+  const window: [number, number] = [windowStart, Date.now()];
   const metrics1 = await scrape();
   const self = process.cpuUsage(self0);
   const cpuSeconds = {
@@ -268,6 +280,7 @@ async function measure(
     runs: RUNS,
     steps: STEPS,
     seconds: round(seconds),
+    window,
     runsPerSecond: round(RUNS / seconds),
     stepToStepMs: { p50: round(p.p50), p99: round(p.p99), max: round(p.max) },
     cpuSeconds,
@@ -326,7 +339,7 @@ try {
       postgres: postgres.pid,
     });
     await baseline.stop();
-    base.app = await readTiming(pgTiming.dir);
+    base.app = await readTiming(pgTiming.dir, base.window);
     return base;
   };
   const runVqs = async (): Promise<Result> => {
@@ -360,7 +373,7 @@ try {
       `${gateway.url}/metrics`,
     );
     await app.stop();
-    ours.app = await readTiming(vqsTiming.dir);
+    ours.app = await readTiming(vqsTiming.dir, ours.window);
     return ours;
   };
   // Each phase has its own app and database; which runs first is a choice (--order), so
@@ -419,7 +432,8 @@ try {
       .join(", ");
     log(
       `${r.queue.padEnd(15)} in the app: deliveries answered in ${routes}; event loop ` +
-        `utilization ${t.eventLoopUtilization.join(" / ")}, loop delay p99 ` +
+        `utilization ${t.eventLoopUtilization.join(" / ")} (over the measured window ` +
+        `${t.windowUtilization.join(" / ")}), loop delay p99 ` +
         `${t.eventLoopDelayP99Ms.join(" / ")} ms`,
     );
   }

@@ -14,6 +14,16 @@ const byPath = new Map();
 const delay = monitorEventLoopDelay({ resolution: 10 });
 delay.enable();
 const elu0 = performance.eventLoopUtilization();
+// Every 100 ms: [time (epoch ms), utilization over those 100 ms], so that the bench can read how
+// busy the thread was over its measured window alone (the process's life adds its start, the
+// warm-up run and the wait to be stopped, which differ between the two queues).
+const timeline = [];
+let last = elu0;
+setInterval(() => {
+  const now = performance.eventLoopUtilization();
+  timeline.push([Date.now(), performance.eventLoopUtilization(now, last).utilization]);
+  last = now;
+}, 100).unref();
 
 const emit = http.Server.prototype.emit;
 http.Server.prototype.emit = function (event, req, res) {
@@ -38,6 +48,7 @@ process.on("exit", () => {
     JSON.stringify({
       requests: Object.fromEntries(byPath),
       eventLoopUtilization: elu.utilization,
+      timeline,
       eventLoopDelayMs: { mean: delay.mean / 1e6, p99: delay.percentile(99) / 1e6 },
     }),
   );

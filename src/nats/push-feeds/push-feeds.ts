@@ -259,11 +259,14 @@ async function uncap(d: PushFeedsDeps, names: GroupNames): Promise<boolean> {
 }
 
 /**
- * A namespace's pushes on this gateway share its cap (VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE): a
- * pushed group pulls at most its share of the free slots (rounded up), so a namespace with many
- * groups whose endpoint never answers holds at most about the cap of this gateway's pushes, and
- * its groups take turns as slots free. A pull opened before the cap was reached can still bring
- * its messages: the cap can be passed by at most one pull per group of the namespace.
+ * A namespace's pushes on this gateway share its cap (VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE). Below
+ * it, a pushed group pulls at most its share of the free slots (rounded up); at it, each group
+ * pulls one message ahead and holds it. A pulled message is pushed only while the namespace is
+ * under its cap, and a freed slot goes to the oldest message held in the namespace (by the time it
+ * became visible), whichever group it is of: the namespace's groups are served in publish order,
+ * as one queue would serve them, and a freed slot is filled without waiting for a pull. So a
+ * namespace whose endpoint never answers holds at most the cap of this gateway's pushes (and one
+ * held message per group, whose lease is renewed when it is pushed).
  */
 class NamespaceShares {
   readonly counts: NamespaceCounts;
@@ -286,25 +289,64 @@ class NamespaceShares {
     if (set?.size === 0) this.#groups.delete(r.namespaceKey);
   }
 
-  /** What one of the namespace's groups may pull now, given what it could pull on its own. */
-  demand(ns: string, own: number): number {
+  /**
+   * What one of the namespace's groups may pull now, given what it could pull on its own and
+   * how many of its messages it holds: its share of the free slots, or one to hold at the cap.
+   */
+  demand(ns: string, own: number, held: number): number {
     const cap = this.counts.cap;
     if (cap === 0 || own <= 0) return own;
     const free = cap - this.counts.count(ns);
-    if (free <= 0) return 0;
+    // Not a group's last slot of its own: what it holds, another gateway with room cannot push.
+    if (free <= 0) return held === 0 && own > 1 ? 1 : 0;
     return Math.min(own, Math.ceil(free / (this.#groups.get(ns)?.size ?? 1)));
+  }
+
+  /** Pushes held messages, oldest first across the namespace's groups, while slots are free. */
+  dispatch(ns: string): void {
+    const groups = this.#groups.get(ns);
+    if (!groups) return;
+    const cap = this.counts.cap;
+    while (cap === 0 || this.counts.count(ns) < cap) {
+      let oldest: GroupRunner | null = null;
+      let oldestAt = Infinity;
+      for (const g of groups) {
+        const at = g.heldOrder();
+        if (at !== null && at < oldestAt) [oldest, oldestAt] = [g, at];
+      }
+      if (!oldest) return;
+      oldest.pushHeld();
+    }
   }
 
   started(ns: string): void {
     this.counts.add(ns);
   }
 
-  /** A push ended: at the cap, the namespace's other groups may pull again. */
+  /** A push ended: the oldest held message takes the slot, and every group may pull again. */
   ended(ns: string): void {
     const wasFull = this.counts.cap > 0 && this.counts.count(ns) >= this.counts.cap;
     this.counts.release(ns);
+    this.dispatch(ns);
     if (wasFull) for (const r of this.#groups.get(ns) ?? []) r.wake();
   }
+}
+
+/** A pulled message not yet pushed: its namespace is at its cap. */
+interface Held {
+  readonly msg: Msg;
+  readonly delivery: Delivery;
+  /**
+   * Its place in the namespace's order: when it became visible, or for a redelivery (a retry, an
+   * ended lease) when it was pulled, so that a failing group's retries, which keep their publish
+   * time, do not go before every other group's messages.
+   */
+  readonly order: number;
+  /**
+   * While held, its lease (JetStream's `ack_wait`, running from the pull) is renewed (`+WPI`) every
+   * half lease, and once more at its push, so that it lasts what the push's handle says.
+   */
+  renew: NodeJS.Timeout | null;
 }
 
 /**
@@ -321,6 +363,8 @@ class GroupRunner {
   /** The consumer's `ack_wait` as last seen or set. */
   #ackWaitMs: number | null = null;
   #inFlight = 0;
+  /** Pulled, waiting for a slot of the namespace (oldest first, as the stream gave them). */
+  readonly #held: Held[] = [];
   #closed = false;
   /** The lease and cap last noted in the topology for receives that make the consumer. */
   #noted: PushedConsumer | null = null;
@@ -371,7 +415,8 @@ class GroupRunner {
             ? 0
             : this.#shares.demand(
                 this.namespaceKey,
-                this.#settings.push.maxConcurrency - this.#inFlight,
+                this.#settings.push.maxConcurrency - this.#inFlight - this.#held.length,
+                this.#held.length,
               ),
         take: (msg) => this.#take(msg),
         gone: () => this.#gone(),
@@ -392,6 +437,10 @@ class GroupRunner {
 
   close(): void {
     this.#closed = true;
+    for (const h of this.#held.splice(0)) {
+      if (h.renew) clearInterval(h.renew);
+      h.msg.respond("-NAK"); // another may push it now
+    }
     if (this.#noted) this.#d.topology.forgetPushed(this.names, this.#noted);
     this.#handle?.close();
     this.#handle = null;
@@ -437,8 +486,35 @@ class GroupRunner {
       msg.respond("+TERM"); // not a queue message: take it out of the way
       return;
     }
+    const order = d.deliveryCount > 1 ? Date.now() : d.message.visibleAtMs;
+    const held: Held = { msg, delivery: d, order, renew: null };
+    this.#held.push(held);
+    this.#shares.dispatch(this.namespaceKey);
+    if (this.#held.includes(held)) {
+      // Still held: the namespace is at its cap.
+      const halfLeaseMs = (this.#ackWaitMs ?? pushLeaseMs(this.#settings.push)) / 2;
+      held.renew = setInterval(() => msg.respond("+WPI"), Math.max(500, halfLeaseMs));
+      held.renew.unref();
+    }
+  }
+
+  /** The order of the oldest message this group holds (see `Held.order`); null: none held. */
+  heldOrder(): number | null {
+    return this.#held[0]?.order ?? null;
+  }
+
+  /** Pushes the oldest held message (its namespace has a free slot). */
+  pushHeld(): void {
+    const h = this.#held.shift();
+    if (!h) return;
+    const d = h.delivery;
+    if (h.renew) {
+      clearInterval(h.renew);
+      h.msg.respond("+WPI"); // its lease ran from the pull (or the last renewal)
+    }
     this.#inFlight++;
     this.#shares.started(this.namespaceKey);
+    if (this.#held.length === 0) this.#handle?.wake(); // one ahead again
     void this.#d.push(this.#group, d, this.#settings).finally(() => {
       this.#inFlight--;
       this.#shares.ended(this.namespaceKey);
@@ -449,6 +525,8 @@ class GroupRunner {
 
   /** The consumer (or its topic) went away: open again at the next look, if still wanted. */
   #gone(): void {
+    // Their consumer is gone, and their leases with it.
+    for (const h of this.#held.splice(0)) if (h.renew) clearInterval(h.renew);
     this.#d.topology.forgetConsumer(this.names);
     this.#handle?.close();
     this.#handle = null;
