@@ -16,8 +16,10 @@ ARG NODE_IMAGE=node:22-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 
-# Dependencies first so the layer is cached until the lockfile changes.
+# Dependencies first so the layer is cached until the lockfile changes. patches/ holds our fix to
+# a dependency (patch-package applies it on install; docs/architecture.md, "Dependencies").
 COPY package.json package-lock.json ./
+COPY patches/ ./patches/
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --workspaces=false --no-audit --no-fund
 
@@ -43,6 +45,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
     NODE_DISABLE_COMPILE_CACHE=1 npm ci --omit=dev --ignore-scripts --workspaces=false --no-audit --no-fund
+
+# The patched dependency as the build stage's install left it (no install scripts run here).
+COPY --from=build /app/node_modules/@nats-io/nats-core/ ./node_modules/@nats-io/nats-core/
 
 # Files stay root-owned (read-only for the runtime user).
 COPY --from=build /app/dist ./dist

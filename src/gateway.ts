@@ -128,6 +128,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       ttlMarginSeconds: config.largeBodyTtlMarginSeconds,
       sweepIntervalMs: config.largeBodySweepSeconds * 1000,
       observeBytes: (direction, n) => metrics.largeBodyBytes.inc({ direction }, n),
+      observeReadAhead: (n) => metrics.largeBodyReadAhead.inc(n),
     },
     failover: {
       neighbours: config.failoverRegions,

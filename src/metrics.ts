@@ -60,6 +60,7 @@ export interface Metrics {
   readonly largeBodyBytes: Counter<"direction">;
   /** Large bodies being moved through this gateway now (uploads and downloads). */
   readonly largeBodyStreams: Gauge;
+  readonly largeBodyReadAhead: Gauge;
   /** Where vqs_large_body_stored_bytes comes from (the body store's last sweep). */
   useLargeBodyUsage(provider: () => ReadonlyMap<string, number>): void;
 }
@@ -146,6 +147,13 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     help: "Large message bodies being uploaded or downloaded through this gateway now.",
     registers: [registry],
   });
+  const largeBodyReadAhead = new Gauge({
+    name: "vqs_large_body_read_ahead_chunks",
+    help:
+      "Chunks of large bodies this gateway has asked the body store for or holds, not yet " +
+      "handed to a reader (at most VQS_LARGE_BODY_WINDOW per body being read).",
+    registers: [registry],
+  });
   let largeBodyUsage: (() => ReadonlyMap<string, number>) | null = null;
   new Gauge({
     name: "vqs_large_body_stored_bytes",
@@ -212,6 +220,7 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     push,
     largeBodyBytes,
     largeBodyStreams,
+    largeBodyReadAhead,
     useLargeBodyUsage: (provider) => {
       largeBodyUsage = provider;
     },

@@ -5,6 +5,7 @@
 // Talks to its parent over the IPC channel:
 //   -> {type: "listening", url}          once listening
 //   <- {type: "stats"}  -> {type: "stats", memory, cpu}   (after a full GC with --expose-gc)
+//   <- {type: "memory-now"} -> {type: "memory-now", memory}  (no GC: garbage included)
 //   <- {type: "waiting"} -> {type: "waiting", waiting}     (waiting receives now; no GC)
 //   <- {type: "stop"} or SIGTERM: closes the gateway and exits (a --cpu-prof profile is written)
 // Exits by itself when the parent goes away.
@@ -44,6 +45,9 @@ process.on("message", (m: unknown) => {
     const gc = (globalThis as { gc?: () => void }).gc;
     gc?.();
     process.send?.({ type: "stats", memory: process.memoryUsage(), cpu: process.cpuUsage() });
+  }
+  if (type === "memory-now") {
+    process.send?.({ type: "memory-now", memory: process.memoryUsage() });
   }
   if (type === "waiting") {
     process.send?.({ type: "waiting", waiting: gateway.queue.waitingReceives });

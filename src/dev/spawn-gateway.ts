@@ -13,6 +13,8 @@ export interface GatewayProcess {
   readonly pid: number;
   /** process.memoryUsage() of the gateway (rss, heapUsed, ...), or null without an answer. */
   memory(): Promise<NodeJS.MemoryUsage | null>;
+  /** process.memoryUsage() as it is now, garbage included (no GC), or null without an answer. */
+  memoryNow(): Promise<NodeJS.MemoryUsage | null>;
   /** Receives waiting (long polling) in the gateway now, or null without an answer. No GC. */
   waiting(): Promise<number | null>;
   /** SIGTERM (a graceful close), then SIGKILL after 20 s. */
@@ -80,6 +82,7 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
     url,
     pid: child.pid ?? 0,
     memory: () => ask<NodeJS.MemoryUsage>(child, "stats", "memory"),
+    memoryNow: () => ask<NodeJS.MemoryUsage>(child, "memory-now", "memory"),
     waiting: () => ask<number>(child, "waiting", "waiting"),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;

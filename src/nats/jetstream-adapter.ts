@@ -86,6 +86,8 @@ export interface JetStreamAdapterOptions {
     readonly sweepIntervalMs: number;
     /** Bytes moved in or out of the store. */
     readonly observeBytes: (direction: "in" | "out", n: number) => void;
+    /** Chunks read ahead for readers of large bodies: a change (a gauge). */
+    readonly observeReadAhead?: (chunks: number) => void;
   };
 }
 
@@ -330,6 +332,7 @@ export async function openJetStreamAdapter(
     now,
     log: o.log,
     observeBytes: o.largeBodies.observeBytes,
+    ...(o.largeBodies.observeReadAhead ? { observeReadAhead: o.largeBodies.observeReadAhead } : {}),
   });
   bodies.start();
   let pushFeeds: PushFeeds | undefined;

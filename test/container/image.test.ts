@@ -298,6 +298,11 @@ describe.skipIf(skipReason !== null)("the container image", () => {
       const consoleFiles = dist.filter((f) => f.startsWith("console/"));
       expect(dist.filter((f) => !f.startsWith("console/") && !/\.js(\.map)?$/.test(f))).toEqual([]);
       expect(dist).toContain("main.js");
+      // nats.js as patches/ leaves it: the build stage's install applies the patch, the runtime
+      // stage copies the package (its own install runs no scripts).
+      expect(
+        readFileSync(join(app, "node_modules/@nats-io/nats-core/lib/parser.js"), "utf8"),
+      ).toContain("vqs patch");
       expect(consoleFiles).toContain("console/index.html");
       expect(
         consoleFiles.filter((f) => !/^console\/assets\/main-[A-Z0-9]+\.(js|css)$/.test(f)),

@@ -38,3 +38,21 @@ bodyStoreContract("JetStream", {
     return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
   },
 });
+
+// nats.js assembles a message that spans socket reads (Node reads 64 KiB at a time) in a buffer
+// it grew by doubling: a 256 KiB chunk sat in ~440 KiB and left ~1 MiB of garbage, the larger
+// part of a download's memory. patches/ (applied by patch-package on install, and copied into
+// the image) allocates the message's own size, which the protocol line gives.
+it("a 256 KiB chunk from NATS arrives in a buffer of its own size (nats.js patched)", async () => {
+  const size = 256 * 1024;
+  const subject = `vqs-test.assembly.${Date.now()}`;
+  const sub = nc.subscribe(subject, { max: 1 });
+  nc.publish(subject, new Uint8Array(size).fill(7));
+  const seen: Uint8Array[] = [];
+  for await (const m of sub) seen.push(m.data);
+  expect(seen).toHaveLength(1);
+  const data = seen[0]!;
+  expect(data.length).toBe(size);
+  expect(data.every((b) => b === 7)).toBe(true);
+  expect(data.buffer.byteLength).toBeLessThan(size + 1024);
+});

@@ -111,10 +111,15 @@ export interface ChunkReadOptions {
   readonly subject: string;
   readonly length: number;
   readonly sha256: string;
-  /** Chunks held in memory at most (asked for half at a time, the next half while one is read). */
+  /**
+   * Chunks asked for or held at most, not yet handed over (asked for half a window at a time,
+   * the next half while one is handed over).
+   */
   readonly window: number;
   /** Told of every chunk handed over. */
   readonly onBytes?: (n: number) => void;
+  /** Told of every change to the chunks asked for or held, not yet handed over. */
+  readonly onReadAhead?: (chunks: number) => void;
 }
 
 /** How often a chunk that is not there is asked for again (a replica catching up). */
@@ -124,19 +129,12 @@ const MISSING_RETRY_MS = 250;
 /** A stored message of the body's subject: a chunk, or the commit marker. */
 type BodyMessage = StoredMsg;
 
-/**
- * One batch Direct Get of half a window of messages of the subject from `seq` on, whole (two
- * are held at most: a window).
- */
-async function fetchWindow(o: ChunkReadOptions, seq: number): Promise<BodyMessage[]> {
-  const batch = await o.jsm.direct.getBatch(BODY_STREAM, {
-    seq,
-    next_by_subj: o.subject,
-    batch: Math.max(1, Math.ceil(o.window / 2)),
-  });
+/** One batch Direct Get of up to `batch` messages of the subject from `seq` on, whole. */
+async function fetchBatch(o: ChunkReadOptions, seq: number, batch: number): Promise<BodyMessage[]> {
+  const it = await o.jsm.direct.getBatch(BODY_STREAM, { seq, next_by_subj: o.subject, batch });
   const got: BodyMessage[] = [];
   try {
-    for await (const m of batch) got.push(m);
+    for await (const m of it) got.push(m);
   } catch (err) {
     // The batch found nothing more (a 404 status): a chunk missing is looked at by the caller.
     if (!isNothingFound(err)) throw err;
@@ -145,61 +143,84 @@ async function fetchWindow(o: ChunkReadOptions, seq: number): Promise<BodyMessag
 }
 
 /**
- * The body's bytes in order, half a window of chunks at a time, only as fast as the consumer
- * takes them. The next half is asked for while this one is handed over (so NATS's answer and
- * the client's reading overlap), never more: at most a window is held. The last chunk is held
- * back until the length and SHA-256 check out, so a reader never gets a whole body that is
- * wrong: it gets an error instead.
+ * The body's bytes in order, only as fast as the consumer takes them. At most `window` chunks
+ * are asked for or held and not yet handed over: half a window is asked for at a time, the next
+ * half as soon as there is room for it (so NATS's answer and the client's reading overlap), and
+ * a consumer that stops taking stops the reads from NATS. The last chunk is held back until the
+ * length and SHA-256 check out, so a reader never gets a whole body that is wrong: it gets an
+ * error instead.
  */
 export async function* readChunks(o: ChunkReadOptions): AsyncGenerator<Uint8Array> {
+  const window = Math.max(1, o.window);
+  const batchSize = Math.max(1, Math.ceil(window / 2));
   const hash = createHash("sha256");
+  /** Chunks arrived (checked and hashed), not yet handed over. */
+  const ready: Uint8Array[] = [];
   let index = 0;
   let total = 0;
-  let held: Uint8Array | null = null;
   let misses = 0;
-  let next: Promise<BodyMessage[]> | null = fetchWindow(o, 1);
   let from = 1;
-  while (total < o.length || index === 0) {
-    const batch: BodyMessage[] = next ? await next : [];
-    next = null;
-    const chunks = batch.filter((m) => !m.header.has(COMMIT_HEADER));
-    if (chunks.length === 0) {
-      // Direct Get may be answered by a replica that has not caught up yet: ask again a little
-      // later, then give up (the body was removed or never completed).
-      if (++misses > MISSING_RETRIES) {
-        throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+  let asked: { batch: Promise<BodyMessage[]>; size: number } | null = null;
+  const readAhead = (n: number) => n !== 0 && o.onReadAhead?.(n);
+  const ask = () => {
+    const batch = fetchBatch(o, from, batchSize);
+    batch.catch(() => undefined); // awaited below, unless the reader left
+    asked = { batch, size: batchSize };
+    readAhead(batchSize);
+  };
+  /** More chunks are still to come from NATS (a zero-length body is one empty chunk). */
+  const more = () => total < o.length || index === 0;
+  try {
+    for (;;) {
+      if (!asked && more() && ready.length + batchSize <= window) ask();
+      // Every chunk but the body's last may go as soon as it is here.
+      if (ready.length > 1 || (ready.length === 1 && more())) {
+        const piece = ready.shift()!;
+        readAhead(-1);
+        o.onBytes?.(piece.length);
+        yield piece;
+        continue;
       }
-      await new Promise((r) => setTimeout(r, MISSING_RETRY_MS));
-      next = fetchWindow(o, from);
-      continue;
-    }
-    misses = 0;
-    from = batch[batch.length - 1]!.seq + 1;
-    const bytes = chunks.reduce((n, m) => n + m.data.length, 0);
-    if (total + bytes < o.length) {
-      next = fetchWindow(o, from);
-      next.catch(() => undefined); // awaited on the next turn, unless the reader left
-    }
-    for (const m of chunks) {
-      if (Number(m.header.get(CHUNK_HEADER)) !== index) {
-        throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+      if (!more()) break;
+      if (!asked) ask();
+      const { batch: pending, size } = asked!;
+      const batch = await pending;
+      asked = null;
+      const chunks = batch.filter((m) => !m.header.has(COMMIT_HEADER));
+      readAhead(chunks.length - size);
+      if (chunks.length === 0) {
+        // Direct Get may be answered by a replica that has not caught up yet: ask again a
+        // little later, then give up (the body was removed or never completed).
+        if (++misses > MISSING_RETRIES) {
+          throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+        }
+        await new Promise((r) => setTimeout(r, MISSING_RETRY_MS));
+        continue;
       }
-      index++;
-      total += m.data.length;
-      if (total > o.length) throw new BodyCorruptError(`${o.subject} is longer than recorded`);
-      hash.update(m.data);
-      if (held) {
-        o.onBytes?.(held.length);
-        yield held;
+      misses = 0;
+      from = batch[batch.length - 1]!.seq + 1;
+      for (const m of chunks) {
+        if (Number(m.header.get(CHUNK_HEADER)) !== index) {
+          throw new BodyCorruptError(`chunk ${index} of ${o.subject} is missing`);
+        }
+        index++;
+        total += m.data.length;
+        if (total > o.length) throw new BodyCorruptError(`${o.subject} is longer than recorded`);
+        hash.update(m.data);
+        ready.push(m.data);
       }
-      held = m.data;
     }
-  }
-  if (hash.digest("hex") !== o.sha256) {
-    throw new BodyCorruptError(`${o.subject} does not match its SHA-256`);
-  }
-  if (held && held.length > 0) {
-    o.onBytes?.(held.length);
-    yield held;
+    if (hash.digest("hex") !== o.sha256) {
+      throw new BodyCorruptError(`${o.subject} does not match its SHA-256`);
+    }
+    const last = ready.shift();
+    readAhead(-(last ? 1 : 0));
+    if (last && last.length > 0) {
+      o.onBytes?.(last.length);
+      yield last;
+    }
+  } finally {
+    // A reader that left (or a failure): what was asked for or held is no longer read ahead.
+    readAhead(-(ready.length + (asked ? (asked as { size: number }).size : 0)));
   }
 }

@@ -68,6 +68,8 @@ export interface JetStreamBodiesOptions {
   readonly log: Pick<Logger, "warn" | "error">;
   /** Bytes moved in ("in") or out ("out") of the store. */
   readonly observeBytes: (direction: "in" | "out", n: number) => void;
+  /** Chunks asked of the store or held for readers and not yet handed over: a change. */
+  readonly observeReadAhead?: (chunks: number) => void;
 }
 
 /** JetStream's "maximum bytes exceeded" / "insufficient resources" answers to a publish. */
@@ -187,6 +189,7 @@ export class JetStreamBodies implements BodyStore {
       sha256: ref.sha256,
       window: this.#o.window,
       onBytes: (n) => this.#o.observeBytes("out", n),
+      ...(this.#o.observeReadAhead ? { onReadAhead: this.#o.observeReadAhead } : {}),
     });
   }
 

@@ -449,13 +449,21 @@ describe("large bodies through the real @vercel/queue client", () => {
       if (stalled === before - start) break;
     }
     expect(stalled).toBeLessThan(20 * MB);
+    // What the gateway has asked NATS for or holds for this reader: at most the window (8
+    // chunks by default), however long the reader stalls; the count of chunks, not a time.
+    const aheadSeries = "vqs_large_body_read_ahead_chunks";
+    const ahead = await metricValue(gw100.url, aheadSeries);
+    expect(ahead).toBeGreaterThan(0);
+    expect(ahead).toBeLessThanOrEqual(8);
     await new Promise((r) => setTimeout(r, 1000));
     expect((await metricValue(gw100.url, out)) - start).toBe(stalled);
+    expect(await metricValue(gw100.url, aheadSeries)).toBe(ahead);
     res.removeAllListeners("data");
     res.on("data", (piece: Buffer) => (total += piece.length));
     res.resume();
     await new Promise((resolve, reject) => res.on("end", resolve).on("error", reject));
     expect(total).toBeGreaterThan(body.length);
     expect((await metricValue(gw100.url, out)) - start).toBe(body.length);
+    expect(await metricValue(gw100.url, aheadSeries)).toBe(0);
   });
 });
