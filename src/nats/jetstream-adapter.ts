@@ -369,6 +369,9 @@ export async function openJetStreamAdapter(
         region: o.region,
         log: o.log,
         push,
+        groupEpoch: (names) => epochs.epoch(names),
+        noteHoldback: async (group, seq) =>
+          broker.notePushHoldback(group, seq, (await broker.pushHoldbacks(group, seq)) + 1),
       });
       pushFeeds.start();
     },

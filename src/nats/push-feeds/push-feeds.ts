@@ -35,6 +35,13 @@ export interface PushFeedsDeps {
   readonly resyncMs?: number;
   /** Pushes in flight per namespace on this gateway, with its cap (0: none). */
   readonly pushesInFlight?: NamespaceCounts;
+  /** A group's epoch (moved by a seek or a removal): a held message of an older one is dropped. */
+  readonly groupEpoch: (names: GroupNames) => number;
+  /**
+   * Counts a release of a held message that was never pushed (a push holdback), so that its
+   * next push gives the delivery count the handler would have seen had it not been held.
+   */
+  readonly noteHoldback: (group: GroupAddress, streamSeq: number) => Promise<void>;
 }
 
 const STREAM_CREATED = "$JS.EVENT.ADVISORY.STREAM.CREATED.>";
@@ -347,6 +354,17 @@ interface Held {
    * half lease, and once more at its push, so that it lasts what the push's handle says.
    */
   renew: NodeJS.Timeout | null;
+  /** The group's epoch when pulled: after a seek its delivery belongs to no current consumer. */
+  readonly epoch: number;
+}
+
+/** A reply that may come after the connection closed (a stop, a renewal's last tick): ignored. */
+function respond(msg: Msg, what: string): void {
+  try {
+    msg.respond(what);
+  } catch {
+    // Closed or draining: the message comes back when its lease ends.
+  }
 }
 
 /**
@@ -439,7 +457,16 @@ class GroupRunner {
     this.#closed = true;
     for (const h of this.#held.splice(0)) {
       if (h.renew) clearInterval(h.renew);
-      h.msg.respond("-NAK"); // another may push it now
+      if (this.#stale(h)) continue;
+      // Another may push it now. Counted first as a holdback, so that the release does not add a
+      // delivery its handler never saw (a maxDeliveries of 1 would dead-letter it unpushed).
+      const seq = h.delivery.streamSeq;
+      void this.#d
+        .noteHoldback(this.#group, seq)
+        .catch((err: unknown) =>
+          this.#d.log.warn({ err, seq }, "push: holdback of a held message not counted"),
+        )
+        .then(() => respond(h.msg, "-NAK"));
     }
     if (this.#noted) this.#d.topology.forgetPushed(this.names, this.#noted);
     this.#handle?.close();
@@ -487,15 +514,35 @@ class GroupRunner {
       return;
     }
     const order = d.deliveryCount > 1 ? Date.now() : d.message.visibleAtMs;
-    const held: Held = { msg, delivery: d, order, renew: null };
+    const epoch = this.#d.groupEpoch(this.names);
+    const held: Held = { msg, delivery: d, order, renew: null, epoch };
     this.#held.push(held);
     this.#shares.dispatch(this.namespaceKey);
     if (this.#held.includes(held)) {
-      // Still held: the namespace is at its cap.
-      const halfLeaseMs = (this.#ackWaitMs ?? pushLeaseMs(this.#settings.push)) / 2;
-      held.renew = setInterval(() => msg.respond("+WPI"), Math.max(500, halfLeaseMs));
+      // Still held: the namespace is at its cap. The shorter of the lease last seen and the one
+      // the settings ask for: another gateway may have shortened it since this one looked.
+      const leaseMs = Math.min(this.#ackWaitMs ?? Infinity, pushLeaseMs(this.#settings.push));
+      held.renew = setInterval(
+        () => {
+          if (this.#stale(held)) this.#drop(held);
+          else respond(msg, "+WPI");
+        },
+        Math.max(500, leaseMs / 2),
+      );
       held.renew.unref();
     }
+  }
+
+  /** Pulled before a seek (or the group's removal) moved its epoch: not to be pushed or renewed. */
+  #stale(h: Held): boolean {
+    return this.#d.groupEpoch(this.names) !== h.epoch;
+  }
+
+  /** Forgets a stale held message: its delivery is of a consumer that no longer exists. */
+  #drop(h: Held): void {
+    if (h.renew) clearInterval(h.renew);
+    const at = this.#held.indexOf(h);
+    if (at >= 0) this.#held.splice(at, 1);
   }
 
   /** The order of the oldest message this group holds (see `Held.order`); null: none held. */
@@ -507,10 +554,14 @@ class GroupRunner {
   pushHeld(): void {
     const h = this.#held.shift();
     if (!h) return;
+    if (this.#stale(h)) {
+      this.#drop(h); // the caller's loop goes on to the next oldest
+      return;
+    }
     const d = h.delivery;
     if (h.renew) {
       clearInterval(h.renew);
-      h.msg.respond("+WPI"); // its lease ran from the pull (or the last renewal)
+      respond(h.msg, "+WPI"); // its lease ran from the pull (or the last renewal)
     }
     this.#inFlight++;
     this.#shares.started(this.namespaceKey);

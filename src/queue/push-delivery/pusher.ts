@@ -69,7 +69,9 @@ export class Pusher {
   /**
    * `retry.initialDelaySeconds`: a message is first pushed this long after it became visible.
    * Earlier, it is held back (released until then, counted so that its delivery count stays
-   * what the consumer saw); null when held back.
+   * what the consumer saw); null when held back. A redelivery's count also leaves out the
+   * releases of a message held at its namespace's push cap and never pushed (the feed counts
+   * them the same way).
    */
   async #deferred(
     group: GroupAddress,
@@ -77,9 +79,9 @@ export class Pusher {
     settings: PushedSettings,
   ): Promise<Delivery | null> {
     const initialMs = settings.retry.initialDelaySeconds * 1000;
-    if (initialMs === 0) return d;
     const held = d.deliveryCount > 1 ? await this.#d.broker.pushHoldbacks(group, d.streamSeq) : 0;
     const count = d.deliveryCount - held;
+    if (initialMs === 0) return held === 0 ? d : { ...d, deliveryCount: count };
     const dueMs = d.message.visibleAtMs + initialMs;
     const waitMs = dueMs - this.#d.now();
     if (count <= 1 && waitMs > 0) {

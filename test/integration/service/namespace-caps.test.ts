@@ -213,6 +213,70 @@ describe("caps per namespace on a gateway", () => {
       await ep.close();
     }
   });
+
+  it("releases a held message without counting a delivery, and drops one a seek skipped", async () => {
+    const blockers: ServerResponse[] = [];
+    const pushed: string[] = [];
+    const ep = await pushEndpoint((req, body, res) => {
+      if (req.url === "/block") return void blockers.push(res);
+      pushed.push(`${body} ${String(req.headers["ce-vqsdeliverycount"])}`);
+      res.writeHead(200).end();
+    });
+    try {
+      const base = ep.base;
+      const url = fx.gateways[0]!.url;
+      const token = await tokenOf("prj_push_release");
+      const [t1, t2, t3] = [uniqueName(), uniqueName(), uniqueName()];
+      const push = (path: string) => ({
+        push: { url: `${base}${path}`, autoAck: true, maxConcurrency: 5, timeoutSeconds: 30 },
+      });
+      const block = async () => {
+        for (const b of ["block 1", "block 2"]) await api(url, token).publish(t1, b);
+        expect(await eventually(() => blockers.length === 2, 10_000)).toBe(true);
+      };
+      const unblock = () => {
+        for (const r of blockers.splice(0)) r.writeHead(200).end();
+      };
+      expect((await settingsApi(url, token).put(t1, "g", push("/block"))).status).toBe(200);
+
+      // Held at the cap, then its group is no longer pushed: released (-NAK), but as a holdback,
+      // so its first push says delivery 1 and a maxDeliveries of 1 does not dead-letter it.
+      await block();
+      await api(url, token).publish(t2, "released");
+      const oneTry = { ...push("/count"), deadLetter: { topic: uniqueName(), maxDeliveries: 1 } };
+      expect((await settingsApi(url, token).put(t2, "g", oneTry)).status).toBe(200);
+      await sleep(1000); // pulled and held
+      expect((await settingsApi(url, token).put(t2, "g", { push: null })).status).toBe(200);
+      await sleep(1000);
+      expect((await settingsApi(url, token).put(t2, "g", oneTry)).status).toBe(200);
+      await sleep(500);
+      unblock();
+      expect(await eventually(() => pushed.length >= 1, 10_000)).toBe(true);
+      expect(pushed).toEqual(["released 1"]);
+
+      // Held at the cap, then its group is sought past it: never pushed (its delivery is of a
+      // consumer the seek replaced); what comes after the seek is.
+      await block();
+      await api(url, token).publish(t3, "skipped");
+      expect((await settingsApi(url, token).put(t3, "g", push("/count"))).status).toBe(200);
+      await sleep(1000); // pulled and held
+      const seek = await fetch(`${url}/api/v3/topic/${t3}/consumer/g/seek`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ to: "latest" }),
+      });
+      expect(seek.status).toBeLessThan(300);
+      await api(url, token).publish(t3, "after");
+      await sleep(500);
+      unblock();
+      expect(await eventually(() => pushed.length >= 2, 10_000)).toBe(true);
+      await sleep(1500);
+      expect(pushed).toEqual(["released 1", "after 1"]);
+    } finally {
+      for (const r of blockers) r.destroy();
+      await ep.close();
+    }
+  });
 });
 
 /** An HTTP endpoint for pushes: `onPush` gets each request with its body read. */
