@@ -180,13 +180,7 @@ describe("caps per namespace on a gateway", () => {
   });
 
   it("keeps a message held at the cap leased while it waits, and pushes it once", async () => {
-    const blockers: ServerResponse[] = [];
-    const pushed: string[] = [];
-    const ep = await pushEndpoint((req, body, res) => {
-      if (req.url === "/block") return void blockers.push(res);
-      pushed.push(`${body} ${String(req.headers["ce-vqsdeliverycount"])}`);
-      res.writeHead(200).end();
-    });
+    const { blockers, pushed, ep } = await blockingEndpoint();
     try {
       const base = ep.base;
       const url = fx.gateways[0]!.url;
@@ -215,13 +209,7 @@ describe("caps per namespace on a gateway", () => {
   });
 
   it("releases a held message without counting a delivery, and drops one a seek skipped", async () => {
-    const blockers: ServerResponse[] = [];
-    const pushed: string[] = [];
-    const ep = await pushEndpoint((req, body, res) => {
-      if (req.url === "/block") return void blockers.push(res);
-      pushed.push(`${body} ${String(req.headers["ce-vqsdeliverycount"])}`);
-      res.writeHead(200).end();
-    });
+    const { blockers, pushed, ep } = await blockingEndpoint();
     try {
       const base = ep.base;
       const url = fx.gateways[0]!.url;
@@ -278,6 +266,21 @@ describe("caps per namespace on a gateway", () => {
     }
   });
 });
+
+/**
+ * A push endpoint that leaves pushes to `/block` unanswered (in `blockers`, to take the
+ * namespace's slots) and answers the others 200, noting each as "body deliveryCount".
+ */
+async function blockingEndpoint() {
+  const blockers: ServerResponse[] = [];
+  const pushed: string[] = [];
+  const ep = await pushEndpoint((req, body, res) => {
+    if (req.url === "/block") return void blockers.push(res);
+    pushed.push(`${body} ${String(req.headers["ce-vqsdeliverycount"])}`);
+    res.writeHead(200).end();
+  });
+  return { blockers, pushed, ep };
+}
 
 /** An HTTP endpoint for pushes: `onPush` gets each request with its body read. */
 async function pushEndpoint(
