@@ -37,18 +37,12 @@ export interface PubAck {
   readonly duplicate: boolean;
 }
 
-/**
- * A request waiting for its reply: `resolve` gets the reply, `reject` a failure (no responders, a
- * timeout, the connection closing). A caller on the hot path may make its own (`send`), so that
- * the reply settles its work without a promise per step.
- */
-export interface PendingReply {
+interface Pending {
   readonly subject: string;
-  /** When the sweep fails it (Date.now() + timeoutMs). */
   readonly deadline: number;
   readonly timeoutMs: number;
-  resolve(m: Msg): void;
-  reject(e: Error): void;
+  readonly resolve: (m: Msg) => void;
+  readonly reject: (e: Error) => void;
 }
 
 const SWEEP_MS = 50;
@@ -59,7 +53,7 @@ const DECODER = new TextDecoder();
 export class Requests {
   readonly #nc: NatsConnection;
   readonly #prefix: string;
-  readonly #pending = new Map<number, PendingReply>();
+  readonly #pending = new Map<number, Pending>();
   #next = 0;
   #sweeper: NodeJS.Timeout | null = null;
 
@@ -87,30 +81,27 @@ export class Requests {
     timeoutMs: number,
     headers?: MsgHdrs,
   ): Promise<Msg> {
-    return new Promise<Msg>((resolve, reject) => {
-      this.send(
-        { subject, deadline: Date.now() + timeoutMs, timeoutMs, resolve, reject },
-        payload,
-        headers,
-      );
-    });
-  }
-
-  /** Sends `payload` to `pending.subject`; its reply or failure goes to `pending`. */
-  send(pending: PendingReply, payload: Uint8Array | string, headers?: MsgHdrs): void {
     const id = ++this.#next;
-    this.#pending.set(id, pending);
-    this.#sweep();
-    try {
-      this.#nc.publish(
-        pending.subject,
-        payload,
-        headers ? { reply: `${this.#prefix}${id}`, headers } : { reply: `${this.#prefix}${id}` },
-      );
-    } catch (err) {
-      this.#pending.delete(id);
-      pending.reject(err instanceof Error ? err : new Error(String(err)));
-    }
+    return new Promise<Msg>((resolve, reject) => {
+      this.#pending.set(id, {
+        subject,
+        deadline: Date.now() + timeoutMs,
+        timeoutMs,
+        resolve,
+        reject,
+      });
+      this.#sweep();
+      try {
+        this.#nc.publish(
+          subject,
+          payload,
+          headers ? { reply: `${this.#prefix}${id}`, headers } : { reply: `${this.#prefix}${id}` },
+        );
+      } catch (err) {
+        this.#pending.delete(id);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
   }
 
   /** Publishes into a stream and reads its acknowledgement (what `js.publish` does). */
@@ -120,7 +111,23 @@ export class Requests {
     timeoutMs: number,
     headers: MsgHdrs,
   ): Promise<PubAck> {
-    return parsePubAck(subject, await this.request(subject, payload, timeoutMs, headers));
+    const msg = await this.request(subject, payload, timeoutMs, headers);
+    const ack = JSON.parse(DECODER.decode(msg.data)) as {
+      stream?: string;
+      seq?: number;
+      duplicate?: boolean;
+      error?: { err_code?: number; code?: number; description?: string };
+    };
+    if (ack.error) {
+      throw new PubAckError(
+        ack.error.description ?? "publish failed",
+        ack.error.err_code ?? ack.error.code ?? 0,
+      );
+    }
+    if (typeof ack.seq !== "number" || typeof ack.stream !== "string") {
+      throw new Error(`not a publish acknowledgement from ${subject}`);
+    }
+    return { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true };
   }
 
   /** Fails what is pending (the connection is closing). */
@@ -148,24 +155,4 @@ export class Requests {
     }, SWEEP_MS);
     this.#sweeper.unref();
   }
-}
-
-/** A stream's acknowledgement of a publish to `subject`; throws its error (PubAckError). */
-export function parsePubAck(subject: string, msg: Msg): PubAck {
-  const ack = JSON.parse(DECODER.decode(msg.data)) as {
-    stream?: string;
-    seq?: number;
-    duplicate?: boolean;
-    error?: { err_code?: number; code?: number; description?: string };
-  };
-  if (ack.error) {
-    throw new PubAckError(
-      ack.error.description ?? "publish failed",
-      ack.error.err_code ?? ack.error.code ?? 0,
-    );
-  }
-  if (typeof ack.seq !== "number" || typeof ack.stream !== "string") {
-    throw new Error(`not a publish acknowledgement from ${subject}`);
-  }
-  return { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true };
 }

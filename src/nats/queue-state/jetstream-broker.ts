@@ -3,7 +3,7 @@
 // `Nats-Msg-Id`. See docs/architecture.md for the data flow of each call.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
-import type { Msg, MsgHdrs, NatsConnection } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { AppError, isAppError } from "../../errors.js";
 import type {
   Broker,
@@ -46,7 +46,6 @@ import type { LeaseRecords } from "./lease-records.js";
 import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
-import { PlainPublish, type PlainPublishContext } from "./plain-publish.js";
 import type { Topology } from "./topology.js";
 import { QUOTA_RETRY_AFTER_SECONDS, type StorageQuotas } from "./storage-quotas.js";
 
@@ -116,29 +115,6 @@ export class JetStreamBroker implements Broker {
       extra["Nats-Msg-Id"] = `t.${keyToken(message.dedupToken)}`;
     if (this.#d.messageTtl) extra["Nats-TTL"] = String(message.retentionSeconds);
     const headers = encodeHeaders(message, extra);
-    // Most publishes: no key, no delay, to a stream this gateway has: one request whose reply
-    // settles the publish, one promise (the steps below make one per step).
-    if (message.idempotencyKey === null && !delayed && this.#d.topology.streamReady(names)) {
-      return new Promise<PublishOutcome>((resolve, reject) => {
-        this.#publishPlain(names, message, headers, resolve, reject);
-      });
-    }
-    return this.#publishSteps(names, message, headers, undefined, null);
-  }
-
-  /**
-   * A publish in steps (admission, the stream, a key's record, a delay's timer, a stream gone),
-   * each awaited. `admitting`: its admission, begun already; `gone`: its first try found the
-   * stream gone (it has been admitted).
-   */
-  #publishSteps(
-    names: TopicNames,
-    message: NewMessage,
-    headers: MsgHdrs,
-    admitting: Promise<void> | undefined,
-    gone: StreamGoneError | null,
-  ): Promise<PublishOutcome> {
-    const delayed = message.delaySeconds > 0;
     const send = (msgID?: string) => {
       if (msgID !== undefined) headers.set("Nats-Msg-Id", msgID);
       return this.#d.requests.publish(
@@ -152,7 +128,8 @@ export class JetStreamBroker implements Broker {
     // when a keyed publish finds the copy an earlier attempt stored.
     const bytes = message.payload.byteLength;
     const stored = async (seq: number) => {
-      this.#stored(names, bytes);
+      this.#notePublish(names.stream);
+      this.#d.quotas.stored(names.namespaceKey, names.stream, bytes);
       if (delayed) await this.#d.scheduler.schedule(names, seq);
     };
     // One bound for the whole publish, however many round trips it takes: a store that cannot
@@ -163,103 +140,20 @@ export class JetStreamBroker implements Broker {
     const ms = 2 * this.#d.requestTimeoutMs;
     return this.#op("publish", () =>
       withDeadline(
-        this.#publish(names, message, send, stored, admitting, gone),
+        this.#publish(names, message, send, stored),
         ms,
         () => new RequestTimeoutError(`a publish to ${names.stream}`, ms),
       ).catch((err: unknown) => {
-        throw this.#publishFailure(err);
+        if (isStreamFull(err)) {
+          throw new AppError("topic_full", {
+            cause: err,
+            retryAfterSeconds: QUOTA_RETRY_AFTER_SECONDS,
+          });
+        }
+        if (!isAppError(err)) this.#d.observeWriteFailure(writeFailureCause(err));
+        throw err;
       }),
     );
-  }
-
-  /**
-   * A plain publish (`publish`): the checks of `#publish` done at once, then one request. Its
-   * request times out after the request timeout, within the steps' bound of twice that. A
-   * stream found gone, or a namespace whose usage is not known yet, goes on in steps.
-   */
-  #publishPlain(
-    names: TopicNames,
-    message: NewMessage,
-    headers: MsgHdrs,
-    resolve: (o: PublishOutcome | Promise<PublishOutcome>) => void,
-    reject: (e: Error) => void,
-  ): void {
-    const started = performance.now();
-    let admitting;
-    try {
-      admitting = this.#admit(names, message);
-    } catch (err) {
-      this.#d.observe("publish", (performance.now() - started) / 1000);
-      reject(this.#publishFailure(err));
-      return;
-    }
-    if (admitting) {
-      resolve(this.#publishSteps(names, message, headers, admitting, null));
-      return;
-    }
-    this.#d.requests.send(
-      new PlainPublish(
-        this.#d.requestTimeoutMs,
-        this.#plain,
-        names,
-        message,
-        headers,
-        started,
-        resolve,
-        reject,
-      ),
-      message.payload,
-      headers,
-    );
-  }
-
-  /** What a plain publish's reply needs of the broker: made once, so a publish makes no closures. */
-  readonly #plain: PlainPublishContext = {
-    stored: (names, bytes) => this.#stored(names, bytes),
-    observe: (seconds) => this.#d.observe("publish", seconds),
-    failure: (err) => this.#publishFailure(err),
-    gone: (names, message, headers, err) =>
-      this.#publishSteps(
-        names,
-        message,
-        headers,
-        undefined,
-        new StreamGoneError(names.stream, err),
-      ),
-  };
-
-  /**
-   * The checks before a publish is sent: a connection, and the storage quotas (a promise while a
-   * namespace's usage is read first). Throws the refusal.
-   */
-  #admit(names: TopicNames, message: NewMessage): Promise<void> | undefined {
-    if (!this.#d.isConnected()) {
-      throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
-    }
-    return this.#d.quotas.admit(
-      names.namespaceKey,
-      names.namespaceFilter,
-      names.stream,
-      message.payload.byteLength,
-    );
-  }
-
-  /** A message stored in the topic's stream: counted for its quotas and read-your-write. */
-  #stored(names: TopicNames, bytes: number): void {
-    this.#notePublish(names.stream);
-    this.#d.quotas.stored(names.namespaceKey, names.stream, bytes);
-  }
-
-  /** A publish's failure as the client sees it; the store's own failures are counted by cause. */
-  #publishFailure(err: unknown): AppError {
-    if (isStreamFull(err)) {
-      return new AppError("topic_full", {
-        cause: err,
-        retryAfterSeconds: QUOTA_RETRY_AFTER_SECONDS,
-      });
-    }
-    if (!isAppError(err)) this.#d.observeWriteFailure(writeFailureCause(err));
-    return toStorageError(err);
   }
 
   uploadQuota(topic: TopicAddress, declaredLength: number | null): Promise<UploadQuota> {
@@ -277,14 +171,18 @@ export class JetStreamBroker implements Broker {
     message: NewMessage,
     send: (msgID?: string) => Promise<PubAck>,
     stored: (seq: number) => Promise<void>,
-    admitting: Promise<void> | undefined,
-    gone: StreamGoneError | null,
   ): Promise<PublishOutcome> {
-    if (!gone) {
-      admitting ??= this.#admit(names, message);
-      if (admitting) await admitting;
-      await this.#d.topology.ensureStream(names);
+    if (!this.#d.isConnected()) {
+      throw new AppError("storage_unavailable", { message: "Not connected to NATS." });
     }
+    const admitting = this.#d.quotas.admit(
+      names.namespaceKey,
+      names.namespaceFilter,
+      names.stream,
+      message.payload.byteLength,
+    );
+    if (admitting) await admitting;
+    await this.#d.topology.ensureStream(names);
     const attempt = async (): Promise<PublishOutcome> => {
       if (message.idempotencyKey !== null) {
         const token = keyToken(message.idempotencyKey);
@@ -297,9 +195,7 @@ export class JetStreamBroker implements Broker {
       await stored(ack.seq);
       return { kind: "stored", seq: ack.seq };
     };
-    // A first try (a plain publish's) found the stream gone: as below.
-    if (gone) await this.#d.topology.reopenStream(names);
-    for (let tries = gone ? 2 : 1; ; tries++) {
+    for (let tries = 1; ; tries++) {
       try {
         return await attempt();
       } catch (err) {

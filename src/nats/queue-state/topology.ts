@@ -61,8 +61,6 @@ export class Topology {
   readonly #jsm: JetStreamManager;
   readonly #opts: TopologyOptions;
   readonly #streams = new Map<string, Promise<void>>();
-  /** Those of `#streams` that have been made or found: a publish to one need not wait. */
-  readonly #made = new WeakSet<Promise<void>>();
   readonly #consumers = new Map<string, Promise<boolean>>();
   /** Each consumer's `ack_wait` as last seen or set here (pushed groups have their own). */
   readonly #ackWaits = new Map<string, number>();
@@ -81,25 +79,7 @@ export class Topology {
   /** Makes sure the topic's stream exists (creating it). */
   ensureStream(names: TopicNames): Promise<void> {
     this.#missing.delete(names.stream);
-    return this.#once(this.#streams, names.stream, () => {
-      const made = this.#createStream(names);
-      made.then(
-        () => this.#made.add(made),
-        () => undefined, // #once forgets it
-      );
-      return made;
-    });
-  }
-
-  /**
-   * True when the topic's stream is known here to exist (`ensureStream` has made or found it and
-   * it was not forgotten since): what `ensureStream` would resolve at once, without the wait.
-   */
-  streamReady(names: TopicNames): boolean {
-    const p = this.#streams.get(names.stream);
-    if (p === undefined || !this.#made.has(p)) return false;
-    this.#missing.delete(names.stream);
-    return true;
+    return this.#once(this.#streams, names.stream, () => this.#createStream(names));
   }
 
   /** The `ack_wait` of consumers this gateway made and found nothing else on. */
@@ -163,9 +143,7 @@ export class Topology {
     try {
       const info = await this.#jsm.streams.info(names.stream);
       assertIdentity(names.stream, info.config.description, names.description);
-      const found = Promise.resolve();
-      this.#made.add(found);
-      this.#streams.set(names.stream, found);
+      this.#streams.set(names.stream, Promise.resolve());
       return true;
     } catch (err) {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
