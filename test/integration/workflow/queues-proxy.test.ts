@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
-import { api, parts } from "../../helpers/http.js";
+import { api, errorCode, parts } from "../../helpers/http.js";
 import { eventually } from "../../helpers/settings.js";
 
 const fx = useGateways(1);
@@ -28,6 +28,9 @@ function worldQueue() {
 
 beforeAll(async () => {
   token = await fx.issuer.token();
+  // world-vercel's client refuses to acknowledge without a deployment ID (it throws before any
+  // HTTP); the shipped World sets it, so does this test, else the settling is never exercised.
+  process.env.VERCEL_DEPLOYMENT_ID = DEPLOYMENT;
   process.env.WORKFLOW_VERCEL_BACKEND_URL = fx.gateways[0]!.url;
   handle = worldQueue().createQueueHandler("__wkf_workflow_", (payload, meta) => {
     handled.push({ payload, queueName: meta.queueName, attempt: meta.attempt });
@@ -57,6 +60,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   delete process.env.WORKFLOW_VERCEL_BACKEND_URL;
+  delete process.env.VERCEL_DEPLOYMENT_ID;
   await new Promise((r) => server?.close(r));
 });
 
@@ -88,12 +92,23 @@ describe("/queues-proxy with world-vercel's createQueue()", () => {
       body: JSON.stringify({ push: { url: `${appUrl}/.well-known/workflow/v1/flow` } }),
     });
     expect(put.status, await put.clone().text()).toBe(200);
-    await worldQueue().queue(topic, { runId: "wrun_push" }, { deploymentId: DEPLOYMENT });
+    const { messageId } = await worldQueue().queue(
+      topic,
+      { runId: "wrun_push" },
+      { deploymentId: DEPLOYMENT },
+    );
+    expect(messageId).toMatch(/.+/);
     await eventually(() => handled.length === 1, 15_000);
     expect(handled[0]).toEqual({ payload: { runId: "wrun_push" }, queueName: topic, attempt: 1 });
-    // Acknowledged by the client through /queues-proxy: nothing is left to receive.
-    const again = await ns.receive(topic, "default");
-    expect(again.status).toBe(204);
+    // Acknowledged by the client through /queues-proxy: the message is settled, not merely leased
+    // (a lease would answer 409 message_not_available here).
+    let last = "";
+    await eventually(async () => {
+      const byId = await ns.receiveById(topic, "default", messageId!);
+      last = `${byId.status} ${byId.status >= 400 ? await errorCode(byId) : ""}`;
+      return byId.status === 410;
+    }, 15_000);
+    expect(last).toBe("410 message_already_acknowledged");
   });
 
   it("serves the push JWKS there too, and nothing outside the API", async () => {
