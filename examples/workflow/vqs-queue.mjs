@@ -32,6 +32,10 @@ export function settingsFromEnv(env = process.env) {
     throw new Error("VQS_TOKEN_FILE or VQS_TOKEN must give a vqs token");
   }
   if (!env.VERCEL_DEPLOYMENT_ID) throw new Error("VERCEL_DEPLOYMENT_ID must be set");
+  const store = env.VQS_WORKFLOW_STORE_SETTINGS ?? "true";
+  if (store !== "true" && store !== "false") {
+    throw new Error("VQS_WORKFLOW_STORE_SETTINGS must be true or false");
+  }
   return {
     vqsUrl: vqsUrl.replace(/\/+$/, ""),
     tokenFile: env.VQS_TOKEN_FILE || null,
@@ -41,6 +45,7 @@ export function settingsFromEnv(env = process.env) {
     maxConcurrency: number("VQS_WORKFLOW_MAX_CONCURRENCY", 50),
     timeoutSeconds: number("VQS_WORKFLOW_PUSH_TIMEOUT_SECONDS", 300),
     retryAfterSeconds: number("VQS_WORKFLOW_RETRY_AFTER_SECONDS", 5),
+    storeSettings: store === "true",
     postgresUrl: env.WORKFLOW_POSTGRES_URL || null,
     localDataDir: env.WORKFLOW_LOCAL_DATA_DIR || undefined,
   };
@@ -103,10 +108,10 @@ export function rotatingQueue(createQueue, settings, currentToken) {
 
 /**
  * PUTs the push settings of each trigger pattern (`{topic, route}`) for the app at `appUrl`
- * (idempotent: a PUT replaces the document).
+ * (idempotent: a PUT replaces the document); nothing when `vqs triggers sync` owns them.
  */
 export async function storeSettings(settings, token, triggers, appUrl = settings.appUrl) {
-  if (!appUrl) return;
+  if (!appUrl || settings.storeSettings === false) return;
   for (const t of triggers) {
     const url = `${settings.vqsUrl}/api/v3/topic/${encodeURIComponent(t.topic)}/consumer/${CONSUMER}/settings`;
     const res = await fetch(url, {

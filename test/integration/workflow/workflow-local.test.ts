@@ -1,7 +1,11 @@
 // The README's quick path: the example Workflow DevKit app (examples/workflow) with the World
 // shipped there on world-local 4.x storage (no WORKFLOW_POSTGRES_URL), pushed to by a gateway
-// process over a real nats-server: a run that sleeps and a step that retries complete.
+// process over a real nats-server: a run that sleeps and a step that retries complete. And the
+// same app on settings that only `vqs triggers sync` wrote (from the builder's Build Output API
+// triggers), its World told not to store its own (VQS_WORKFLOW_STORE_SETTINGS=false).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../../src/dev/nats-server-process.js";
+import { runCli } from "../../helpers/cli.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import {
   killGatewayProcesses,
@@ -9,7 +13,13 @@ import {
   type GatewayProcess,
 } from "../../helpers/processes/gateway-process.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
-import { buildExampleApp, startWorkflowApp, type WorkflowApp } from "../../helpers/workflow-app.js";
+import { settingsApi } from "../../helpers/settings.js";
+import {
+  BUILD_OUTPUT_DIR,
+  buildExampleApp,
+  startWorkflowApp,
+  type WorkflowApp,
+} from "../../helpers/workflow-app.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -47,4 +57,44 @@ describe("Workflow DevKit apps on world-local storage (the README's quick path)"
     expect(counts.get("retry flaky")).toBe(2);
     expect(counts.get("retry after")).toBe(1);
   }, 90_000);
+
+  it("runs on settings that only `vqs triggers sync` wrote (VQS_WORKFLOW_STORE_SETTINGS=false)", async () => {
+    await buildExampleApp("vercel-build-output-api");
+    const token = await issuer.token();
+    const deploymentId = "dpl_synced";
+    const port = await freePort();
+    const appUrl = `http://127.0.0.1:${port}`;
+    const settings = settingsApi(gateway.url, token, { "vqs-deployment-id": deploymentId });
+    const sync = await runCli(
+      [
+        "triggers",
+        "sync",
+        "--build-output",
+        BUILD_OUTPUT_DIR,
+        "--deployment-id",
+        deploymentId,
+        "--app-url",
+        appUrl,
+      ],
+      { env: { VQS_URL: gateway.url, VQS_TOKEN: token } },
+    );
+    expect(sync.code, sync.stderr).toBe(0);
+    const synced = await settings.list();
+    expect(synced).toHaveLength(2);
+    expect(JSON.stringify(synced)).toContain(`${appUrl}/.well-known/workflow/v1/flow`);
+
+    const app = await startWorkflowApp({
+      gatewayUrl: gateway.url,
+      token,
+      deploymentId,
+      port,
+      env: { VQS_WORKFLOW_STORE_SETTINGS: "false", VQS_WORKFLOW_MAX_CONCURRENCY: "7" },
+    });
+    apps.push(app);
+    const run = await app.completed(await app.start("sequence", ["synced", 3]));
+    expect(run.output).toBe(1 + 2 + 3);
+    // The World's start() wrote nothing: the settings are still the ones sync wrote (a stored
+    // document would say push.maxConcurrency 7).
+    expect(await settings.list()).toEqual(synced);
+  }, 240_000);
 });
