@@ -57,6 +57,12 @@ beforeAll(async () => {
   });
 }, 240_000);
 
+/** Bytes the gateway has streamed into the large-body store (its metric). */
+async function largeBytesIn(): Promise<number> {
+  const text = await (await fetch(`${gateway.url}/metrics`)).text();
+  return Number(/^vqs_large_body_bytes_total\{direction="in"\} (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
 afterAll(async () => {
   await app?.stop();
   killGatewayProcesses();
@@ -90,9 +96,12 @@ describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storag
 
   it("takes a 1.5 MB run input (the run's first message carries it)", async () => {
     const text = "x".repeat(1_500_000);
+    const storedBefore = await largeBytesIn();
     const run = await app.completed(await app.start("large", ["big", text]));
     expect(run.output).toBe(1_500_000);
     expect((await app.stepCounts()).get("big measure")).toBe(1);
+    // It took the large-body path: the gateway streamed it into the body store.
+    expect((await largeBytesIn()) - storedBefore).toBeGreaterThanOrEqual(1_500_000);
   });
 
   it("completes 100 concurrent runs, every step run exactly once", async () => {
