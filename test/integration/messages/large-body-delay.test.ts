@@ -1,0 +1,48 @@
+// A delayed large publish (Vqs-Delay-Seconds on a body above the inline limit): not received
+// before its delay, then delivered byte-exact from the body store. Real nats-server.
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
+import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+
+let nats: TestNats;
+let issuer: TestIssuer;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  issuer = await startIssuer();
+  gw = await startGateway(nats.url, issuer);
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await issuer?.close();
+  await nats?.dispose();
+});
+
+describe("a delayed large publish", () => {
+  it("is delivered byte-exact after its delay, not before", async () => {
+    const q = api(gw.url, await issuer.token());
+    const topic = uniqueName("delay-large");
+    const body = randomBytes(3_000_000);
+    const published = Date.now();
+    const res = await q.publish(topic, body, { "vqs-delay-seconds": "2" });
+    expect(res.status).toBe(201);
+    expect((await q.receive(topic, "g")).status).toBe(204);
+    let got: Response | undefined;
+    for (let i = 0; i < 100 && got === undefined; i++) {
+      const r = await q.receive(topic, "g");
+      if (r.status === 200) got = r;
+      else await sleep(200);
+    }
+    // Not before its delay (less a little for the clocks' rounding to whole seconds).
+    expect(Date.now() - published).toBeGreaterThanOrEqual(1900);
+    expect(got?.status).toBe(200);
+    const [part] = await parts(got!);
+    expect(part!.body.equals(body)).toBe(true);
+    await q.call("DELETE", topic);
+  });
+});
