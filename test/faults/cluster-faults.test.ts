@@ -2,10 +2,12 @@
 // load through a gateway. Each node is SIGKILLed in turn (the stream leader first) and brought
 // back. Every publish answered 201 is delivered; every request either succeeds or answers a
 // retryable status (503, or 429 with Retry-After) within a bound; the gateway reconnects itself.
+// Large bodies, first, go to a body stream with the topics' replica count.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { topicNames } from "../../src/nats/core/naming.js";
+import { BODY_STREAM, topicNames } from "../../src/nats/core/naming.js";
 import { makeNamespace } from "../../src/queue/namespace.js";
 import { startTestCluster, type TestCluster } from "../helpers/cluster.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
@@ -29,6 +31,8 @@ beforeAll(async () => {
         VQS_STREAM_REPLICAS: "3",
         VQS_NATS_REQUEST_TIMEOUT_MS: "2000",
         VQS_CONSUMER_ACK_WAIT_SECONDS: "5",
+        // A body store that each node has room for three times over (it is R3 too).
+        VQS_LARGE_BODY_STORE_BYTES: String(256 * 1024 * 1024),
       },
     }).catch(async () => {
       await sleep(500);
@@ -46,6 +50,35 @@ afterAll(async () => {
 const BOUND_MS = 8000;
 
 describe("a 3-node JetStream cluster losing one node at a time", () => {
+  it("keeps large bodies in a body stream with the topics' replica count (R3)", async () => {
+    const q = api(gw.url, await issuer.token());
+    const topic = uniqueName("r3-large");
+    const body = randomBytes(gw.gateway.inlineBodyBytes + 512 * 1024);
+    if (gw.gateway.jetstream.bodies.unsupportedReason !== null) {
+      // The compatibility lane (2.9.10): no body store, said with a 413.
+      expect((await q.publish(topic, body)).status).toBe(413);
+      return;
+    }
+    // The new cluster may still be placing its first streams: retry briefly.
+    let status = 0;
+    for (let i = 0; i < 20 && status !== 201; i++) {
+      status = (await q.publish(topic, body)).status;
+      if (status !== 201) await sleep(500);
+    }
+    expect(status).toBe(201);
+    const [part] = await parts(await q.receive(topic, "g"));
+    expect(part!.body.equals(body)).toBe(true);
+    const nc = await connect({ servers: cluster.url.split(",") });
+    try {
+      const info = await (await jetstreamManager(nc)).streams.info(BODY_STREAM);
+      expect(info.config.num_replicas).toBe(3);
+      expect(info.cluster?.replicas ?? []).toHaveLength(2);
+    } finally {
+      await nc.close();
+    }
+    await q.call("DELETE", topic);
+  });
+
   it("delivers every 201, answers only retryable errors, and never hangs", async () => {
     const token = await issuer.token();
     const q = api(gw.url, token);
