@@ -1,8 +1,9 @@
 // The one place errors become responses: {"error":{"code","message"}} with the catalogue's status.
 // Fastify's own failures (body too large, unparseable input) map to catalogue codes; anything
 // unexpected is logged and answered as a 500 without internals.
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, isAppError } from "../errors.js";
+import { lingerOnClose } from "./plugins/linger-close.js";
 
 function send(reply: FastifyReply, err: AppError): FastifyReply {
   if (err.retryAfterSeconds !== undefined)
@@ -30,6 +31,22 @@ function fromFastify(err: FastifyError): AppError | null {
   }
 }
 
+/**
+ * A refusal of a request whose body is still arriving (the auth hook, a name or a header refused
+ * before the route reads it) ends the connection with a lingering close: without
+ * `Connection: close`, Node's server would read and discard the whole declared body, up to
+ * any size, to keep the connection.
+ */
+function closeIfUnread(request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw;
+  if (raw.complete) return;
+  const length = raw.headers["content-length"];
+  if (raw.headers["transfer-encoding"] === undefined && (length === undefined || length === "0"))
+    return;
+  reply.header("connection", "close");
+  lingerOnClose(raw);
+}
+
 /** For Fastify's `frameworkErrors`: failures before routing (a URL that cannot be decoded). */
 export function frameworkError(err: FastifyError, _request: unknown, reply: FastifyReply): void {
   void send(reply, fromFastify(err) ?? new AppError("invalid_url", { cause: err }));
@@ -51,6 +68,7 @@ export function installErrorHandling(
   onLimit: (code: string) => void = () => undefined,
 ): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    closeIfUnread(request, reply);
     // A request no route serves can only fail before the 404 handler runs (an unparseable
     // Content-Type, say): whatever its body, the answer to a request to nowhere is 404.
     if (request.is404 && !isAppError(err)) return send(reply, new AppError("route_not_found"));
@@ -63,5 +81,8 @@ export function installErrorHandling(
     request.log.error({ err }, "unhandled error");
     return send(reply, new AppError("internal_error", { cause: err }));
   });
-  app.setNotFoundHandler((_request, reply) => send(reply, new AppError("route_not_found")));
+  app.setNotFoundHandler((request, reply) => {
+    closeIfUnread(request, reply);
+    return send(reply, new AppError("route_not_found"));
+  });
 }

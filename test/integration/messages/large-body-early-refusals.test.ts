@@ -1,37 +1,28 @@
 // A large body's publish refused for its token, its topic name or a header is answered before its
 // body is read: the client declares 100 MB (or sends chunked), writes a little of it and gets the
-// 4xx while the rest was never sent. Nothing of it is stored. Real nats-server.
+// 4xx while the rest was never sent, and the connection ends (a lingering close) instead of the
+// gateway reading the rest to keep it. Nothing of it is stored. Real nats-server.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { connect as connectTcp } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BODY_STREAM } from "../../../src/nats/core/naming.js";
-import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { useGateways } from "../../helpers/fixture.js";
 import { uniqueName } from "../../helpers/http.js";
-import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 
 const MB = 1_000_000;
 /** What the client writes of its body before it waits for the answer. */
 const SENT = 64 * 1024;
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let gw: TestGateway;
+const fx = useGateways(1); // the default limit: 100 MB
 let nc: NatsConnection;
 
 beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  gw = await startGateway(nats.url, issuer); // the default limit: 100 MB
-  nc = await connect({ servers: nats.url });
+  nc = await connect({ servers: fx.nats.url });
 });
 
 afterAll(async () => {
   await nc?.close();
-  await gw?.close();
-  await issuer?.close();
-  await nats?.dispose();
 });
 
 /**
@@ -43,8 +34,14 @@ async function refusedBeforeBody(o: {
   token: string;
   headers?: Record<string, string>;
   chunked?: boolean;
-}): Promise<{ status: number; code: string | undefined }> {
-  const socket = connectTcp({ port: Number(new URL(gw.url).port), host: "127.0.0.1" });
+}): Promise<{ status: number; code: string | undefined; closed: boolean }> {
+  const socket = connectTcp({
+    port: Number(new URL(fx.gateways[0]!.url).port),
+    host: "127.0.0.1",
+    allowHalfOpen: true,
+  });
+  let ended = false;
+  socket.on("end", () => (ended = true));
   await new Promise((resolve) => socket.once("connect", resolve));
   let text = "";
   socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
@@ -66,15 +63,18 @@ async function refusedBeforeBody(o: {
   // The answer comes with the body unsent but for SENT bytes (an answer after the whole body
   // would never come: the test never sends it).
   await expect.poll(() => /\r\n\r\n[\s\S]*\}/.test(text), { timeout: 15_000 }).toBe(true);
+  // And the gateway ends the connection (a lingering close) rather than read the rest of the
+  // declared body to keep it.
+  await expect.poll(() => ended, { timeout: 10_000 }).toBe(true);
   socket.destroy();
   const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1]);
   const code = /"code":"([a-z_]+)"/.exec(text)?.[1];
-  return { status, code };
+  return { status, code, closed: /\r\nconnection: close\r\n/i.test(text) };
 }
 
 describe("a large publish refused before its body is read", () => {
   it("answers a bad token, a bad topic name and a bad Vqs-* header with its 4xx, unread", async () => {
-    const token = await issuer.token();
+    const token = await fx.issuer.token();
     const topic = uniqueName("early");
     const cases = [
       { name: "bad token", token: "not-a-token", topic, want: [401, "invalid_token"] },
@@ -90,7 +90,9 @@ describe("a large publish refused before its body is read", () => {
     for (const c of cases) {
       for (const chunked of [false, true]) {
         const got = await refusedBeforeBody({ ...c, chunked });
-        expect([got.status, got.code], `${c.name}${chunked ? " (chunked)" : ""}`).toEqual(c.want);
+        const what = `${c.name}${chunked ? " (chunked)" : ""}`;
+        expect([got.status, got.code], what).toEqual(c.want);
+        expect(got.closed, what).toBe(true);
       }
     }
     // Nothing of them is in the body store (it was never even made).
