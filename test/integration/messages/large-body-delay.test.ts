@@ -1,31 +1,15 @@
 // A delayed large publish (Vqs-Delay-Seconds on a body above the inline limit): not received
 // before its delay, then delivered byte-exact from the body store. Real nats-server.
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { describe, expect, it } from "vitest";
+import { useGateways } from "../../helpers/fixture.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
-import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  gw = await startGateway(nats.url, issuer);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await issuer?.close();
-  await nats?.dispose();
-});
+const fx = useGateways(1);
 
 describe("a delayed large publish", () => {
   it("is delivered byte-exact after its delay, not before", async () => {
-    const q = api(gw.url, await issuer.token());
+    const q = api(fx.gateways[0]!.url, await fx.issuer.token());
     const topic = uniqueName("delay-large");
     const body = randomBytes(3_000_000);
     const published = Date.now();

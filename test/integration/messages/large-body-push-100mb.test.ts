@@ -5,37 +5,27 @@
 // large body streams to a handler only through a receive of its own). Real nats-server, gateway.
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { useGateways } from "../../helpers/fixture.js";
 import { api, uniqueName } from "../../helpers/http.js";
-import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 
 const MB = 1_000_000;
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let gw: TestGateway;
+const fx = useGateways(1); // the default limit: 100 MB
 let app: PushApp;
 
 beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  gw = await startGateway(nats.url, issuer); // the default limit: 100 MB
-  app = await startPushApp(gw.url, await issuer.token());
+  app = await startPushApp(fx.gateways[0]!.url, await fx.issuer.token());
 });
 
 afterAll(async () => {
   await app?.close();
-  await gw?.close();
-  await issuer?.close();
-  await nats?.dispose();
 });
 
 describe("a 100 MB push", () => {
   it("reaches handleCallback by ID, byte-exact", async () => {
     const topic = uniqueName("push-100");
-    const token = await issuer.token();
+    const token = await fx.issuer.token();
     const got: string[] = [];
     const url = app.fetchRoute(topic, {
       transport: "buffer",
@@ -46,7 +36,7 @@ describe("a 100 MB push", () => {
             .digest("hex"),
         ),
     });
-    const q = api(gw.url, token);
+    const q = api(fx.gateways[0]!.url, token);
     const res = await q.call("PUT", `${topic}/consumer/workers/settings`, {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ push: { url } }),

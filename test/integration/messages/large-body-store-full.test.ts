@@ -7,40 +7,31 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BODY_STREAM } from "../../../src/nats/core/naming.js";
-import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { useGateways } from "../../helpers/fixture.js";
 import { api, errorCode, uniqueName } from "../../helpers/http.js";
-import { startIssuer, TEAM_A, type TestIssuer } from "../../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { TEAM_A } from "../../helpers/issuer.js";
 
 const MB = 1_000_000;
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let gw: TestGateway;
+// A 3 MB store, all of it open to one namespace: one 2 MB body leaves no room for another.
+const fx = useGateways(1, {
+  config: { largeBodyStoreBytes: 3 * MB, largeBodyNamespacePercent: 100 },
+});
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 
 beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  // A 3 MB store, all of it open to one namespace: one 2 MB body leaves no room for another.
-  gw = await startGateway(nats.url, issuer, {
-    config: { largeBodyStoreBytes: 3 * MB, largeBodyNamespacePercent: 100 },
-  });
-  nc = await connect({ servers: nats.url });
+  nc = await connect({ servers: fx.nats.url });
   jsm = await jetstreamManager(nc);
 });
 
 afterAll(async () => {
   await nc?.close();
-  await gw?.close();
-  await issuer?.close();
-  await nats?.dispose();
 });
 
 /** A publish in the second namespace, with Content-Length or streamed without it (chunked). */
 async function publishB(topic: string, body: Buffer, declared: boolean): Promise<Response> {
-  const token = await issuer.token({ ...TEAM_A, owner_id: "team_full_b" });
+  const token = await fx.issuer.token({ ...TEAM_A, owner_id: "team_full_b" });
   const stream = new ReadableStream<Uint8Array>({
     start(c) {
       for (let at = 0; at < body.length; at += 256 * 1024)
@@ -48,7 +39,7 @@ async function publishB(topic: string, body: Buffer, declared: boolean): Promise
       c.close();
     },
   });
-  return fetch(`${gw.url}/api/v3/topic/${topic}`, {
+  return fetch(`${fx.gateways[0]!.url}/api/v3/topic/${topic}`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}` },
     body: declared ? body : stream,
@@ -65,8 +56,14 @@ async function store() {
 describe("a full large-body store", () => {
   it("answers 507 large_body_store_full with Retry-After: 60, keeps nothing of it; small ones go on", async () => {
     // Two namespaces, so the 507 comes from the store's byte limit, not from a namespace's share.
-    const a = api(gw.url, await issuer.token({ ...TEAM_A, owner_id: "team_full_a" }));
-    const b = api(gw.url, await issuer.token({ ...TEAM_A, owner_id: "team_full_b" }));
+    const a = api(
+      fx.gateways[0]!.url,
+      await fx.issuer.token({ ...TEAM_A, owner_id: "team_full_a" }),
+    );
+    const b = api(
+      fx.gateways[0]!.url,
+      await fx.issuer.token({ ...TEAM_A, owner_id: "team_full_b" }),
+    );
     const topic = uniqueName("store-full");
     expect((await a.publish(topic, randomBytes(2 * MB))).status).toBe(201);
     const before = await store();
@@ -81,7 +78,7 @@ describe("a full large-body store", () => {
       // Nothing of the refused body stays behind (its written chunks are purged).
       await expect.poll(store, { timeout: 10_000 }).toEqual(before);
     }
-    const { usage } = await gw.gateway.jetstream.bodies.sweep();
+    const { usage } = await fx.gateways[0]!.gateway.jetstream.bodies.sweep();
     expect(usage.get("team_full_b/prj_1/production")).toBeUndefined();
     expect((await b.receive(topic, "g")).status).toBe(204);
 

@@ -9,16 +9,12 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Readable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
+import { controlPort, ROOT, SERVER, SUITE } from "../../helpers/world-testing.js";
 import { sleep } from "../../helpers/http.js";
 import { eventually } from "../../helpers/settings.js";
 
-const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const SUITE = join(ROOT, "examples/workflow-5/peer-suite");
-const SERVER = join(ROOT, "node_modules/@workflow/world-testing/dist/src/server.mjs");
 const fx = useGateways(1, { env: { VQS_SETTLED_TOPIC_SECONDS: "1" } });
 let dir: string;
 let server: ChildProcess;
@@ -129,15 +125,3 @@ describe("Workflow DevKit 5.x with WORKFLOW_SEQUENTIAL_REPLAYS=1 on vqs", () => 
     expect(gone, `left: ${JSON.stringify(await topicNames())}`).toBe(true);
   }, 150_000);
 });
-
-/** The port the suite's server reports on its control pipe (fd 3) once it listens. */
-async function controlPort(child: ChildProcess): Promise<number> {
-  const control = child.stdio[3] as Readable;
-  let text = "";
-  for await (const chunk of control) {
-    text += (chunk as Buffer).toString();
-    const line = text.split("\n")[0]!;
-    if (text.includes("\n")) return (JSON.parse(line) as { info: { port: number } }).info.port;
-  }
-  throw new Error(`the suite's server ended before it listened:\n${log}`);
-}

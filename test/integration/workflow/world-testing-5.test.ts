@@ -7,19 +7,16 @@
 // the suite's own server behind a counting proxy that decodes CBOR, and checks that each run
 // completes with the flow invocations the suite expects.
 import { decode } from "cbor-x";
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Readable } from "node:stream";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
+import { controlPort, ROOT, SERVER, SUITE } from "../../helpers/world-testing.js";
 
-const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const SUITE = join(ROOT, "examples/workflow-5/peer-suite");
 const fx = useGateways(1);
 let dir: string;
 let env: NodeJS.ProcessEnv;
@@ -199,8 +196,6 @@ describe("@workflow/world-testing 5.0.0-beta.35 on vqs", () => {
   }, 120_000);
 });
 
-const SERVER = join(ROOT, "node_modules/@workflow/world-testing/dist/src/server.mjs");
-
 /** The run a flow push is for: world-vercel's wrapper in CBOR (or JSON), `{payload: {runId}}`. */
 function runIdOf(body: Buffer, contentType: string): string | null {
   try {
@@ -211,16 +206,4 @@ function runIdOf(body: Buffer, contentType: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** The port the suite's server reports on its control pipe (fd 3) once it listens. */
-async function controlPort(child: ChildProcess): Promise<number> {
-  const control = child.stdio[3] as Readable;
-  let text = "";
-  for await (const chunk of control) {
-    text += (chunk as Buffer).toString();
-    const line = text.split("\n")[0]!;
-    if (text.includes("\n")) return (JSON.parse(line) as { info: { port: number } }).info.port;
-  }
-  throw new Error("the suite's server ended before it listened");
 }
