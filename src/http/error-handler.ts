@@ -31,17 +31,24 @@ function fromFastify(err: FastifyError): AppError | null {
   }
 }
 
+/** A declared body up to this size is cheaper to discard than the connection to reopen. */
+const DISCARD_UNREAD_BYTES = 64 * 1024;
+
 /**
- * A refusal of a request whose body is still arriving (the auth hook, a name or a header refused
- * before the route reads it) ends the connection with a lingering close: without
+ * A refusal of a request whose large body is still arriving (the auth hook, a name or a header
+ * refused before the route reads it) ends the connection with a lingering close: without
  * `Connection: close`, Node's server would read and discard the whole declared body, up to
- * any size, to keep the connection.
+ * any size, to keep the connection. A small declared body (a refused small publish, a 429) is
+ * discarded and the connection kept, so refusals stay cheap for a client that retries.
  */
 function closeIfUnread(request: FastifyRequest, reply: FastifyReply): void {
   const raw = request.raw;
   if (raw.complete) return;
   const length = raw.headers["content-length"];
-  if (raw.headers["transfer-encoding"] === undefined && (length === undefined || length === "0"))
+  if (
+    raw.headers["transfer-encoding"] === undefined &&
+    (length === undefined || Number(length) <= DISCARD_UNREAD_BYTES)
+  )
     return;
   reply.header("connection", "close");
   lingerOnClose(raw);
