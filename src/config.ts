@@ -53,8 +53,10 @@ export interface Config {
   readonly maxMessageBytes: number;
   /** Bodies up to this size travel inside their NATS message; larger ones go to the body store. */
   readonly inlineBodyBytes: number;
-  /** Chunk publishes (or reads) in flight per large body. */
+  /** Chunk publishes in flight per large body being uploaded (and copied). */
   readonly largeBodyWindow: number;
+  /** Chunks asked for or held per large body being read, not yet handed to its reader. */
+  readonly largeBodyReadWindow: number;
   /** Byte limit of the region's large-body store; 0: none. */
   readonly largeBodyStoreBytes: number;
   /** A body no message points at this long after its last chunk is removed by the sweep. */
@@ -272,6 +274,7 @@ export function loadConfig(env: Env): Config {
     maxMessageBytes: int("VQS_MAX_MESSAGE_BYTES", 100_000_000, 1, 1_000_000_000),
     inlineBodyBytes: int("VQS_INLINE_BODY_BYTES", 1_048_576, 1024, 64 * 1_048_576),
     largeBodyWindow: int("VQS_LARGE_BODY_WINDOW", 8, 1, 64),
+    largeBodyReadWindow: int("VQS_LARGE_BODY_READ_WINDOW", 4, 1, 64),
     largeBodyStoreBytes: int("VQS_LARGE_BODY_STORE_BYTES", 10 * 1024 ** 3, 0, 2 ** 50),
     largeBodyOrphanGraceSeconds: int("VQS_LARGE_BODY_ORPHAN_GRACE_SECONDS", 300, 120, 86_400),
     largeBodyTtlMarginSeconds: int("VQS_LARGE_BODY_TTL_MARGIN_SECONDS", 300, 1, 3600),

@@ -119,6 +119,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     onConnectionChange: (up) => metrics.natsConnected.set(up ? 1 : 0),
     largeBodies: {
       window: config.largeBodyWindow,
+      readWindow: config.largeBodyReadWindow,
       maxStoreBytes: config.largeBodyStoreBytes,
       namespaceShareBytes: Math.floor(
         (config.largeBodyStoreBytes * config.largeBodyNamespacePercent) / 100,

@@ -151,7 +151,7 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     name: "vqs_large_body_read_ahead_chunks",
     help:
       "Chunks of large bodies this gateway has asked the body store for or holds, not yet " +
-      "handed to a reader (at most VQS_LARGE_BODY_WINDOW per body being read).",
+      "handed to a reader (at most VQS_LARGE_BODY_READ_WINDOW per body being read).",
     registers: [registry],
   });
   let largeBodyUsage: (() => ReadonlyMap<string, number>) | null = null;

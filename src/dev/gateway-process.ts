@@ -42,7 +42,11 @@ process.on("message", (m: unknown) => {
   if (type === "stats") {
     // With --expose-gc (as the benchmark starts it), memory is read after a full collection, so
     // it shows what is retained rather than garbage not yet collected.
+    // Twice: V8 frees dead ArrayBuffers' memory on a background thread after a full GC, so right
+    // after one `external`, `arrayBuffers` and RSS still count them (an idle gateway read 25-33
+    // MiB of `external` so); the second collection first finishes the first one's freeing.
     const gc = (globalThis as { gc?: () => void }).gc;
+    gc?.();
     gc?.();
     process.send?.({ type: "stats", memory: process.memoryUsage(), cpu: process.cpuUsage() });
   }

@@ -70,8 +70,10 @@ export interface JetStreamAdapterOptions {
   readonly onConnectionChange?: (up: boolean) => void;
   /** The large-body store (bodies above the inline limit). */
   readonly largeBodies: {
-    /** Chunk publishes or reads in flight per body. */
+    /** Chunk publishes in flight per body written. */
     readonly window: number;
+    /** Chunks asked for or held per body read, not yet handed over. */
+    readonly readWindow: number;
     /** Byte limit of the whole store; 0: none. */
     readonly maxStoreBytes: number;
     /** What one namespace may store; 0: no share. */
@@ -321,6 +323,7 @@ export async function openJetStreamAdapter(
         : `Bodies above the inline limit need nats-server 2.11 or newer (per-message TTL, batch reads); this region runs ${nc.info?.version ?? "an unknown version"}.`,
     chunkBytes: bodyChunkBytes,
     window: o.largeBodies.window,
+    readWindow: o.largeBodies.readWindow,
     maxAgeMs: o.maxAgeMs + BODY_AGE_MARGIN_MS,
     maxStoreBytes: o.largeBodies.maxStoreBytes,
     namespaceShareBytes: o.largeBodies.namespaceShareBytes,

@@ -43,6 +43,7 @@ describe("configuration", () => {
       VQS_TOPIC_IDLE_SECONDS: "3600",
       VQS_DEDUP_WINDOW_SECONDS: "300",
       VQS_MESSAGE_TTL: "off",
+      VQS_LARGE_BODY_READ_WINDOW: "6",
     });
     expect(c.natsServers).toEqual(["nats://a:4222", "nats://b:4222"]);
     expect(c.oidc).toMatchObject({
@@ -62,7 +63,11 @@ describe("configuration", () => {
       topicIdleSeconds: 3600,
       dedupWindowSeconds: 300,
       messageTtl: "off",
+      largeBodyWindow: 8,
+      largeBodyReadWindow: 6,
     });
+    // A download reads ahead half of what an upload keeps in flight unless told otherwise.
+    expect(loadConfig({})).toMatchObject({ largeBodyWindow: 8, largeBodyReadWindow: 4 });
     expect([...c.rateLimitTeams]).toEqual([
       ["team_big", 500],
       ["team_small", 5],
@@ -110,6 +115,8 @@ describe("configuration", () => {
       { VQS_TOPIC_IDLE_SECONDS: "10" },
       { VQS_MESSAGE_TTL: "yes" },
       { VQS_CONSOLE: "true" },
+      { VQS_LARGE_BODY_READ_WINDOW: "0" },
+      { VQS_LARGE_BODY_READ_WINDOW: "65" },
     ]) {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
     }

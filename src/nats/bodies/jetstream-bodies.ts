@@ -44,8 +44,13 @@ export interface JetStreamBodiesOptions {
   /** Null: large bodies are refused, with this reason. */
   readonly unsupportedReason: string | null;
   readonly chunkBytes: number;
-  /** Chunks in flight per body, either way. */
+  /** Chunk publishes in flight per body written. */
   readonly window: number;
+  /**
+   * Chunks asked for or held per body read, not yet handed over: smaller than the write window,
+   * since a read's chunks are what a download holds (docs/architecture.md, "Reads").
+   */
+  readonly readWindow: number;
   /** The body stream's `max_age`: the longest retention plus the TTL margin. */
   readonly maxAgeMs: number;
   /** The whole store's byte limit (`max_bytes`); 0: none. */
@@ -187,7 +192,7 @@ export class JetStreamBodies implements BodyStore {
       subject: this.#subject(topic, ref.id),
       length: ref.length,
       sha256: ref.sha256,
-      window: this.#o.window,
+      window: this.#o.readWindow,
       onBytes: (n) => this.#o.observeBytes("out", n),
       ...(this.#o.observeReadAhead ? { onReadAhead: this.#o.observeReadAhead } : {}),
     });
