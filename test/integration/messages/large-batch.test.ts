@@ -2,13 +2,12 @@
 // (up to 100 MB, chunked, from the real client's experimental_sendBatch), is cut off alone past
 // the size limit, and leaves nothing when its client hangs up. Real nats-server; random bytes
 // compared by SHA-256.
-import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { createHash, randomBytes } from "node:crypto";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BODY_STREAM } from "../../../src/nats/core/naming.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { chunked, storedChunks } from "../../helpers/large-body.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
@@ -41,28 +40,6 @@ afterAll(async () => {
 });
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
-
-/** `body` as a stream of `piece`-sized chunks. */
-function chunked(body: Uint8Array, piece = 1024 * 1024): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(controller) {
-      if (at >= body.length) return controller.close();
-      controller.enqueue(body.subarray(at, at + piece));
-      at += piece;
-    },
-  });
-}
-
-/** Chunk messages in the body store (all topics). */
-async function storedChunks(): Promise<number> {
-  const jsm = await jetstreamManager(nc);
-  try {
-    return (await jsm.streams.info(BODY_STREAM)).state.messages;
-  } catch {
-    return 0;
-  }
-}
 
 const part = (body: string | Buffer) =>
   Buffer.concat([
@@ -110,7 +87,7 @@ describe("large batch parts", () => {
     try {
       results = await client.experimental_sendBatch(topic, [
         { payload: text("first") },
-        { payload: chunked(body) },
+        { payload: chunked(body, 1024 * 1024) },
         { payload: text("last") },
       ]);
     } finally {
@@ -130,7 +107,7 @@ describe("large batch parts", () => {
 
   it("cuts off a part over the size limit with 413 for it alone, keeps none of it, and stores the others", async () => {
     const topic = uniqueName();
-    const before = await storedChunks();
+    const before = await storedChunks(nc);
     const big = randomBytes(2 * MB);
     const results = await postBatch(
       small.url,
@@ -146,7 +123,7 @@ describe("large batch parts", () => {
     );
     // The 2 MB part's chunks only: nothing of the 6 MB one is left.
     await q.call("DELETE", topic);
-    await expect.poll(() => storedChunks(), { timeout: 10_000 }).toBe(before);
+    await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
   });
 
   it("answers more than 100 parts after a large part is stored with the stored parts' results and one failed entry", async () => {
@@ -165,7 +142,7 @@ describe("large batch parts", () => {
 
   it("keeps nothing of a large part whose client hangs up half-way", async () => {
     const topic = uniqueName();
-    const before = await storedChunks();
+    const before = await storedChunks(nc);
     const req = request(new URL(`${gw.url}/api/v3/topic/${topic}/batch`), {
       method: "POST",
       headers: {
@@ -178,10 +155,10 @@ describe("large batch parts", () => {
     req.write(part("small"));
     req.write("--b-7\r\nContent-Type: application/octet-stream\r\n\r\n");
     req.write(randomBytes(8 * MB));
-    for (let i = 0; i < 200 && (await storedChunks()) === before; i++) await sleep(50);
-    expect(await storedChunks()).toBeGreaterThan(before);
+    for (let i = 0; i < 200 && (await storedChunks(nc)) === before; i++) await sleep(50);
+    expect(await storedChunks(nc)).toBeGreaterThan(before);
     req.destroy(); // the client goes
-    await expect.poll(() => storedChunks(), { timeout: 10_000 }).toBe(before);
+    await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
     const q = api(gw.url, await issuer.token());
     await q.call("DELETE", topic);
   });
