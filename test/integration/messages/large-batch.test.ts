@@ -21,6 +21,8 @@ let issuer: TestIssuer;
 let gw: TestGateway;
 /** At most 5 MB a message. */
 let small: TestGateway;
+/** One large stream at a time, and a minimum upload rate of 1 MB/s over 2 s. */
+let strict: TestGateway;
 let nc: NatsConnection;
 
 beforeAll(async () => {
@@ -28,11 +30,15 @@ beforeAll(async () => {
   issuer = await startIssuer();
   gw = await startGateway(nats.url, issuer);
   small = await startGateway(nats.url, issuer, { env: { VQS_MAX_MESSAGE_BYTES: String(5 * MB) } });
+  strict = await startGateway(nats.url, issuer, {
+    config: { maxLargeStreams: 1, minUploadBytesPerSecond: MB, minUploadWindowSeconds: 2 },
+  });
   nc = await connect({ servers: nats.url });
 });
 
 afterAll(async () => {
   await nc?.close();
+  await strict?.close();
   await small?.close();
   await gw?.close();
   await issuer?.close();
@@ -161,5 +167,42 @@ describe("large batch parts", () => {
     await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
     const q = api(gw.url, await issuer.token());
     await q.call("DELETE", topic);
+  });
+  it("fails a large part alone with 503 past the concurrent-upload cap, and cuts a stalled batch off with 408 keeping nothing", async () => {
+    const topic = uniqueName();
+    const before = await storedChunks(nc);
+    // A batch whose large part stalls: it holds the gateway's one large stream until 408.
+    let answer: (r: { status: number; body: string }) => void = () => undefined;
+    const done = new Promise<{ status: number; body: string }>((r) => (answer = r));
+    const req = request(new URL(`${strict.url}/api/v3/topic/${topic}/batch`), {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await issuer.token()}`,
+        "content-type": "multipart/mixed; boundary=b-7",
+        "transfer-encoding": "chunked",
+      },
+    });
+    req.on("response", (res) => {
+      let body = "";
+      res.on("data", (c: Buffer) => (body += c.toString()));
+      res.on("end", () => answer({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", () => answer({ status: 0, body: "" }));
+    req.write("--b-7\r\nContent-Type: application/octet-stream\r\n\r\n");
+    req.write(randomBytes(2 * MB));
+    for (let i = 0; i < 200 && (await storedChunks(nc)) === before; i++) await sleep(50);
+    const results = await postBatch(
+      strict.url,
+      topic,
+      Buffer.concat([part("one"), part(randomBytes(2 * MB)), part("three"), END]),
+    );
+    expect(results.map((r) => r.status)).toEqual(["sent", "failed", "sent"]);
+    expect(results[1]).toMatchObject({ statusCode: 503, retryable: true });
+    const stalled = await done;
+    expect(stalled.status).toBe(408);
+    expect(stalled.body).toContain("request_timeout");
+    req.destroy();
+    await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
+    await api(strict.url, await issuer.token()).call("DELETE", topic);
   });
 });
