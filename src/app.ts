@@ -73,7 +73,7 @@ export interface AppDeps {
   readonly minUploadBytesPerSecond: number;
   /** ... measured over this window (60 s). */
   readonly minUploadWindowMs: number;
-  /** Largest batch publish body. */
+  /** The inline parts of a batch publish held at once (read, not yet stored). */
   readonly maxBatchBytes: number;
   /** The web console at /console; null: off (/console is 404 route_not_found). */
   readonly console: ConsoleOptions | null;
@@ -140,22 +140,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     installNamespaceCaps(api, deps.requestsInFlight);
     await api.register((scope, _options, registered) => {
-      // A publish reads its own body, streamed: the parser hands the request stream over unread.
+      // A publish and a batch read their own bodies, streamed: the parser hands the request stream over unread.
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
-      publishRoute(scope, deps.queue, {
-        inlineBytes: deps.inlineBodyBytes,
-        maxBytes: deps.maxMessageBytes,
-      });
+      const limits = { inlineBytes: deps.inlineBodyBytes, maxBytes: deps.maxMessageBytes };
+      publishRoute(scope, deps.queue, limits);
+      publishBatchRoute(scope, deps.queue, limits, deps.maxBatchBytes, partsLimit);
       registered();
     });
-    publishBatchRoute(
-      api,
-      deps.queue,
-      { inlineBytes: deps.inlineBodyBytes, maxBytes: deps.maxMessageBytes },
-      deps.maxBatchBytes,
-      partsLimit,
-    );
     receiveRoute(api, deps.queue);
     receiveByIdRoute(api, deps.queue);
     acknowledgeRoute(api, deps.queue);

@@ -1,14 +1,13 @@
 // Bodies above the inline limit (1 MiB): streamed into the body store (VQS_BODIES) and out of
 // it again, byte-exact, against a real nats-server. Random bytes; a body's SHA-256 is compared
 // where holding it twice would cost too much.
-import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { createHash, randomBytes } from "node:crypto";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { connect as connectTcp } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BODY_STREAM } from "../../../src/nats/core/naming.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { chunked, storedChunks } from "../../helpers/large-body.js";
 import { api, parts, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
@@ -45,18 +44,6 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-/** A body sent as a stream of `piece`-sized chunks, without Content-Length. */
-function chunked(body: Buffer, piece = 64 * 1024): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(controller) {
-      if (at >= body.length) return controller.close();
-      controller.enqueue(body.subarray(at, at + piece));
-      at += piece;
-    },
-  });
-}
-
 async function publishStream(topic: string, body: ReadableStream<Uint8Array>) {
   return fetch(`${gw.url}/api/v3/topic/${topic}`, {
     method: "POST",
@@ -64,16 +51,6 @@ async function publishStream(topic: string, body: ReadableStream<Uint8Array>) {
     body,
     duplex: "half",
   });
-}
-
-/** Chunk messages stored in the body store (all topics). */
-async function storedChunks(): Promise<number> {
-  const jsm = await jetstreamManager(nc);
-  try {
-    return (await jsm.streams.info(BODY_STREAM)).state.messages;
-  } catch {
-    return 0;
-  }
 }
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
@@ -150,24 +127,24 @@ describe("large bodies", () => {
 
   it("answers 413 before reading a body whose Content-Length is over the limit, and the real client reads it", async () => {
     const topic = uniqueName();
-    const before = await storedChunks();
+    const before = await storedChunks(nc);
     const client = await queueClient(new BufferTransport());
     for (let i = 0; i < 2; i++) {
       await expect(client.send(topic, Buffer.alloc(60 * MB + 1))).rejects.toThrow(
         /payload_too_large/,
       );
     }
-    expect(await storedChunks()).toBe(before);
+    expect(await storedChunks(nc)).toBe(before);
   });
 
   it("cuts off a chunked body that passes the limit mid-stream with 413 the client reads, and keeps none of it", async () => {
     const topic = uniqueName();
-    const before = await storedChunks();
+    const before = await storedChunks(nc);
     const client = await queueClient(new StreamTransport());
     await expect(client.send(topic, chunked(randomBytes(61 * MB), 1024 * 1024))).rejects.toThrow(
       /payload_too_large/,
     );
-    expect(await storedChunks()).toBe(before);
+    expect(await storedChunks(nc)).toBe(before);
     expect((await q.receive(topic, "g")).status).toBe(204);
   });
 

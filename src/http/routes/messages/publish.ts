@@ -70,7 +70,7 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
  * either, but discarded for a moment, so the client reads the answer rather than a reset. (Set
  * on a refusal, not before every body and taken off after: that cost every publish a header.)
  */
-function refuseUnread(request: FastifyRequest, reply: FastifyReply): void {
+export function refuseUnread(request: FastifyRequest, reply: FastifyReply): void {
   reply.header("connection", "close");
   lingerOnClose(request.raw);
 }

@@ -1,0 +1,90 @@
+// A batch publish's multipart/mixed body read part by part as it streams (multipasta): the
+// request is read one piece at a time, and only when the route asks for the next event, so a
+// part's bytes are read as fast as they are stored (back-pressure) and no part is held whole.
+import { make, type MultipartError, type Parser } from "multipasta";
+import { AppError } from "../../errors.js";
+
+export type BatchEvent =
+  /** A part begins: its headers (names in lower case). */
+  | { readonly kind: "part"; readonly headers: Record<string, string> }
+  /** A part whose headers could not be read (none, or too many): its bytes are skipped. */
+  | { readonly kind: "unreadable" }
+  | { readonly kind: "data"; readonly chunk: Uint8Array }
+  /** The part begun last has ended. */
+  | { readonly kind: "end" };
+
+const broken = (cause?: unknown) =>
+  new AppError("invalid_batch", {
+    message: "The batch body is not a complete multipart/mixed body.",
+    cause,
+  });
+
+/** The `boundary` parameter of a multipart Content-Type, or null. */
+export function boundaryOf(contentType: string): string | null {
+  const m = /;\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType);
+  return m ? (m[1] ?? m[2] ?? null) : null;
+}
+
+export class BatchParts {
+  readonly #pieces: AsyncIterator<Uint8Array>;
+  readonly #parser: Parser;
+  #events: BatchEvent[] = [];
+  #done = false;
+  /** A framing error, or the request stream's own (a disconnect, a stalled upload): sticky. */
+  #failure: Error | null = null;
+
+  constructor(source: AsyncIterable<Uint8Array>, contentType: string) {
+    this.#pieces = source[Symbol.asyncIterator]();
+    const push = (e: BatchEvent) => {
+      if (!this.#done) this.#events.push(e);
+    };
+    this.#parser = make({
+      headers: { "content-type": contentType },
+      // Every part is a "file" to the parser: handed over piece by piece, never collected.
+      isFile: () => true,
+      onFile: (info) => {
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(info.headers)) {
+          headers[k] = Array.isArray(v) ? v.join(", ") : v;
+        }
+        push({ kind: "part", headers });
+        return (chunk) => push(chunk ? { kind: "data", chunk } : { kind: "end" });
+      },
+      onField: () => undefined,
+      onError: (err: MultipartError) => {
+        // A part's bad headers skip that part alone; anything else breaks the body.
+        if (err._tag === "BadHeaders" || err._tag === "InvalidDisposition") {
+          push({ kind: "unreadable" });
+        } else if (!this.#done) {
+          this.#failure ??= broken(err._tag);
+        }
+      },
+      onDone: () => {
+        this.#done = true;
+      },
+    });
+  }
+
+  /** The next event, or null after the close delimiter. Throws the body's failure. */
+  async next(): Promise<BatchEvent | null> {
+    for (;;) {
+      const e = this.#events.shift();
+      if (e) return e;
+      if (this.#failure) throw this.#failure;
+      if (this.#done) return null;
+      let r: IteratorResult<Uint8Array>;
+      try {
+        r = await this.#pieces.next();
+      } catch (err) {
+        this.#failure = err instanceof Error ? err : new Error(String(err));
+        throw this.#failure;
+      }
+      if (r.done) {
+        this.#parser.end();
+        if (!this.#done) this.#failure ??= broken();
+        continue;
+      }
+      this.#parser.write(r.value);
+    }
+  }
+}

@@ -1,0 +1,208 @@
+// A batch publish streams: a part above the inline limit goes to the body store as it arrives
+// (up to 100 MB, chunked, from the real client's experimental_sendBatch), is cut off alone past
+// the size limit, and leaves nothing when its client hangs up. Real nats-server; random bytes
+// compared by SHA-256.
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { createHash, randomBytes } from "node:crypto";
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { chunked, storedChunks } from "../../helpers/large-body.js";
+import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
+import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { QueueClient, StreamTransport } from "@vercel/queue";
+
+const MB = 1_000_000;
+
+let nats: TestNats;
+let issuer: TestIssuer;
+/** The default limits: inline 1 MiB, 100 MB at most. */
+let gw: TestGateway;
+/** At most 5 MB a message. */
+let small: TestGateway;
+/** One large stream at a time, and a minimum upload rate of 1 MB/s over 2 s. */
+let strict: TestGateway;
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  nats = await startTestNats();
+  issuer = await startIssuer();
+  gw = await startGateway(nats.url, issuer);
+  small = await startGateway(nats.url, issuer, { env: { VQS_MAX_MESSAGE_BYTES: String(5 * MB) } });
+  strict = await startGateway(nats.url, issuer, {
+    config: { maxLargeStreams: 1, minUploadBytesPerSecond: MB, minUploadWindowSeconds: 2 },
+  });
+  nc = await connect({ servers: nats.url });
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await strict?.close();
+  await small?.close();
+  await gw?.close();
+  await issuer?.close();
+  await nats?.dispose();
+});
+
+const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+const part = (body: string | Buffer) =>
+  Buffer.concat([
+    Buffer.from("--b-7\r\nContent-Type: application/octet-stream\r\n\r\n"),
+    Buffer.from(body),
+    Buffer.from("\r\n"),
+  ]);
+const END = Buffer.from("--b-7--\r\n");
+
+/** A batch body sent chunked (no Content-Length) to `url`. */
+async function postBatch(url: string, topic: string, body: Buffer) {
+  const res = await fetch(`${url}/api/v3/topic/${topic}/batch`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${await issuer.token()}`,
+      "content-type": "multipart/mixed; boundary=b-7",
+    },
+    body: chunked(body, 256 * 1024),
+    duplex: "half",
+  });
+  expect(res.status, await res.clone().text()).toBe(200);
+  return ((await res.json()) as { results: Record<string, unknown>[] }).results;
+}
+
+describe("large batch parts", () => {
+  it("takes a 100 MB part between small ones from the real client, streamed, byte-exact by ID, with bounded gateway memory", async () => {
+    const topic = uniqueName("bigbatch");
+    const token = await issuer.token();
+    const body = randomBytes(100 * MB);
+    const client = new QueueClient({
+      region: "iad1",
+      token,
+      deploymentId: null,
+      resolveBaseUrl: () => new URL(gw.url),
+      transport: new StreamTransport(),
+    });
+    const text = (s: string) => chunked(Buffer.from(s));
+    // Test process = gateway + client + the 100 MB source: had the gateway held the part, the
+    // growth would pass it. Precise figures: npm run bench:large-batch.
+    global.gc?.();
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+    let results;
+    try {
+      results = await client.experimental_sendBatch(topic, [
+        { payload: text("first") },
+        { payload: chunked(body, 1024 * 1024) },
+        { payload: text("last") },
+      ]);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(results.map((r) => r.status)).toEqual(["sent", "sent", "sent"]);
+    expect(peak - before).toBeLessThan(80 * 1024 * 1024);
+    const q = api(gw.url, token);
+    const got = [];
+    for (const r of results) {
+      if (r.status !== "sent") throw new Error(r.status);
+      const [p] = await parts(await q.receiveById(topic, "g", r.messageId));
+      got.push(sha(p!.body));
+    }
+    expect(got).toEqual([sha(Buffer.from("first")), sha(body), sha(Buffer.from("last"))]);
+  });
+
+  it("cuts off a part over the size limit with 413 for it alone, keeps none of it, and stores the others", async () => {
+    const topic = uniqueName();
+    const before = await storedChunks(nc);
+    const big = randomBytes(2 * MB);
+    const results = await postBatch(
+      small.url,
+      topic,
+      Buffer.concat([part("one"), part(randomBytes(6 * MB)), part(big), part("four"), END]),
+    );
+    expect(results.map((r) => r.status)).toEqual(["sent", "failed", "sent", "sent"]);
+    expect(results[1]).toMatchObject({ statusCode: 413, retryable: false });
+    const q = api(small.url, await issuer.token());
+    const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));
+    expect(got.map((p) => sha(p.body)).sort()).toEqual(
+      [sha(Buffer.from("one")), sha(big), sha(Buffer.from("four"))].sort(),
+    );
+    // The 2 MB part's chunks only: nothing of the 6 MB one is left.
+    await q.call("DELETE", topic);
+    await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
+  });
+
+  it("answers more than 100 parts after a large part is stored with the stored parts' results and one failed entry", async () => {
+    const topic = uniqueName();
+    const big = randomBytes(2 * MB);
+    const body = Buffer.concat([
+      part(big),
+      ...Array.from({ length: 100 }, (_, i) => part(`p${i}`)),
+      END,
+    ]);
+    const results = await postBatch(gw.url, topic, body);
+    expect(results).toHaveLength(101);
+    expect(results.slice(0, 100).every((r) => r.status === "sent")).toBe(true);
+    expect(results[100]).toMatchObject({ status: "failed", statusCode: 400, retryable: false });
+  });
+
+  it("keeps nothing of a large part whose client hangs up half-way", async () => {
+    const topic = uniqueName();
+    const before = await storedChunks(nc);
+    const req = request(new URL(`${gw.url}/api/v3/topic/${topic}/batch`), {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await issuer.token()}`,
+        "content-type": "multipart/mixed; boundary=b-7",
+        "transfer-encoding": "chunked",
+      },
+    });
+    req.on("error", () => undefined);
+    req.write(part("small"));
+    req.write("--b-7\r\nContent-Type: application/octet-stream\r\n\r\n");
+    req.write(randomBytes(8 * MB));
+    for (let i = 0; i < 200 && (await storedChunks(nc)) === before; i++) await sleep(50);
+    expect(await storedChunks(nc)).toBeGreaterThan(before);
+    req.destroy(); // the client goes
+    await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
+    const q = api(gw.url, await issuer.token());
+    await q.call("DELETE", topic);
+  });
+  it("fails a large part alone with 503 past the concurrent-upload cap, and cuts a stalled batch off with 408 keeping nothing", async () => {
+    const topic = uniqueName();
+    const before = await storedChunks(nc);
+    // A batch whose large part stalls: it holds the gateway's one large stream until 408.
+    let answer: (r: { status: number; body: string }) => void = () => undefined;
+    const done = new Promise<{ status: number; body: string }>((r) => (answer = r));
+    const req = request(new URL(`${strict.url}/api/v3/topic/${topic}/batch`), {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await issuer.token()}`,
+        "content-type": "multipart/mixed; boundary=b-7",
+        "transfer-encoding": "chunked",
+      },
+    });
+    req.on("response", (res) => {
+      let body = "";
+      res.on("data", (c: Buffer) => (body += c.toString()));
+      res.on("end", () => answer({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", () => answer({ status: 0, body: "" }));
+    req.write("--b-7\r\nContent-Type: application/octet-stream\r\n\r\n");
+    req.write(randomBytes(2 * MB));
+    for (let i = 0; i < 200 && (await storedChunks(nc)) === before; i++) await sleep(50);
+    const results = await postBatch(
+      strict.url,
+      topic,
+      Buffer.concat([part("one"), part(randomBytes(2 * MB)), part("three"), END]),
+    );
+    expect(results.map((r) => r.status)).toEqual(["sent", "failed", "sent"]);
+    expect(results[1]).toMatchObject({ statusCode: 503, retryable: true });
+    const stalled = await done;
+    expect(stalled.status).toBe(408);
+    expect(stalled.body).toContain("request_timeout");
+    req.destroy();
+    await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
+    await api(strict.url, await issuer.token()).call("DELETE", topic);
+  });
+});
