@@ -132,6 +132,8 @@ export interface Config {
   readonly pushTokenSeconds: number;
   readonly dataDir: string;
   readonly logLevel: string;
+  /** Fastify's two info lines per request ("incoming request", "request completed"); VQS_REQUEST_LOGS. */
+  readonly requestLogs: boolean;
   readonly shutdownGraceSeconds: number;
   readonly shutdownDelaySeconds: number;
   readonly metricsMaxGroups: number;
@@ -337,6 +339,7 @@ export function loadConfig(env: Env): Config {
     ),
     dataDir: str("VQS_DATA_DIR") ?? ".data",
     logLevel: str("LOG_LEVEL") ?? "info",
+    requestLogs: oneOf("VQS_REQUEST_LOGS", ["on", "off"] as const, "on") === "on",
     shutdownGraceSeconds: int("VQS_SHUTDOWN_GRACE_SECONDS", 25, 0, 3600),
     shutdownDelaySeconds: int("VQS_SHUTDOWN_DELAY_SECONDS", 2, 0, 600),
     metricsMaxGroups: int("VQS_METRICS_MAX_GROUPS", 1000, 0, 1_000_000),

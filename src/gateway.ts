@@ -245,6 +245,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     audit,
     pushKeys: () => pushKeys.jwks(),
     verifier,
+    requestLogs: config.requestLogs,
     now: localNow,
     // With failover, a gateway whose home store is down still takes publishes (202): it stays
     // ready while a neighbour can store them.

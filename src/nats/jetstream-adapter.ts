@@ -256,6 +256,7 @@ export async function openJetStreamAdapter(
     observe: o.observe,
   });
   await settings.start();
+  let pushFeeds: PushFeeds | undefined;
   const broker = new JetStreamBroker({
     records,
     cuts,
@@ -277,6 +278,8 @@ export async function openJetStreamAdapter(
     observe: o.observe,
     observeWriteFailure: o.observeWriteFailure,
     isConnected,
+    // Declared below (made when pushing starts): an acknowledgement frees its push's slot.
+    acked: (group, seq) => pushFeeds?.settled(group, seq),
   });
   const failover =
     o.failover && o.failover.neighbours.length > 0
@@ -338,7 +341,6 @@ export async function openJetStreamAdapter(
     ...(o.largeBodies.observeReadAhead ? { observeReadAhead: o.largeBodies.observeReadAhead } : {}),
   });
   bodies.start();
-  let pushFeeds: PushFeeds | undefined;
   return {
     now,
     broker,

@@ -108,6 +108,17 @@ export class PushFeeds {
     await Promise.all(runners.map((r) => r.drained()));
   }
 
+  /**
+   * A message of a pushed group was acknowledged through this gateway, its acknowledgement
+   * confirmed by the store: if this gateway is pushing it, the push's slots (the namespace's and
+   * the group's) are free now, before the endpoint's answer arrives. A push's handler acknowledges
+   * before it answers (`@vercel/queue` does), so the next message goes out while the endpoint
+   * finishes its answer, as JetStream's own `max_ack_pending` already lets it.
+   */
+  settled(group: GroupAddress, streamSeq: number): void {
+    this.#runners.get(runnerKey(group))?.settled(streamSeq);
+  }
+
   /** Pushed groups this gateway feeds now (for tests and metrics). */
   get groups(): number {
     return this.#runners.size;
@@ -273,7 +284,8 @@ async function uncap(d: PushFeedsDeps, names: GroupNames): Promise<boolean> {
  * became visible), whichever group it is of: the namespace's groups are served in publish order,
  * as one queue would serve them, and a freed slot is filled without waiting for a pull. So a
  * namespace whose endpoint never answers holds at most the cap of this gateway's pushes (and one
- * held message per group, whose lease is renewed when it is pushed).
+ * held message per group, whose lease is renewed when it is pushed). A push's slot frees at its
+ * endpoint's answer or at its message's acknowledgement through this gateway, whichever is first.
  */
 class NamespaceShares {
   readonly counts: NamespaceCounts;
@@ -380,7 +392,12 @@ class GroupRunner {
   #cap: number | null = null;
   /** The consumer's `ack_wait` as last seen or set. */
   #ackWaitMs: number | null = null;
+  /** Pushes holding a slot (not yet answered, nor acknowledged through this gateway). */
   #inFlight = 0;
+  /** Pushes whose request has not ended (acknowledged or not): what `drained()` waits for. */
+  #pushing = 0;
+  /** The slot of each push holding one, by stream sequence: freed once, by whichever comes first. */
+  readonly #slots = new Map<number, () => void>();
   /** Pulled, waiting for a slot of the namespace (oldest first, as the stream gave them). */
   readonly #held: Held[] = [];
   #closed = false;
@@ -475,7 +492,7 @@ class GroupRunner {
 
   /** Resolves once no push of this group is under way. */
   drained(): Promise<void> {
-    if (this.#inFlight === 0) return Promise.resolve();
+    if (this.#pushing === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
@@ -564,14 +581,34 @@ class GroupRunner {
       respond(h.msg, "+WPI"); // its lease ran from the pull (or the last renewal)
     }
     this.#inFlight++;
+    this.#pushing++;
     this.#shares.started(this.namespaceKey);
-    if (this.#held.length === 0) this.#handle?.wake(); // one ahead again
-    void this.#d.push(this.#group, d, this.#settings).finally(() => {
+    const seq = d.streamSeq;
+    let holding = true;
+    const free = () => {
+      if (!holding) return;
+      holding = false;
+      if (this.#slots.get(seq) === free) this.#slots.delete(seq);
       this.#inFlight--;
       this.#shares.ended(this.namespaceKey);
-      if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
       this.#handle?.wake();
+    };
+    this.#slots.set(seq, free);
+    if (this.#held.length === 0) this.#handle?.wake(); // one ahead again
+    void this.#d.push(this.#group, d, this.#settings).finally(() => {
+      free();
+      this.#pushing--;
+      if (this.#pushing === 0) for (const resolve of this.#idle.splice(0)) resolve();
     });
+  }
+
+  /**
+   * Its message `streamSeq` was acknowledged (see `PushFeeds.settled`): a push of it frees its
+   * slot now. JetStream will not deliver an acknowledged message again, and a push that fails
+   * after it is not retried (its release finds nothing pending), so nothing is pushed twice.
+   */
+  settled(streamSeq: number): void {
+    this.#slots.get(streamSeq)?.();
   }
 
   /** The consumer (or its topic) went away: open again at the next look, if still wanted. */

@@ -76,6 +76,11 @@ export interface JetStreamBrokerDeps {
   readonly observeWriteFailure: (cause: WriteFailureCause) => void;
   /** False while the connection to NATS is down: publishes then fail at once (and fail over). */
   readonly isConnected: () => boolean;
+  /**
+   * Told of every acknowledgement the store confirmed (a group's cursor delivery): the push feeds
+   * free the namespace's and group's slot of a push whose handler acknowledged before answering.
+   */
+  readonly acked?: (group: GroupAddress, streamSeq: number) => void;
 }
 
 /** Publishes that found their stream gone, tried again after it is back (each a removal). */
@@ -259,8 +264,9 @@ export class JetStreamBroker implements Broker {
     return this.#d.cuts.isCut(this.#g(group), lease.streamSeq, lease.deliveryCount);
   }
 
-  ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
-    return this.#ackRequest(group, lease, "ack", ACK_BODY);
+  async ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
+    await this.#ackRequest(group, lease, "ack", ACK_BODY);
+    this.#d.acked?.(group, lease.streamSeq);
   }
 
   ackUnconfirmed(group: GroupAddress, lease: LeaseRef): void {

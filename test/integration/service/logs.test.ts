@@ -1,5 +1,6 @@
 // Structured logs: one JSON object per line, every request line carries its request ID (also
-// sent back as x-request-id), and neither bearer tokens nor receipt handles appear in full.
+// sent back as x-request-id), and neither bearer tokens nor receipt handles appear in full;
+// VQS_REQUEST_LOGS=off drops the two lines of every request, not its errors.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/logger.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
@@ -48,5 +49,23 @@ describe("logs", () => {
     expect(all).not.toContain(token);
     expect(all).not.toContain(handle);
     expect(all).toContain(`/lease/${handle.slice(0, 8)}…`);
+  });
+
+  it("without request lines (VQS_REQUEST_LOGS=off), a request logs only its errors", async () => {
+    const quiet: string[] = [];
+    const logger = createLogger("info", { write: (line: string) => void quiet.push(line) });
+    const gw2 = await startGateway(nats.url, issuer, { logger, env: { VQS_REQUEST_LOGS: "off" } });
+    try {
+      const q = api(gw2.url, await issuer.token());
+      const topic = uniqueName();
+      expect((await q.publish(topic, "x")).status).toBe(201);
+      const [p] = await parts(await q.receive(topic, "g"));
+      expect((await q.ack(topic, "g", p!.headers.get("vqs-receipt-handle")!)).status).toBe(204);
+      const entries = quiet.map((l) => JSON.parse(l) as Record<string, unknown>);
+      // The same calls logged request lines on the gateway above (the first case).
+      expect(entries.filter((e) => e.reqId !== undefined)).toEqual([]);
+    } finally {
+      await gw2.close();
+    }
   });
 });

@@ -1,9 +1,11 @@
 // Caps per namespace on one gateway: requests in flight (429 too_many_requests_in_flight), waiting
 // receives (429 too_many_waiters) and pushes in flight (a namespace whose endpoint never answers
 // holds no more than its share), each with Retry-After where a client is refused, counted in
-// vqs_tenant_limit_refusals_total and vqs_namespaces_at_cap, while another namespace is served.
+// vqs_tenant_limit_refusals_total and vqs_namespaces_at_cap, while another namespace is served;
+// a push frees its slot at its message's acknowledgement, before its endpoint answers.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { BufferTransport, QueueClient } from "@vercel/queue";
 import { afterAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
@@ -265,6 +267,69 @@ describe("caps per namespace on a gateway", () => {
       await ep.close();
     }
   });
+  it("frees a push's slot at its acknowledgement, before the endpoint answers; a push failing after its ack is not retried", async () => {
+    const url = fx.gateways[0]!.url;
+    const token = await tokenOf("prj_push_ack_slot");
+    // The real client's handleCallback: the handler runs, the client acknowledges through the
+    // gateway, and only then is the endpoint's answer ready; it is held here until the test
+    // lets it go (as a busy app's thread would hold it).
+    const client = new QueueClient({
+      region: "iad1",
+      token,
+      deploymentId: null,
+      resolveBaseUrl: () => new URL(url),
+      transport: new BufferTransport(),
+    });
+    const handled: string[] = [];
+    let running = 0;
+    let maxRunning = 0;
+    const handle = client.handleCallback(async (payload: unknown) => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await sleep(50);
+      handled.push(String(payload));
+      running--;
+    });
+    const unanswered: ServerResponse[] = [];
+    const statuses: number[] = [];
+    const ep = await pushEndpoint((req, body, res) => {
+      const request = new Request(`http://app${req.url}`, {
+        method: "POST",
+        headers: Object.entries(req.headers).flatMap(([k, v]) =>
+          typeof v === "string" ? [[k, v] as [string, string]] : [],
+        ),
+        body,
+      });
+      void handle(request).then((answer) => {
+        statuses.push(answer.status);
+        unanswered.push(res);
+      });
+    });
+    try {
+      const topic = uniqueName();
+      await api(url, token).publish(topic, "m0");
+      for (let i = 1; i < 7; i++) await api(url, token).publish(topic, `m${i}`);
+      const put = await settingsApi(url, token).put(topic, "g", {
+        push: { url: `${ep.base}/p`, maxConcurrency: 5, timeoutSeconds: 30 },
+        retry: { afterSeconds: 1 },
+      });
+      expect(put.status).toBeLessThan(300);
+      // The cap is 2 and no endpoint answer has gone: without the slot freed at the ack, two.
+      expect(await eventually(() => unanswered.length === 7, 15_000)).toBe(true);
+      expect(handled).toHaveLength(7);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200]);
+      // At most the cap of handlers ran before their acknowledgement.
+      expect(maxRunning).toBeLessThanOrEqual(2);
+      // Each push now fails (500) after its message was acknowledged: none is pushed again.
+      for (const r of unanswered.splice(0)) r.writeHead(500).end();
+      await sleep(3000); // past the retry delay (1 s)
+      expect([...handled].sort()).toEqual(["m0", "m1", "m2", "m3", "m4", "m5", "m6"]);
+      expect(unanswered).toHaveLength(0);
+    } finally {
+      for (const r of unanswered) r.destroy();
+      await ep.close();
+    }
+  }, 45_000);
 });
 
 /**
