@@ -66,6 +66,9 @@ const HELP = `npm run bench:large -- [options]
                         gateway to go idle, reported (default 30; 0: no settling)
   --latency-first       also run the latency scenario first, before the others (fresh store),
                         reported beside the usual one (last)
+  --trace-gc            run the gateway with node --trace-gc --trace-incremental-marking (into results/large-gateway.log)
+  --gateway-node-flags <f>  node flags for the gateway, space-separated (V8's, e.g.
+                        --no-memory-reducer, which NODE_OPTIONS does not take)
   --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/
                         (read it with npm run bench:profile)
   --ab-env K=V,..       instead of the scenarios: a paired A/B of small-publish latency under
@@ -94,6 +97,8 @@ interface Options {
   readonly abSlices: number;
   readonly quick: boolean;
   readonly cpuProf: boolean;
+  readonly traceGc: boolean;
+  readonly gatewayNodeFlags: readonly string[];
   readonly settleSeconds: number;
   readonly latencyFirst: boolean;
   readonly out: string;
@@ -118,6 +123,8 @@ function parseOptions(): Options {
       "ab-slices": { type: "string", default: "8" },
       quick: { type: "boolean", default: false },
       "cpu-prof": { type: "boolean", default: false },
+      "trace-gc": { type: "boolean", default: false },
+      "gateway-node-flags": { type: "string", default: "" },
       "settle-seconds": { type: "string", default: "30" },
       "latency-first": { type: "boolean", default: false },
       out: { type: "string", default: join(RESULTS, "large.json") },
@@ -169,6 +176,8 @@ function parseOptions(): Options {
     abSlices: Math.round(num("ab-slices", values["ab-slices"], 2, 64)),
     quick,
     cpuProf: values["cpu-prof"],
+    traceGc: values["trace-gc"],
+    gatewayNodeFlags: values["gateway-node-flags"].split(" ").filter(Boolean),
     settleSeconds: num("settle-seconds", values["settle-seconds"], 0, 600),
     latencyFirst: values["latency-first"],
     out: values.out,
@@ -827,7 +836,11 @@ async function main(): Promise<void> {
           ...extra,
         }),
         logFile: join(RESULTS, "large-gateway.log"),
-        nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : [],
+        nodeFlags: [
+          ...(o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : []),
+          ...(o.traceGc ? ["--trace-gc", "--trace-incremental-marking"] : []),
+          ...o.gatewayNodeFlags,
+        ],
       });
     gateway = await startGateway();
     nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
