@@ -69,6 +69,8 @@ const HELP = `npm run bench:large -- [options]
   --trace-gc            run the gateway with node --trace-gc --trace-incremental-marking (into results/large-gateway.log)
   --gateway-node-flags <f>  node flags for the gateway, space-separated (V8's, e.g.
                         --no-memory-reducer, which NODE_OPTIONS does not take)
+  --uploads-only        the throughput scenario without its downloads
+  --no-chunked          the throughput scenario without its chunked upload
   --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/
                         (read it with npm run bench:profile)
   --ab-env K=V,..       instead of the scenarios: a paired A/B of small-publish latency under
@@ -98,6 +100,8 @@ interface Options {
   readonly quick: boolean;
   readonly cpuProf: boolean;
   readonly traceGc: boolean;
+  readonly uploadsOnly: boolean;
+  readonly noChunked: boolean;
   readonly gatewayNodeFlags: readonly string[];
   readonly settleSeconds: number;
   readonly latencyFirst: boolean;
@@ -124,6 +128,8 @@ function parseOptions(): Options {
       quick: { type: "boolean", default: false },
       "cpu-prof": { type: "boolean", default: false },
       "trace-gc": { type: "boolean", default: false },
+      "uploads-only": { type: "boolean", default: false },
+      "no-chunked": { type: "boolean", default: false },
       "gateway-node-flags": { type: "string", default: "" },
       "settle-seconds": { type: "string", default: "30" },
       "latency-first": { type: "boolean", default: false },
@@ -177,6 +183,8 @@ function parseOptions(): Options {
     quick,
     cpuProf: values["cpu-prof"],
     traceGc: values["trace-gc"],
+    uploadsOnly: values["uploads-only"],
+    noChunked: values["no-chunked"],
     gatewayNodeFlags: values["gateway-node-flags"].split(" ").filter(Boolean),
     settleSeconds: num("settle-seconds", values["settle-seconds"], 0, 600),
     latencyFirst: values["latency-first"],
@@ -321,15 +329,18 @@ async function throughput(
       rawUpMs = await rawUp();
       gwUpMs = await gwUp(true, topic);
     }
-    const gwChunkedMs = await gwUp(false, `large-chunked-${r}`);
-    if (gatewayFirst) {
+    const gwChunkedMs = o.noChunked ? NaN : await gwUp(false, `large-chunked-${r}`);
+    // --uploads-only: no downloads (to tell which way leaves the gateway in a given state).
+    if (o.uploadsOnly) {
+      rawDownMs = gwDownMs = NaN;
+    } else if (gatewayFirst) {
       gwDownMs = await gwDown(false);
       rawDownMs = await rawDown();
     } else {
       rawDownMs = await rawDown();
       gwDownMs = await gwDown(false);
     }
-    const gwWireDownMs = await gwDown(true);
+    const gwWireDownMs = o.uploadsOnly ? NaN : await gwDown(true);
     await removeChunks(jsm, cs, `r${r}`);
     const res: RoundResult = {
       round: r,
