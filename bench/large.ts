@@ -71,6 +71,7 @@ const HELP = `npm run bench:large -- [options]
                         --no-memory-reducer, which NODE_OPTIONS does not take)
   --uploads-only        the throughput scenario without its downloads
   --no-chunked          the throughput scenario without its chunked upload
+  --no-raw              the throughput scenario without its raw chunk uploads
   --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/
                         (read it with npm run bench:profile)
   --ab-env K=V,..       instead of the scenarios: a paired A/B of small-publish latency under
@@ -102,6 +103,7 @@ interface Options {
   readonly traceGc: boolean;
   readonly uploadsOnly: boolean;
   readonly noChunked: boolean;
+  readonly noRaw: boolean;
   readonly gatewayNodeFlags: readonly string[];
   readonly settleSeconds: number;
   readonly latencyFirst: boolean;
@@ -130,6 +132,7 @@ function parseOptions(): Options {
       "trace-gc": { type: "boolean", default: false },
       "uploads-only": { type: "boolean", default: false },
       "no-chunked": { type: "boolean", default: false },
+      "no-raw": { type: "boolean", default: false },
       "gateway-node-flags": { type: "string", default: "" },
       "settle-seconds": { type: "string", default: "30" },
       "latency-first": { type: "boolean", default: false },
@@ -185,6 +188,7 @@ function parseOptions(): Options {
     traceGc: values["trace-gc"],
     uploadsOnly: values["uploads-only"],
     noChunked: values["no-chunked"],
+    noRaw: values["no-raw"],
     gatewayNodeFlags: values["gateway-node-flags"].split(" ").filter(Boolean),
     settleSeconds: num("settle-seconds", values["settle-seconds"], 0, 600),
     latencyFirst: values["latency-first"],
@@ -278,11 +282,13 @@ async function throughput(
     const cpu: Record<string, { gateway: number; client: number }> = {};
     const pid = env.gateway.pid;
     const rawUp = async () =>
-      (
-        await charged(pid, cpu, "rawUpload", () =>
-          timed(() => uploadChunks(js, cs, `r${r}`, body, chunk)),
-        )
-      ).ms;
+      o.noRaw
+        ? NaN
+        : (
+            await charged(pid, cpu, "rawUpload", () =>
+              timed(() => uploadChunks(js, cs, `r${r}`, body, chunk)),
+            )
+          ).ms;
     const gwUp = async (contentLength: boolean, t: string) => {
       const { ms, value } = await charged(
         pid,
