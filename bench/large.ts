@@ -24,6 +24,8 @@ import {
   type ChunkStream,
 } from "./lib/large/chunks.js";
 import { watchPhase, type PhaseDiagnosis } from "./lib/large/diagnose.js";
+import { watchMachine, type MachineDiagnosis } from "./lib/large/machine-watch.js";
+import { settle, type Settled } from "./lib/large/settle.js";
 import { slope, watchMemory, watchRss } from "./lib/large/memory.js";
 import { findBodyStore } from "./lib/large/body-store.js";
 import { startSmallPublisher, type SmallPublisher } from "./lib/large/publisher.js";
@@ -60,6 +62,16 @@ const HELP = `npm run bench:large -- [options]
   --small-seconds <s>   each latency phase's length (default 10)
   --loaders <n>         concurrent large uploads in the loaded phase (default 4)
   --gateway-env K=V,..  extra environment of the gateway (e.g. its large-body settings)
+  --settle-seconds <s>  before each scenario, sync and wait up to s for nats-server and the
+                        gateway to go idle, reported (default 30; 0: no settling)
+  --latency-first       also run the latency scenario first, before the others (fresh store),
+                        reported beside the usual one (last)
+  --trace-gc            run the gateway with node --trace-gc --trace-incremental-marking (into results/large-gateway.log)
+  --gateway-node-flags <f>  node flags for the gateway, space-separated (V8's, e.g.
+                        --no-memory-reducer, which NODE_OPTIONS does not take)
+  --uploads-only        the throughput scenario without its downloads
+  --no-chunked          the throughput scenario without its chunked upload
+  --no-raw              the throughput scenario without its raw chunk uploads
   --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/
                         (read it with npm run bench:profile)
   --ab-env K=V,..       instead of the scenarios: a paired A/B of small-publish latency under
@@ -88,6 +100,13 @@ interface Options {
   readonly abSlices: number;
   readonly quick: boolean;
   readonly cpuProf: boolean;
+  readonly traceGc: boolean;
+  readonly uploadsOnly: boolean;
+  readonly noChunked: boolean;
+  readonly noRaw: boolean;
+  readonly gatewayNodeFlags: readonly string[];
+  readonly settleSeconds: number;
+  readonly latencyFirst: boolean;
   readonly out: string;
 }
 
@@ -110,6 +129,13 @@ function parseOptions(): Options {
       "ab-slices": { type: "string", default: "8" },
       quick: { type: "boolean", default: false },
       "cpu-prof": { type: "boolean", default: false },
+      "trace-gc": { type: "boolean", default: false },
+      "uploads-only": { type: "boolean", default: false },
+      "no-chunked": { type: "boolean", default: false },
+      "no-raw": { type: "boolean", default: false },
+      "gateway-node-flags": { type: "string", default: "" },
+      "settle-seconds": { type: "string", default: "30" },
+      "latency-first": { type: "boolean", default: false },
       out: { type: "string", default: join(RESULTS, "large.json") },
       help: { type: "boolean", default: false },
     },
@@ -159,6 +185,13 @@ function parseOptions(): Options {
     abSlices: Math.round(num("ab-slices", values["ab-slices"], 2, 64)),
     quick,
     cpuProf: values["cpu-prof"],
+    traceGc: values["trace-gc"],
+    uploadsOnly: values["uploads-only"],
+    noChunked: values["no-chunked"],
+    noRaw: values["no-raw"],
+    gatewayNodeFlags: values["gateway-node-flags"].split(" ").filter(Boolean),
+    settleSeconds: num("settle-seconds", values["settle-seconds"], 0, 600),
+    latencyFirst: values["latency-first"],
     out: values.out,
   };
 }
@@ -249,11 +282,13 @@ async function throughput(
     const cpu: Record<string, { gateway: number; client: number }> = {};
     const pid = env.gateway.pid;
     const rawUp = async () =>
-      (
-        await charged(pid, cpu, "rawUpload", () =>
-          timed(() => uploadChunks(js, cs, `r${r}`, body, chunk)),
-        )
-      ).ms;
+      o.noRaw
+        ? NaN
+        : (
+            await charged(pid, cpu, "rawUpload", () =>
+              timed(() => uploadChunks(js, cs, `r${r}`, body, chunk)),
+            )
+          ).ms;
     const gwUp = async (contentLength: boolean, t: string) => {
       const { ms, value } = await charged(
         pid,
@@ -300,15 +335,18 @@ async function throughput(
       rawUpMs = await rawUp();
       gwUpMs = await gwUp(true, topic);
     }
-    const gwChunkedMs = await gwUp(false, `large-chunked-${r}`);
-    if (gatewayFirst) {
+    const gwChunkedMs = o.noChunked ? NaN : await gwUp(false, `large-chunked-${r}`);
+    // --uploads-only: no downloads (to tell which way leaves the gateway in a given state).
+    if (o.uploadsOnly) {
+      rawDownMs = gwDownMs = NaN;
+    } else if (gatewayFirst) {
       gwDownMs = await gwDown(false);
       rawDownMs = await rawDown();
     } else {
       rawDownMs = await rawDown();
       gwDownMs = await gwDown(false);
     }
-    const gwWireDownMs = await gwDown(true);
+    const gwWireDownMs = o.uploadsOnly ? NaN : await gwDown(true);
     await removeChunks(jsm, cs, `r${r}`);
     const res: RoundResult = {
       round: r,
@@ -551,7 +589,28 @@ async function smallPublishes(
 }
 
 /** A phase's diagnosis, with the small publisher's own event-loop delay. */
-type Diagnosis = PhaseDiagnosis & { readonly publisherEventLoopDelayP99Ms: number };
+type Diagnosis = PhaseDiagnosis & {
+  readonly publisherEventLoopDelayP99Ms: number;
+  readonly machine: MachineDiagnosis;
+  /** The gateway's heap and external memory (MiB) at the phase's start, garbage included. */
+  readonly gatewayMemoryAtStartMiB: { heapUsed: number; heapTotal: number; external: number };
+};
+
+async function gatewayMemory(gw: GatewayProcess): Promise<Diagnosis["gatewayMemoryAtStartMiB"]> {
+  const m = await gw.memoryNow();
+  const mib = (n: number | undefined) => round((n ?? NaN) / MiB, 1);
+  return { heapUsed: mib(m?.heapUsed), heapTotal: mib(m?.heapTotal), external: mib(m?.external) };
+}
+
+/** Names the bench's own processes in a phase's machine diagnosis. */
+function processLabels(env: Env, gateway: GatewayProcess): Map<number, string> {
+  return new Map([
+    [gateway.pid, "gateway"],
+    [env.nats.pid, "nats-server"],
+    [env.publisher.pid, "small-publisher"],
+    [process.pid, "bench-uploader"],
+  ]);
+}
 
 async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<LatencyPhase[]> {
   const phases: LatencyPhase[] = [];
@@ -581,11 +640,15 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
     return r;
   };
   const watched = async () => {
+    const gatewayMemoryAtStartMiB = await gatewayMemory(env.gateway);
+    const machine = await watchMachine(env.nats, processLabels(env, env.gateway));
     const watch = await watchPhase(env.gateway.url, env.gateway.pid, env.nats);
     const run = await smallPublishes(o, env, env.gateway.url, "small");
     const diagnosis: Diagnosis = {
       ...(await watch.stop()),
       publisherEventLoopDelayP99Ms: run.eventLoopDelayP99Ms,
+      machine: await machine.stop(),
+      gatewayMemoryAtStartMiB,
     };
     return { recorder: run.recorder, diagnosis };
   };
@@ -672,9 +735,19 @@ async function latencyAb(
       A: { gateway: env.gateway, api: env.api },
       B: { gateway: b, api: new GatewayApi(bClient, env.target.token) },
     };
+    // Both gateways get the same warm-up, a large upload and small publishes: B once started
+    // with no large upload behind it, where A had the run's probe, and came out ahead in both
+    // orientations of one A/B (docs/performance.md), so a single orientation was biased.
     for (const side of Object.values(sides)) {
+      const target: GatewayTarget = { ...env.target, url: side.gateway.url };
+      const warm = await uploadBody(target, "ab-warm", body, { contentLength: true });
+      if (warm.status !== 201) throw new Error(`A/B warm-up: HTTP ${warm.status} ${warm.body}`);
+      await purgeTopic({ ...env, api: side.api }, "ab-warm");
       await side.api.publish("small", Buffer.from("x"));
       await smallPublishes({ ...o, smallSeconds: 1 }, env, side.gateway.url, "small");
+    }
+    if (o.settleSeconds > 0) {
+      await settle({ A: env.gateway.pid, B: b.pid, "nats-server": env.nats.pid }, o.settleSeconds);
     }
     const slices: AbSlice[] = [];
     for (let i = 0; i < o.abSlices; i++) {
@@ -693,12 +766,16 @@ async function latencyAb(
         }
       });
       await sleep(1000);
+      const gatewayMemoryAtStartMiB = await gatewayMemory(side.gateway);
+      const machine = await watchMachine(env.nats, processLabels(env, side.gateway));
       const watch = await watchPhase(side.gateway.url, side.gateway.pid, env.nats);
       const run = await smallPublishes(o, env, side.gateway.url, "small");
       const rec = run.recorder;
       const diagnosis: Diagnosis = {
         ...(await watch.stop()),
         publisherEventLoopDelayP99Ms: run.eventLoopDelayP99Ms,
+        machine: await machine.stop(),
+        gatewayMemoryAtStartMiB,
       };
       abort.abort();
       await Promise.all(loaders);
@@ -776,7 +853,11 @@ async function main(): Promise<void> {
           ...extra,
         }),
         logFile: join(RESULTS, "large-gateway.log"),
-        nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : [],
+        nodeFlags: [
+          ...(o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : []),
+          ...(o.traceGc ? ["--trace-gc", "--trace-incremental-marking"] : []),
+          ...o.gatewayNodeFlags,
+        ],
       });
     gateway = await startGateway();
     nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
@@ -852,13 +933,32 @@ async function main(): Promise<void> {
       );
       return;
     }
+    // Each scenario starts from a settled machine; what settling took is reported.
+    const settled: Record<string, Settled> = {};
+    const settleBefore = async (scenario: string) => {
+      if (o.settleSeconds <= 0 || !gateway || !nats) return;
+      const s = await settle({ gateway: gateway.pid, "nats-server": nats.pid }, o.settleSeconds);
+      settled[scenario] = s;
+      log(
+        `settled before ${scenario}: sync ${s.syncSeconds} s, then ${s.idleSeconds} s to ` +
+          `${s.idle ? "idle" : "the limit (not idle)"}; CPU s ${JSON.stringify(s.cpuSeconds)}`,
+      );
+    };
+    const runLatency = async (scenario: string) => {
+      await settleBefore(scenario);
+      return latencyScenario(o, env, body);
+    };
+    const latencyFirst =
+      o.latencyFirst && o.only.has("latency") ? await runLatency("latency (first)") : [];
+    if (o.only.has("throughput")) await settleBefore("throughput");
     const tp = o.only.has("throughput")
       ? await throughput(o, env, cs, chunk, body, sha256)
       : { rounds: [], topics: [] };
+    if (o.only.has("memory")) await settleBefore("memory");
     const mem = o.only.has("memory")
       ? await memoryScenario(o, env, body, sha256)
       : { levels: [], slopeMiB: { upload: NaN, download: NaN }, slopesMiB: null };
-    const latency = o.only.has("latency") ? await latencyScenario(o, env, body) : [];
+    const latency = o.only.has("latency") ? await runLatency("latency") : [];
 
     const med = (f: (r: RoundResult) => number) => round(median(tp.rounds.map(f)), 1);
     const ratio = (a: (r: RoundResult) => number, b: (r: RoundResult) => number) =>
@@ -897,10 +997,14 @@ async function main(): Promise<void> {
         },
       ]),
     );
-    const idle = latency.filter((p) => p.phase !== "loaded").map((p) => p.p99Ms);
-    const idleP99 = round(idle.reduce((s, v) => s + v, 0) / idle.length, 2);
-    const loadedP99 = latency.find((p) => p.phase === "loaded")?.p99Ms ?? NaN;
-    const p99Ratio = round(loadedP99 / idleP99, 2);
+    const p99Of = (phases: readonly LatencyPhase[]) => {
+      const idle = phases.filter((p) => p.phase !== "loaded").map((p) => p.p99Ms);
+      const idleP99 = round(idle.reduce((s, v) => s + v, 0) / idle.length, 2);
+      const loadedP99 = phases.find((p) => p.phase === "loaded")?.p99Ms ?? NaN;
+      return { idleP99, loadedP99, p99Ratio: round(loadedP99 / idleP99, 2) };
+    };
+    const { idleP99, loadedP99, p99Ratio } = p99Of(latency);
+    const first = latencyFirst.length ? p99Of(latencyFirst) : null;
     const worstPerTransfer = (kind: "upload" | "download") =>
       Math.max(
         ...mem.levels.filter((l) => l.kind === kind).map((l) => l.perTransferMiB),
@@ -947,6 +1051,13 @@ async function main(): Promise<void> {
         target: "<= 2x idle",
         value: p99Ratio,
         pass: p99Ratio <= 2,
+        ...(first
+          ? {
+              note:
+                `the same scenario run first, before the others: ${first.p99Ratio} ` +
+                `(${first.idleP99} -> ${first.loadedP99} ms)`,
+            }
+          : {}),
       },
     ];
     const targets = [
@@ -975,6 +1086,8 @@ async function main(): Promise<void> {
       bodyStore: store ? { stream: store.stream, chunkBytes: store.chunkBytes } : null,
       throughput: { rounds: tp.rounds, ...summary, cpuSecondsPerBody: cpuPerBody },
       memory: mem,
+      settled,
+      ...(first ? { smallPublishLatencyFirst: { phases: latencyFirst, ...first } } : {}),
       smallPublishLatency: {
         phases: latency,
         idleP99Ms: idleP99,

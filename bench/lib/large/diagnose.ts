@@ -32,6 +32,11 @@ export interface PhaseDiagnosis {
    */
   readonly cpuPressurePercent: number;
   readonly ioPressurePercent: number;
+  /**
+   * The gateway's garbage collections over the phase, per kind (minor, major, incremental,
+   * weakcb): how many, and the ms they took (prom-client's nodejs_gc_duration_seconds).
+   */
+  readonly gatewayGc: Record<string, { count: number; ms: number }>;
 }
 
 /** The "some" stall total (microseconds) of /proc/pressure/<what>, or NaN. */
@@ -51,6 +56,7 @@ interface Scrape {
   readonly lagP99: number;
   readonly lagMax: number;
   readonly largeIn: number;
+  readonly gc: Map<string, { count: number; sum: number }>;
 }
 
 async function scrape(gatewayUrl: string): Promise<Scrape | null> {
@@ -62,8 +68,16 @@ async function scrape(gatewayUrl: string): Promise<Scrape | null> {
     let lagP99 = NaN;
     let lagMax = NaN;
     let largeIn = 0;
+    const gc = new Map<string, { count: number; sum: number }>();
     for (const line of text.split("\n")) {
       const value = Number(line.slice(line.lastIndexOf(" ") + 1));
+      const gcLine = /^nodejs_gc_duration_seconds_(sum|count)\{kind="(\w+)"\}/.exec(line);
+      if (gcLine?.[1] && gcLine[2]) {
+        const k = gc.get(gcLine[2]) ?? { count: 0, sum: 0 };
+        if (gcLine[1] === "sum") k.sum = value;
+        else k.count = value;
+        gc.set(gcLine[2], k);
+      }
       if (line.startsWith('vqs_large_body_bytes_total{direction="in"}')) largeIn = value;
       if (line.startsWith("nodejs_eventloop_lag_p99_seconds")) lagP99 = value;
       else if (line.startsWith("nodejs_eventloop_lag_max_seconds")) lagMax = value;
@@ -74,7 +88,7 @@ async function scrape(gatewayUrl: string): Promise<Scrape | null> {
       } else if (line.startsWith("vqs_jetstream_request_duration_seconds_sum")) sum = value;
       else if (line.startsWith("vqs_jetstream_request_duration_seconds_count")) count = value;
     }
-    return { buckets, sum, count, lagP99, lagMax, largeIn };
+    return { buckets, sum, count, lagP99, lagMax, largeIn, gc };
   } catch {
     return null;
   }
@@ -145,6 +159,12 @@ export async function watchPhase(
           nats0 && nats1 ? round((nats1.writeBytes - nats0.writeBytes) / 1e6 / seconds, 1) : NaN,
         cpuPressurePercent: stalled("cpu", cpuStall0),
         ioPressurePercent: stalled("io", ioStall0),
+        gatewayGc: Object.fromEntries(
+          [...(last?.gc ?? new Map<string, { count: number; sum: number }>())].map(([k, v]) => {
+            const was = first?.gc.get(k) ?? { count: 0, sum: 0 };
+            return [k, { count: v.count - was.count, ms: round((v.sum - was.sum) * 1000, 1) }];
+          }),
+        ),
       };
     },
   };

@@ -11,6 +11,7 @@ const BENCH_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const START_TIMEOUT_MS = 30_000;
 
 export interface SmallPublisher {
+  readonly pid: number;
   /** `rate` publishes of 1 KiB a second for `seconds` to `topic` at `url`. */
   run(
     url: string,
@@ -42,6 +43,7 @@ export async function startSmallPublisher(): Promise<SmallPublisher> {
   });
   let nextId = 0;
   return {
+    pid: child.pid ?? 0,
     run(url, token, topic, rate, seconds) {
       const id = ++nextId;
       const request: RunRequest = { type: "run", id, url, token, topic, rate, seconds };
