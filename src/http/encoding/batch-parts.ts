@@ -45,7 +45,9 @@ export class BatchParts {
       onFile: (info) => {
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(info.headers)) {
-          headers[k] = Array.isArray(v) ? v.join(", ") : v;
+          // Trimmed: the parser keeps the space after the colon when a read ends right there
+          // (an HTTP header value's surrounding whitespace is not part of it anyway).
+          headers[k] = (Array.isArray(v) ? v.join(", ") : v).trim();
         }
         push({ kind: "part", headers });
         return (chunk) => push(chunk ? { kind: "data", chunk } : { kind: "end" });
@@ -65,6 +67,25 @@ export class BatchParts {
     });
   }
 
+  /**
+   * A read's last one or two bytes when they are `-`, kept for the next read: the parser takes
+   * the closing delimiter's `--` cut between its two dashes for a new part. Where reads end
+   * changes nothing else, so holding two bytes back is safe.
+   */
+  #carry: Uint8Array | null = null;
+
+  #write(piece: Uint8Array): void {
+    let data = this.#carry ? Buffer.concat([this.#carry, piece]) : piece;
+    this.#carry = null;
+    let keep = 0;
+    while (keep < 2 && keep < data.length && data[data.length - 1 - keep] === 0x2d) keep++;
+    if (keep > 0) {
+      this.#carry = data.subarray(data.length - keep);
+      data = data.subarray(0, data.length - keep);
+    }
+    if (data.length > 0) this.#parser.write(data);
+  }
+
   /** The next event, or null after the close delimiter. Throws the body's failure. */
   async next(): Promise<BatchEvent | null> {
     for (;;) {
@@ -80,11 +101,13 @@ export class BatchParts {
         throw this.#failure;
       }
       if (r.done) {
+        if (this.#carry) this.#parser.write(this.#carry);
+        this.#carry = null;
         this.#parser.end();
         if (!this.#done) this.#failure ??= broken();
         continue;
       }
-      this.#parser.write(r.value);
+      this.#write(r.value);
     }
   }
 }
