@@ -107,6 +107,11 @@ export interface StreamedBody {
   readonly declaredLength: number | null;
   /** More bytes than this: 413, and nothing is left stored. */
   readonly maxBytes: number;
+  /**
+   * Awaited once the body is stored, before its message is published: false removes the body
+   * and publishes nothing (a batch whose body broke after this part; 400 `invalid_batch`).
+   */
+  readonly commit?: Promise<boolean>;
 }
 
 /** Messages read from a dead-letter topic at a time by redrive. */
@@ -224,6 +229,10 @@ export class QueueService {
       throw this.#notDeferred(err);
     } finally {
       this.#moving(-1, 0);
+    }
+    if (body.commit && !(await body.commit)) {
+      await bodies.remove(topic, ref).catch(() => undefined);
+      throw new AppError("invalid_batch");
     }
     let result: PublishResult;
     try {

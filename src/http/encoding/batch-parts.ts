@@ -110,4 +110,24 @@ export class BatchParts {
       this.#write(r.value);
     }
   }
+
+  /**
+   * After the close delimiter: reads what follows it (an epilogue, or just the request's end),
+   * at most `maxBytes`. False: more than that, or the request broke; the caller ends the
+   * connection instead of reading on (a keep-alive connection would stall on it otherwise).
+   */
+  async finish(maxBytes: number): Promise<boolean> {
+    let seen = 0;
+    for (;;) {
+      let r: IteratorResult<Uint8Array>;
+      try {
+        r = await this.#pieces.next();
+      } catch {
+        return false;
+      }
+      if (r.done) return true;
+      seen += r.value.length;
+      if (seen > maxBytes) return false;
+    }
+  }
 }

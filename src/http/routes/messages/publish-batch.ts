@@ -4,7 +4,8 @@
 // part counts as a request in the tenant's rate limit: the parts the budget has no room for fail
 // alone with 429 rate_limited (retryable), the first ones stored. The body streams: a part above
 // the inline limit goes to the body store as it arrives (like a large single publish), the
-// inline parts are held until the batch is read whole or they pass VQS_MAX_BATCH_BYTES.
+// inline parts are held (VQS_MAX_BATCH_BYTES), and no message is published before the body has
+// been read whole: a batch cut off stores nothing.
 import type { BatchAnswer, BatchResult } from "../../../api/messages.js";
 import type { FastifyInstance } from "fastify";
 import type { Readable } from "node:stream";
@@ -40,13 +41,23 @@ interface Held {
   readonly payload: Buffer;
 }
 
-/** One batch's reading and publishing, part by part. */
+/** What may follow a refused batch's close delimiter before the connection is ended instead. */
+const EPILOGUE_BYTES = 64 * 1024;
+
+/**
+ * One batch's reading and publishing. Nothing is published before the body has been read whole:
+ * inline parts are held (at most `maxBatchBytes`), a large part's body streams into the body
+ * store and its message waits for the batch's decision. A body that breaks (a disconnect, a
+ * stalled upload, more than 100 parts) so stores nothing, and the client's retry cannot
+ * duplicate a message.
+ */
 class BatchRun {
-  readonly results: Promise<BatchResult>[] = [];
-  /** Once a part has gone to the store, a body that goes bad no longer refuses the batch. */
-  started = false;
-  #held: Held[] = [];
+  readonly #results: Promise<BatchResult>[] = [];
+  readonly #held: Held[] = [];
   #heldBytes = 0;
+  /** The batch's decision, awaited by every large part before its message is published. */
+  #decide!: (publish: boolean) => void;
+  readonly #decided = new Promise<boolean>((resolve) => (this.#decide = resolve));
 
   constructor(
     private readonly reader: BatchParts,
@@ -59,29 +70,45 @@ class BatchRun {
     private readonly log: (err: unknown) => void,
   ) {}
 
-  async run(): Promise<void> {
+  /** Reads the whole body; throws (having stored nothing) if it is not a good batch. */
+  async read(): Promise<void> {
     let e = await this.reader.next();
     while (e) {
       if (e.kind === "data" || e.kind === "end") {
         e = await this.reader.next(); // not inside a part (cannot happen): skipped
         continue;
       }
-      if (this.results.length === LIMITS.batchMaxMessages) throw new AppError("invalid_batch");
+      if (this.#results.length === LIMITS.batchMaxMessages) throw new AppError("invalid_batch");
       if (e.kind === "unreadable") {
         const message = "This part's headers could not be read: give it at least a Content-Type.";
-        this.results.push(Promise.resolve(failed(new AppError("invalid_batch", { message }))));
+        this.#results.push(Promise.resolve(failed(new AppError("invalid_batch", { message }))));
         e = await this.reader.next();
         continue;
       }
       e = await this.#part(e.headers);
     }
-    if (this.results.length === 0) throw new AppError("invalid_batch");
+    if (this.#results.length === 0) throw new AppError("invalid_batch");
   }
 
-  /** Reads one part and publishes it (or holds it); returns the event after its end. */
+  /** Publishes every part (the body was read whole): one result per part, in order. */
+  async publish(): Promise<BatchResult[]> {
+    this.#decide(true);
+    // The request itself counted for the batch's first part when it came in.
+    const further = this.#held.filter((p) => p.index > 0).length;
+    let allowed = this.take(further) + (this.#held.length - further);
+    for (const p of this.#held) this.#results[p.index] = this.#inline(p, allowed-- > 0);
+    return Promise.all(this.#results);
+  }
+
+  /** The batch is refused: the large parts' bodies are removed, nothing is published. */
+  async abandon(): Promise<void> {
+    this.#decide(false);
+    await Promise.all(this.#results);
+  }
+
+  /** Reads one part (holds it, or streams its body to the store); returns the event after it. */
   async #part(headers: Record<string, string>): Promise<BatchEvent | null> {
-    const index = this.results.length;
-    this.results.push(Promise.resolve(failed(new AppError("internal_error")))); // replaced below
+    const index = this.#results.length;
     const head: Uint8Array[] = [];
     let size = 0;
     let e: BatchEvent | null;
@@ -93,81 +120,70 @@ class BatchRun {
       if (size > this.limits.inlineBytes) break;
     }
     if (e?.kind !== "data") {
-      this.#held.push({ index, headers, payload: Buffer.concat(head, size) });
       this.#heldBytes += size;
-      // Past the bound, what is held goes out now and the body waits until it is stored.
-      if (this.#heldBytes > this.maxBatchBytes) await this.flush();
+      if (this.#heldBytes > this.maxBatchBytes) {
+        throw new AppError("payload_too_large", {
+          message: `A batch's parts up to the inline limit may hold ${this.maxBatchBytes} bytes together (VQS_MAX_BATCH_BYTES); send fewer or smaller parts.`,
+        });
+      }
+      this.#results.push(Promise.resolve(failed(new AppError("internal_error")))); // set by publish()
+      this.#held.push({ index, headers, payload: Buffer.concat(head, size) });
       return e?.kind === "end" ? this.reader.next() : e;
     }
     // Above the inline limit: streamed into the body store as it arrives.
-    this.#release();
-    this.started = true;
     const allowed = index === 0 || this.take(1) === 1;
-    this.results[index] = Promise.resolve(await this.#streamed(headers, head, allowed));
+    this.#results.push((await this.#streamed(headers, head, allowed)).result);
     return this.reader.next();
   }
 
+  /**
+   * Streams a large part's body to the store; resolves once the part has been read, with its
+   * result to come (settled when the batch is decided; wrapped, or awaiting it would wait).
+   */
   async #streamed(
     headers: Record<string, string>,
     head: Uint8Array[],
     allowed: boolean,
-  ): Promise<BatchResult> {
+  ): Promise<{ result: Promise<BatchResult> }> {
     const reader = this.reader;
     let ended = false;
+    let partRead!: () => void;
+    const read = new Promise<void>((resolve) => (partRead = resolve));
     async function* rest(): AsyncGenerator<Uint8Array> {
       yield* head.splice(0);
       for (;;) {
         const e = await reader.next();
         if (e?.kind !== "data") {
           ended = true;
+          partRead();
           return;
         }
         yield e.chunk;
       }
     }
-    let result: BatchResult;
-    try {
+    const publish = async (): Promise<BatchResult> => {
       if (!allowed) throw new AppError("rate_limited", { retryAfterSeconds: 1 });
       const input = publishInput(headers, EMPTY);
-      result = answer(
+      return answer(
         await this.queue.publishStreamed(this.topic, input, {
           source: rest(),
           declaredLength: null,
           maxBytes: this.limits.maxBytes,
+          commit: this.#decided,
         }),
       );
-    } catch (err) {
+    };
+    const result = publish().catch((err: unknown) => {
       if (isAppError(err) && err.status >= 500) this.log(err);
-      result = failed(err);
-    }
+      return failed(err);
+    });
+    await Promise.race([read, result]);
     // A part refused before its end (too large, rate-limited, no room): the rest is read past.
     while (!ended) {
       const e = await reader.next();
       if (e?.kind !== "data") ended = true;
     }
-    return result;
-  }
-
-  /** Publishes the held inline parts (concurrently) without waiting for them. */
-  #release(): void {
-    const held = this.#held.splice(0);
-    if (held.length === 0) return;
-    this.started = true;
-    // The request itself counted for the batch's first part when it came in.
-    const further = held.filter((p) => p.index > 0).length;
-    let allowed = this.take(further) + (held.length - further);
-    for (const p of held) {
-      const ok = allowed-- > 0;
-      this.results[p.index] = this.#inline(p, ok).finally(() => {
-        this.#heldBytes -= p.payload.length;
-      });
-    }
-  }
-
-  /** Publishes what is held and waits until it is stored. */
-  async flush(): Promise<void> {
-    this.#release();
-    await Promise.all(this.results);
+    return { result };
   }
 
   async #inline(p: Held, allowed: boolean): Promise<BatchResult> {
@@ -211,20 +227,15 @@ export function publishBatchRoute(
       (err) => request.log.warn({ err }, "batch part failed"),
     );
     try {
-      await batch.run();
-      await batch.flush();
+      await batch.read();
     } catch (err) {
-      // Nothing stored yet: the batch is refused whole, as a body read whole would have been.
-      if (!batch.started || !isAppError(err) || err.code !== "invalid_batch") {
-        refuseUnread(request, reply);
-        throw err;
-      }
-      // Parts are stored already: their results stand, and one failed entry stands for the
-      // rest of the body, which is not read (more than 100 parts, or a broken body).
-      await batch.flush();
-      batch.results.push(Promise.resolve(failed(err)));
+      // Nothing is published before the body has been read whole: the batch is refused whole
+      // and what its large parts stored is removed.
+      await batch.abandon();
       refuseUnread(request, reply);
+      throw err;
     }
-    return { results: await Promise.all(batch.results) } satisfies BatchAnswer;
+    if (!(await reader.finish(EPILOGUE_BYTES))) refuseUnread(request, reply);
+    return { results: await batch.publish() } satisfies BatchAnswer;
   });
 }
