@@ -608,6 +608,10 @@ class GroupRunner {
    * after it is not retried (its release finds nothing pending), so nothing is pushed twice.
    */
   settled(streamSeq: number): void {
+    // At most `maxConcurrency` pushes stay open past their acknowledgement: an endpoint that
+    // acknowledges and never answers then holds its slots again, as before, rather than taking
+    // a new request (and socket) per acknowledgement until its push timeout.
+    if (this.#pushing - this.#inFlight >= this.#settings.push.maxConcurrency) return;
     this.#slots.get(streamSeq)?.();
   }
 
