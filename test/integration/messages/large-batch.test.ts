@@ -57,17 +57,22 @@ const part = (body: string | Buffer) =>
   ]);
 const END = Buffer.from("--b-7--\r\n");
 
-/** A batch body sent chunked (no Content-Length) to `url`. */
-async function postBatch(url: string, topic: string, body: Buffer) {
-  const res = await fetch(`${url}/api/v3/topic/${topic}/batch`, {
+/** A batch body sent chunked (no Content-Length) to `url`, in pieces of `piece` bytes. */
+async function sendBatch(url: string, topic: string, body: Buffer, piece = 256 * 1024) {
+  return fetch(`${url}/api/v3/topic/${topic}/batch`, {
     method: "POST",
     headers: {
       authorization: `Bearer ${await issuer.token()}`,
       "content-type": "multipart/mixed; boundary=b-7",
     },
-    body: chunked(body, 256 * 1024),
+    body: chunked(body, piece),
     duplex: "half",
   });
+}
+
+/** `sendBatch`, answered 200: its results. */
+async function postBatch(url: string, topic: string, body: Buffer) {
+  const res = await sendBatch(url, topic, body);
   expect(res.status, await res.clone().text()).toBe(200);
   return ((await res.json()) as { results: Record<string, unknown>[] }).results;
 }
@@ -142,15 +147,7 @@ describe("large batch parts", () => {
       ...Array.from({ length: 100 }, (_, i) => part(`p${i}`)),
       END,
     ]);
-    const res = await fetch(`${gw.url}/api/v3/topic/${topic}/batch`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${await issuer.token()}`,
-        "content-type": "multipart/mixed; boundary=b-7",
-      },
-      body: chunked(body, 256 * 1024),
-      duplex: "half",
-    });
+    const res = await sendBatch(gw.url, topic, body, 256 * 1024);
     expect(res.status).toBe(400);
     expect(await errorCode(res)).toBe("invalid_batch");
     const q = api(gw.url, await issuer.token());
@@ -161,15 +158,7 @@ describe("large batch parts", () => {
   it("refuses a batch whose inline parts pass VQS_MAX_BATCH_BYTES together with 413, storing none", async () => {
     const topic = uniqueName();
     const body = Buffer.concat([part("a".repeat(600_000)), part("b".repeat(600_000)), END]);
-    const res = await fetch(`${small.url}/api/v3/topic/${topic}/batch`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${await issuer.token()}`,
-        "content-type": "multipart/mixed; boundary=b-7",
-      },
-      body: chunked(body, 64 * 1024),
-      duplex: "half",
-    });
+    const res = await sendBatch(small.url, topic, body, 64 * 1024);
     expect(res.status).toBe(413);
     expect(await errorCode(res)).toBe("payload_too_large");
     expect((await api(small.url, await issuer.token()).receive(topic, "g")).status).toBe(204);
@@ -178,15 +167,8 @@ describe("large batch parts", () => {
   it("reads a short epilogue and keeps the connection; a long one ends it after the answer", async () => {
     const topic = uniqueName();
     const post = async (epilogue: Buffer) => {
-      const res = await fetch(`${gw.url}/api/v3/topic/${topic}/batch`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${await issuer.token()}`,
-          "content-type": "multipart/mixed; boundary=b-7",
-        },
-        body: chunked(Buffer.concat([part("x"), END, epilogue]), 64 * 1024),
-        duplex: "half",
-      });
+      const body = Buffer.concat([part("x"), END, epilogue]);
+      const res = await sendBatch(gw.url, topic, body, 64 * 1024);
       const results = ((await res.json()) as { results: { status: string }[] }).results;
       return { status: res.status, results, connection: res.headers.get("connection") };
     };
