@@ -3,7 +3,7 @@
 // unexpected is logged and answered as a 500 without internals.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, isAppError } from "../errors.js";
-import { lingerOnClose } from "./plugins/linger-close.js";
+import { refuseUnread } from "./plugins/linger-close.js";
 
 function send(reply: FastifyReply, err: AppError): FastifyReply {
   if (err.retryAfterSeconds !== undefined)
@@ -50,8 +50,7 @@ function closeIfUnread(request: FastifyRequest, reply: FastifyReply): void {
     (length === undefined || Number(length) <= DISCARD_UNREAD_BYTES)
   )
     return;
-  reply.header("connection", "close");
-  lingerOnClose(raw);
+  refuseUnread(request, reply);
 }
 
 /** For Fastify's `frameworkErrors`: failures before routing (a URL that cannot be decoded). */

@@ -14,13 +14,13 @@ import { LIMITS } from "../../../queue/limits.js";
 import { BatchParts, boundaryOf, type BatchEvent } from "../../encoding/batch-parts.js";
 import { abortable, type BodyLimits } from "../../encoding/publish-body.js";
 import type { PartsLimit } from "../../plugins/rate-limit.js";
+import { refuseUnread } from "../../plugins/linger-close.js";
 import { uploadSignal } from "../../plugins/upload-watchdog.js";
 import type { TopicAddress } from "../../../queue/namespace.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
 import { publishInput } from "./publish-input.js";
-import { refuseUnread } from "./publish.js";
 
 const EMPTY = Buffer.alloc(0);
 

@@ -2,7 +2,7 @@
 // the inline limit, streamed to the body store above it. Everything but the body (auth, names,
 // headers, the declared size) is answered before a byte of it is read.
 import type { Deferred, Published } from "../../../api/messages.js";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { Readable } from "node:stream";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { readInlineBody } from "../../encoding/inline-body.js";
@@ -13,7 +13,7 @@ import {
   type BodyLimits,
   type PublishBody,
 } from "../../encoding/publish-body.js";
-import { lingerOnClose } from "../../plugins/linger-close.js";
+import { refuseUnread } from "../../plugins/linger-close.js";
 import { uploadSignal } from "../../plugins/upload-watchdog.js";
 import { PUBLISH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
@@ -63,14 +63,4 @@ export function publishRoute(app: FastifyInstance, queue: QueueService, limits: 
       .header("vqs-message-id", result.messageId)
       .send({ messageId: result.messageId } satisfies Published);
   });
-}
-
-/**
- * A refusal while the body may be unread ends the connection: the rest of the body is not read
- * either, but discarded for a moment, so the client reads the answer rather than a reset. (Set
- * on a refusal, not before every body and taken off after: that cost every publish a header.)
- */
-export function refuseUnread(request: FastifyRequest, reply: FastifyReply): void {
-  reply.header("connection", "close");
-  lingerOnClose(request.raw);
 }
