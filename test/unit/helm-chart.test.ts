@@ -4,7 +4,8 @@
 // generated from the Kubernetes OpenAPI; the Prometheus Operator's CRDs from
 // @kubernetes-models/prometheus-operator). The PrometheusRule and the dashboard ConfigMap carry the
 // very files deploy/ links to; values the templates cannot render are refused by values.schema.json
-// before anything renders. The NATS side: helm/nats-values.yaml and deploy/nats/ set what the
+// before anything renders, and the rendered ConfigMap is loaded by the gateway's own loadConfig.
+// The NATS side: helm/nats-values.yaml, deploy/nats/ and deploy/regions.example.env set what the
 // gateway needs (the configs checked by nats-server -t). Without helm these fail, never skip.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -20,6 +21,7 @@ import {
   PrometheusRule,
   ServiceMonitor,
 } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+import { loadConfig } from "../../src/config.js";
 import { chart, helmBinary, regionValues, root } from "../helpers/chart.js";
 import { currentNatsServerBinary } from "../helpers/processes/nats.js";
 
@@ -83,6 +85,12 @@ const kinds = (objects: K8sObject[]) => objects.map((o) => o.kind).sort();
 const find = (objects: K8sObject[], kind: string) => objects.find((o) => o.kind === kind)!;
 const merged = (extra: object) => ({ ...regionValues, ...extra });
 
+/** The environment a gateway pod gets: the ConfigMap (envFrom) and the receipt secret. */
+function podEnv(objects: K8sObject[]): Record<string, string> {
+  const configMap = find(objects, "ConfigMap") as K8sObject & { data: Record<string, string> };
+  return { ...configMap.data, VQS_RECEIPT_SECRET: regionValues.secret.receiptSecret };
+}
+
 describe("the chart, through helm and the Kubernetes schemas", () => {
   it("renders a region with the required values only", () => {
     const objects = render(regionValues);
@@ -98,6 +106,16 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
     const deployment = find(objects, "Deployment") as { spec: { replicas?: number } } & K8sObject;
     expect(deployment.spec.replicas).toBe(3);
     expect(deployment.metadata.namespace).toBe("queues");
+  });
+
+  it("a default install takes 100 MB bodies: the gateway loads the rendered ConfigMap", () => {
+    const env = podEnv(render(regionValues));
+    expect(env).toMatchObject({ VQS_MAX_MESSAGE_BYTES: "100000000" });
+    const config = loadConfig(env);
+    expect(config.production).toBe(true);
+    expect(config.maxMessageBytes).toBe(100_000_000);
+    expect(config.maxMessageBytes).toBe(loadConfig({}).maxMessageBytes);
+    expect(config.inlineBodyBytes).toBeLessThan(config.maxMessageBytes);
   });
 
   it("renders the HorizontalPodAutoscaler, and leaves replicas to it", () => {
@@ -186,6 +204,8 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
         /SecretKey/,
       ],
       [merged({ serviceAccount: { name: "Gateway_SA" } }), /serviceAccount/],
+      [merged({ config: { ...regionValues.config, maxMessageBytes: 1e9 + 1 } }), /maxMessageBytes/],
+      [merged({ config: { ...regionValues.config, maxMessageBytes: 0 } }), /maxMessageBytes/],
     ];
     for (const [values, why] of refused) {
       const r = helm("template", values);
@@ -218,10 +238,14 @@ describe("the NATS side (helm/nats-values.yaml for the official chart; deploy/na
     const values = parse(readFileSync(join(chart, "values.yaml"), "utf8")) as {
       config: { streamReplicas: number; maxMessageBytes: number };
     };
-    // The gateway's defaults fit: R3 streams on 3 servers, bodies up to max_payload - 4 KiB.
+    // R3 streams on 3 servers.
     expect(values.config.streamReplicas).toBeLessThanOrEqual(v.config.cluster.replicas);
-    const maxPayload = Number(/\d+/.exec(v.config.merge.max_payload)![0]) * 1024 * 1024;
-    expect(values.config.maxMessageBytes).toBeLessThanOrEqual(maxPayload - 4096);
+    // Only the inline limit is bounded by max_payload (a body and the gateway's headers, up to
+    // 4 KiB, in one message); bodies above it, up to maxMessageBytes, go to the large-body store.
+    const inline = loadConfig({}).inlineBodyBytes;
+    expect(inline).toBeLessThanOrEqual(natsBytes(v.config.merge.max_payload) - 4096);
+    expect(values.config.maxMessageBytes).toBe(100_000_000);
+    expect(values.config.maxMessageBytes).toBeGreaterThan(inline);
   });
 
   it("deploy/nats/ configs pass nats-server -t and set the same", () => {
@@ -235,4 +259,29 @@ describe("the NATS side (helm/nats-values.yaml for the official chart; deploy/na
       expect(text.match(/nats-route:\/\/nats-\d:6222/g)).toHaveLength(3);
     }
   });
+
+  it("deploy/regions.example.env takes 100 MB bodies with a store deploy/nats/ has room for", () => {
+    const env = Object.fromEntries(
+      readFileSync(join(root, "deploy", "regions.example.env"), "utf8")
+        .split("\n")
+        .map((line) => /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(line))
+        .filter((m) => m !== null)
+        .map((m) => [m[1]!, m[2]!]),
+    );
+    const config = loadConfig({ ...env, VQS_RECEIPT_SECRET: regionValues.secret.receiptSecret });
+    expect(config.maxMessageBytes).toBe(100_000_000);
+    const text = readFileSync(join(root, "deploy", "nats", "cluster-node-1.conf"), "utf8");
+    const maxPayload = natsBytes(/^max_payload: (\S+)$/m.exec(text)![1]!);
+    const maxFileStore = natsBytes(/^\s+max_file_store: (\S+)$/m.exec(text)![1]!);
+    expect(config.inlineBodyBytes).toBeLessThanOrEqual(maxPayload - 4096);
+    expect(config.largeBodyStoreBytes).toBeGreaterThan(0);
+    expect(config.largeBodyStoreBytes).toBeLessThanOrEqual(maxFileStore / 4);
+  });
 });
+
+/** A nats-server size ("2MB", "<< 10GB >>"): KB, MB, GB and TB count in powers of 1024. */
+function natsBytes(size: string): number {
+  const m = /^(?:<< )?(\d+)(KB|MB|GB|TB)(?: >>)?$/.exec(size);
+  if (!m) throw new Error(`not a nats-server size: ${size}`);
+  return Number(m[1]) * 1024 ** (["KB", "MB", "GB", "TB"].indexOf(m[2]!) + 1);
+}
