@@ -4,7 +4,8 @@
 // generated from the Kubernetes OpenAPI; the Prometheus Operator's CRDs from
 // @kubernetes-models/prometheus-operator). The PrometheusRule and the dashboard ConfigMap carry the
 // very files deploy/ links to; values the templates cannot render are refused by values.schema.json
-// before anything renders, and the rendered ConfigMap is loaded by the gateway's own loadConfig.
+// before anything renders, with the bounds the gateway itself enforces (src/config.ts), and the
+// rendered ConfigMap is loaded by the gateway's own loadConfig.
 // The NATS side: helm/nats-values.yaml, deploy/nats/ and deploy/regions.example.env set what the
 // gateway needs (the configs checked by nats-server -t). Without helm these fail, never skip.
 import { spawnSync } from "node:child_process";
@@ -21,7 +22,7 @@ import {
   PrometheusRule,
   ServiceMonitor,
 } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
-import { loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig } from "../../src/config.js";
 import { chart, helmBinary, regionValues, root } from "../helpers/chart.js";
 import { currentNatsServerBinary } from "../helpers/processes/nats.js";
 
@@ -85,10 +86,59 @@ const kinds = (objects: K8sObject[]) => objects.map((o) => o.kind).sort();
 const find = (objects: K8sObject[], kind: string) => objects.find((o) => o.kind === kind)!;
 const merged = (extra: object) => ({ ...regionValues, ...extra });
 
+/** The region's values with these under config.largeBodies. */
+const withLargeBodies = (largeBodies: object) =>
+  merged({ config: { ...regionValues.config, largeBodies } });
+
 /** The environment a gateway pod gets: the ConfigMap (envFrom) and the receipt secret. */
 function podEnv(objects: K8sObject[]): Record<string, string> {
   const configMap = find(objects, "ConfigMap") as K8sObject & { data: Record<string, string> };
   return { ...configMap.data, VQS_RECEIPT_SECRET: regionValues.secret.receiptSecret };
+}
+
+/** config.largeBodies.<key> and the variable it renders (every one but natsMaxFileStoreBytes). */
+const LARGE_BODY_VALUES: Record<string, string> = {
+  inlineBodyBytes: "VQS_INLINE_BODY_BYTES",
+  storeBytes: "VQS_LARGE_BODY_STORE_BYTES",
+  namespacePercent: "VQS_LARGE_BODY_NAMESPACE_PERCENT",
+  maxStreams: "VQS_MAX_LARGE_STREAMS",
+  ingestBytesPerSecond: "VQS_LARGE_INGEST_BYTES_PER_SECOND",
+  uploadWindow: "VQS_LARGE_BODY_WINDOW",
+  readWindow: "VQS_LARGE_BODY_READ_WINDOW",
+  minUploadBytesPerSecond: "VQS_MIN_UPLOAD_BYTES_PER_SECOND",
+  minUploadWindowSeconds: "VQS_MIN_UPLOAD_WINDOW_SECONDS",
+  sweepSeconds: "VQS_LARGE_BODY_SWEEP_SECONDS",
+  orphanGraceSeconds: "VQS_LARGE_BODY_ORPHAN_GRACE_SECONDS",
+  ttlMarginSeconds: "VQS_LARGE_BODY_TTL_MARGIN_SECONDS",
+};
+
+/** The range the gateway accepts for an integer variable, from loadConfig's own refusal. */
+function gatewayRange(name: string): { min: number; max: number } {
+  try {
+    loadConfig({ [name]: "not-a-number" });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const m = new RegExp(`${name} must be an integer from (\\d+) to (\\d+)`).exec(err.message);
+    if (m) return { min: Number(m[1]), max: Number(m[2]) };
+  }
+  throw new Error(`loadConfig does not read ${name} as an integer`);
+}
+
+/** The variables loadConfig reads (from an empty environment). */
+function variablesRead(): Set<string> {
+  const names = new Set<string>();
+  loadConfig(
+    new Proxy<Record<string, string | undefined>>(
+      {},
+      {
+        get(_, name) {
+          if (typeof name === "string") names.add(name);
+          return undefined;
+        },
+      },
+    ),
+  );
+  return names;
 }
 
 describe("the chart, through helm and the Kubernetes schemas", () => {
@@ -110,12 +160,87 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
 
   it("a default install takes 100 MB bodies: the gateway loads the rendered ConfigMap", () => {
     const env = podEnv(render(regionValues));
-    expect(env).toMatchObject({ VQS_MAX_MESSAGE_BYTES: "100000000" });
+    expect(env).toMatchObject({
+      VQS_MAX_MESSAGE_BYTES: "100000000",
+      VQS_LARGE_BODY_STORE_BYTES: "10737418240",
+    });
+    // The other large-body values are null: the gateway's defaults apply.
+    const rendered = Object.values(LARGE_BODY_VALUES).filter((name) => name in env);
+    expect(rendered).toEqual(["VQS_LARGE_BODY_STORE_BYTES"]);
     const config = loadConfig(env);
     expect(config.production).toBe(true);
     expect(config.maxMessageBytes).toBe(100_000_000);
     expect(config.maxMessageBytes).toBe(loadConfig({}).maxMessageBytes);
     expect(config.inlineBodyBytes).toBeLessThan(config.maxMessageBytes);
+    expect(config.largeBodyStoreBytes).toBe(10 * 1024 ** 3);
+  });
+
+  it("exposes every large-body setting of the gateway under config.largeBodies", () => {
+    const values = parse(readFileSync(join(chart, "values.yaml"), "utf8")) as {
+      config: { largeBodies: Record<string, unknown> };
+    };
+    expect(Object.keys(values.config.largeBodies).sort()).toEqual(
+      [...Object.keys(LARGE_BODY_VALUES), "natsMaxFileStoreBytes"].sort(),
+    );
+    const largeBodySettings = [...variablesRead()].filter((name) =>
+      /^VQS_(LARGE_|MAX_LARGE_|INLINE_BODY_|MIN_UPLOAD_)/.test(name),
+    );
+    expect(largeBodySettings.sort()).toEqual(Object.values(LARGE_BODY_VALUES).sort());
+  });
+
+  it("renders each large-body value into its variable, at both bounds the gateway accepts", () => {
+    for (const bound of ["min", "max"] as const) {
+      const largeBodies = Object.fromEntries(
+        Object.entries(LARGE_BODY_VALUES).map(([key, name]) => [key, gatewayRange(name)[bound]]),
+      );
+      // The largest store is larger than any NATS volume: the check is off (null) for it.
+      const env = podEnv(render(withLargeBodies({ ...largeBodies, natsMaxFileStoreBytes: null })));
+      for (const [key, name] of Object.entries(LARGE_BODY_VALUES)) {
+        expect(env[name], `${key} (${bound})`).toBe(String(largeBodies[key]));
+      }
+      const config = loadConfig(env);
+      expect(config.inlineBodyBytes).toBe(largeBodies.inlineBodyBytes);
+      expect(config.largeBodyStoreBytes).toBe(largeBodies.storeBytes);
+      expect(config.largeIngestBytesPerSecond).toBe(largeBodies.ingestBytesPerSecond);
+    }
+    // 0 (no limit, no budget) is a value, not "unset".
+    const env = podEnv(render(withLargeBodies({ storeBytes: 0, ingestBytesPerSecond: 0 })));
+    expect(env).toMatchObject({
+      VQS_LARGE_BODY_STORE_BYTES: "0",
+      VQS_LARGE_INGEST_BYTES_PER_SECOND: "0",
+    });
+  });
+
+  it("refuses large-body values the gateway would refuse, and a store the NATS volume cannot hold", () => {
+    for (const [key, name] of Object.entries(LARGE_BODY_VALUES)) {
+      const { min, max } = gatewayRange(name);
+      const outside = [max + 1, ...(min > 0 ? [min - 1] : []), "64"];
+      for (const value of outside) {
+        const r = helm("template", withLargeBodies({ [key]: value, natsMaxFileStoreBytes: null }));
+        expect(r.status, `${key}: ${value}`).not.toBe(0);
+        expect(r.stderr, `${key}: ${value}`).toContain(`/config/largeBodies/${key}`);
+      }
+    }
+    const refused: [object, RegExp][] = [
+      [withLargeBodies({ surprise: 1 }), /surprise/],
+      // The store reserves its bytes on every replica: at or above the volume it is never made.
+      [
+        withLargeBodies({ storeBytes: 50 * 1024 ** 3 }),
+        /storeBytes.*less than.*natsMaxFileStoreBytes/,
+      ],
+      [
+        withLargeBodies({ storeBytes: 2 * 1024 ** 3, natsMaxFileStoreBytes: 1024 ** 3 }),
+        /storeBytes \(2147483648\) must be less than/,
+      ],
+    ];
+    for (const [values, why] of refused) {
+      const r = helm("template", values);
+      expect(r.status, JSON.stringify(values)).not.toBe(0);
+      expect(r.stderr, JSON.stringify(values)).toMatch(why);
+    }
+    // Just below the volume, or no limit at all, renders.
+    render(withLargeBodies({ storeBytes: 50 * 1024 ** 3 - 1 }));
+    render(withLargeBodies({ storeBytes: 0, natsMaxFileStoreBytes: 1024 ** 3 }));
   });
 
   it("renders the HorizontalPodAutoscaler, and leaves replicas to it", () => {
@@ -222,7 +347,11 @@ describe("the NATS side (helm/nats-values.yaml for the official chart; deploy/na
         cluster: { enabled: boolean; replicas: number };
         jetstream: {
           enabled: boolean;
-          fileStore: { enabled: boolean; pvc: { enabled: boolean; size: string } };
+          fileStore: {
+            enabled: boolean;
+            pvc: { enabled: boolean; size: string };
+            maxSize: string | null;
+          };
           merge: { sync_interval: string };
         };
         merge: { max_payload: string };
@@ -236,16 +365,34 @@ describe("the NATS side (helm/nats-values.yaml for the official chart; deploy/na
     });
     expect(v.config.merge.max_payload).toMatch(/^<< \d+MB >>$/);
     const values = parse(readFileSync(join(chart, "values.yaml"), "utf8")) as {
-      config: { streamReplicas: number; maxMessageBytes: number };
+      config: {
+        streamReplicas: number;
+        maxMessageBytes: number;
+        largeBodies: {
+          inlineBodyBytes: number | null;
+          storeBytes: number;
+          natsMaxFileStoreBytes: number;
+        };
+      };
     };
+    const { largeBodies } = values.config;
     // R3 streams on 3 servers.
     expect(values.config.streamReplicas).toBeLessThanOrEqual(v.config.cluster.replicas);
     // Only the inline limit is bounded by max_payload (a body and the gateway's headers, up to
     // 4 KiB, in one message); bodies above it, up to maxMessageBytes, go to the large-body store.
-    const inline = loadConfig({}).inlineBodyBytes;
+    const inline = largeBodies.inlineBodyBytes ?? loadConfig({}).inlineBodyBytes;
     expect(inline).toBeLessThanOrEqual(natsBytes(v.config.merge.max_payload) - 4096);
     expect(values.config.maxMessageBytes).toBe(100_000_000);
     expect(values.config.maxMessageBytes).toBeGreaterThan(inline);
+    // The store's limit is reserved on every server: the chart's idea of the servers' storage is
+    // the volume nats-values.yaml gives them (max_file_store defaults to it), and the store takes
+    // at most a quarter of it.
+    expect(largeBodies.natsMaxFileStoreBytes).toBe(
+      kubernetesBytes(v.config.jetstream.fileStore.pvc.size),
+    );
+    expect(v.config.jetstream.fileStore.maxSize).toBeNull();
+    expect(largeBodies.storeBytes).toBeGreaterThan(0);
+    expect(largeBodies.storeBytes).toBeLessThanOrEqual(largeBodies.natsMaxFileStoreBytes / 4);
   });
 
   it("deploy/nats/ configs pass nats-server -t and set the same", () => {
@@ -284,4 +431,11 @@ function natsBytes(size: string): number {
   const m = /^(?:<< )?(\d+)(KB|MB|GB|TB)(?: >>)?$/.exec(size);
   if (!m) throw new Error(`not a nats-server size: ${size}`);
   return Number(m[1]) * 1024 ** (["KB", "MB", "GB", "TB"].indexOf(m[2]!) + 1);
+}
+
+/** A Kubernetes quantity in binary units ("50Gi"). */
+function kubernetesBytes(size: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi|Ti)$/.exec(size);
+  if (!m) throw new Error(`not a binary Kubernetes quantity: ${size}`);
+  return Number(m[1]) * 1024 ** (["Ki", "Mi", "Gi", "Ti"].indexOf(m[2]!) + 1);
 }

@@ -126,6 +126,20 @@ Included from deployment.yaml.
 {{- end }}
 {{- end }}
 {{- /*
+The large-body store (stream VQS_BODIES) reserves its byte limit on every NATS server holding a
+replica when it is made; one that does not fit below the server's max_file_store is never made,
+and every large publish answers 503 large_body_store_unavailable. The chart does not render the
+NATS release, so config.largeBodies.natsMaxFileStoreBytes says how much JetStream storage the
+servers have (null: not checked); 0 store bytes is no limit and reserves nothing.
+*/}}
+{{- $lb := .Values.config.largeBodies }}
+{{- $volume := $lb.natsMaxFileStoreBytes }}
+{{- if and (gt (int64 $lb.storeBytes) 0) (not (or (kindIs "invalid" $volume) (eq (toString $volume) ""))) }}
+{{- if ge (int64 $lb.storeBytes) (int64 $volume) }}
+{{- fail (printf "config.largeBodies.storeBytes (%d) must be less than config.largeBodies.natsMaxFileStoreBytes (%d), the JetStream storage of each NATS server: the large-body store reserves it on every replica and cannot be made otherwise (a quarter of it is a fair start)" (int64 $lb.storeBytes) (int64 $volume)) }}
+{{- end }}
+{{- end }}
+{{- /*
 Shutdown timeline: preStop sleep, then SIGTERM; the app turns readiness 503,
 waits config.shutdownDelaySeconds, closes the listener and drains, all within
 config.shutdownGraceSeconds counted from SIGTERM (the delay is part of the
