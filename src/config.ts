@@ -69,6 +69,11 @@ export interface Config {
   readonly largeBodyNamespacePercent: number;
   /** Large-body uploads a gateway takes at once; 503 large_body_busy past it. */
   readonly maxLargeStreams: number;
+  /**
+   * Large-body downloads a gateway streams at once; past it receive by ID of a large message
+   * answers 503 large_body_busy (nothing leased), and a receive's large body waits its turn.
+   */
+  readonly maxLargeDownloads: number;
   /** Bytes per second a gateway takes into the large-body store, all uploads together; 0: any. */
   readonly largeIngestBytesPerSecond: number;
   /** A request body must bring at least this many bytes per second over any 60 s; else 408. */
@@ -283,6 +288,7 @@ export function loadConfig(env: Env): Config {
     largeBodySweepSeconds: int("VQS_LARGE_BODY_SWEEP_SECONDS", 300, 10, 86_400),
     largeBodyNamespacePercent: int("VQS_LARGE_BODY_NAMESPACE_PERCENT", 25, 1, 100),
     maxLargeStreams: int("VQS_MAX_LARGE_STREAMS", 16, 1, 10_000),
+    maxLargeDownloads: int("VQS_MAX_LARGE_DOWNLOADS", 16, 1, 10_000),
     largeIngestBytesPerSecond: int("VQS_LARGE_INGEST_BYTES_PER_SECOND", 50_000_000, 0, 2 ** 40),
     minUploadBytesPerSecond: int("VQS_MIN_UPLOAD_BYTES_PER_SECOND", 65_536, 1, 2 ** 40),
     minUploadWindowSeconds: int("VQS_MIN_UPLOAD_WINDOW_SECONDS", 60, 10, 3600),

@@ -230,7 +230,7 @@ export const ERRORS = {
   large_body_busy: {
     status: 503,
     message:
-      "This gateway is transferring as many large bodies as it allows (VQS_MAX_LARGE_STREAMS); retry shortly.",
+      "This gateway is transferring as many large bodies as it allows (VQS_MAX_LARGE_STREAMS uploads, VQS_MAX_LARGE_DOWNLOADS downloads); retry shortly.",
   },
   large_body_not_deferred: {
     status: 503,

@@ -189,8 +189,12 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     }),
     bodies: jetstream.bodies,
     largeStreams: {
-      max: config.maxLargeStreams,
-      onChange: (n) => metrics.largeBodyStreams.set(n),
+      maxUploads: config.maxLargeStreams,
+      maxDownloads: config.maxLargeDownloads,
+      onChange: (moving, waiting) => {
+        metrics.largeBodyStreams.set(moving);
+        metrics.largeBodyDownloadsWaiting.set(waiting);
+      },
     },
   });
   const pushKeys = new PushSigningKeys({

@@ -60,6 +60,7 @@ export interface Metrics {
   readonly largeBodyBytes: Counter<"direction">;
   /** Large bodies being moved through this gateway now (uploads and downloads). */
   readonly largeBodyStreams: Gauge;
+  readonly largeBodyDownloadsWaiting: Gauge;
   readonly largeBodyReadAhead: Gauge;
   /** Where vqs_large_body_stored_bytes comes from (the body store's last sweep). */
   useLargeBodyUsage(provider: () => ReadonlyMap<string, number>): void;
@@ -147,6 +148,13 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     help: "Large message bodies being uploaded or downloaded through this gateway now.",
     registers: [registry],
   });
+  const largeBodyDownloadsWaiting = new Gauge({
+    name: "vqs_large_body_downloads_waiting",
+    help:
+      "Large bodies of received messages waiting for a download slot (VQS_MAX_LARGE_DOWNLOADS) " +
+      "on this gateway; they hold no chunk while they wait.",
+    registers: [registry],
+  });
   const largeBodyReadAhead = new Gauge({
     name: "vqs_large_body_read_ahead_chunks",
     help:
@@ -220,6 +228,7 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     push,
     largeBodyBytes,
     largeBodyStreams,
+    largeBodyDownloadsWaiting,
     largeBodyReadAhead,
     useLargeBodyUsage: (provider) => {
       largeBodyUsage = provider;

@@ -16,6 +16,7 @@ import { GroupLeases } from "./delivery/group-leases.js";
 import { HandOut } from "./delivery/hand-out.js";
 import { MessageCopies } from "./delivery/message-copies.js";
 import type { DelayedPublishCap } from "./delayed-publish-cap.js";
+import { DownloadSlots, type DownloadSlot } from "./download-slots.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
@@ -70,6 +71,13 @@ export interface ReceivedMessage {
   readonly payload: Uint8Array;
   /** A large body, kept in the body store: read it with `QueueService.openBody`. */
   readonly body: BodyRef | null;
+  /** When the lease this delivery was handed out with ends (the receipt handle's deadline). */
+  readonly visibilityDeadline: Date;
+  /**
+   * The download slot receive by ID reserved for `body` before leasing it: give it to
+   * `openBody`, or release it if the body is never read.
+   */
+  readonly downloadSlot?: DownloadSlot;
   /** The trace context its publish carried. */
   readonly trace: TraceContext | null;
   /** Where it came from, when it is a dead-letter copy. */
@@ -93,11 +101,30 @@ export interface QueueServiceDeps {
   readonly delayedPublishes?: DelayedPublishCap;
   /** Where bodies above the inline limit are kept; without it they are refused. */
   readonly bodies?: BodyStore;
+  /** How many large bodies this gateway moves at once, and who hears of the numbers. */
+  readonly largeStreams?: LargeStreams;
+}
+
+export interface LargeStreams {
+  /** Uploads taken at once; past it 503 large_body_busy before the body is read. */
+  readonly maxUploads: number;
   /**
-   * Large-body uploads this gateway takes at once (503 large_body_busy past it), and who hears
-   * of the number of large bodies moving (uploads and downloads).
+   * Downloads streamed at once: past it receive by ID of a large message is refused (503
+   * large_body_busy, nothing leased) and a receive's large body waits for its turn.
    */
-  readonly largeStreams?: { readonly max: number; readonly onChange?: (n: number) => void };
+  readonly maxDownloads: number;
+  /** Bodies moving (uploads and downloads holding a slot), and downloads waiting for a slot. */
+  readonly onChange?: (moving: number, waitingDownloads: number) => void;
+}
+
+/** How a large body's download gets its slot (see `QueueService.openBody`). */
+export interface BodyReading {
+  /** A slot reserved for it (receive by ID): used, and released when the download ends. */
+  readonly slot?: DownloadSlot | undefined;
+  /** Waiting for a slot ends here (the message's lease deadline, on the service's clock). */
+  readonly untilMs: number;
+  /** The reader went away: a download waiting for its slot leaves the queue. */
+  readonly signal?: AbortSignal;
 }
 
 /** A body above the inline limit, as it arrives. */
@@ -142,13 +169,18 @@ export class QueueService {
   /** Waiting receives per namespace, capped. */
   readonly waiters: NamespaceCounts;
   readonly #bodies: BodyStore | null;
-  readonly #largeStreams: { readonly max: number; readonly onChange?: (n: number) => void };
+  readonly #maxUploads: number;
   #uploads = 0;
-  #downloads = 0;
+  readonly #downloads: DownloadSlots;
+  readonly #onLargeStreams: (moving: number, waitingDownloads: number) => void;
 
   constructor(deps: QueueServiceDeps) {
     this.#bodies = deps.bodies ?? null;
-    this.#largeStreams = deps.largeStreams ?? { max: Infinity };
+    this.#maxUploads = deps.largeStreams?.maxUploads ?? Infinity;
+    this.#onLargeStreams = deps.largeStreams?.onChange ?? (() => undefined);
+    this.#downloads = new DownloadSlots(deps.largeStreams?.maxDownloads ?? Infinity, () =>
+      this.#largeStreamsChanged(),
+    );
     this.#deferrer = deps.deferrer ?? null;
     this.#broker = deps.broker;
     this.#keys = deps.keys;
@@ -209,14 +241,14 @@ export class QueueService {
     }
     if (input.delaySeconds > 0) this.#delayedPublishes?.take(topic.namespace.key);
     // Checked before a byte is read: past the cap the client is told to come back.
-    if (this.#uploads >= this.#largeStreams.max) {
+    if (this.#uploads >= this.#maxUploads) {
       throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
     }
     // The body counts against the storage quotas: a declared length without room is refused
     // before a byte is read, a chunked body as soon as what it brought has none.
     const quota = await this.#broker.uploadQuota(topic, body.declaredLength);
     let ref: BodyRef;
-    this.#moving(1, 0);
+    this.#uploading(1);
     try {
       ref = await bodies.write(topic, quotaCounted(body.source, quota), {
         retentionSeconds: input.retentionSeconds,
@@ -228,7 +260,7 @@ export class QueueService {
       quota.end(false);
       throw this.#notDeferred(err);
     } finally {
-      this.#moving(-1, 0);
+      this.#uploading(-1);
     }
     if (body.commit && !(await body.commit)) {
       await bodies.remove(topic, ref).catch(() => undefined);
@@ -256,26 +288,49 @@ export class QueueService {
     return err;
   }
 
-  /** The bytes of a large body, verified as they are read (a failure throws mid-way). */
-  openBody(topic: TopicAddress, ref: BodyRef): AsyncIterable<Uint8Array> {
-    if (!this.#bodies) throw new AppError("storage_unavailable");
-    return this.#counted(this.#bodies.read(topic, ref));
+  /**
+   * The bytes of a large body, verified as they are read (a failure throws mid-way). The read
+   * holds a download slot: the one `reading` brings, or one it waits for in turn before the
+   * first chunk is asked for (so a waiting download holds no chunk). A download that gets none
+   * by `reading.untilMs` (the lease it was handed out with has ended) fails with
+   * large_body_busy, and one whose reader went away fails at once; neither changes the lease.
+   */
+  openBody(topic: TopicAddress, ref: BodyRef, reading: BodyReading): AsyncIterable<Uint8Array> {
+    const bodies = this.#bodies;
+    if (!bodies) {
+      reading.slot?.release();
+      throw new AppError("storage_unavailable");
+    }
+    return this.#download(() => bodies.read(topic, ref), reading);
   }
 
-  /** A download counts among the large bodies moving while it is read. */
-  async *#counted(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-    this.#moving(0, 1);
+  async *#download(
+    read: () => AsyncIterable<Uint8Array>,
+    reading: BodyReading,
+  ): AsyncGenerator<Uint8Array> {
+    let slot = reading.slot ?? null;
     try {
-      yield* source;
+      slot ??= await this.#downloads.take(reading.untilMs - this.#now(), reading.signal ?? null);
+      if (slot === null || reading.signal?.aborted) {
+        throw new AppError("large_body_busy", {
+          message: reading.signal?.aborted
+            ? "The reader went away while its large body waited for a download slot."
+            : "No download slot (VQS_MAX_LARGE_DOWNLOADS) came free before the message's lease ended.",
+        });
+      }
+      yield* read();
     } finally {
-      this.#moving(0, -1);
+      slot?.release();
     }
   }
 
-  #moving(uploads: number, downloads: number): void {
-    this.#uploads += uploads;
-    this.#downloads += downloads;
-    this.#largeStreams.onChange?.(this.#uploads + this.#downloads);
+  #uploading(n: number): void {
+    this.#uploads += n;
+    this.#largeStreamsChanged();
+  }
+
+  #largeStreamsChanged(): void {
+    this.#onLargeStreams(this.#uploads + this.#downloads.used, this.#downloads.waiting);
   }
 
   async #publish(
@@ -555,6 +610,25 @@ export class QueueService {
     if (found.kind === "delayed") {
       throw new AppError("message_not_available", { message: "The message is not visible yet." });
     }
+    if (!found.message.body) return this.#receiveFoundById(group, found, options);
+    // A large body is streamed: its download slot is taken before anything is leased, so a
+    // gateway at its cap refuses with nothing changed (the client comes back), never with a
+    // message leased that it cannot stream.
+    const slot = this.#downloads.tryTake();
+    if (slot === null) throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
+    try {
+      return { ...(await this.#receiveFoundById(group, found, options)), downloadSlot: slot };
+    } catch (err) {
+      slot.release();
+      throw err;
+    }
+  }
+
+  async #receiveFoundById(
+    group: GroupAddress,
+    found: { readonly streamSeq: number; readonly message: StoredMessage },
+    options: Omit<ReceiveOptions, "maxMessages">,
+  ): Promise<ReceivedMessage> {
     const lease = await this.#idLeases.take(
       group,
       found.streamSeq,

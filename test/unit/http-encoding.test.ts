@@ -65,6 +65,7 @@ function message(payload: Buffer, i: number): ReceivedMessage {
     receiptHandle: `handle-${i}`,
     deliveryCount: i + 1,
     body: null,
+    visibilityDeadline: new Date(1_700_000_060_000),
     publishedAt: new Date(1_700_000_000_000),
     expiresAt: new Date(1_700_086_400_000),
     trace: null,

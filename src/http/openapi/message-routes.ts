@@ -136,7 +136,7 @@ export const RECEIVE = {
 export const RECEIVE_BY_ID = {
   operationId: "receiveMessageById",
   summary: "Receive a message by its ID",
-  description: `Leases that one message to the group. ${ACCEPT_RULE} A message that would be delivered once more than its group's deadLetter.maxDeliveries: 410 message_dead_lettered.`,
+  description: `Leases that one message to the group. ${ACCEPT_RULE} A message that would be delivered once more than its group's deadLetter.maxDeliveries: 410 message_dead_lettered. A large body while the gateway streams as many as it allows (VQS_MAX_LARGE_DOWNLOADS): 503 large_body_busy with Retry-After, nothing leased.`,
   tags: ["messages"],
   params: MESSAGE_PATH,
   headers: apiHeaders(LEASE_HEADERS),
@@ -149,6 +149,7 @@ export const RECEIVE_BY_ID = {
       "message_duplicate",
       "message_already_acknowledged",
       "message_dead_lettered",
+      "large_body_busy",
     ]),
   },
 };

@@ -171,6 +171,7 @@ export class HandOut {
       contentType: message.contentType,
       payload: message.payload,
       body: message.body,
+      visibilityDeadline: new Date(lease.deadlineMs),
       trace: message.trace,
       deadLetter: message.deadLetter,
     };

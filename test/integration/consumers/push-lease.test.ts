@@ -1,6 +1,7 @@
 // The lease of a pushed message, with the real client's handleCallback on a real HTTP app: a
 // handler that runs past push.timeoutSeconds keeps its message (the client extends the lease 10 s
-// after the push, so the lease it is given is at least 30 s) and is never pushed again meanwhile;
+// after the push, so the lease it is given is at least 30 s) and is never pushed again meanwhile,
+// and one that runs past that least lease keeps its message through the client's extensions alone;
 // a push that times out comes back when its lease ends, not before. A pushed group's consumer
 // takes the push lease as its ack_wait and maxConcurrency as its max_ack_pending, following the
 // settings (ack_wait only while no message is out), and gets the defaults back when unpushed.
@@ -96,6 +97,44 @@ describe("the lease of a pushed message", () => {
     );
     expect(timeouts.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(2);
   }, 60_000);
+});
+
+describe("a pushed message's lease extended by its handler", () => {
+  it("lasts as long as handleCallback extends it: a 40 s handler past the least lease (30 s) is pushed once and settled", async () => {
+    const topic = uniqueName("lease-long");
+    const runs: { count: number; end?: number }[] = [];
+    // The client's own extensions (changeVisibility through the API, the first 10 s after the
+    // push) are all that keeps this message: the lease it is pushed with ends 30 s after the
+    // push, 10 s before the handler does. Were they ignored, it would be pushed again meanwhile.
+    const url = pushApp.app.fetchRoute(topic, {
+      handler: async (_p, meta) => {
+        const run: (typeof runs)[number] = { count: meta.deliveryCount };
+        runs.push(run);
+        await sleep(40_000);
+        run.end = Date.now();
+      },
+    });
+    await settings(topic, { push: { url, timeoutSeconds: 3 }, retry: { afterSeconds: 1 } });
+    const published = await q().publish(topic, JSON.stringify({ long: true }));
+    expect(published.status).toBe(201);
+    const { messageId } = (await published.json()) as { messageId: string };
+
+    await until(() => runs[0]?.end !== undefined, 70_000, "the long handler to finish");
+    const [push, ...again] = pushesTo(topic);
+    // The lease the push gave ended before the handler did (the handler slept 40 s).
+    const deadline = Date.parse(push!.headers["ce-vqsvisibilitydeadline"]!);
+    expect(deadline - push!.atMs).toBeLessThan(40_000);
+    expect(runs[0]!.end!).toBeGreaterThan(deadline);
+    expect(again).toEqual([]);
+    expect(runs.map((r) => r.count)).toEqual([1]);
+    // Settled: the client acknowledged it after the work, so the group has it no more.
+    await expect
+      .poll(async () => (await q().receiveById(topic, "workers", messageId)).status, {
+        timeout: 10_000,
+      })
+      .toBe(410);
+    expect(pushesTo(topic)).toHaveLength(1);
+  }, 100_000);
 });
 
 describe("a pushed group's consumer", () => {

@@ -88,19 +88,17 @@ describe("large bodies", () => {
     expect(Buffer.from(line.body, "base64").equals(body)).toBe(true);
   });
 
-  it("takes a 50 MB stream and gives the same SHA-256 back, read as it streams", async () => {
+  it("takes a 50 MB stream and gives the same SHA-256 back, by multipart and NDJSON, read as it streams", async () => {
     const topic = uniqueName();
     const body = randomBytes(50 * MB);
     expect((await publishStream(topic, chunked(body, 1024 * 1024))).status).toBe(201);
-    const res = await q.receive(topic, "g");
-    const hash = createHash("sha256");
-    let length = 0;
-    for await (const piece of res.body as AsyncIterable<Uint8Array>) {
-      hash.update(piece);
-      length += piece.length;
-    }
-    // The multipart framing is around it: the body's bytes are all there.
-    expect(length).toBeGreaterThan(body.length);
+    const part = await hashMultipartBody(await q.receive(topic, "g"));
+    expect(part.length).toBe(body.length);
+    expect(part.sha256).toBe(sha(body));
+    // The same message in another group, as NDJSON: the base64 decoded as it streams.
+    const nd = await q.receive(topic, "nd", { accept: "application/x-ndjson" });
+    expect(nd.status).toBe(200);
+    expect(await hashNdjsonBody(nd)).toBe(sha(body));
     // A peek shows the size and the first bytes, never the whole body.
     const peek = await q.call("GET", `${topic}/messages?limit=1&payload=full`);
     const [seen] = ((await peek.json()) as { messages: Record<string, unknown>[] }).messages;
@@ -224,6 +222,42 @@ async function hashStream(stream: ReadableStream<Uint8Array>): Promise<string> {
   const hash = createHash("sha256");
   for await (const piece of stream as unknown as AsyncIterable<Uint8Array>) hash.update(piece);
   return hash.digest("hex");
+}
+
+/**
+ * The SHA-256 and length of the one part of a multipart answer, hashed as it streams: the part's
+ * head is read up to its blank line, then exactly its Content-Length bytes are hashed, and what
+ * follows must be the closing boundary.
+ */
+async function hashMultipartBody(res: Response): Promise<{ sha256: string; length: number }> {
+  expect(res.status).toBe(200);
+  const boundary = /boundary=([^;]+)/.exec(res.headers.get("content-type") ?? "")?.[1];
+  expect(boundary).toBeDefined();
+  const hash = createHash("sha256");
+  let head = Buffer.alloc(0);
+  let left = -1; // body bytes still to come; -1 while the head is read
+  let length = 0;
+  let tail = "";
+  for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+    let bytes = Buffer.from(piece);
+    if (left < 0) {
+      head = Buffer.concat([head, bytes]);
+      const end = head.indexOf("\r\n\r\n");
+      if (end < 0) continue;
+      const declared = /^content-length: (\d+)$/im.exec(head.subarray(0, end).toString("latin1"));
+      expect(head.subarray(0, end).toString("latin1")).toMatch(new RegExp(`^--${boundary}\r\n`));
+      left = Number(declared?.[1]);
+      bytes = head.subarray(end + 4);
+    }
+    const take = Math.min(left, bytes.length);
+    hash.update(bytes.subarray(0, take));
+    length += take;
+    left -= take;
+    tail += bytes.subarray(take).toString("latin1");
+  }
+  expect(left).toBe(0);
+  expect(tail).toBe(`\r\n--${boundary}--\r\n`);
+  return { sha256: hash.digest("hex"), length };
 }
 
 /**

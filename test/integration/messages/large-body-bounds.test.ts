@@ -1,12 +1,13 @@
 // The bounds on large bodies, each with its setting: a cap on concurrent uploads (503 with
 // Retry-After), a namespace's share of the body store (403 for it, others go on), the minimum
-// upload rate (408 instead of a fixed timeout), the ingest byte-rate budget. Real nats-server.
+// upload rate (408 instead of a fixed timeout; a slow upload above it is kept, however long),
+// the ingest byte-rate budget. Real nats-server.
 import { randomBytes } from "node:crypto";
 import { request, type ClientRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../../src/config.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
-import { api, errorCode, sleep, uniqueName } from "../../helpers/http.js";
+import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { startIssuer, TEAM_A, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 
@@ -108,6 +109,33 @@ describe("large-body bounds", () => {
     expect(usage.get("team_slow/prj_1/production")).toBeUndefined();
     expect((await q.receive(topic, "g")).status).toBe(204);
     slow.req.destroy();
+  });
+
+  it("keeps a slow upload above the minimum rate, lasting several windows, and stores it byte-exact", async () => {
+    // A 2 s window at 100 kB/s: this upload brings about 1 MB/s (ten times the minimum, well
+    // below a fast one) for about 6 s, three windows, and is never cut off.
+    const windowMs = 2000;
+    const gw = await gateway({ minUploadBytesPerSecond: 100_000, minUploadWindowSeconds: 2 });
+    const q = api(gw.url, await issuer.token());
+    const topic = uniqueName();
+    const body = randomBytes(6 * MB);
+    const piece = 100_000;
+    const slow = await upload(gw.url, topic, body.length);
+    const started = Date.now();
+    for (let at = 0; at < body.length; at += piece) {
+      await sleep(100);
+      slow.req.write(body.subarray(at, at + piece));
+    }
+    slow.req.end();
+    const answer = await slow.done;
+    expect(answer.status, answer.body).toBe(201);
+    // Longer than a window (a lower bound the pacing above makes certain).
+    expect(Date.now() - started).toBeGreaterThan(windowMs);
+    const { messageId } = JSON.parse(answer.body) as { messageId: string };
+    const [p] = await parts(await q.receiveById(topic, "g", messageId));
+    expect(p!.body.length).toBe(body.length);
+    expect(p!.body.equals(body)).toBe(true);
+    await q.call("DELETE", topic);
   });
 
   it("cuts off a stalled body within the inline limit with 408 too, and keeps nothing", async () => {

@@ -4,7 +4,7 @@ import type { QueueService } from "../../../queue/queue-service.js";
 import { negotiateFormat } from "../../encoding/accept.js";
 import { RECEIVE_BY_ID } from "../../openapi/message-routes.js";
 import { groupOf, param } from "../../params.js";
-import { bodiesOf, leaseHeaders, sendMessages } from "./send-messages.js";
+import { leaseHeaders, sendMessages } from "./send-messages.js";
 
 export function receiveByIdRoute(app: FastifyInstance, queue: QueueService): void {
   app.post(
@@ -18,7 +18,7 @@ export function receiveByIdRoute(app: FastifyInstance, queue: QueueService): voi
         param(request, "messageId"),
         leaseHeaders(request),
       );
-      return sendMessages(reply, format, [message], bodiesOf(queue, group));
+      return sendMessages(reply, format, [message], queue, group);
     },
   );
 }

@@ -9,7 +9,7 @@ import { RECEIVE_HEADERS } from "../../../api/messages.js";
 import { checkedHeaders } from "../../validation.js";
 import { RECEIVE } from "../../openapi/message-routes.js";
 import { groupOf } from "../../params.js";
-import { bodiesOf, leaseHeaders, sendMessages } from "./send-messages.js";
+import { leaseHeaders, sendMessages } from "./send-messages.js";
 
 export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
   app.post("/api/v3/topic/:topic/consumer/:group", { schema: RECEIVE }, async (request, reply) => {
@@ -24,7 +24,7 @@ export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
       ...leaseHeaders(request),
     });
     if (messages.length === 0) return reply.code(204).send();
-    return sendMessages(reply, format, messages, bodiesOf(queue, group));
+    return sendMessages(reply, format, messages, queue, group);
   });
 }
 

@@ -3,6 +3,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LIMITS } from "../../../queue/limits.js";
 import type { TopicAddress } from "../../../queue/namespace.js";
+import type { DownloadSlot } from "../../../queue/download-slots.js";
 import type { QueueService, ReceivedMessage } from "../../../queue/queue-service.js";
 import type { ResponseFormat } from "../../encoding/accept.js";
 import { LEASE_HEADERS } from "../../../api/messages.js";
@@ -22,21 +23,57 @@ export function leaseHeaders(request: FastifyRequest): {
   };
 }
 
+/**
+ * Writes the received messages in `format`. A large body is streamed from the body store as the
+ * client reads it, in a download slot of the gateway's (`QueueService.openBody`): one reserved by
+ * receive by ID, or one it waits for in turn. A client that goes away frees its place, waiting or
+ * not, and a reserved slot whose body is never reached is released when the response closes.
+ */
 export function sendMessages(
   reply: FastifyReply,
   format: ResponseFormat,
   messages: readonly ReceivedMessage[],
-  openBody: BodyOpener,
+  queue: QueueService,
+  topic: TopicAddress,
 ): FastifyReply {
+  const openBody = bodiesOf(queue, topic, reply, messages);
   const rendered =
     format === "multipart" ? renderMultipart(messages, openBody) : renderNdjson(messages, openBody);
   return reply.code(200).type(rendered.contentType).send(rendered.body);
 }
 
-/** Reads the large bodies of messages received from `topic`. */
-export function bodiesOf(queue: QueueService, topic: TopicAddress): BodyOpener {
+function bodiesOf(
+  queue: QueueService,
+  topic: TopicAddress,
+  reply: FastifyReply,
+  messages: readonly ReceivedMessage[],
+): BodyOpener {
+  const reserved = new Set<DownloadSlot>();
+  for (const m of messages) if (m.downloadSlot) reserved.add(m.downloadSlot);
+  if (!messages.some((m) => m.body)) return () => noBody();
+  const gone = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableEnded) gone.abort();
+    for (const slot of reserved) slot.release();
+    reserved.clear();
+  });
   return (m) => {
-    if (!m.body) throw new Error("an inline message has no stored body");
-    return queue.openBody(topic, m.body);
+    const body = m.body;
+    if (!body) return noBody();
+    const slot = m.downloadSlot;
+    // The slot is the download's from its first read on (it releases it however it ends); one
+    // never read is the close listener's to release.
+    return (async function* () {
+      if (slot) reserved.delete(slot);
+      yield* queue.openBody(topic, body, {
+        slot,
+        untilMs: m.visibilityDeadline.getTime(),
+        signal: gone.signal,
+      });
+    })();
   };
+}
+
+function noBody(): never {
+  throw new Error("an inline message has no stored body");
 }
