@@ -149,6 +149,12 @@ const MAX_PULLS_PER_RECEIVE = 4;
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * How long a receive by ID of a large message waits for a download slot before 503
+ * large_body_busy (downloads of 100 MB end within seconds; a waiting one holds no chunk).
+ */
+const RECEIVE_BY_ID_SLOT_WAIT_MS = 5000;
+
 export class QueueService {
   readonly #broker: Broker;
   readonly #keys: SecretKeys;
@@ -613,8 +619,9 @@ export class QueueService {
     if (!found.message.body) return this.#receiveFoundById(group, found, options);
     // A large body is streamed: its download slot is taken before anything is leased, so a
     // gateway at its cap refuses with nothing changed (the client comes back), never with a
-    // message leased that it cannot stream.
-    const slot = this.#downloads.tryTake();
+    // message leased that it cannot stream. It waits its turn a little first: a pushed large
+    // message's handler receives it by ID, and a refusal fails that push (a delivery counted).
+    const slot = await this.#downloads.take(RECEIVE_BY_ID_SLOT_WAIT_MS, null);
     if (slot === null) throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
     try {
       return { ...(await this.#receiveFoundById(group, found, options)), downloadSlot: slot };

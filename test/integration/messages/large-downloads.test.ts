@@ -85,7 +85,7 @@ async function publish(topic: string, body: Uint8Array | string): Promise<string
 }
 
 describe("the cap on large downloads (VQS_MAX_LARGE_DOWNLOADS)", () => {
-  it("refuses a receive by ID of a large message at the cap with 503 and Retry-After, leasing nothing", async () => {
+  it("refuses a receive by ID of a large message still at the cap after its wait with 503 and Retry-After, leasing nothing", async () => {
     const topic = uniqueName();
     const body = randomBytes(2 * MB);
     const id = await publish(topic, body);
@@ -106,6 +106,22 @@ describe("the cap on large downloads (VQS_MAX_LARGE_DOWNLOADS)", () => {
     expect(p!.headers.get("vqs-delivery-count")).toBe("1");
     expect(p!.body.equals(body)).toBe(true);
     expect(await metric(STREAMS)).toBe(0);
+  });
+
+  it("has a receive by ID at the cap wait for a slot freed within its wait, then stream byte-exact", async () => {
+    const topic = uniqueName();
+    const body = randomBytes(2 * MB);
+    const id = await publish(topic, body);
+    const api = await q();
+    const hold = await holdSlot();
+    const receiving = api.receiveById(topic, "g", id);
+    await expect.poll(() => metric(WAITING), { timeout: 4000 }).toBe(1);
+    await hold.release();
+    const res = await receiving;
+    expect(res.status).toBe(200);
+    const [p] = await parts(res);
+    expect(p!.headers.get("vqs-delivery-count")).toBe("1");
+    expect(p!.body.equals(body)).toBe(true);
   });
 
   it("has a receive past the cap wait for a slot, reading nothing meanwhile, then stream byte-exact", async () => {

@@ -52,11 +52,14 @@ function bodiesOf(
   for (const m of messages) if (m.downloadSlot) reserved.add(m.downloadSlot);
   if (!messages.some((m) => m.body)) return () => noBody();
   const gone = new AbortController();
-  reply.raw.once("close", () => {
+  const closed = () => {
     if (!reply.raw.writableEnded) gone.abort();
     for (const slot of reserved) slot.release();
     reserved.clear();
-  });
+  };
+  // A client that left while its messages were being leased: its close came before this.
+  if (reply.raw.closed || reply.raw.destroyed) closed();
+  else reply.raw.once("close", closed);
   return (m) => {
     const body = m.body;
     if (!body) return noBody();
