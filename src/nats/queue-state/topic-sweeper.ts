@@ -30,6 +30,12 @@ export interface TopicSweeperDeps {
    * null when no pushed pattern applies to it: only such topics are removed once settled.
    */
   readonly pushedConsumers?: (namespaceKey: string, topic: string) => readonly string[] | null;
+  /**
+   * Removes the gateway's records of a stream's messages and groups (lease-records.ts), before
+   * the stream is deleted: the topic made again starts at sequence 1, where an old record (an
+   * acknowledgement by ID above all) would settle a new message unseen.
+   */
+  readonly forgetRecords?: (stream: string) => Promise<void>;
 }
 
 const TOPIC_STREAM = /^VQS_[0-9a-f]{32}$/;
@@ -114,7 +120,9 @@ export class TopicSweeper {
         if (consumers && !(await this.#isSettled(info, consumers))) return;
         // Once closed, no message can arrive; a group made meanwhile must have nothing either.
         const still = consumers ? () => this.#groupsSettled(info, consumers) : undefined;
-        if (await closeAndDelete(this.#d.jsm, info, this.#d.now, still)) {
+        const forget = this.#d.forgetRecords;
+        const beforeDelete = forget ? () => forget(info.config.name) : undefined;
+        if (await closeAndDelete(this.#d.jsm, info, this.#d.now, still, beforeDelete)) {
           removed++;
           if (consumers) settled++;
         }

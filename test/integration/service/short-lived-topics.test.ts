@@ -1,7 +1,8 @@
 // Short-lived topics under a pushed pattern (Workflow DevKit 5.x makes one per run): removed once
 // settled (every group acknowledged every message, nothing delayed, nothing leased) and unused
 // for VQS_SETTLED_TOPIC_SECONDS, so thousands of runs pass through a namespace whose topic cap is
-// far lower; and a publish racing a removal is stored and delivered.
+// far lower; a publish racing a removal is stored and delivered, also on a topic made again
+// whose group read by ID.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { QueueClient } from "@vercel/queue";
@@ -90,6 +91,7 @@ async function allHandled(ids: string[], ms = 30_000): Promise<void> {
   );
 }
 
+const MB = 1_000_000;
 /** Runs `fn` over `items`, `n` at a time. */
 async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
   const it = items.values();
@@ -207,5 +209,23 @@ describe("short-lived topics under a pushed pattern", () => {
     ]);
     expect(statuses.filter((s) => s !== 201)).toEqual([]);
     await allHandled(first.map((t) => `${t}_1`));
+  });
+
+  it("delivers the first message of a topic made again after a sweep, when its group read by ID", async () => {
+    // A large message is pushed without its body and read by ID: the group's records then hold
+    // an acknowledgement by ID of sequence 1, where the topic made again starts once more.
+    const { sweeper } = fx.gateways[0]!.gateway.jetstream;
+    await sweeper.stop(); // sweeps by hand
+    const q = client();
+    await q.send("run_again", { id: "run_again_0", pad: "x".repeat(2 * MB) });
+    await allHandled(["run_again_0"]);
+    await sleep(1500); // past the settled time
+    const swept = await eventually(async () => {
+      await sweeper.sweep();
+      return !(await topics()).has("run_again");
+    }, 15_000);
+    expect(swept).toBe(true);
+    await q.send("run_again", { id: "run_again_1" });
+    await allHandled(["run_again_1"]);
   });
 });
