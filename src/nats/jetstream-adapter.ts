@@ -340,6 +340,7 @@ export async function openJetStreamAdapter(
     pushedConsumers: (namespaceKey, topic) =>
       pushedPatternConsumers(settings, o.region, namespaceKey, topic),
     forgetRecords: (stream) => records.forget(jsm, `${stream}.>`),
+    bodies,
   });
   sweeper.start();
   return {
