@@ -293,16 +293,6 @@ export async function openJetStreamAdapter(
           now,
         })
       : null;
-  const sweeper = new TopicSweeper({
-    jsm,
-    log: o.log,
-    now,
-    idleMs: o.topicIdleMs,
-    settledMs: o.settledTopicMs,
-    pushedConsumers: (namespaceKey, topic) =>
-      pushedPatternConsumers(settings, o.region, namespaceKey, topic),
-  });
-  sweeper.start();
   failover?.startRelocating({ js, topology, scheduler, keys, messageTtl, isConnected });
   if (!o.now) {
     const key = `clock.${randomBytes(8).toString("hex")}`;
@@ -341,6 +331,18 @@ export async function openJetStreamAdapter(
     ...(o.largeBodies.observeReadAhead ? { observeReadAhead: o.largeBodies.observeReadAhead } : {}),
   });
   bodies.start();
+  const sweeper = new TopicSweeper({
+    jsm,
+    log: o.log,
+    now,
+    idleMs: o.topicIdleMs,
+    settledMs: o.settledTopicMs,
+    pushedConsumers: (namespaceKey, topic) =>
+      pushedPatternConsumers(settings, o.region, namespaceKey, topic),
+    forgetRecords: (stream) => records.forget(jsm, `${stream}.>`),
+    bodies,
+  });
+  sweeper.start();
   return {
     now,
     broker,

@@ -26,10 +26,22 @@ const userDocs = ["README.md", "docs/api.md", "docs/cli.md", "docs/console.md", 
   .map(read)
   .join("\n");
 
+/** A path item's operations: its keys that are HTTP methods (it may also have `servers`). */
+const METHODS = new Set(["get", "put", "post", "delete", "patch", "head", "options", "trace"]);
+function operations(ops: Record<string, Operation>): [string, Operation][] {
+  return Object.entries(ops).filter(([m]) => METHODS.has(m));
+}
+
+/** The URLs of a path's own servers; none: the document's default (`/`). */
+function serversOf(path: string): string[] {
+  const item = doc.paths[path] as unknown as { servers?: { url: string }[] };
+  return (item.servers ?? []).map((s) => s.url);
+}
+
 /** "METHOD /path" of every operation, path parameters unnamed (`{}`). */
 function documented(): string[] {
   return Object.entries(doc.paths).flatMap(([path, ops]) =>
-    Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{\w+\}/g, "{}")}`),
+    operations(ops).map(([m]) => `${m.toUpperCase()} ${path.replace(/\{\w+\}/g, "{}")}`),
   );
 }
 
@@ -82,7 +94,7 @@ describe("the OpenAPI document", () => {
   it("describes each operation: an ID, a summary, a success, and its errors with codes", () => {
     const ids = new Set<string>();
     for (const [path, ops] of Object.entries(doc.paths)) {
-      for (const [method, op] of Object.entries(ops)) {
+      for (const [method, op] of operations(ops)) {
         const where = `${method.toUpperCase()} ${path}`;
         expect(op.operationId, where).toBeTruthy();
         expect(ids.has(op.operationId!), where).toBe(false);
@@ -114,7 +126,8 @@ describe("the OpenAPI document", () => {
 
   it("requires a body where the route does: not for publish (empty payload) nor redrive ({})", () => {
     const required = Object.values(doc.paths).flatMap((ops) =>
-      Object.values(ops)
+      operations(ops)
+        .map(([, op]) => op)
         .filter((op) => op.requestBody)
         .map((op) => [op.operationId, op.requestBody!.required]),
     );
@@ -128,6 +141,19 @@ describe("the OpenAPI document", () => {
       seekConsumerGroup: true,
     });
     expect(text).not.toContain("x-optional-body");
+  });
+
+  it("gives the v3 API's paths and the push keys' /queues-proxy as a second server, and no other path", () => {
+    // What http/queues-proxy.ts mirrors; the test of the routes under the prefix is
+    // test/integration/management/openapi.test.ts.
+    const mirrored = Object.keys(doc.paths).filter(
+      (p) => p.startsWith("/api/") || p === "/.well-known/jwks.json",
+    );
+    expect(mirrored.length).toBeGreaterThan(10);
+    for (const path of Object.keys(doc.paths)) {
+      expect(serversOf(path), path).toEqual(mirrored.includes(path) ? ["/", "/queues-proxy"] : []);
+    }
+    expect(reference).toContain("/queues-proxy");
   });
 
   it("describes deliveries as multipart/mixed and NDJSON", () => {

@@ -11,6 +11,7 @@ import type { FastifyInstance } from "fastify";
 import { readFileSync } from "node:fs";
 import { MANAGEMENT_COMPONENTS } from "../../api/management.js";
 import { INPUT_ERROR } from "../../api/schema.js";
+import { QUEUES_PROXY_PREFIX, rewriteQueuesProxyUrl } from "../queues-proxy.js";
 import { validatorCompiler } from "../validation.js";
 import { MESSAGE_COMPONENTS } from "./messages.js";
 import { SETTINGS_COMPONENTS } from "./settings.js";
@@ -41,7 +42,7 @@ const TAGS = [
 
 const DESCRIPTION = `The HTTP API of vqs, a self-hostable queue service that speaks the Vercel Queue v3 API.
 
-Every /api/v3 request needs \`Authorization: Bearer <JWT>\`; \`Vqs-Deployment-Id\` selects a deployment's namespace. Every error is JSON, \`{"error": {"code", "message"}}\`, with a stable code (docs/errors.md); each operation lists the codes it can answer. Every GET also answers HEAD.`;
+Every /api/v3 request needs \`Authorization: Bearer <JWT>\`; \`Vqs-Deployment-Id\` selects a deployment's namespace. The v3 API and the push keys are also served under the prefix /queues-proxy (their paths list it as a second server), where the Workflow DevKit's world-vercel calls them. Every error is JSON, \`{"error": {"code", "message"}}\`, with a stable code (docs/errors.md); each operation lists the codes it can answer. Every GET also answers HEAD.`;
 
 /** The package's version (package.json is three levels up from src/http/openapi and dist/). */
 function packageVersion(): string {
@@ -58,6 +59,27 @@ function optionalBodies<T extends { paths?: object }>(doc: T): T {
       if (op["x-optional-body"] && op.requestBody) op.requestBody.required = false;
       delete op["x-optional-body"];
     }
+  }
+  return doc;
+}
+
+/**
+ * The paths the gateway also serves under `/queues-proxy` (the v3 API and the push keys, as
+ * http/queues-proxy.ts decides) get both servers; the others keep the document's default (`/`).
+ */
+const PROXY_SERVERS = [
+  { url: "/", description: "The gateway." },
+  {
+    url: QUEUES_PROXY_PREFIX,
+    description:
+      "The same path under the prefix the Workflow DevKit's world-vercel calls: `${WORKFLOW_VERCEL_BACKEND_URL}/queues-proxy/api/v3/…`.",
+  },
+];
+
+function queuesProxyServers<T extends { paths?: object }>(doc: T): T {
+  for (const [path, item] of Object.entries(doc.paths ?? {}) as [string, object][]) {
+    const proxied = `${QUEUES_PROXY_PREFIX}${path}`;
+    if (rewriteQueuesProxyUrl(proxied) !== proxied) Object.assign(item, { servers: PROXY_SERVERS });
   }
   return doc;
 }
@@ -107,7 +129,9 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       url,
     }),
     transformObject: (doc) =>
-      optionalBodies("openapiObject" in doc ? doc.openapiObject : doc.swaggerObject),
+      queuesProxyServers(
+        optionalBodies("openapiObject" in doc ? doc.openapiObject : doc.swaggerObject),
+      ),
     // Components are named by their `$id` (the default would be def-0, def-1, ...).
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) =>

@@ -25,7 +25,7 @@ import { groupNames, namespaceFilter, topicNames, type GroupNames } from "../cor
 import { directGet, leaderGet } from "../messages/reads.js";
 import { rfc3339ToMs } from "../messages/message-codec.js";
 import type { GroupEpochs } from "../queue-state/group-epochs.js";
-import { LEASES_BUCKET, type LeaseRecords } from "../queue-state/lease-records.js";
+import type { LeaseRecords } from "../queue-state/lease-records.js";
 import type { JetStreamBodies } from "../bodies/jetstream-bodies.js";
 import type { Topology } from "../queue-state/topology.js";
 import type { StorageQuotas } from "../queue-state/storage-quotas.js";
@@ -335,10 +335,7 @@ export class JetStreamAdmin implements QueueAdmin {
 
   /** Removes the gateway's lease records under a key prefix (a topic's or a group's). */
   async #forgetRecords(keys: string): Promise<void> {
-    await this.#d.records.bucket();
-    await this.#d.jsm.streams.purge(`KV_${LEASES_BUCKET}`, {
-      filter: `$KV.${LEASES_BUCKET}.${keys}`,
-    });
+    await this.#d.records.forget(this.#d.jsm, keys);
   }
 }
 

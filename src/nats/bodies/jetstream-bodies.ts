@@ -9,6 +9,7 @@ import {
   RetentionPolicy,
   StorageType,
   type JetStreamManager,
+  type StoredMsg,
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { randomBytes } from "node:crypto";
@@ -23,7 +24,7 @@ import {
 import { namespaceLabel, type TopicAddress } from "../../queue/namespace.js";
 import type { Requests } from "../core/requests.js";
 import { PubAckError } from "../core/requests.js";
-import { isApiError, toStorageError } from "../core/errors.js";
+import { isApiError, isNothingFound, toStorageError } from "../core/errors.js";
 import {
   BODY_STREAM,
   BODY_SUBJECTS,
@@ -224,6 +225,54 @@ export class JetStreamBodies implements BodyStore {
   async removeTopic(topic: TopicAddress): Promise<void> {
     if (this.unsupportedReason) return;
     await this.#purge(`${bodyTopicPrefix(this.#o.region, topic)}.>`);
+  }
+
+  /**
+   * The body store's last sequence now (0: no store yet). Read before a topic's stream is listed
+   * for removal, it bounds which of the topic's bodies `removeCommitted` takes.
+   */
+  async position(): Promise<number> {
+    if (this.unsupportedReason) return 0;
+    try {
+      return (await this.#o.jsm.streams.info(BODY_STREAM)).state.last_seq;
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return 0;
+      throw toStorageError(err);
+    }
+  }
+
+  /**
+   * Removes the bodies under `prefix` (a removed topic's, `bodyPrefixOfTopicSubjects`) whose
+   * commit marker is at or before `position`, read before the topic's stream was listed: the
+   * message of each was stored before that listing, so it was in the stream now deleted (or an
+   * earlier one). A body without a marker, or with a later one, may be an upload whose message
+   * is still to come (its publish makes the topic again) and stays: the orphan sweep removes it
+   * if no message points at it. The number removed.
+   */
+  async removeCommitted(prefix: string, position: number): Promise<number> {
+    if (this.unsupportedReason || position <= 0) return 0;
+    let subjects: string[];
+    try {
+      const info = await this.#o.jsm.streams.info(BODY_STREAM, { subjects_filter: `${prefix}.>` });
+      subjects = Object.keys(info.state.subjects ?? {});
+    } catch (err) {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return 0;
+      throw toStorageError(err);
+    }
+    let removed = 0;
+    for (const subject of subjects) {
+      let last: StoredMsg | null;
+      try {
+        last = await this.#o.jsm.streams.getMessage(BODY_STREAM, { last_by_subj: subject });
+      } catch (err) {
+        if (!isNothingFound(err)) throw toStorageError(err);
+        last = null; // expired or removed meanwhile
+      }
+      if (!last || last.seq > position || !last.header?.has(COMMIT_HEADER)) continue;
+      await this.#purge(subject);
+      removed++;
+    }
+    return removed;
   }
 
   copy(

@@ -198,6 +198,16 @@ export function bodyTopicPrefix(region: string, topic: TopicAddress): string {
   return `vqs._body.${names.namespaceFilter.slice(4, -2)}.${names.stream.slice(4)}`;
 }
 
+/**
+ * The body prefix of a topic by its stream's subject filter (`vqs.<ns64>.<hex128>.>`): what
+ * `bodyTopicPrefix` gives for that topic, for code that knows the stream, not the topic's name.
+ * Null for a subject filter that is not a topic's.
+ */
+export function bodyPrefixOfTopicSubjects(all: string): string | null {
+  const m = /^vqs\.([0-9a-f]{16})\.([0-9a-f]{32})\.>$/.exec(all);
+  return m ? `vqs._body.${m[1]}.${m[2]}` : null;
+}
+
 /** Subject filter of every body of a namespace. */
 export function bodyNamespaceFilter(
   region: string,

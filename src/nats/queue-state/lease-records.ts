@@ -2,7 +2,7 @@
 // message is current (so stale receipt handles are refused), and leases taken by message ID
 // (a durable consumer cannot deliver one chosen sequence). One KV bucket per region; keys are
 // "<stream>.<consumer>.<seq>.<kind>", all hex and digits, so no user text reaches a key.
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { CursorLease, IdLease } from "../../queue/broker.js";
@@ -51,6 +51,19 @@ export class LeaseRecords {
         allow_direct: false,
       }),
     );
+  }
+
+  /**
+   * Removes every record whose key is under `prefix` (`<stream>.>`: a removed topic's,
+   * `<stream>.<consumer>.>`: a removed group's), in one purge. A topic or group made again under
+   * its name starts at sequence 1, where an old record (an acknowledgement or lease by ID, a
+   * delivery count) would act on a new message.
+   */
+  async forget(jsm: JetStreamManager, prefix: string): Promise<void> {
+    await this.bucket();
+    await jsm.streams.purge(`KV_${LEASES_BUCKET}`, { filter: `$KV.${LEASES_BUCKET}.${prefix}` });
+    const flags = prefix.slice(0, -1); // `<stream>.` or `<stream>.<consumer>.`
+    for (const k of this.#flags.keys()) if (`${k}.`.startsWith(flags)) this.#flags.delete(k);
   }
 
   // --- current delivery (stale handle detection) ---

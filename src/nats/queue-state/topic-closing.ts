@@ -33,14 +33,17 @@ export function openSubjects(config: Pick<StreamConfig, "subjects">): string[] |
 
 /**
  * Moves the stream off its subjects, checks that nothing arrived since `seen` and that `still`
- * holds, and deletes it. True when deleted; false when it was put back (something arrived, the
- * check failed, or the remover took too long).
+ * holds, runs `beforeDelete` (while closed: no message can arrive, and no topic made again under
+ * the name exists yet), and deletes it. True when deleted; false when it was put back (something
+ * arrived, the check failed, or the remover took too long). A `beforeDelete` that throws puts
+ * the subjects back too, and the error is thrown.
  */
 export async function closeAndDelete(
   jsm: JetStreamManager,
   seen: StreamInfo,
   now: () => number,
   still: () => Promise<boolean> = () => Promise.resolve(true),
+  beforeDelete: () => Promise<void> = () => Promise.resolve(),
 ): Promise<boolean> {
   const { name } = seen.config;
   const subjects = seen.config.subjects ?? [];
@@ -55,6 +58,12 @@ export async function closeAndDelete(
     (await still()) &&
     now() - at < CLOSE_STALE_MS / 2
   ) {
+    try {
+      await beforeDelete();
+    } catch (err) {
+      await jsm.streams.update(name, { ...info.config, subjects });
+      throw err;
+    }
     await jsm.streams.delete(name);
     return true;
   }

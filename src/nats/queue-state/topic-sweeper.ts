@@ -8,12 +8,16 @@
 //   per run; waiting a day for them to age out would fill the namespace's topic cap.
 // Every gateway sweeps now and then (with jitter); sweeps are idempotent, so several gateways
 // doing it at once is harmless. Removal goes through topic-closing.ts, so a publish racing it is
-// stored and delivered.
+// stored and delivered. A removed topic's large bodies go with it, but only those committed
+// before the sweep listed the topic: a body without that may belong to an upload whose message
+// is still to come (docs/architecture.md, "Hygiene and scale").
 import type { JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import type { Logger } from "../../logger.js";
 import { decodeMessage, rfc3339ToMs } from "../messages/message-codec.js";
 import { isApiError } from "../core/errors.js";
+import { bodyPrefixOfTopicSubjects } from "../core/naming.js";
+import type { JetStreamBodies } from "../bodies/jetstream-bodies.js";
 import { leaderGet } from "../messages/reads.js";
 import { closeAndDelete, closedAt, CLOSE_STALE_MS, openSubjects, reopen } from "./topic-closing.js";
 
@@ -30,6 +34,14 @@ export interface TopicSweeperDeps {
    * null when no pushed pattern applies to it: only such topics are removed once settled.
    */
   readonly pushedConsumers?: (namespaceKey: string, topic: string) => readonly string[] | null;
+  /**
+   * Removes the gateway's records of a stream's messages and groups (lease-records.ts), before
+   * the stream is deleted: the topic made again starts at sequence 1, where an old record (an
+   * acknowledgement by ID above all) would settle a new message unseen.
+   */
+  readonly forgetRecords?: (stream: string) => Promise<void>;
+  /** The large-body store: a removed topic's committed bodies are removed from it. */
+  readonly bodies?: Pick<JetStreamBodies, "position" | "removeCommitted">;
 }
 
 const TOPIC_STREAM = /^VQS_[0-9a-f]{32}$/;
@@ -93,6 +105,9 @@ export class TopicSweeper {
   }
 
   async #sweep(): Promise<number> {
+    // Before the listing: a body committed by then belongs to a message stored by then, so to
+    // the stream listed (or an earlier one), never to a topic made again after a removal.
+    const bodiesAt = await this.#bodiesPosition();
     const candidates: Candidate[] = [];
     for await (const info of this.#d.jsm.streams.list()) {
       if (!TOPIC_STREAM.test(info.config.name)) continue;
@@ -114,9 +129,12 @@ export class TopicSweeper {
         if (consumers && !(await this.#isSettled(info, consumers))) return;
         // Once closed, no message can arrive; a group made meanwhile must have nothing either.
         const still = consumers ? () => this.#groupsSettled(info, consumers) : undefined;
-        if (await closeAndDelete(this.#d.jsm, info, this.#d.now, still)) {
+        const forget = this.#d.forgetRecords;
+        const beforeDelete = forget ? () => forget(info.config.name) : undefined;
+        if (await closeAndDelete(this.#d.jsm, info, this.#d.now, still, beforeDelete)) {
           removed++;
           if (consumers) settled++;
+          await this.#removeBodies(info, bodiesAt);
         }
       } catch (err) {
         if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) {
@@ -132,6 +150,31 @@ export class TopicSweeper {
     await Promise.all(Array.from({ length: REMOVERS }, worker));
     if (removed > 0) this.#d.log.info({ removed, settled }, "removed unused topics");
     return removed;
+  }
+
+  async #bodiesPosition(): Promise<number> {
+    if (!this.#d.bodies) return 0;
+    try {
+      return await this.#d.bodies.position();
+    } catch (err) {
+      this.#d.log.warn(
+        { err },
+        "could not read the large-body store; bodies stay until they expire",
+      );
+      return 0;
+    }
+  }
+
+  /** The deleted topic's bodies committed by `position` (0: none looked for). */
+  async #removeBodies(info: StreamInfo, position: number): Promise<void> {
+    const prefix = bodyPrefixOfTopicSubjects(info.config.subjects?.[0] ?? "");
+    if (!this.#d.bodies || position <= 0 || !prefix) return;
+    try {
+      await this.#d.bodies.removeCommitted(prefix, position);
+    } catch (err) {
+      // They expire with their TTL (the message's retention plus the margin).
+      this.#d.log.warn({ err, stream: info.config.name }, "could not remove a topic's bodies");
+    }
   }
 
   #isIdleEmptyTopic(info: StreamInfo): boolean {

@@ -45,9 +45,35 @@ describe("GET /openapi.json", () => {
     const res = await fetch(`${fx.gateways[0]!.url}/openapi.json`);
     const doc = (await res.json()) as { paths: Record<string, Record<string, unknown>> };
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
-      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+      Object.keys(ops)
+        .filter((key) => key !== "servers")
+        .map((m) => `${m.toUpperCase()} ${path}`),
     );
     expect([...routes].sort()).toEqual([...documented].sort());
+  });
+
+  it("answers under /queues-proxy exactly the paths that list it as a server", async () => {
+    const base = fx.gateways[0]!.url;
+    const res = await fetch(`${base}/openapi.json`);
+    const doc = (await res.json()) as {
+      paths: Record<string, { servers?: { url: string }[] } & Record<string, unknown>>;
+    };
+    let proxied = 0;
+    for (const [path, item] of Object.entries(doc.paths)) {
+      const listed = item.servers?.some((s) => s.url === "/queues-proxy") === true;
+      if (listed) proxied++;
+      const url = `${base}/queues-proxy${path.replace(/\{\w+\}/g, "x")}`;
+      for (const method of Object.keys(item).filter((key) => key !== "servers")) {
+        // No token: a route that is there answers 401 (the API) or 200 (the push keys); one that
+        // is not, 404 route_not_found.
+        const answer = await fetch(url, { method: method.toUpperCase() });
+        const body = await answer.text();
+        const where = `${method.toUpperCase()} ${path}: ${answer.status} ${body.slice(0, 80)}`;
+        if (listed) expect(body, where).not.toContain("route_not_found");
+        else expect(answer.status, where).toBe(404);
+      }
+    }
+    expect(proxied).toBeGreaterThan(10);
   });
 
   it("leaves the API's authentication as it was", async () => {

@@ -1,14 +1,19 @@
 // Short-lived topics under a pushed pattern (Workflow DevKit 5.x makes one per run): removed once
 // settled (every group acknowledged every message, nothing delayed, nothing leased) and unused
 // for VQS_SETTLED_TOPIC_SECONDS, so thousands of runs pass through a namespace whose topic cap is
-// far lower; and a publish racing a removal is stored and delivered.
+// far lower; a publish racing a removal is stored and delivered; and a removed topic's large
+// bodies go with it, but not the body of an upload to it under way.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { QueueClient } from "@vercel/queue";
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
 import { closeAndDelete } from "../../../src/nats/queue-state/topic-closing.js";
+import { makeNamespace, namespaceLabel } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, sleep } from "../../helpers/http.js";
+import { TEAM_A } from "../../helpers/issuer.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 import { eventually } from "../../helpers/settings.js";
 
@@ -88,6 +93,24 @@ async function allHandled(ids: string[], ms = 30_000): Promise<void> {
   expect(ok, `${ids.filter((id) => !handled.has(id)).length} of ${ids.length} not handled`).toBe(
     true,
   );
+}
+
+const MB = 1_000_000;
+const NS = makeNamespace(
+  TEAM_A.owner_id as string,
+  TEAM_A.project_id as string,
+  TEAM_A.environment as string,
+  null,
+);
+
+/** The topic's bodies in the body store: chunk messages (and commit marker) per body subject. */
+async function bodySubjects(topic: string): Promise<Record<string, number>> {
+  const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
+  try {
+    return (await jsm.streams.info(BODY_STREAM, { subjects_filter: filter })).state.subjects ?? {};
+  } catch {
+    return {};
+  }
 }
 
 /** Runs `fn` over `items`, `n` at a time. */
@@ -208,4 +231,92 @@ describe("short-lived topics under a pushed pattern", () => {
     expect(statuses.filter((s) => s !== 201)).toEqual([]);
     await allHandled(first.map((t) => `${t}_1`));
   });
+
+  it("delivers the first message of a topic made again after a sweep, when its group read by ID", async () => {
+    // A large message is pushed without its body and read by ID: the group's records then hold
+    // an acknowledgement by ID of sequence 1, where the topic made again starts once more.
+    const { sweeper } = fx.gateways[0]!.gateway.jetstream;
+    await sweeper.stop(); // sweeps by hand
+    const q = client();
+    await q.send("run_again", { id: "run_again_0", pad: "x".repeat(2 * MB) });
+    await allHandled(["run_again_0"]);
+    await sleep(1500); // past the settled time
+    const swept = await eventually(async () => {
+      await sweeper.sweep();
+      return !(await topics()).has("run_again");
+    }, 15_000);
+    expect(swept).toBe(true);
+    await q.send("run_again", { id: "run_again_1" });
+    await allHandled(["run_again_1"]);
+  });
+
+  it("removes a swept topic's large bodies with it, but not one still uploading to it", async () => {
+    const gw = fx.gateways[0]!;
+    const { sweeper, bodies } = gw.gateway.jetstream;
+    await sweeper.stop(); // sweeps by hand
+    const q = client();
+    // Two topics, each with a large message pushed (by ID), handled and acknowledged.
+    for (const t of ["run_big_1", "run_big_2"]) {
+      await q.send(t, { id: `${t}_0`, pad: "x".repeat(3 * MB) });
+    }
+    await allHandled(["run_big_1_0", "run_big_2_0"]);
+    const [committed] = Object.keys(await bodySubjects("run_big_2"));
+    expect(committed).toBeDefined();
+    expect(Object.keys(await bodySubjects("run_big_1"))).toHaveLength(1);
+    const label = namespaceLabel(NS);
+    expect((await bodies.sweep()).usage.get(label)).toBeGreaterThanOrEqual(6 * MB);
+
+    // A second publish to run_big_2 has sent 8 of its 20 MB: its chunks are stored, its message
+    // is still to come, and the topic looks settled meanwhile.
+    const body = Buffer.from(JSON.stringify({ id: "run_big_2_1", pad: "y".repeat(20 * MB) }));
+    const req = request(new URL(`${gw.url}/api/v3/topic/run_big_2`), {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        "content-length": String(body.length),
+      },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      req.on("response", (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("error", reject);
+    });
+    req.write(body.subarray(0, 8 * MB));
+    const uploading = async () =>
+      Object.keys(await bodySubjects("run_big_2")).find((s) => s !== committed);
+    expect(await eventually(async () => (await uploading()) !== undefined, 20_000)).toBe(true);
+    const inFlight = (await uploading())!;
+    const chunksBefore = (await bodySubjects("run_big_2"))[inFlight]!;
+
+    await sleep(1500); // past the settled time
+    expect(await sweeper.sweep()).toBeGreaterThanOrEqual(2);
+    const left = await topics();
+    expect(left.has("run_big_1") || left.has("run_big_2")).toBe(false);
+    // The committed bodies went with their topics; the upload's chunks are all there.
+    expect(await bodySubjects("run_big_1")).toEqual({});
+    const after = await bodySubjects("run_big_2");
+    expect(Object.keys(after)).toEqual([inFlight]);
+    expect(after[inFlight]).toBeGreaterThanOrEqual(chunksBefore);
+
+    // The upload ends: its publish makes the topic again, and the whole body is delivered.
+    req.end(body.subarray(8 * MB));
+    expect(await answered).toBe(201);
+    await allHandled(["run_big_2_1"]);
+
+    // Settled again, swept again: nothing of either topic is left, and the namespace stores none.
+    await sleep(1500);
+    const swept = await eventually(async () => {
+      await sweeper.sweep();
+      return !(await topics()).has("run_big_2");
+    }, 15_000);
+    expect(swept).toBe(true);
+    expect(await bodySubjects("run_big_2")).toEqual({});
+    expect((await bodies.sweep()).usage.get(label) ?? 0).toBe(0);
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const stored = metrics.split("\n").filter((l) => l.startsWith("vqs_large_body_stored_bytes"));
+    expect(stored.join("\n")).not.toContain(`queue_namespace="${label}"`);
+  }, 120_000);
 });
