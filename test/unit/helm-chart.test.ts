@@ -102,6 +102,7 @@ const LARGE_BODY_VALUES: Record<string, string> = {
   storeBytes: "VQS_LARGE_BODY_STORE_BYTES",
   namespacePercent: "VQS_LARGE_BODY_NAMESPACE_PERCENT",
   maxStreams: "VQS_MAX_LARGE_STREAMS",
+  maxDownloads: "VQS_MAX_LARGE_DOWNLOADS",
   ingestBytesPerSecond: "VQS_LARGE_INGEST_BYTES_PER_SECOND",
   uploadWindow: "VQS_LARGE_BODY_WINDOW",
   readWindow: "VQS_LARGE_BODY_READ_WINDOW",
