@@ -33,7 +33,8 @@ const { values } = parseArgs({
     steps: { type: "string", default: "10" },
     concurrency: { type: "string", default: "50" },
     out: { type: "string", default: join(RESULTS, "workflow.json") },
-    // V8 CPU profiles of each app process, in bench/results/profiles/workflow-<queue>/
+    // V8 CPU profiles of each app process, in bench/results/profiles/workflow-<queue>/, and of
+    // the gateway, in bench/results/profiles/workflow-gateway/ (written when it stops)
     // (read them with `npm run bench:profile -- <dir>`).
     "cpu-prof": { type: "boolean", default: false },
     // App processes on each queue (the example server's WORKFLOW_APP_PROCESSES), sharing the
@@ -63,6 +64,8 @@ interface AppTiming {
   /** The same over the measured window only (from the first run's start to the last's end). */
   readonly windowUtilization: number[];
   readonly eventLoopDelayP99Ms: number[];
+  /** Garbage collections in the measured window, all app processes: count and ms by kind. */
+  readonly gcInWindow: Record<string, { n: number; ms: number }>;
 }
 
 /** The environment that loads bench/lib/app-timing.mjs, writing into a new directory. */
@@ -77,11 +80,13 @@ async function readTiming(dir: string, window: readonly [number, number]): Promi
   const sums = new Map<string, { n: number; sumMs: number }>();
   const elu: number[] = [];
   const delayP99: number[] = [];
+  const gc: Record<string, { n: number; ms: number }> = {};
   for (const f of await readdir(dir)) {
     const t = JSON.parse(await readFile(join(dir, f), "utf8")) as {
       requests: Record<string, { n: number; sumMs: number }>;
       eventLoopUtilization: number;
       timeline: [number, number][];
+      gcs?: [number, string, number][];
       eventLoopDelayMs: { p99: number };
     };
     let deliveries = 0;
@@ -100,6 +105,12 @@ async function readTiming(dir: string, window: readonly [number, number]): Promi
     const inWindow = t.timeline.filter(([at]) => at > window[0] && at <= window[1]);
     windowElu.push(round(inWindow.reduce((n, [, u]) => n + u, 0) / Math.max(1, inWindow.length)));
     delayP99.push(round(t.eventLoopDelayMs.p99));
+    for (const [at, kind, ms] of t.gcs ?? []) {
+      if (at <= window[0] || at > window[1]) continue;
+      const g = (gc[kind] ??= { n: 0, ms: 0 });
+      g.n++;
+      g.ms = round(g.ms + ms);
+    }
   }
   return {
     handlerMs: Object.fromEntries(
@@ -108,6 +119,7 @@ async function readTiming(dir: string, window: readonly [number, number]): Promi
     eventLoopUtilization: elu,
     windowUtilization: windowElu,
     eventLoopDelayP99Ms: delayP99,
+    gcInWindow: gc,
   };
 }
 
@@ -174,6 +186,8 @@ interface GatewayBreakdown {
    * acknowledgement each, no lease extension (PATCH) and no receive by ID.
    */
   readonly requestsPerPush: Record<string, number>;
+  /** The gateway's garbage collections over the phase, by kind: count and ms. */
+  readonly gc: Record<string, { n: number; ms: number }>;
 }
 
 /** Sum and count of the histogram series whose labels contain every `match` (Prometheus text). */
@@ -224,6 +238,12 @@ function breakdown(before: string, after: string): GatewayBreakdown {
     ),
     jetstreamAckMs: meanMs(delta("vqs_jetstream_request_duration_seconds", ['operation="ack"'])),
     requestsPerPush,
+    gc: Object.fromEntries(
+      ["minor", "major", "incremental", "weakcb"].map((kind) => {
+        const g = delta("nodejs_gc_duration_seconds", [`kind="${kind}"`]);
+        return [kind, { n: g.n, ms: round(g.sum * 1000) }];
+      }),
+    ),
   };
 }
 
@@ -303,13 +323,26 @@ try {
     () => nats.dispose(),
     () => issuer.close(),
   );
-  const gateway = await spawnGateway(nats.url, issuer, {
-    VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
-    // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
-    // app, over all of its groups (each group's push.maxConcurrency alone would allow 11 × 50).
-    VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: String(CONCURRENCY),
-    LOG_LEVEL: "info",
-  });
+  const gateway = await spawnGateway(
+    nats.url,
+    issuer,
+    {
+      VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+      // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
+      // app, over all of its groups (each group's push.maxConcurrency alone would allow 11 × 50).
+      VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: String(CONCURRENCY),
+      LOG_LEVEL: "info",
+    },
+    profileArgs("gateway"),
+  );
+  if (values["cpu-prof"]) {
+    // A profile is written at a graceful exit: SIGTERM, and wait for it, before the kill below.
+    cleanups.unshift(async () => {
+      const exited = new Promise((r) => gateway.child.once("exit", r));
+      gateway.child.kill("SIGTERM");
+      await Promise.race([exited, sleep(30_000)]);
+    });
+  }
   let base: Result;
   let ours: Result;
   const runBaseline = async (): Promise<Result> => {
@@ -421,6 +454,10 @@ try {
         `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms); requests per push: ` +
         Object.entries(g.requestsPerPush)
           .map(([k, v]) => `${k} ${v}`)
+          .join(", ") +
+        `; collections ` +
+        Object.entries(g.gc)
+          .map(([k, v]) => `${k} ${v.n} (${v.ms} ms)`)
           .join(", "),
     );
   }
@@ -434,7 +471,10 @@ try {
       `${r.queue.padEnd(15)} in the app: deliveries answered in ${routes}; event loop ` +
         `utilization ${t.eventLoopUtilization.join(" / ")} (over the measured window ` +
         `${t.windowUtilization.join(" / ")}), loop delay p99 ` +
-        `${t.eventLoopDelayP99Ms.join(" / ")} ms`,
+        `${t.eventLoopDelayP99Ms.join(" / ")} ms; collections in the window ` +
+        Object.entries(t.gcInWindow)
+          .map(([k, v]) => `${k} ${v.n} (${v.ms} ms)`)
+          .join(", "),
     );
   }
   log(
@@ -443,6 +483,11 @@ try {
   log(`written to ${values.out}`);
 } finally {
   for (const a of apps) await a.stop().catch(() => undefined);
+  // The gateway's graceful stop (when profiled) comes first among the clean-ups.
+  if (values["cpu-prof"])
+    await cleanups
+      .shift()?.()
+      .catch(() => undefined);
   killGatewayProcesses();
   for (const c of cleanups) await c().catch(() => undefined);
   await pg?.dispose();

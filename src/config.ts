@@ -145,6 +145,11 @@ export interface Config {
   readonly metricsRefreshSeconds: number;
   /** The web console at /console (VQS_CONSOLE; on in development, off in production). */
   readonly console: boolean;
+  /**
+   * V8's old-generation growing factor as a percentage over 1 (VQS_HEAP_GROWING_PERCENT; 0: V8's
+   * own heuristic). See docs/architecture.md, "Garbage collection under large transfers".
+   */
+  readonly heapGrowingPercent: number;
 }
 
 export class ConfigError extends Error {
@@ -351,6 +356,7 @@ export function loadConfig(env: Env): Config {
     metricsMaxGroups: int("VQS_METRICS_MAX_GROUPS", 1000, 0, 1_000_000),
     metricsRefreshSeconds: int("VQS_METRICS_REFRESH_SECONDS", 15, 1, 3600),
     console: oneOf("VQS_CONSOLE", ["on", "off"] as const, production ? "off" : "on") === "on",
+    heapGrowingPercent: int("VQS_HEAP_GROWING_PERCENT", 300, 0, 1000),
   };
   if (problems.length) {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);

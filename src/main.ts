@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from "./config.js";
 import { DEV_AUDIENCE, DEV_ISSUER, devIssuer } from "./dev/dev-issuer.js";
 import { startNatsServer, type NatsServerProcess } from "./dev/nats-server-process.js";
 import { createGateway, type GatewayOptions } from "./gateway.js";
+import { setHeapGrowing } from "./heap-growing.js";
 import { createLogger } from "./logger.js";
 import { shutDown } from "./shutdown.js";
 
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  setHeapGrowing(config.heapGrowingPercent);
   const logger = createLogger(config.logLevel);
 
   let embedded: NatsServerProcess | null = null;

@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs";
 import http from "node:http";
 import { join } from "node:path";
-import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance, PerformanceObserver } from "node:perf_hooks";
 
 const dir = process.env.VQS_BENCH_TIMING_DIR;
 /** path -> { n, sumMs } */
@@ -24,6 +24,17 @@ setInterval(() => {
   timeline.push([Date.now(), performance.eventLoopUtilization(now, last).utilization]);
   last = now;
 }, 100).unref();
+
+// Garbage collections by kind (minor, major, incremental, weak callbacks), with their start
+// times, so the bench can count those of its measured window.
+const GC_KINDS = { 1: "minor", 4: "major", 8: "incremental", 16: "weakcb" };
+const gcs = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    const kind = GC_KINDS[e.detail?.kind] ?? "other";
+    gcs.push([performance.timeOrigin + e.startTime, kind, e.duration]);
+  }
+}).observe({ entryTypes: ["gc"] });
 
 const emit = http.Server.prototype.emit;
 http.Server.prototype.emit = function (event, req, res) {
@@ -49,6 +60,7 @@ process.on("exit", () => {
       requests: Object.fromEntries(byPath),
       eventLoopUtilization: elu.utilization,
       timeline,
+      gcs,
       eventLoopDelayMs: { mean: delay.mean / 1e6, p99: delay.percentile(99) / 1e6 },
     }),
   );

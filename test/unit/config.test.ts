@@ -100,6 +100,12 @@ describe("configuration", () => {
     expect(loadConfig({ ...production, VQS_CONSOLE: "on" }).console).toBe(true);
   });
 
+  it("fixes V8's heap growing factor at 300 % unless told otherwise (0: V8's own)", () => {
+    expect(loadConfig({}).heapGrowingPercent).toBe(300);
+    expect(loadConfig({ VQS_HEAP_GROWING_PERCENT: "0" }).heapGrowingPercent).toBe(0);
+    expect(loadConfig({ VQS_HEAP_GROWING_PERCENT: "150" }).heapGrowingPercent).toBe(150);
+  });
+
   it("refuses malformed values with a clear message", () => {
     for (const env of [
       { PORT: "http" },
@@ -117,6 +123,8 @@ describe("configuration", () => {
       { VQS_CONSOLE: "true" },
       { VQS_LARGE_BODY_READ_WINDOW: "0" },
       { VQS_LARGE_BODY_READ_WINDOW: "65" },
+      { VQS_HEAP_GROWING_PERCENT: "1001" },
+      { VQS_HEAP_GROWING_PERCENT: "1.5" },
     ]) {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
     }

@@ -18,8 +18,10 @@ export async function spawnGateway(
   natsUrl: string,
   issuer: TestIssuer,
   env: Record<string, string> = {},
+  /** Node's own flags (those NODE_OPTIONS refuses, such as --cpu-prof). */
+  nodeArgs: readonly string[] = [],
 ): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/main.ts"], {
     env: {
       ...process.env,
       NODE_ENV: "production",
