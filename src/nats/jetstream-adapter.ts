@@ -230,6 +230,7 @@ export async function openJetStreamAdapter(
     scheduler,
     now,
     requestTimeoutMs: o.requestTimeoutMs,
+    recordTtl: messageTtl,
   });
   const requests = new Requests(nc);
   // Waiting pulls of the pusher and of long polling share one inbox subscription.

@@ -4,9 +4,11 @@
 // stored. Otherwise it stores the message and moves the record to it with a compare-and-set
 // (Nats-Expected-Last-Subject-Sequence), so of any number of racing publishes exactly one message
 // holds the key. Racers that read the same record share one Nats-Msg-Id, so within the stream's
-// short duplicate window they store one copy (and so does a client's retry after a failure). The
-// timer that deletes the key's records once its message expires is added before anything is
-// stored. See docs/architecture.md, "Idempotency keys" and "A retried publish".
+// short duplicate window they store one copy (and so does a client's retry after a failure). A
+// key's records go once its message has expired: each record carries a per-message TTL to a
+// second past that expiry (nats-server 2.11+), or, on older servers, a timer that deletes them is
+// added before anything is stored. See docs/architecture.md, "Idempotency keys" and "A retried
+// publish".
 import { JetStreamApiCodes, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { AppError } from "../../errors.js";
 import type { PublishOutcome } from "../../queue/broker.js";
@@ -28,6 +30,11 @@ export interface IdempotencyKeysDeps {
   readonly scheduler: DelayScheduler;
   readonly now: () => number;
   readonly requestTimeoutMs: number;
+  /**
+   * Records expire by themselves (a `Nats-TTL` to a second past their message's expiry; the
+   * topic's stream allows per-message TTL): no timer per keyed publish.
+   */
+  readonly recordTtl: boolean;
 }
 
 /** Stores the message with the given Nats-Msg-Id. */
@@ -59,6 +66,8 @@ export class IdempotencyKeys {
     onStored: (seq: number) => Promise<void>,
   ): Promise<PublishOutcome> {
     const subject = `${names.keyPrefix}.${token}`;
+    // When the key's records may go: a second past the new message's expiry.
+    const forgetAt = this.#d.now() + lifetimeMs + FORGET_MARGIN_MS;
     let head = await this.#head(names, subject);
     let ours: PubAck | null = null;
     /** A Nats-Msg-Id of this round's record that led to a message no longer there. */
@@ -78,14 +87,11 @@ export class IdempotencyKeys {
       }
       const expected = head?.recordSeq ?? 0;
       if (!ours) {
-        // First the timer that deletes the key's records once its message has expired, so that
-        // whatever fails later, no record is left that nothing deletes.
-        await this.#d.scheduler.forgetKey(
-          names,
-          subject,
-          this.#d.now() + lifetimeMs + FORGET_MARGIN_MS,
-          `${token}.${expected}`,
-        );
+        // Without record TTLs, first the timer that deletes the key's records once its message
+        // has expired, so that whatever fails later, no record is left that nothing deletes.
+        if (!this.#d.recordTtl) {
+          await this.#d.scheduler.forgetKey(names, subject, forgetAt, `${token}.${expected}`);
+        }
         // Racers that read the same record share the Nats-Msg-Id, so they store one copy. Once
         // that ID led to a copy that is gone (discarded) or expired, a fresh one is used.
         const msgId = `k.${token}.${expected.toString(36)}${burnt ? `.${round}` : ""}`;
@@ -105,7 +111,7 @@ export class IdempotencyKeys {
           continue;
         }
       }
-      if (await this.#claim(names, subject, expected, ours)) return outcome(ours);
+      if (await this.#claim(names, subject, expected, ours, forgetAt)) return outcome(ours);
       // The record moved (a racer took the key, or the record of an expired message was
       // deleted): look again.
       head = await this.#head(names, subject);
@@ -141,7 +147,7 @@ export class IdempotencyKeys {
 
   /**
    * Points the key at our message if its record is still `expected` (0: none). True when it did;
-   * false when the record had moved. When the answer is lost, the leader is asked where the
+   * false when the record had moved. With record TTLs the record expires at `forgetAt`. When the answer is lost, the leader is asked where the
    * record points. A copy no key holds is never deleted after a failure: the compare-and-set may
    * still land (a timeout), or the client's retry may already have found the copy by its
    * Nats-Msg-Id and taken the key for it; deleting it then would lose an acknowledged message.
@@ -151,11 +157,18 @@ export class IdempotencyKeys {
     subject: string,
     expected: number,
     ours: PubAck,
+    forgetAt: number,
   ): Promise<boolean> {
+    // Whole seconds, at least one: a record whose message has already expired (a publish
+    // stalled past its retention) goes a second later.
+    const ttl = this.#d.recordTtl
+      ? { ttl: `${Math.max(1, Math.ceil((forgetAt - this.#d.now()) / 1000))}s` }
+      : {};
     try {
       await this.#d.js.publish(subject, String(ours.seq), {
         expect: { lastSubjectSequence: expected, streamName: names.stream },
         timeout: this.#d.requestTimeoutMs,
+        ...ttl,
       });
       return true;
     } catch (err) {

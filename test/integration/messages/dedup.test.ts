@@ -1,6 +1,8 @@
 // Idempotency keys under concurrency: racing publishes of one key through two gateways store one
 // message; the key is free again exactly when that message expires; its record in the topic's
-// stream is deleted then; a racer slower than the duplicate window loses and leaves nothing.
+// stream is deleted then (here by its timer, as on servers without per-message TTL; on 2.11+
+// records carry a TTL, tested in message-ttl.test.ts); a racer slower than the duplicate window
+// loses and leaves nothing.
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -107,14 +109,16 @@ describe("idempotency keys", () => {
     expect(got.map((p) => p.headers.get("vqs-message-id"))).toEqual(second.stored);
   });
 
-  it("deletes a key's record when its message expires, so records are bounded by live keys", async () => {
+  it("deletes a key's record by its timer when its message expires, so records are bounded by live keys", async () => {
     offsetMs = 0;
     const topic = uniqueName("records");
-    const q = api(a.url, await issuer.token());
-    // a and b stop handling timers; once the keys are stored, a third gateway whose clock runs
-    // 2 minutes ahead finds their timers due at once. (Started earlier, it would look at each
-    // key before its record was written: the timer is added before the message is stored.)
-    await Promise.all([a.gateway.jetstream.scheduler.stop(), b.gateway.jetstream.scheduler.stop()]);
+    // The timers' way (VQS_MESSAGE_TTL=off, as on servers without per-message TTL). a, b and
+    // this gateway stop handling timers; once the keys are stored, a fourth gateway whose clock
+    // runs 2 minutes ahead finds their timers due at once. (Started earlier, it would look at
+    // each key before its record was written: the timer is added before the message is stored.)
+    const timed = await startGateway(nats.url, issuer, { env: { VQS_MESSAGE_TTL: "off" } });
+    const q = api(timed.url, await issuer.token());
+    await Promise.all([a, b, timed].map((g) => g.gateway.jetstream.scheduler.stop()));
     let ahead: TestGateway | undefined;
     try {
       for (let i = 0; i < 20; i++) {
@@ -133,6 +137,7 @@ describe("idempotency keys", () => {
       await expect.poll(() => keyRecords(topic), { timeout: 10_000, interval: 200 }).toBe(1);
     } finally {
       await ahead?.close();
+      await timed.close();
       a.gateway.jetstream.scheduler.start();
       b.gateway.jetstream.scheduler.start();
     }

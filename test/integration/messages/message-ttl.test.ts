@@ -5,7 +5,8 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { topicNames } from "../../../src/nats/core/naming.js";
+import { TIMER_STREAM, topicNames } from "../../../src/nats/core/naming.js";
+import { keyToken } from "../../../src/nats/messages/message-codec.js";
 import { supportsMessageTtl } from "../../../src/nats/core/server-features.js";
 import { newNonce } from "../../../src/queue/identity/message-id.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
@@ -43,7 +44,13 @@ afterAll(async () => {
 });
 
 /** Stores a message with a TTL shorter than the API allows (60 s), to see storage freed soon. */
-function publishShort(topic: string, body: string, retentionSeconds: number, delaySeconds = 0) {
+function publishShort(
+  topic: string,
+  body: string,
+  retentionSeconds: number,
+  delaySeconds = 0,
+  idempotencyKey: string | null = null,
+) {
   return gw.gateway.jetstream.broker.publish(
     { namespace, topic },
     {
@@ -51,14 +58,14 @@ function publishShort(topic: string, body: string, retentionSeconds: number, del
       contentType: null,
       retentionSeconds,
       delaySeconds,
-      idempotencyKey: null,
+      idempotencyKey,
       trace: null,
       nonce: newNonce(),
     },
   );
 }
 
-async function storedOnSubject(topic: string, suffix: "m" | "d" | "f.>"): Promise<number> {
+async function storedOnSubject(topic: string, suffix: "m" | "d" | "f.>" | "k.>"): Promise<number> {
   const n = names(topic);
   const info = await jsm.streams.info(n.stream, {
     subjects_filter: n.ready.replace(/\.m$/, `.${suffix}`),
@@ -89,6 +96,34 @@ describe("per-message TTL (nats-server 2.11+)", () => {
     await expect.poll(() => storedOnSubject(topic, "m"), { timeout: 8000, interval: 250 }).toBe(1);
     const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));
     expect(got.map((p) => p.body.toString())).toEqual(["kept"]);
+  });
+
+  it("gives an idempotency key's record its message's time left and a second, with no timer, so it goes with the key", async () => {
+    const topic = uniqueName("ttl-key");
+    const q = api(gw.url, await issuer.token());
+    const timers = async () => (await jsm.streams.info(TIMER_STREAM)).state.messages;
+    const before = await timers();
+    const res = await q.publish(topic, "keyed", {
+      "vqs-idempotency-key": "k-60",
+      "vqs-retention-seconds": "60",
+    });
+    expect(res.status).toBe(201);
+    const n = names(topic);
+    const record = await jsm.streams.getMessage(n.stream, {
+      last_by_subj: `${n.keyPrefix}.${keyToken("k-60")}`,
+    });
+    expect(record?.header?.get("Nats-TTL")).toBe("61s");
+    expect(await timers()).toBe(before);
+
+    // A key whose message lives 2 s: its record (3 s) is gone soon after, and the key is free.
+    const first = await publishShort(topic, "short", 2, 0, "k-2");
+    expect(first.kind).toBe("stored");
+    expect(await storedOnSubject(topic, "k.>")).toBe(2);
+    await expect
+      .poll(() => storedOnSubject(topic, "k.>"), { timeout: 10_000, interval: 250 })
+      .toBe(1);
+    const again = await publishShort(topic, "short again", 60, 0, "k-2");
+    expect(again.kind).toBe("stored");
   });
 
   it("gives a delayed message's visible copy and its pointer the time left, so all of it goes", async () => {
