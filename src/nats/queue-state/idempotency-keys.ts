@@ -66,10 +66,14 @@ export class IdempotencyKeys {
     onStored: (seq: number) => Promise<void>,
   ): Promise<PublishOutcome> {
     const subject = `${names.keyPrefix}.${token}`;
-    // When the key's records may go: a second past the new message's expiry.
-    const forgetAt = this.#d.now() + lifetimeMs + FORGET_MARGIN_MS;
     let head = await this.#head(names, subject);
     let ours: PubAck | null = null;
+    /**
+     * When the key's records may go: a second past our message's expiry, counted from when its
+     * store was answered (no earlier than the store itself), so a slow store cannot leave the
+     * message living past its record.
+     */
+    let forgetAt = 0;
     /** A Nats-Msg-Id of this round's record that led to a message no longer there. */
     let burnt = false;
     for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -90,12 +94,16 @@ export class IdempotencyKeys {
         // Without record TTLs, first the timer that deletes the key's records once its message
         // has expired, so that whatever fails later, no record is left that nothing deletes.
         if (!this.#d.recordTtl) {
-          await this.#d.scheduler.forgetKey(names, subject, forgetAt, `${token}.${expected}`);
+          // The timer reads the key again when due and waits while a message holds it, so a
+          // deadline taken before the store is safe there.
+          const at = this.#d.now() + lifetimeMs + FORGET_MARGIN_MS;
+          await this.#d.scheduler.forgetKey(names, subject, at, `${token}.${expected}`);
         }
         // Racers that read the same record share the Nats-Msg-Id, so they store one copy. Once
         // that ID led to a copy that is gone (discarded) or expired, a fresh one is used.
         const msgId = `k.${token}.${expected.toString(36)}${burnt ? `.${round}` : ""}`;
         ours = await this.#send(names, send, msgId);
+        forgetAt = this.#d.now() + lifetimeMs + FORGET_MARGIN_MS;
         // Should this fail (a delayed message's timer), the copy stays: no key holds it and,
         // parked without a timer, it is never delivered; the client's retry within the
         // duplicate window finds it by its Nats-Msg-Id and completes it.

@@ -2,11 +2,11 @@
 // at the stream's 7-day max age. Runs against the current server fetched by
 // scripts/ensure-current-nats.mjs (the rest of the suite runs on the distribution's 2.9.10,
 // where the feature does not exist and streams keep messages for max_age).
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TIMER_STREAM, topicNames } from "../../../src/nats/core/naming.js";
-import { keyToken } from "../../../src/nats/messages/message-codec.js";
+import { encodeHeaders, keyToken } from "../../../src/nats/messages/message-codec.js";
 import { supportsMessageTtl } from "../../../src/nats/core/server-features.js";
 import { newNonce } from "../../../src/queue/identity/message-id.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
@@ -124,6 +124,43 @@ describe("per-message TTL (nats-server 2.11+)", () => {
       .toBe(1);
     const again = await publishShort(topic, "short again", 60, 0, "k-2");
     expect(again.kind).toBe("stored");
+  });
+
+  it("counts a key record's TTL from its message's store answer, so a slow store cannot outlive it", async () => {
+    const topic = uniqueName("ttl-slow-key");
+    await publishShort(topic, "warm-up", 60); // the stream exists
+    const n = names(topic);
+    const js = jetstream(nc);
+    // The message is stored at once and its answer comes 2.5 s later: its expiry runs from
+    // the store, so a record TTL counted from the publish's start would end before it.
+    const slowAnswer = async (msgID: string) => {
+      const ack = await js.publish(n.ready, "slow", {
+        msgID,
+        headers: encodeHeaders({
+          payload: new Uint8Array(),
+          contentType: null,
+          retentionSeconds: 60,
+          delaySeconds: 0,
+          idempotencyKey: "slow-store",
+          trace: null,
+          nonce: newNonce(),
+        }),
+      });
+      await sleep(2500);
+      return ack;
+    };
+    const done = await gw.gateway.jetstream.keys.publish(
+      n,
+      keyToken("slow-store"),
+      60_000,
+      slowAnswer,
+      () => Promise.resolve(),
+    );
+    expect(done.kind).toBe("stored");
+    const record = await jsm.streams.getMessage(n.stream, {
+      last_by_subj: `${n.keyPrefix}.${keyToken("slow-store")}`,
+    });
+    expect(record?.header?.get("Nats-TTL")).toBe("61s");
   });
 
   it("gives a delayed message's visible copy and its pointer the time left, so all of it goes", async () => {
