@@ -49,26 +49,45 @@ export async function closeAndDelete(
   const subjects = seen.config.subjects ?? [];
   const m = TOPIC_SUBJECTS.exec(subjects.length === 1 ? subjects[0]! : "");
   if (!m) return false; // not a topic's stream as this version makes them
+  // The same stream, not one made again under its name since `seen` (another remover deleted
+  // that one and a publish made the topic again, perhaps with as many messages).
+  const same = (info: StreamInfo) => info.created === seen.created;
+  if (!same(await jsm.streams.info(name))) return false;
   const at = Math.floor(now());
-  await jsm.streams.update(name, { ...seen.config, subjects: [`${CLOSING}${m[1]}.${m[2]}.${at}`] });
+  const closing = `${CLOSING}${m[1]}.${m[2]}.${at}`;
+  await jsm.streams.update(name, { ...seen.config, subjects: [closing] });
   const info = await jsm.streams.info(name);
   // Messages only leave (they expire) unless one arrived, which moves the last sequence.
-  if (
-    info.state.last_seq === seen.state.last_seq &&
-    (await still()) &&
-    now() - at < CLOSE_STALE_MS / 2
-  ) {
+  const unchanged = (i: StreamInfo) =>
+    same(i) &&
+    i.state.last_seq === seen.state.last_seq &&
+    i.config.subjects?.length === 1 &&
+    i.config.subjects[0] === closing &&
+    now() - at < CLOSE_STALE_MS / 2;
+  if (unchanged(info) && (await still())) {
     try {
       await beforeDelete();
     } catch (err) {
       await jsm.streams.update(name, { ...info.config, subjects });
       throw err;
     }
-    await jsm.streams.delete(name);
-    return true;
+    // Looked at again after beforeDelete's round trips: a remover that took too long, whose
+    // close another gateway found stale and undid, gives up rather than delete what arrived.
+    const after = await jsm.streams.info(name);
+    if (unchanged(after)) {
+      await jsm.streams.delete(name);
+      return true;
+    }
+    if (after.config.subjects?.[0] === closing) {
+      await jsm.streams.update(name, { ...after.config, subjects });
+    }
+    return false;
   }
-  // A publish got in before the move, or the topic is in use after all: open it again.
-  await jsm.streams.update(name, { ...info.config, subjects });
+  // A publish got in before the move, the topic is in use after all, or the stream is one made
+  // again since `seen`: open it again (if it is still this remover's close).
+  if (info.config.subjects?.[0] === closing) {
+    await jsm.streams.update(name, { ...info.config, subjects });
+  }
   return false;
 }
 

@@ -208,6 +208,45 @@ describe("short-lived topics under a pushed pattern", () => {
     await allHandled(["run_race_stale_1"]);
   });
 
+  it("never deletes a stream made again under the name, nor one reopened while it was being removed", async () => {
+    const q = client();
+    const gw = api(fx.gateways[0]!.url, token);
+    // Made again: another remover deleted the stream this one saw, and a publish made the topic
+    // again with as many messages (the same last sequence).
+    await q.send("run_remade", { id: "run_remade_0" });
+    await allHandled(["run_remade_0"]);
+    const stream = (await topics()).get("run_remade")!;
+    const seen = await jsm.streams.info(stream);
+    await jsm.streams.delete(stream);
+    await q.send("run_remade", { id: "run_remade_1" });
+    expect((await jsm.streams.info(stream)).state.last_seq).toBe(seen.state.last_seq);
+    expect(await closeAndDelete(jsm, seen, Date.now)).toBe(false);
+    await allHandled(["run_remade_1"]);
+
+    // Reopened meanwhile: the close was found stale and undone (here, in beforeDelete) and a
+    // publish got in; the remover looks again before it deletes.
+    await q.send("run_reopened", { id: "run_reopened_0" });
+    await allHandled(["run_reopened_0"]);
+    const reopenedStream = (await topics()).get("run_reopened")!;
+    const before = await jsm.streams.info(reopenedStream);
+    const deleted = await closeAndDelete(
+      jsm,
+      before,
+      Date.now,
+      () => Promise.resolve(true),
+      async () => {
+        const closed = await jsm.streams.info(reopenedStream);
+        await jsm.streams.update(reopenedStream, { ...closed.config, ...before.config });
+        const res = await gw.publish("run_reopened", JSON.stringify({ id: "run_reopened_1" }), {
+          "content-type": "application/json",
+        });
+        expect(res.status).toBe(201);
+      },
+    );
+    expect(deleted).toBe(false);
+    await allHandled(["run_reopened_1"]);
+  });
+
   it("loses no publish racing the sweeper over 200 settled topics", async () => {
     const q = client();
     const first = Array.from({ length: 200 }, (_, i) => `run_busy_${i}`);
