@@ -1,8 +1,9 @@
 // The large-body downloads one gateway streams at once (VQS_MAX_LARGE_DOWNLOADS): each holds a
 // read window of chunks, so their number bounds the memory they take. A download takes a slot
 // before its first chunk is read and gives it back when it ends, however it ends. Receive by ID
-// asks for one before it leases anything and is refused without one (`tryTake`); a receive
-// whose messages are already leased waits for one in turn (`take`), holding no chunk meanwhile.
+// asks for one before it leases anything and waits a little for it (`take`), or is refused; a
+// receive whose messages are already leased waits for one in turn (`take`, urgent: their leases
+// are running), holding no chunk meanwhile.
 
 /** A download's place among those the gateway streams at once. */
 export interface DownloadSlot {
@@ -18,7 +19,9 @@ export class DownloadSlots {
   readonly #max: number;
   readonly #onChange: () => void;
   #used = 0;
-  /** Downloads waiting for a slot, oldest first. */
+  /** Downloads of leased messages waiting for a slot, oldest first: served first. */
+  readonly #urgent: Waiter[] = [];
+  /** Downloads not leased yet (receive by ID) waiting for a slot, oldest first. */
   readonly #waiting: Waiter[] = [];
 
   /** `onChange` hears of every change of `used` or `waiting`. */
@@ -34,23 +37,24 @@ export class DownloadSlots {
 
   /** Downloads waiting for a slot now. */
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#urgent.length + this.#waiting.length;
   }
 
   /** A slot now, or null when none is free or downloads wait for one (they come first). */
   tryTake(): DownloadSlot | null {
-    if (this.#used >= this.#max || this.#waiting.length > 0) return null;
+    if (this.#used >= this.#max || this.waiting > 0) return null;
     return this.#grant();
   }
 
   /**
-   * A slot as soon as one is free, in turn. Null when `waitMs` pass first or `signal` aborts:
-   * the waiter has then left the queue.
+   * A slot as soon as one is free, in turn (`urgent` ones before the others). Null when `waitMs`
+   * pass first or `signal` aborts: the waiter has then left the queue.
    */
-  take(waitMs: number, signal: AbortSignal | null): Promise<DownloadSlot | null> {
+  take(waitMs: number, signal: AbortSignal | null, urgent = false): Promise<DownloadSlot | null> {
     const now = this.tryTake();
     if (now) return Promise.resolve(now);
     if (signal?.aborted) return Promise.resolve(null);
+    const queue = urgent ? this.#urgent : this.#waiting;
     return new Promise((resolve) => {
       const leave = (slot: DownloadSlot | null) => {
         clearTimeout(timer);
@@ -59,15 +63,15 @@ export class DownloadSlots {
       };
       const waiter: Waiter = { grant: leave };
       const gone = () => {
-        const at = this.#waiting.indexOf(waiter);
+        const at = queue.indexOf(waiter);
         if (at < 0) return; // granted already
-        this.#waiting.splice(at, 1);
+        queue.splice(at, 1);
         this.#onChange();
         leave(null);
       };
       const timer = setTimeout(gone, Math.max(0, waitMs));
       signal?.addEventListener("abort", gone, { once: true });
-      this.#waiting.push(waiter);
+      queue.push(waiter);
       this.#onChange();
     });
   }
@@ -81,7 +85,7 @@ export class DownloadSlots {
         if (released) return;
         released = true;
         this.#used--;
-        const next = this.#waiting.shift();
+        const next = this.#urgent.shift() ?? this.#waiting.shift();
         if (next) next.grant(this.#grant());
         else this.#onChange();
       },

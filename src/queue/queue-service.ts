@@ -316,7 +316,11 @@ export class QueueService {
   ): AsyncGenerator<Uint8Array> {
     let slot = reading.slot ?? null;
     try {
-      slot ??= await this.#downloads.take(reading.untilMs - this.#now(), reading.signal ?? null);
+      slot ??= await this.#downloads.take(
+        reading.untilMs - this.#now(),
+        reading.signal ?? null,
+        true,
+      );
       if (slot === null || reading.signal?.aborted) {
         throw new AppError("large_body_busy", {
           message: reading.signal?.aborted
@@ -621,8 +625,11 @@ export class QueueService {
     // gateway at its cap refuses with nothing changed (the client comes back), never with a
     // message leased that it cannot stream. It waits its turn a little first: a pushed large
     // message's handler receives it by ID, and a refusal fails that push (a delivery counted).
-    const slot = await this.#downloads.take(RECEIVE_BY_ID_SLOT_WAIT_MS, null);
-    if (slot === null) throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
+    const slot = await this.#downloads.take(RECEIVE_BY_ID_SLOT_WAIT_MS, options.signal ?? null);
+    if (slot === null || options.signal?.aborted) {
+      slot?.release();
+      throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
+    }
     try {
       return { ...(await this.#receiveFoundById(group, found, options)), downloadSlot: slot };
     } catch (err) {

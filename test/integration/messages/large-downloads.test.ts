@@ -124,6 +124,28 @@ describe("the cap on large downloads (VQS_MAX_LARGE_DOWNLOADS)", () => {
     expect(p!.body.equals(body)).toBe(true);
   });
 
+  it("leases nothing for a receive by ID whose client leaves while it waits for a slot", async () => {
+    const topic = uniqueName();
+    const body = randomBytes(2 * MB);
+    const id = await publish(topic, body);
+    const hold = await holdSlot();
+    const req = httpRequest(new URL(`${url()}/api/v3/topic/${topic}/consumer/g/id/${id}`), {
+      method: "POST",
+      agent: false,
+      headers: { authorization: `Bearer ${await fx.issuer.token()}`, accept: "multipart/mixed" },
+    });
+    req.on("error", () => undefined);
+    req.end();
+    await expect.poll(() => metric(WAITING), { timeout: 4000 }).toBe(1);
+    req.destroy();
+    await expect.poll(() => metric(WAITING), { timeout: 4000 }).toBe(0);
+    await hold.release();
+    // Not leased (no 409), no delivery counted.
+    const [p] = await parts(await (await q()).receiveById(topic, "g", id));
+    expect(p!.headers.get("vqs-delivery-count")).toBe("1");
+    expect(p!.body.equals(body)).toBe(true);
+  });
+
   it("has a receive past the cap wait for a slot, reading nothing meanwhile, then stream byte-exact", async () => {
     const topic = uniqueName();
     const bodies = [randomBytes(3 * MB), randomBytes(3 * MB + 1)];

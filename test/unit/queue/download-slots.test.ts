@@ -1,5 +1,5 @@
 // The download slots of a gateway (VQS_MAX_LARGE_DOWNLOADS): a slot now or none, waiters served
-// in turn and before new takers, a waiter that leaves (its reader gone, its lease over) frees its
+// in turn (those of leased messages first) and before new takers, a waiter that leaves (its reader gone, its lease over) frees its
 // place, a release counts once. The downloads themselves, against a real nats-server:
 // test/integration/messages/large-downloads.test.ts.
 import { describe, expect, it } from "vitest";
@@ -41,6 +41,19 @@ describe("download slots", () => {
     two!.release();
     expect(slots.used).toBe(0);
     expect(seen.at(-1)).toBe("0/0");
+  });
+
+  it("serves the downloads of leased messages before receives by ID that waited longer", async () => {
+    const slots = new DownloadSlots(1);
+    const held = slots.tryTake()!;
+    const order: string[] = [];
+    const byId = slots.take(LONG, null).then((s) => (order.push("by id"), s));
+    const leased = slots.take(LONG, null, true).then((s) => (order.push("leased"), s));
+    held.release();
+    (await leased)!.release();
+    (await byId)!.release();
+    expect(order).toEqual(["leased", "by id"]);
+    expect(slots.used).toBe(0);
   });
 
   it("lets a waiter leave when its signal aborts or its time is up, freeing its place", async () => {

@@ -4,7 +4,7 @@ import type { QueueService } from "../../../queue/queue-service.js";
 import { negotiateFormat } from "../../encoding/accept.js";
 import { RECEIVE_BY_ID } from "../../openapi/message-routes.js";
 import { groupOf, param } from "../../params.js";
-import { leaseHeaders, sendMessages } from "./send-messages.js";
+import { hangUp, leaseHeaders, sendMessages } from "./send-messages.js";
 
 export function receiveByIdRoute(app: FastifyInstance, queue: QueueService): void {
   app.post(
@@ -13,11 +13,11 @@ export function receiveByIdRoute(app: FastifyInstance, queue: QueueService): voi
     async (request, reply) => {
       const group = groupOf(request);
       const format = negotiateFormat(request.headers.accept);
-      const message = await queue.receiveById(
-        group,
-        param(request, "messageId"),
-        leaseHeaders(request),
-      );
+      // A large message waits a little for a download slot: a client gone meanwhile leases none.
+      const message = await queue.receiveById(group, param(request, "messageId"), {
+        ...leaseHeaders(request),
+        signal: hangUp(reply),
+      });
       return sendMessages(reply, format, [message], queue, group);
     },
   );

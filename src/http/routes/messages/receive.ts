@@ -1,7 +1,7 @@
 // ReceiveMessages: POST /api/v3/topic/{topic}/consumer/{group}: 200 with up to Vqs-Max-Messages
 // leased messages, or 204. At once, or with Vqs-Wait-Seconds as soon as one is there (long
 // polling); a client that hangs up while waiting leaves nothing leased.
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { LIMITS } from "../../../queue/limits.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { negotiateFormat } from "../../encoding/accept.js";
@@ -9,7 +9,7 @@ import { RECEIVE_HEADERS } from "../../../api/messages.js";
 import { checkedHeaders } from "../../validation.js";
 import { RECEIVE } from "../../openapi/message-routes.js";
 import { groupOf } from "../../params.js";
-import { leaseHeaders, sendMessages } from "./send-messages.js";
+import { hangUp, leaseHeaders, sendMessages } from "./send-messages.js";
 
 export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
   app.post("/api/v3/topic/:topic/consumer/:group", { schema: RECEIVE }, async (request, reply) => {
@@ -26,13 +26,4 @@ export function receiveRoute(app: FastifyInstance, queue: QueueService): void {
     if (messages.length === 0) return reply.code(204).send();
     return sendMessages(reply, format, messages, queue, group);
   });
-}
-
-/** Aborts when the connection closes before the answer went out (the client hung up). */
-function hangUp(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once("close", () => {
-    if (!reply.raw.writableEnded) controller.abort();
-  });
-  return controller.signal;
 }

@@ -23,6 +23,15 @@ export function leaseHeaders(request: FastifyRequest): {
   };
 }
 
+/** Aborts when the connection closes before the answer went out (the client hung up). */
+export function hangUp(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableEnded) controller.abort();
+  });
+  return controller.signal;
+}
+
 /**
  * Writes the received messages in `format`. A large body is streamed from the body store as the
  * client reads it, in a download slot of the gateway's (`QueueService.openBody`): one reserved by
