@@ -86,6 +86,12 @@ export class MemoryBodyStore implements BodyStore {
     return { id, length, sha256: hash.digest("hex") };
   }
 
+  async head(topic: TopicAddress, ref: BodyRef, bytes: number): Promise<Uint8Array> {
+    await Promise.resolve();
+    const first = this.#live(topic, ref.id)?.chunks[0];
+    return first ? first.slice(0, bytes) : new Uint8Array(0);
+  }
+
   async *read(topic: TopicAddress, ref: BodyRef): AsyncIterable<Uint8Array> {
     await Promise.resolve(); // nothing is looked at before the reader asks, as in JetStream
     const body = this.#live(topic, ref.id);

@@ -39,6 +39,12 @@ export interface BodyStore {
    */
   read(topic: TopicAddress, ref: BodyRef): AsyncIterable<Uint8Array>;
   /**
+   * Up to the first `bytes` of the body (a preview), from its first chunk alone: one chunk read,
+   * nothing read ahead, not checked against the SHA-256 (the rest is never read). Empty when the
+   * body is missing.
+   */
+  head(topic: TopicAddress, ref: BodyRef, bytes: number): Promise<Uint8Array>;
+  /**
    * Records that a stored message points at the body (after its PubAck), so the orphan sweep
    * leaves it without looking for the message. Best effort: the sweep finds the message anyway.
    */

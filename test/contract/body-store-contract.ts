@@ -88,6 +88,22 @@ export function bodyStoreContract(name: string, under: BodyStoreUnderTest): void
       expect(await under.storedChunks(t)).toBe(0);
     });
 
+    it("gives a body's first bytes from its first chunk, and nothing of a removed body", async () => {
+      const t = topic();
+      const body = randomBytes(2 * under.chunkBytes + 3);
+      const ref = await write(under.store(), t, pieces(body));
+      expect(Buffer.from(await under.store().head(t, ref, 100)).equals(body.subarray(0, 100))).toBe(
+        true,
+      );
+      // Never more than the first chunk, however many bytes are asked for.
+      const most = await under.store().head(t, ref, body.length);
+      expect(Buffer.from(most).equals(body.subarray(0, under.chunkBytes))).toBe(true);
+      const tiny = await write(under.store(), t, [Buffer.from("abc")]);
+      expect(Buffer.from(await under.store().head(t, tiny, 100)).toString()).toBe("abc");
+      await under.store().remove(t, ref);
+      expect((await under.store().head(t, ref, 100)).length).toBe(0);
+    });
+
     it("removes a body (twice is fine); a removed body reads as corrupt, never as good", async () => {
       const t = topic();
       const ref = await write(under.store(), t, pieces(randomBytes(under.chunkBytes + 5)));

@@ -130,7 +130,11 @@ const MISSING_RETRY_MS = 250;
 type BodyMessage = StoredMsg;
 
 /** One batch Direct Get of up to `batch` messages of the subject from `seq` on, whole. */
-async function fetchBatch(o: ChunkReadOptions, seq: number, batch: number): Promise<BodyMessage[]> {
+async function fetchBatch(
+  o: Pick<ChunkReadOptions, "jsm" | "subject">,
+  seq: number,
+  batch: number,
+): Promise<BodyMessage[]> {
   const it = await o.jsm.direct.getBatch(BODY_STREAM, { seq, next_by_subj: o.subject, batch });
   const got: BodyMessage[] = [];
   try {
@@ -140,6 +144,22 @@ async function fetchBatch(o: ChunkReadOptions, seq: number, batch: number): Prom
     if (!isNothingFound(err)) throw err;
   }
   return got;
+}
+
+/**
+ * Up to the first `bytes` of the body on `subject`: its chunk 0 alone (one Direct Get), sliced
+ * (a copy, so the chunk's buffer is not kept). Empty when there is no chunk 0.
+ */
+export async function readHead(
+  jsm: JetStreamManager,
+  subject: string,
+  bytes: number,
+): Promise<Uint8Array> {
+  const [first] = await fetchBatch({ jsm, subject }, 1, 1);
+  if (!first || first.header.has(COMMIT_HEADER) || Number(first.header.get(CHUNK_HEADER)) !== 0) {
+    return new Uint8Array(0);
+  }
+  return first.data.slice(0, bytes);
 }
 
 /**

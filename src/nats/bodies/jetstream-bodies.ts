@@ -32,7 +32,13 @@ import {
   bodyTopicPrefix,
 } from "../core/naming.js";
 import { IngestBudget } from "./ingest-budget.js";
-import { COMMIT_HEADER, NAMESPACE_HEADER, readChunks, writeChunks } from "./body-chunks.js";
+import {
+  COMMIT_HEADER,
+  NAMESPACE_HEADER,
+  readChunks,
+  readHead,
+  writeChunks,
+} from "./body-chunks.js";
 import { OrphanSweep, type SweepResult } from "./orphan-sweep.js";
 import { headers } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
@@ -197,6 +203,11 @@ export class JetStreamBodies implements BodyStore {
       onBytes: (n) => this.#o.observeBytes("out", n),
       ...(this.#o.observeReadAhead ? { onReadAhead: this.#o.observeReadAhead } : {}),
     });
+  }
+
+  head(topic: TopicAddress, ref: BodyRef, bytes: number): Promise<Uint8Array> {
+    if (this.unsupportedReason) return Promise.resolve(new Uint8Array(0));
+    return readHead(this.#o.jsm, this.#subject(topic, ref.id), bytes);
   }
 
   commit(topic: TopicAddress, ref: BodyRef, retentionSeconds: number): Promise<void> {

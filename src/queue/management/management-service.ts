@@ -162,9 +162,11 @@ export class ManagementService {
     const batch = await this.#d.broker.readTopic(at, fromSeq, limit + 1);
     const now = this.#d.now();
     const shown = batch.slice(0, limit).filter((m) => m.message.expiresAtMs > now);
-    const messages = await Promise.all(
-      shown.map(async ({ message }) => peeked(message, await this.#head(at, message), full)),
-    );
+    // One after another: a large body's preview reads a chunk of it (256 KiB), and a page
+    // holds up to 100 of them.
+    const messages: ReturnType<typeof peeked>[] = [];
+    for (const { message } of shown)
+      messages.push(peeked(message, await this.#head(at, message), full));
     return {
       messages,
       next: batch.length > limit ? (messages.at(-1)?.messageId ?? null) : null,
@@ -173,19 +175,17 @@ export class ManagementService {
 
   /**
    * What a peek shows of a message: its inline payload, or the start of a large body (its
-   * first chunks only, never the whole body). A body that cannot be read shows nothing.
+   * first chunk only, never the whole body). A body that cannot be read shows nothing.
    */
   async #head(at: TopicAddress, m: StoredMessage): Promise<Uint8Array> {
     if (!m.body) return m.payload;
     if (!this.#d.bodies) return new Uint8Array(0);
     try {
-      for await (const piece of this.#d.bodies.read(at, m.body)) {
-        return piece.subarray(0, PREVIEW_BYTES);
-      }
+      return await this.#d.bodies.head(at, m.body, PREVIEW_BYTES);
     } catch {
-      // missing or corrupt: the preview stays empty, the size says what was stored
+      // unreadable: the preview stays empty, the size says what was stored
+      return new Uint8Array(0);
     }
-    return new Uint8Array(0);
   }
 
   async #fromSeq(at: TopicAddress, after: string | null): Promise<number> {
