@@ -40,11 +40,11 @@ async function until(check: () => boolean, ms: number, what: string): Promise<vo
 }
 
 describe("the lease of a pushed message", () => {
-  it("is never pushed again while its handler holds the lease, whatever timeoutSeconds says", async () => {
-    // Both cases run side by side: together they take one lease (about 31 s).
+  it("is never pushed again while its handler holds the lease, whatever timeoutSeconds says, and lasts as long as handleCallback extends it", async () => {
+    // Three cases run side by side: together they take one long handler (about 42 s).
+    // A 12 s handler: past the 3 s timeout and past the client's first extension (10 s).
     const slow = uniqueName("lease-slow");
     const runs: { count: number; start: number; end?: number }[] = [];
-    // 12 s of work: past the 3 s timeout and past the client's first extension (10 s).
     const slowUrl = pushApp.app.fetchRoute(slow, {
       handler: async (_p, meta) => {
         const run: (typeof runs)[number] = { count: meta.deliveryCount, start: Date.now() };
@@ -55,6 +55,22 @@ describe("the lease of a pushed message", () => {
     });
     await settings(slow, { push: { url: slowUrl, timeoutSeconds: 3 }, retry: { afterSeconds: 1 } });
 
+    // A 40 s handler: the client's own extensions (changeVisibility through the API, the first
+    // 10 s after the push) are all that keeps this message, since the lease it is pushed with
+    // ends 30 s after the push, 10 s before the handler does. Were they ignored, it would be
+    // pushed again meanwhile.
+    const long = uniqueName("lease-long");
+    const longRuns: { count: number; end?: number }[] = [];
+    const longUrl = pushApp.app.fetchRoute(long, {
+      handler: async (_p, meta) => {
+        const run: (typeof longRuns)[number] = { count: meta.deliveryCount };
+        longRuns.push(run);
+        await sleep(40_000);
+        run.end = Date.now();
+      },
+    });
+    await settings(long, { push: { url: longUrl, timeoutSeconds: 3 }, retry: { afterSeconds: 1 } });
+
     // A handler that never extends: after its push timed out (1 s) it still holds the lease it
     // was given (30 s), so the retry (1 s) waits for the lease to end.
     const hung = uniqueName("lease-hung");
@@ -62,9 +78,12 @@ describe("the lease of a pushed message", () => {
     const hungUrl = pushApp.app.hookRoute(hung, 200, () => (++hungCalls === 1 ? 5000 : 0));
     await settings(hung, { push: { url: hungUrl, timeoutSeconds: 1 }, retry: { afterSeconds: 1 } });
 
-    const published = await q().publish(slow, JSON.stringify({ step: 1 }));
-    expect(published.status).toBe(201);
-    const { messageId } = (await published.json()) as { messageId: string };
+    const idOf = async (res: Response) => {
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { messageId: string }).messageId;
+    };
+    const slowId = await idOf(await q().publish(slow, JSON.stringify({ step: 1 })));
+    const longId = await idOf(await q().publish(long, JSON.stringify({ long: true })));
     expect((await q().publish(hung, "h")).status).toBe(201);
 
     // The slow handler ran once, to its end, and its message was pushed once: the client
@@ -74,7 +93,7 @@ describe("the lease of a pushed message", () => {
     expect(runs.map((r) => r.count)).toEqual([1]);
     expect(pushesTo(slow)).toHaveLength(1);
     await expect
-      .poll(async () => (await q().receiveById(slow, "workers", messageId)).status, {
+      .poll(async () => (await q().receiveById(slow, "workers", slowId)).status, {
         timeout: 5000,
       })
       .toBe(410);
@@ -87,7 +106,23 @@ describe("the lease of a pushed message", () => {
     expect(second!.atMs).toBeGreaterThanOrEqual(deadline - 1000);
     expect(second!.headers["ce-vqsdeliverycount"]).toBe("2");
 
-    // Both pushes timed out, on whichever gateway pushed them.
+    await until(() => longRuns[0]?.end !== undefined, 70_000, "the long handler to finish");
+    const [push, ...again] = pushesTo(long);
+    // The lease the push gave ended before the handler did (the handler slept 40 s).
+    const longDeadline = Date.parse(push!.headers["ce-vqsvisibilitydeadline"]!);
+    expect(longDeadline - push!.atMs).toBeLessThan(40_000);
+    expect(longRuns[0]!.end!).toBeGreaterThan(longDeadline);
+    expect(again).toEqual([]);
+    expect(longRuns.map((r) => r.count)).toEqual([1]);
+    // Settled: the client acknowledged it after the work, so the group has it no more.
+    await expect
+      .poll(async () => (await q().receiveById(long, "workers", longId)).status, {
+        timeout: 10_000,
+      })
+      .toBe(410);
+    expect(pushesTo(long)).toHaveLength(1);
+
+    // The timed-out pushes timed out, on whichever gateway pushed them.
     const timeouts = await Promise.all(
       fx.gateways.map(async (g) => {
         const text = await (await fetch(`${g.url}/metrics`)).text();
@@ -96,44 +131,6 @@ describe("the lease of a pushed message", () => {
       }),
     );
     expect(timeouts.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(2);
-  }, 60_000);
-});
-
-describe("a pushed message's lease extended by its handler", () => {
-  it("lasts as long as handleCallback extends it: a 40 s handler past the least lease (30 s) is pushed once and settled", async () => {
-    const topic = uniqueName("lease-long");
-    const runs: { count: number; end?: number }[] = [];
-    // The client's own extensions (changeVisibility through the API, the first 10 s after the
-    // push) are all that keeps this message: the lease it is pushed with ends 30 s after the
-    // push, 10 s before the handler does. Were they ignored, it would be pushed again meanwhile.
-    const url = pushApp.app.fetchRoute(topic, {
-      handler: async (_p, meta) => {
-        const run: (typeof runs)[number] = { count: meta.deliveryCount };
-        runs.push(run);
-        await sleep(40_000);
-        run.end = Date.now();
-      },
-    });
-    await settings(topic, { push: { url, timeoutSeconds: 3 }, retry: { afterSeconds: 1 } });
-    const published = await q().publish(topic, JSON.stringify({ long: true }));
-    expect(published.status).toBe(201);
-    const { messageId } = (await published.json()) as { messageId: string };
-
-    await until(() => runs[0]?.end !== undefined, 70_000, "the long handler to finish");
-    const [push, ...again] = pushesTo(topic);
-    // The lease the push gave ended before the handler did (the handler slept 40 s).
-    const deadline = Date.parse(push!.headers["ce-vqsvisibilitydeadline"]!);
-    expect(deadline - push!.atMs).toBeLessThan(40_000);
-    expect(runs[0]!.end!).toBeGreaterThan(deadline);
-    expect(again).toEqual([]);
-    expect(runs.map((r) => r.count)).toEqual([1]);
-    // Settled: the client acknowledged it after the work, so the group has it no more.
-    await expect
-      .poll(async () => (await q().receiveById(topic, "workers", messageId)).status, {
-        timeout: 10_000,
-      })
-      .toBe(410);
-    expect(pushesTo(topic)).toHaveLength(1);
   }, 100_000);
 });
 
