@@ -11,10 +11,13 @@
 // Exits by itself when the parent goes away.
 import { loadConfig } from "../config.js";
 import { createGateway } from "../gateway.js";
+import { setHeapGrowing } from "../heap-growing.js";
 import { createLogger } from "../logger.js";
 
 const config = loadConfig(process.env);
 if (!config.natsServers) throw new Error("gateway-process needs NATS_URL");
+// As src/main.ts does: the benchmark measures the gateway as production runs it.
+setHeapGrowing(config.heapGrowingPercent);
 const logger = createLogger(config.logLevel);
 const gateway = await createGateway({ config, logger, natsServers: config.natsServers });
 const url = await gateway.app.listen({ port: config.port, host: config.host });
