@@ -12,14 +12,19 @@ export interface Fixture {
   readonly gateways: readonly TestGateway[];
 }
 
-export function useGateways(count: number, options: TestGatewayOptions = {}): Fixture {
+/** `nats.tmpDir`: where the server's store goes (default tmpdir()). */
+export function useGateways(
+  count: number,
+  options: TestGatewayOptions = {},
+  nats: { tmpDir?: string } = {},
+): Fixture {
   const fixture = { gateways: [] as TestGateway[] } as {
     nats: TestNats;
     issuer: TestIssuer;
     gateways: TestGateway[];
   };
   beforeAll(async () => {
-    fixture.nats = await startTestNats();
+    fixture.nats = await startTestNats(nats);
     fixture.issuer = await startIssuer();
     for (let i = 0; i < count; i++) {
       fixture.gateways.push(await startGateway(fixture.nats.url, fixture.issuer, options));

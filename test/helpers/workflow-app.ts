@@ -1,7 +1,8 @@
-// The example Workflow DevKit app (examples/workflow) for tests: built once with the real
-// builder (`workflow build --target standalone`, under a lock so that parallel test files build
-// it once), run as its own process (server.mjs with the World of world.mjs) against a gateway,
-// with a step log that counts how often each step ran.
+// The example Workflow DevKit apps (examples/workflow on 4.x, examples/workflow-5 on the 5.x
+// betas) for tests: built once with the real builder (`workflow build --target standalone`,
+// under a lock so that parallel test files build each once), run as their own process (the
+// folder's server.mjs with its World, world.mjs) against a gateway, with a step log that counts
+// how often each step ran.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -11,56 +12,61 @@ import { fileURLToPath } from "node:url";
 import { sleep } from "./http.js";
 
 export const EXAMPLE_DIR = fileURLToPath(new URL("../../examples/workflow", import.meta.url));
-const LOCK = join(EXAMPLE_DIR, ".build.lock");
+/** The 5.x example app (its World, workflows and server). */
+export const EXAMPLE_5_DIR = fileURLToPath(new URL("../../examples/workflow-5", import.meta.url));
 /** What each build target writes last, whose age says whether the build is fresh. */
 const OUTPUT = {
-  standalone: join(EXAMPLE_DIR, ".well-known/workflow/v1/manifest.json"),
-  "vercel-build-output-api": join(EXAMPLE_DIR, ".vercel/output/config.json"),
+  standalone: ".well-known/workflow/v1/manifest.json",
+  "vercel-build-output-api": ".vercel/output/config.json",
 };
 /** The Build Output API directory the `vercel-build-output-api` target writes. */
 export const BUILD_OUTPUT_DIR = join(EXAMPLE_DIR, ".vercel/output");
 
-/** Builds the example app unless its build is newer than its workflows. */
-export async function buildExampleApp(target: keyof typeof OUTPUT = "standalone"): Promise<void> {
-  const output = OUTPUT[target];
+/** Builds an example app (the 4.x one by default) unless its build is newer than its workflows. */
+export async function buildExampleApp(
+  target: keyof typeof OUTPUT = "standalone",
+  appDir = EXAMPLE_DIR,
+): Promise<void> {
+  const output = join(appDir, OUTPUT[target]);
+  const lock = join(appDir, ".build.lock");
   const deadline = Date.now() + 180_000;
   for (;;) {
     try {
-      mkdirSync(LOCK); // atomic: only one builder at a time
+      mkdirSync(lock); // atomic: only one builder at a time
       break;
     } catch {
-      if (Date.now() > deadline) throw new Error(`${LOCK} held for 3 minutes: remove it`);
+      if (Date.now() > deadline) throw new Error(`${lock} held for 3 minutes: remove it`);
       await sleep(500);
     }
   }
   try {
-    if (isFresh(output)) return;
-    const r = spawnSync(process.execPath, [workspaceBin("workflow"), "build", "--target", target], {
-      cwd: EXAMPLE_DIR,
-      encoding: "utf8",
-      timeout: 170_000,
-    });
+    if (isFresh(appDir, output)) return;
+    const r = spawnSync(
+      process.execPath,
+      [workspaceBin(appDir, "workflow"), "build", "--target", target],
+      { cwd: appDir, encoding: "utf8", timeout: 170_000 },
+    );
     if (r.status !== 0 || !existsSync(output)) {
       throw new Error(`workflow build failed:\n${r.stdout}\n${r.stderr}`);
     }
   } finally {
-    rmSync(LOCK, { recursive: true, force: true });
+    rmSync(lock, { recursive: true, force: true });
   }
 }
 
-function isFresh(output: string): boolean {
+function isFresh(appDir: string, output: string): boolean {
   if (!existsSync(output)) return false;
   const built = statSync(output).mtimeMs;
   const sources = ["workflows/example.js", "package.json"].map(
-    (f) => statSync(join(EXAMPLE_DIR, f)).mtimeMs,
+    (f) => statSync(join(appDir, f)).mtimeMs,
   );
   return sources.every((t) => t < built);
 }
 
-/** A program of the example's dependencies: in its own node_modules, else hoisted to the root's. */
-function workspaceBin(name: string): string {
-  const own = join(EXAMPLE_DIR, "node_modules/.bin", name);
-  return existsSync(own) ? own : join(EXAMPLE_DIR, "../../node_modules/.bin", name);
+/** A program of the app's dependencies: in its own node_modules, else hoisted to the root's. */
+function workspaceBin(appDir: string, name: string): string {
+  const own = join(appDir, "node_modules/.bin", name);
+  return existsSync(own) ? own : join(appDir, "../../node_modules/.bin", name);
 }
 
 export interface RunState {
@@ -79,6 +85,8 @@ export interface WorkflowApp {
   completed(runId: string, ms?: number): Promise<RunState>;
   /** How often each step ran, by `<tag> <step>`. */
   stepCounts(): Promise<Map<string, number>>;
+  /** How many steps ran, all runs together. */
+  stepsRun(): Promise<number>;
   /** When each run of `<tag> <step>` began (ms). */
   stepTimes(tag: string, step: string): Promise<number[]>;
   /** The processes that ran the steps of runs whose tag starts with `prefix`. */
@@ -102,15 +110,20 @@ export interface WorkflowAppOptions {
   readonly port?: number;
   /** Options for node itself (`--cpu-prof`, which NODE_OPTIONS may not carry). */
   readonly nodeArgs?: readonly string[];
+  /** The app's folder (default: the 4.x example, EXAMPLE_DIR). */
+  readonly appDir?: string;
+  /** Where the app's temporary files go (its world-local data, the step log; default tmpdir()). */
+  readonly tmpDir?: string;
 }
 
 export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowApp> {
-  const dir = await mkdtemp(join(tmpdir(), "vqs-wf-app-"));
+  const appDir = o.appDir ?? EXAMPLE_DIR;
+  const dir = await mkdtemp(join(o.tmpDir ?? tmpdir(), "vqs-wf-app-"));
   const tokenFile = join(dir, "token");
   const stepLog = join(dir, "steps.log");
   await writeFile(tokenFile, o.token);
-  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), join(EXAMPLE_DIR, "server.mjs")], {
-    cwd: EXAMPLE_DIR,
+  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), join(appDir, "server.mjs")], {
+    cwd: appDir,
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? dir,
@@ -187,6 +200,7 @@ export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowA
       }
       return counts;
     },
+    stepsRun: async () => (await lines()).length,
     async stepTimes(tag, step) {
       return (await lines())
         .map((l) => l.split(" "))

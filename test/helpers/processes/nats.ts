@@ -1,5 +1,5 @@
 // A real nats-server for a test file: random port, its own temporary store directory.
-import { existsSync } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { tmpdir } from "node:os";
@@ -29,11 +29,26 @@ export function currentNatsServerBinary(): string {
   return bin;
 }
 
+/**
+ * A directory in memory (/dev/shm) when the machine has a writable one, else tmpdir(): for a test
+ * that creates and deletes thousands of streams or files, whose cost on the disk would measure
+ * the disk rather than vqs.
+ */
+export function memoryTmpDir(): string {
+  try {
+    accessSync("/dev/shm", constants.W_OK);
+    return "/dev/shm";
+  } catch {
+    return tmpdir();
+  }
+}
+
 export async function startTestNats(
-  options: { bin?: string; maxFileStore?: number } = {},
+  options: { bin?: string; maxFileStore?: number; tmpDir?: string } = {},
 ): Promise<TestNats> {
-  const dir = await mkdtemp(join(tmpdir(), "vqs-nats-"));
-  const server = await startNatsServer({ storeDir: join(dir, "store"), ...options });
+  const { tmpDir, ...rest } = options;
+  const dir = await mkdtemp(join(tmpDir ?? tmpdir(), "vqs-nats-"));
+  const server = await startNatsServer({ storeDir: join(dir, "store"), ...rest });
   return {
     ...server,
     async dispose() {

@@ -1,127 +1,180 @@
 // Workflow DevKit 5.x with WORKFLOW_SEQUENTIAL_REPLAYS=1: world-vercel sends each run's replays
-// (and each inline step) to a topic of its own under `__wkf_workflow_*`. A small set of real runs
-// (the 5.x World of examples/workflow-5 in @workflow/world-testing's own app server, flow pushes
-// at maxConcurrency 1 as the builder declares in that mode) completes through a real gateway and
-// nats-server, and every per-run topic is removed once settled (VQS_SETTLED_TOPIC_SECONDS=1).
+// to a topic of its own under `__wkf_workflow_*`, and a step retried later to one of the step's
+// (flow pushes at maxConcurrency 1, as the builder declares in that mode). Thousands of real runs
+// of the 5.x example app (examples/workflow-5: built by the 5.x builder, its World) pass through
+// a namespace whose topic cap is far below their number: they can all complete only because each
+// settled topic is removed while the others run (VQS_SETTLED_TOPIC_SECONDS=1); none is left.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { namespaceFilter, topicNames } from "../../../src/nats/core/naming.js";
+import { makeNamespace } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
-import { controlPort, ROOT, SERVER, SUITE } from "../../helpers/world-testing.js";
 import { sleep } from "../../helpers/http.js";
+import { TEAM_A } from "../../helpers/issuer.js";
+import { memoryTmpDir } from "../../helpers/processes/nats.js";
 import { eventually } from "../../helpers/settings.js";
+import {
+  buildExampleApp,
+  EXAMPLE_5_DIR,
+  startWorkflowApp,
+  type WorkflowApp,
+} from "../../helpers/workflow-app.js";
 
-const fx = useGateways(1, { env: { VQS_SETTLED_TOPIC_SECONDS: "1" } });
-let dir: string;
-let server: ChildProcess;
-let log = "";
-let target: string;
+/** Runs of `single` (one step), and of `retried` (a step, one that fails once, a step). */
+const RUNS = 2000;
+const RETRIED = 10;
+const CAP = 300;
+/** Runs started and not yet past their step, at most. */
+const WINDOW = 40;
+const DEPLOYMENT = "dpl_replays";
+// Thousands of streams (and world-local's files) created and deleted: in memory, where the disk
+// of a shared machine does not set the pace (nats-server spent 3 times the CPU on it).
+const fx = useGateways(
+  1,
+  { env: { VQS_SETTLED_TOPIC_SECONDS: "1", VQS_MAX_TOPICS_PER_NAMESPACE: String(CAP) } },
+  { tmpDir: memoryTmpDir() },
+);
+const NS = makeNamespace(
+  TEAM_A.owner_id as string,
+  "prj_replays",
+  TEAM_A.environment as string,
+  DEPLOYMENT,
+);
+let app: WorkflowApp;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "vqs-wf5-replays-"));
+  await buildExampleApp("standalone", EXAMPLE_5_DIR);
   nc = await connect({ servers: fx.nats.url });
   jsm = await jetstreamManager(nc);
-  server = spawn(process.execPath, [SERVER], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? dir,
-      WORKFLOW_TARGET_WORLD: "./examples/workflow-5/world.mjs",
-      CONTROL_FD: "3",
-      WORKFLOW_VERCEL_BACKEND_URL: fx.gateways[0]!.url,
-      VQS_TOKEN: await fx.issuer.token({ project_id: "prj_replays" }),
-      VERCEL_DEPLOYMENT_ID: "dpl_replays",
-      WORKFLOW_LOCAL_DATA_DIR: join(dir, "data"),
-      WORKFLOW_SEQUENTIAL_REPLAYS: "1",
-      VQS_WORKFLOW_MAX_CONCURRENCY: "1",
-      NODE_OPTIONS: `--import=${join(SUITE, "promise-with-resolvers.mjs")}`,
-    },
-    stdio: ["ignore", "pipe", "pipe", "pipe"],
+  app = await startWorkflowApp({
+    appDir: EXAMPLE_5_DIR,
+    tmpDir: memoryTmpDir(),
+    gatewayUrl: fx.gateways[0]!.url,
+    token: await fx.issuer.token({ project_id: "prj_replays" }),
+    deploymentId: DEPLOYMENT,
+    env: { WORKFLOW_SEQUENTIAL_REPLAYS: "1", VQS_WORKFLOW_MAX_CONCURRENCY: "1" },
   });
-  server.stdout?.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-20_000)));
-  server.stderr?.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-20_000)));
-  target = `http://127.0.0.1:${await controlPort(server)}`;
-}, 60_000);
+}, 240_000);
 
 afterAll(async () => {
-  server?.kill();
+  await app?.stop();
   await nc?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** The names of the region's topics (their streams' descriptions). */
-async function topicNames(): Promise<string[]> {
-  const out: string[] = [];
-  for await (const info of jsm.streams.list()) {
-    if (!/^VQS_[0-9a-f]{32}$/.test(info.config.name)) continue;
-    const d = JSON.parse(info.config.description ?? "{}") as { topic?: string };
-    if (d.topic) out.push(d.topic);
+/** The namespace's topics now (its streams). */
+async function topicCount(): Promise<number> {
+  let n = 0;
+  for await (const name of jsm.streams.names(namespaceFilter("iad1", NS))) if (name) n++;
+  return n;
+}
+
+/** The stream of a run's own topic: world-vercel's `<queue>_<runId>`, sanitized as it does. */
+function runStream(workflow: string, runId: string): string {
+  const topic = `__wkf_workflow_workflow//./workflows/example//${workflow}_${runId}`;
+  return topicNames("iad1", { namespace: NS, topic: topic.replace(/[^A-Za-z0-9-_]/g, "-") }).stream;
+}
+
+/** The gateway's metric lines that start with `prefix`: value by the rest of the name. */
+async function metrics(prefix: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${fx.gateways[0]!.url}/metrics`)).text();
+  const out = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(prefix)) continue;
+    const at = line.lastIndexOf(" ");
+    out.set(line.slice(prefix.length, at), Number(line.slice(at + 1)));
   }
   return out;
 }
 
-async function invoke(file: string, workflow: string, args: unknown[]): Promise<string> {
-  const res = await fetch(`${target}/invoke`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ file, workflow, args }),
-  });
-  expect(res.status, log.slice(-2000)).toBe(200);
-  return ((await res.json()) as { runId: string }).runId;
-}
-
-async function completed(runId: string): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const { status } = (await (await fetch(`${target}/runs/${runId}`)).json()) as {
-      status: string;
-    };
-    if (status === "completed") return;
-    if (status === "failed" || Date.now() > deadline) {
-      throw new Error(`run ${runId} is ${status}\n${log.slice(-3000)}`);
-    }
-    await sleep(200);
-  }
-}
-
 describe("Workflow DevKit 5.x with WORKFLOW_SEQUENTIAL_REPLAYS=1 on vqs", () => {
-  it("completes a set of runs on per-run topics, and removes those topics once settled", async () => {
-    const seen = new Set<string>();
+  it(`carries ${RUNS} runs, a topic each, through a namespace capped at ${CAP} topics`, async () => {
+    const created = new Set<string>(); // topics' streams, from JetStream's advisories
+    const advisories = nc.subscribe("$JS.EVENT.ADVISORY.STREAM.CREATED.>", {
+      callback: (_err, m) => {
+        // A topic's; not one of the gateway's own streams, which it may make meanwhile.
+        const stream = m.subject.split(".").pop()!;
+        if (/^VQS_[0-9a-f]{32}$/.test(stream)) created.add(stream);
+      },
+    });
+    const began = Date.now();
+    let started = 0;
+    // The most topics the namespace had at once, and the steps run so far, looked at often.
+    let peak = 0;
+    let stepsRun = 0;
     let watching = true;
     const watcher = (async () => {
       while (watching) {
-        for (const t of await topicNames()) seen.add(t);
-        await sleep(150);
+        peak = Math.max(peak, await topicCount());
+        stepsRun = await app.stepsRun();
+        await sleep(100);
       }
-    })();
-    const file = "workflows/inline-execution.ts";
-    const runIds = await Promise.all([
-      ...Array.from({ length: 8 }, () => invoke(file, "sequentialStepsWorkflow", [3])),
-      ...Array.from({ length: 2 }, () => invoke(file, "sleepWorkflow", [])),
-    ]);
-    await Promise.all(runIds.map(completed));
+    })().finally(() => (watching = false));
+
+    const retried = await Promise.all(
+      Array.from({ length: RETRIED }, (_, i) => app.start("retried", [`f${i}`])),
+    );
+    // A few starts at a time, each once fewer than WINDOW runs are still before their step.
+    const singles: string[] = [];
+    let progress = { steps: 0, at: Date.now() };
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (started < RUNS) {
+          if (!watching) throw new Error("the watcher stopped");
+          if (started - stepsRun >= WINDOW) {
+            if (stepsRun > progress.steps) progress = { steps: stepsRun, at: Date.now() };
+            if (Date.now() - progress.at > 60_000) {
+              throw new Error(
+                `no step ran for a minute: ${started} runs started, ${stepsRun} steps run, ` +
+                  `${await topicCount()} topics\n${app.output().slice(-3000)}`,
+              );
+            }
+            await sleep(20);
+            continue;
+          }
+          const i = started++;
+          singles[i] = await app.start("single", [`r${i}`, i]);
+        }
+      }),
+    );
+    const outputs = await Promise.all(
+      [...retried, ...singles].map(async (id) => (await app.completed(id, 180_000)).output),
+    );
+    const ranMs = Date.now() - began;
     watching = false;
     await watcher;
+    advisories.unsubscribe();
 
-    // Each run had a topic of its own (the orchestrator's replays), under the pushed pattern.
-    const perRun = [...seen].filter((t) => runIds.some((id) => t.includes(id)));
-    for (const id of runIds) {
-      expect(
-        perRun.some((t) => t.startsWith("__wkf_workflow_") && t.endsWith(`_${id}`)),
-        `a topic for ${id} among ${JSON.stringify([...seen])}`,
-      ).toBe(true);
+    expect(outputs).toEqual([...retried.map(() => 3), ...singles.map((_, i) => i + 1)]);
+    // Each step ran once; the flaky one twice.
+    const counts = await app.stepCounts();
+    expect(counts.size).toBe(RUNS + 3 * RETRIED);
+    for (let i = 0; i < RETRIED; i++) {
+      expect(counts.get(`f${i} before`), `f${i}`).toBe(1);
+      expect(counts.get(`f${i} flaky`), `f${i}`).toBe(2);
+      expect(counts.get(`f${i} after`), `f${i}`).toBe(1);
     }
-    // Settled and unused for a second: removed by the gateway's sweeps.
-    const gone = await eventually(async () => {
-      const now = await topicNames();
-      return !now.some((t) => runIds.some((id) => t.includes(id)));
-    }, 30_000);
-    expect(gone, `left: ${JSON.stringify(await topicNames())}`).toBe(true);
-  }, 150_000);
+    for (let i = 0; i < RUNS; i++) expect(counts.get(`r${i} add`), `r${i}`).toBe(1);
+    // One flow invocation per run (its steps inline), one more for a retry; every push 2xx.
+    const pushes = await metrics("vqs_push_requests_total");
+    expect(pushes.get('{outcome="success"}')).toBe(RUNS + 2 * RETRIED);
+    expect([...pushes].filter(([k, n]) => k !== '{outcome="success"}' && n > 0)).toEqual([]);
+    // Every request answered 2xx: no 403 topic_limit_reached, nor any other refusal.
+    const requests = await metrics("vqs_http_request_duration_seconds_count");
+    expect([...requests].filter(([k]) => !/status_code="2\d\d"/.test(k))).toEqual([]);
+    expect(app.output()).not.toContain("topic_limit_reached");
+    // A topic for each run, and one for each retried step: many more than the cap.
+    for (const id of singles) expect(created.has(runStream("single", id)), id).toBe(true);
+    for (const id of retried) expect(created.has(runStream("retried", id)), id).toBe(true);
+    expect(created.size).toBe(RUNS + 2 * RETRIED);
+    expect(peak).toBeLessThanOrEqual(CAP);
+    // Settled and unused for a second: every one removed by the gateway's sweeps.
+    const gone = await eventually(async () => (await topicCount()) === 0, 30_000);
+    expect(gone, `${await topicCount()} topics left`).toBe(true);
+    console.log(
+      `${RUNS + RETRIED} runs in ${ranMs} ms, ${created.size} topics, ` + `at most ${peak} at once`,
+    );
+  }, 600_000);
 });
