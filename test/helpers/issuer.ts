@@ -2,6 +2,7 @@
 // set, its caching and its outage handling are exercised), and tokens signed with it.
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { createServer, type Server } from "node:http";
+import { makeNamespace } from "../../src/queue/namespace.js";
 
 export const ISSUER = "https://oidc.test.local/team_a";
 export const AUDIENCE = "https://test.local/team_a";
@@ -29,6 +30,9 @@ export const TEAM_A: Claims = {
   project_id: "prj_1",
   environment: "production",
 };
+
+/** The namespace a TEAM_A token without a deployment ID publishes in. */
+export const TEAM_A_NAMESPACE = makeNamespace("team_a", "prj_1", "production", null);
 
 /** `host`: the address to serve the JWKS on (default loopback). */
 export async function startIssuer(options: { host?: string } = {}): Promise<TestIssuer> {

@@ -16,16 +16,17 @@ import { leaderGet } from "../../../src/nats/messages/reads.js";
 import { makeNamespace, namespaceLabel } from "../../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
-import { AUDIENCE, ISSUER, startIssuer, TEAM_A, type TestIssuer } from "../../helpers/issuer.js";
+import {
+  AUDIENCE,
+  ISSUER,
+  startIssuer,
+  TEAM_A_NAMESPACE,
+  type TestIssuer,
+} from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 
 const MB = 1_000_000;
-const NS = makeNamespace(
-  TEAM_A.owner_id as string,
-  TEAM_A.project_id as string,
-  TEAM_A.environment as string,
-  null,
-);
+const NS = TEAM_A_NAMESPACE;
 
 let nats: TestNats;
 let issuer: TestIssuer;

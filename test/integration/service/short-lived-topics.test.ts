@@ -11,10 +11,10 @@ import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
 import { closeAndDelete } from "../../../src/nats/queue-state/topic-closing.js";
-import { makeNamespace, namespaceLabel } from "../../../src/queue/namespace.js";
+import { namespaceLabel } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, errorCode, sleep } from "../../helpers/http.js";
-import { TEAM_A } from "../../helpers/issuer.js";
+import { TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 import { eventually } from "../../helpers/settings.js";
 
@@ -102,12 +102,7 @@ async function allHandled(ids: string[], ms = 30_000): Promise<void> {
 }
 
 const MB = 1_000_000;
-const NS = makeNamespace(
-  TEAM_A.owner_id as string,
-  TEAM_A.project_id as string,
-  TEAM_A.environment as string,
-  null,
-);
+const NS = TEAM_A_NAMESPACE;
 
 /** The topic's bodies in the body store: chunk messages (and commit marker) per body subject. */
 async function bodySubjects(topic: string): Promise<Record<string, number>> {
