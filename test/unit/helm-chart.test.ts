@@ -244,6 +244,36 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
     render(withLargeBodies({ storeBytes: 0, natsMaxFileStoreBytes: 1024 ** 3 }));
   });
 
+  it("renders the request logs switch and the heap growing factor, which the gateway reads", () => {
+    expect(podEnv(render(regionValues))).not.toHaveProperty("VQS_HEAP_GROWING_PERCENT");
+    for (const [requestLogs, heapGrowingPercent] of [
+      [false, 0],
+      [true, 1000],
+    ] as const) {
+      const env = podEnv(
+        render(merged({ config: { ...regionValues.config, requestLogs, heapGrowingPercent } })),
+      );
+      expect(env).toMatchObject({
+        VQS_REQUEST_LOGS: requestLogs ? "on" : "off",
+        VQS_HEAP_GROWING_PERCENT: String(heapGrowingPercent),
+      });
+      const config = loadConfig(env);
+      expect(config.requestLogs).toBe(requestLogs);
+      expect(config.heapGrowingPercent).toBe(heapGrowingPercent);
+    }
+    const { min, max } = gatewayRange("VQS_HEAP_GROWING_PERCENT");
+    expect([min, max]).toEqual([0, 1000]);
+    for (const config of [
+      { heapGrowingPercent: max + 1 },
+      { heapGrowingPercent: -1 },
+      { requestLogs: "quiet" },
+    ]) {
+      const r = helm("template", merged({ config: { ...regionValues.config, ...config } }));
+      expect(r.status, JSON.stringify(config)).not.toBe(0);
+      expect(r.stderr, JSON.stringify(config)).toContain(`/config/${Object.keys(config)[0]}`);
+    }
+  });
+
   it("renders the HorizontalPodAutoscaler, and leaves replicas to it", () => {
     const objects = render(merged({ autoscaling: { enabled: true, minReplicas: 4 } }));
     const hpa = find(objects, "HorizontalPodAutoscaler") as K8sObject & {
