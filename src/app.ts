@@ -26,6 +26,7 @@ import { publishBatchRoute } from "./http/routes/messages/publish-batch.js";
 import { publishRoute } from "./http/routes/messages/publish.js";
 import { receiveByIdRoute } from "./http/routes/messages/receive-by-id.js";
 import { receiveRoute } from "./http/routes/messages/receive.js";
+import type { DownloadRate } from "./http/routes/messages/download-rate.js";
 import { rewriteQueuesProxyUrl } from "./http/queues-proxy.js";
 import { lazyChildLoggerFactory } from "./logger.js";
 import type { Metrics } from "./metrics.js";
@@ -78,6 +79,8 @@ export interface AppDeps {
   readonly minUploadBytesPerSecond: number;
   /** ... measured over this window (60 s). */
   readonly minUploadWindowMs: number;
+  /** A large body's reader slower than this is cut off (download-rate.ts). */
+  readonly downloadRate: DownloadRate;
   /** The inline parts of a batch publish held together until its body is read whole. */
   readonly maxBatchBytes: number;
   /** The web console at /console; null: off (/console is 404 route_not_found). */
@@ -156,8 +159,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       publishBatchRoute(scope, deps.queue, limits, deps.maxBatchBytes, partsLimit);
       registered();
     });
-    receiveRoute(api, deps.queue);
-    receiveByIdRoute(api, deps.queue);
+    receiveRoute(api, deps.queue, deps.downloadRate);
+    receiveByIdRoute(api, deps.queue, deps.downloadRate);
     acknowledgeRoute(api, deps.queue);
     changeVisibilityRoutes(api, deps.queue);
     consumerSettingsRoutes(api, deps.settings);

@@ -80,6 +80,10 @@ export interface Config {
   readonly minUploadBytesPerSecond: number;
   /** The window that rate is measured over. */
   readonly minUploadWindowSeconds: number;
+  /** A large body's reader must take at least this many bytes per second over each window. */
+  readonly minDownloadBytesPerSecond: number;
+  /** The window that rate is measured over, from the body's first chunk. */
+  readonly minDownloadWindowSeconds: number;
   readonly maxBatchBytes: number;
   readonly streamReplicas: number;
   readonly requestTimeoutMs: number;
@@ -297,6 +301,8 @@ export function loadConfig(env: Env): Config {
     largeIngestBytesPerSecond: int("VQS_LARGE_INGEST_BYTES_PER_SECOND", 50_000_000, 0, 2 ** 40),
     minUploadBytesPerSecond: int("VQS_MIN_UPLOAD_BYTES_PER_SECOND", 65_536, 1, 2 ** 40),
     minUploadWindowSeconds: int("VQS_MIN_UPLOAD_WINDOW_SECONDS", 60, 10, 3600),
+    minDownloadBytesPerSecond: int("VQS_MIN_DOWNLOAD_BYTES_PER_SECOND", 65_536, 1, 2 ** 40),
+    minDownloadWindowSeconds: int("VQS_MIN_DOWNLOAD_WINDOW_SECONDS", 60, 10, 3600),
     maxBatchBytes: int("VQS_MAX_BATCH_BYTES", 16 * 1_048_576, 1024, 256 * 1_048_576),
     streamReplicas: int("VQS_STREAM_REPLICAS", 1, 1, 5),
     requestTimeoutMs: int("VQS_NATS_REQUEST_TIMEOUT_MS", 5000, 100, 60_000),

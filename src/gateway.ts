@@ -264,6 +264,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     inlineBodyBytes,
     minUploadBytesPerSecond: config.minUploadBytesPerSecond,
     minUploadWindowMs: config.minUploadWindowSeconds * 1000,
+    downloadRate: {
+      minBytesPerSecond: config.minDownloadBytesPerSecond,
+      windowMs: config.minDownloadWindowSeconds * 1000,
+    },
     maxBatchBytes: config.maxBatchBytes,
     console: config.console
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }

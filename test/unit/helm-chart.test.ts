@@ -108,6 +108,8 @@ const LARGE_BODY_VALUES: Record<string, string> = {
   readWindow: "VQS_LARGE_BODY_READ_WINDOW",
   minUploadBytesPerSecond: "VQS_MIN_UPLOAD_BYTES_PER_SECOND",
   minUploadWindowSeconds: "VQS_MIN_UPLOAD_WINDOW_SECONDS",
+  minDownloadBytesPerSecond: "VQS_MIN_DOWNLOAD_BYTES_PER_SECOND",
+  minDownloadWindowSeconds: "VQS_MIN_DOWNLOAD_WINDOW_SECONDS",
   sweepSeconds: "VQS_LARGE_BODY_SWEEP_SECONDS",
   orphanGraceSeconds: "VQS_LARGE_BODY_ORPHAN_GRACE_SECONDS",
   ttlMarginSeconds: "VQS_LARGE_BODY_TTL_MARGIN_SECONDS",
@@ -184,7 +186,7 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
       [...Object.keys(LARGE_BODY_VALUES), "natsMaxFileStoreBytes"].sort(),
     );
     const largeBodySettings = [...variablesRead()].filter((name) =>
-      /^VQS_(LARGE_|MAX_LARGE_|INLINE_BODY_|MIN_UPLOAD_)/.test(name),
+      /^VQS_(LARGE_|MAX_LARGE_|INLINE_BODY_|MIN_UPLOAD_|MIN_DOWNLOAD_)/.test(name),
     );
     expect(largeBodySettings.sort()).toEqual(Object.values(LARGE_BODY_VALUES).sort());
   });

@@ -70,6 +70,7 @@ beforeAll(async () => {
     inlineBodyBytes: 1024,
     minUploadBytesPerSecond: 64 * 1024,
     minUploadWindowMs: 60_000,
+    downloadRate: { minBytesPerSecond: 64 * 1024, windowMs: 60_000 },
     maxBatchBytes: 16 * 1024,
     console: null,
   } as unknown as AppDeps;

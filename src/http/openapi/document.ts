@@ -46,6 +46,7 @@ export async function openApiApp(): Promise<FastifyInstance> {
     inlineBodyBytes: 1024,
     minUploadBytesPerSecond: 1024,
     minUploadWindowMs: 60_000,
+    downloadRate: { minBytesPerSecond: 64 * 1024, windowMs: 60_000 },
     maxBatchBytes: 1024,
   } as unknown as AppDeps;
   const app = await buildApp(deps);

@@ -7,7 +7,8 @@ import { randomBytes } from "node:crypto";
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
-import { api, errorCode, parts, uniqueName } from "../../helpers/http.js";
+import { startGateway } from "../../helpers/gateway.js";
+import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
 
 const MB = 1_000_000;
 /** VQS_LARGE_BODY_READ_WINDOW's default: the chunks one download may hold. */
@@ -31,8 +32,8 @@ async function q() {
   return api(url(), await fx.issuer.token());
 }
 
-async function metric(series: string): Promise<number> {
-  const text = await (await fetch(`${url()}/metrics`)).text();
+async function metric(series: string, base = url()): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${series} `));
   return Number(line?.split(" ").at(-1) ?? Number.NaN);
 }
@@ -42,10 +43,10 @@ const WAITING = "vqs_large_body_downloads_waiting";
 const READ_AHEAD = "vqs_large_body_read_ahead_chunks";
 
 /** A POST whose answer the test reads itself: it pauses at the answer's first piece. */
-async function stalledRequest(path: string, headers: Record<string, string>) {
+async function stalledRequest(path: string, headers: Record<string, string>, base = url()) {
   let req: ClientRequest | null = null;
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    req = httpRequest(new URL(`${url()}/api/v3/topic/${path}`), {
+    req = httpRequest(new URL(`${base}/api/v3/topic/${path}`), {
       method: "POST",
       agent: false,
     });
@@ -218,5 +219,65 @@ describe("the cap on large downloads (VQS_MAX_LARGE_DOWNLOADS)", () => {
     expect(line!.messageId).toBe(id);
     expect(line!.deliveryCount).toBe(2);
     expect(Buffer.from(line!.body, "base64").equals(body)).toBe(true);
+  });
+});
+
+describe("the minimum download rate (VQS_MIN_DOWNLOAD_BYTES_PER_SECOND)", () => {
+  it("closes a reader that stops reading, freeing its slot, and lets a slow but legal one finish byte-exact", async () => {
+    // A gateway of its own on the same NATS: 1 MB/s over 2 s windows, one download at a time.
+    const gw = await startGateway(fx.nats.url, fx.issuer, {
+      config: {
+        maxLargeDownloads: 1,
+        largeIngestBytesPerSecond: 0,
+        minDownloadBytesPerSecond: 1 * MB,
+        minDownloadWindowSeconds: 2,
+      },
+    });
+    try {
+      // The 40 MB body, received by a client that reads its first piece and no more: past what
+      // the sockets' buffers take in the first window, nothing moves, and the gateway hangs up
+      // (the client sees it once it reads again: the close comes after the buffered bytes).
+      const stalled = await stalledRequest(
+        `${holdTopic}/consumer/${uniqueName("staller")}/id/${holdId}`,
+        { accept: "multipart/mixed", "vqs-visibility-timeout-seconds": "600" },
+        gw.url,
+      );
+      expect(stalled.res.statusCode).toBe(200);
+      await expect.poll(() => metric(STREAMS, gw.url), { timeout: 10_000 }).toBe(1);
+      // Two windows at most after the buffers filled; the slot is free again.
+      await expect.poll(() => metric(STREAMS, gw.url), { timeout: 15_000 }).toBe(0);
+      let got = 0;
+      const ended = await new Promise<string>((resolve) => {
+        stalled.res.on("data", (c: Buffer) => (got += c.length));
+        stalled.res.once("error", (err) => resolve(err.message));
+        stalled.res.once("end", () => resolve("end"));
+        stalled.res.resume();
+      });
+      expect(ended).toBe("aborted");
+      expect(stalled.res.complete).toBe(false);
+      expect(got).toBeLessThan(40 * MB);
+
+      // The slot is free again, and a reader at 2.5 times the rate, over more than two windows
+      // (10 MB at 2.5 MB/s), gets every byte.
+      const topic = uniqueName();
+      const body = randomBytes(10 * MB);
+      const id = await publish(topic, body);
+      const res = await api(gw.url, await fx.issuer.token()).receiveById(topic, "g", id);
+      expect(res.status).toBe(200);
+      const started = Date.now();
+      const read: Uint8Array[] = [];
+      let bytes = 0;
+      for await (const chunk of res.body! as AsyncIterable<Uint8Array>) {
+        read.push(chunk);
+        bytes += chunk.byteLength;
+        await sleep(Math.max(0, (bytes / (2.5 * MB)) * 1000 - (Date.now() - started)));
+      }
+      const [p] = await parts(new Response(Buffer.concat(read), { headers: res.headers }));
+      expect(p!.headers.get("vqs-delivery-count")).toBe("1");
+      expect(p!.body.equals(body)).toBe(true);
+      expect(Date.now() - started).toBeGreaterThan(3000);
+    } finally {
+      await gw.close();
+    }
   });
 });

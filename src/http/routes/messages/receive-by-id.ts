@@ -4,9 +4,14 @@ import type { QueueService } from "../../../queue/queue-service.js";
 import { negotiateFormat } from "../../encoding/accept.js";
 import { RECEIVE_BY_ID } from "../../openapi/message-routes.js";
 import { groupOf, param } from "../../params.js";
+import type { DownloadRate } from "./download-rate.js";
 import { hangUp, leaseHeaders, sendMessages } from "./send-messages.js";
 
-export function receiveByIdRoute(app: FastifyInstance, queue: QueueService): void {
+export function receiveByIdRoute(
+  app: FastifyInstance,
+  queue: QueueService,
+  rate: DownloadRate,
+): void {
   app.post(
     "/api/v3/topic/:topic/consumer/:group/id/:messageId",
     { schema: RECEIVE_BY_ID },
@@ -18,7 +23,7 @@ export function receiveByIdRoute(app: FastifyInstance, queue: QueueService): voi
         ...leaseHeaders(request),
         signal: hangUp(reply),
       });
-      return sendMessages(reply, format, [message], queue, group);
+      return sendMessages(reply, format, [message], queue, group, rate);
     },
   );
 }

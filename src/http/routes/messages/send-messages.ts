@@ -9,6 +9,7 @@ import type { ResponseFormat } from "../../encoding/accept.js";
 import { LEASE_HEADERS } from "../../../api/messages.js";
 import { checkedHeaders } from "../../validation.js";
 import { renderMultipart, renderNdjson, type BodyOpener } from "../../encoding/message-parts.js";
+import { atMinimumRate, type DownloadRate } from "./download-rate.js";
 
 /** Vqs-Visibility-Timeout-Seconds and Vqs-Max-Concurrency, checked (400 with their codes). */
 export function leaseHeaders(request: FastifyRequest): {
@@ -36,7 +37,8 @@ export function hangUp(reply: FastifyReply): AbortSignal {
  * Writes the received messages in `format`. A large body is streamed from the body store as the
  * client reads it, in a download slot of the gateway's (`QueueService.openBody`): one reserved by
  * receive by ID, or one it waits for in turn. A client that goes away frees its place, waiting or
- * not, and a reserved slot whose body is never reached is released when the response closes.
+ * not, and a reserved slot whose body is never reached is released when the response closes. A
+ * reader slower than the minimum download rate is cut off (download-rate.ts).
  */
 export function sendMessages(
   reply: FastifyReply,
@@ -44,8 +46,9 @@ export function sendMessages(
   messages: readonly ReceivedMessage[],
   queue: QueueService,
   topic: TopicAddress,
+  rate: DownloadRate,
 ): FastifyReply {
-  const openBody = bodiesOf(queue, topic, reply, messages);
+  const openBody = bodiesOf(queue, topic, reply, messages, rate);
   const rendered =
     format === "multipart" ? renderMultipart(messages, openBody) : renderNdjson(messages, openBody);
   return reply.code(200).type(rendered.contentType).send(rendered.body);
@@ -56,6 +59,7 @@ function bodiesOf(
   topic: TopicAddress,
   reply: FastifyReply,
   messages: readonly ReceivedMessage[],
+  rate: DownloadRate,
 ): BodyOpener {
   const reserved = new Set<DownloadSlot>();
   for (const m of messages) if (m.downloadSlot) reserved.add(m.downloadSlot);
@@ -77,10 +81,17 @@ function bodiesOf(
     // never read is the close listener's to release.
     return (async function* () {
       if (slot) reserved.delete(slot);
-      yield* queue.openBody(topic, body, {
+      const read = queue.openBody(topic, body, {
         slot,
         untilMs: m.visibilityDeadline.getTime(),
         signal: gone.signal,
+      });
+      yield* atMinimumRate(read, rate, (moved) => {
+        reply.log.warn(
+          { messageId: m.messageId, moved, ...rate },
+          "large body's reader below the minimum download rate: connection closed",
+        );
+        reply.raw.destroy();
       });
     })();
   };
