@@ -25,6 +25,7 @@ export const LONG_FILES = [
   "test/faults/push-faults.test.ts",
   "test/integration/service/short-lived-topics.test.ts",
   "test/integration/messages/large-bodies.test.ts",
+  "test/integration/messages/large-downloads.test.ts",
 ];
 
 export class LongFirstSequencer extends BaseSequencer {
