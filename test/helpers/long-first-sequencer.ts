@@ -32,10 +32,8 @@ export class LongFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const root = this.ctx.config.root;
-    const rank = (spec: TestSpecification) => {
-      const at = LONG_FILES.findIndex((f) => spec.moduleId === `${root}/${f}`);
-      return at === -1 ? LONG_FILES.length : at;
-    };
+    const ranks = new Map(LONG_FILES.map((f, i) => [`${root}/${f}`, i]));
+    const rank = (spec: TestSpecification) => ranks.get(spec.moduleId) ?? LONG_FILES.length;
     const group = (spec: TestSpecification) => spec.project.config.sequence.groupOrder;
     // Array.prototype.sort is stable: within a rank, vitest's order is kept.
     return sorted

@@ -16,6 +16,7 @@ import { leaderGet } from "../../../src/nats/messages/reads.js";
 import { makeNamespace, namespaceLabel } from "../../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { metricLines } from "../../helpers/metrics.js";
 import {
   AUDIENCE,
   ISSUER,
@@ -108,11 +109,7 @@ async function settings(topic: string, group: string, body: unknown) {
 }
 
 async function metric(name: string): Promise<string> {
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith(name))
-    .join("\n");
+  return (await metricLines(gw.url, name)).join("\n");
 }
 
 describe("a large body's lifecycle", () => {

@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
 import { startGateway } from "../../helpers/gateway.js";
 import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { metricValue } from "../../helpers/metrics.js";
 
 const MB = 1_000_000;
 /** VQS_LARGE_BODY_READ_WINDOW's default: the chunks one download may hold. */
@@ -32,11 +33,7 @@ async function q() {
   return api(url(), await fx.issuer.token());
 }
 
-async function metric(series: string, base = url()): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  return Number(line?.split(" ").at(-1) ?? Number.NaN);
-}
+const metric = (series: string, base = url()) => metricValue(base, series);
 
 const STREAMS = "vqs_large_body_streams";
 const WAITING = "vqs_large_body_downloads_waiting";

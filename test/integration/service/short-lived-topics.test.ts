@@ -15,6 +15,7 @@ import { namespaceLabel } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, errorCode, sleep } from "../../helpers/http.js";
 import { TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
+import { metricLines } from "../../helpers/metrics.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 import { eventually } from "../../helpers/settings.js";
 
@@ -374,8 +375,7 @@ describe("short-lived topics under a pushed pattern", () => {
     expect(swept).toBe(true);
     expect(await bodySubjects("run_big_2")).toEqual({});
     expect((await bodies.sweep()).usage.get(label) ?? 0).toBe(0);
-    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    const stored = metrics.split("\n").filter((l) => l.startsWith("vqs_large_body_stored_bytes"));
+    const stored = await metricLines(gw.url, "vqs_large_body_stored_bytes");
     expect(stored.join("\n")).not.toContain(`queue_namespace="${label}"`);
   }, 120_000);
 });

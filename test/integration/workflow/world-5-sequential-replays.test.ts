@@ -12,6 +12,7 @@ import { makeNamespace } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { sleep } from "../../helpers/http.js";
 import { TEAM_A } from "../../helpers/issuer.js";
+import { metricsByPrefix } from "../../helpers/metrics.js";
 import { memoryTmpDir } from "../../helpers/processes/nats.js";
 import { eventually } from "../../helpers/settings.js";
 import {
@@ -77,17 +78,8 @@ function runStream(workflow: string, runId: string): string {
   return topicNames("iad1", { namespace: NS, topic: topic.replace(/[^A-Za-z0-9-_]/g, "-") }).stream;
 }
 
-/** The gateway's metric lines that start with `prefix`: value by the rest of the name. */
-async function metrics(prefix: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${fx.gateways[0]!.url}/metrics`)).text();
-  const out = new Map<string, number>();
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(prefix)) continue;
-    const at = line.lastIndexOf(" ");
-    out.set(line.slice(prefix.length, at), Number(line.slice(at + 1)));
-  }
-  return out;
-}
+/** The gateway's series that start with `prefix`: value by the rest of the name. */
+const metrics = (prefix: string) => metricsByPrefix(fx.gateways[0]!.url, prefix);
 
 describe("Workflow DevKit 5.x with WORKFLOW_SEQUENTIAL_REPLAYS=1 on vqs", () => {
   it(`carries ${RUNS} runs, a topic each, through a namespace capped at ${CAP} topics`, async () => {
