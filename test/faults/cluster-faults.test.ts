@@ -66,7 +66,15 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
       if (status !== 201) await sleep(500);
     }
     expect(status).toBe(201);
-    const [part] = await parts(await q.receive(topic, "g"));
+    // A new group's consumer may start on a replica still catching up, and a receive at once
+    // then finds nothing (204): wait for the message, as a polling client would, for up to 30 s.
+    let res = await q.receive(topic, "g", { "vqs-wait-seconds": "10" });
+    for (let i = 0; i < 2 && res.status !== 200; i++) {
+      await res.text();
+      res = await q.receive(topic, "g", { "vqs-wait-seconds": "10" });
+    }
+    expect(res.status, "the large message was not delivered within 30 s").toBe(200);
+    const [part] = await parts(res);
     expect(part!.body.equals(body)).toBe(true);
     const nc = await connect({ servers: cluster.url.split(",") });
     try {
