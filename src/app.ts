@@ -26,7 +26,7 @@ import { publishBatchRoute } from "./http/routes/messages/publish-batch.js";
 import { publishRoute } from "./http/routes/messages/publish.js";
 import { receiveByIdRoute } from "./http/routes/messages/receive-by-id.js";
 import { receiveRoute } from "./http/routes/messages/receive.js";
-import type { DownloadRate } from "./http/routes/messages/download-rate.js";
+import type { MinimumRate } from "./http/minimum-rate.js";
 import { rewriteQueuesProxyUrl } from "./http/queues-proxy.js";
 import { lazyChildLoggerFactory } from "./logger.js";
 import type { Metrics } from "./metrics.js";
@@ -75,12 +75,10 @@ export interface AppDeps {
   readonly maxMessageBytes: number;
   /** Bodies up to this size travel inside their message; larger ones go to the body store. */
   readonly inlineBodyBytes: number;
-  /** A request body slower than this over any 60 s is cut off (408 request_timeout). */
-  readonly minUploadBytesPerSecond: number;
-  /** ... measured over this window (60 s). */
-  readonly minUploadWindowMs: number;
+  /** A request body slower than this over any window is cut off (408 request_timeout). */
+  readonly uploadRate: MinimumRate;
   /** A large body's reader slower than this is cut off (download-rate.ts). */
-  readonly downloadRate: DownloadRate;
+  readonly downloadRate: MinimumRate;
   /** The inline parts of a batch publish held together until its body is read whole. */
   readonly maxBatchBytes: number;
   /** The web console at /console; null: off (/console is 404 route_not_found). */
@@ -127,10 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (deps.isDraining()) reply.header("connection", "close");
   });
   installMetrics(app, deps.metrics);
-  installUploadWatchdog(app, {
-    minBytesPerSecond: deps.minUploadBytesPerSecond,
-    windowMs: deps.minUploadWindowMs,
-  });
+  installUploadWatchdog(app, deps.uploadRate);
   installHealth(app, { isReady: deps.isReady });
   jwksRoute(app, deps.pushKeys);
   // Outside the API scope: the console's files need no token (its API calls carry one).

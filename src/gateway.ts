@@ -262,8 +262,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     budget,
     maxMessageBytes,
     inlineBodyBytes,
-    minUploadBytesPerSecond: config.minUploadBytesPerSecond,
-    minUploadWindowMs: config.minUploadWindowSeconds * 1000,
+    uploadRate: {
+      minBytesPerSecond: config.minUploadBytesPerSecond,
+      windowMs: config.minUploadWindowSeconds * 1000,
+    },
     downloadRate: {
       minBytesPerSecond: config.minDownloadBytesPerSecond,
       windowMs: config.minDownloadWindowSeconds * 1000,

@@ -44,8 +44,7 @@ export async function openApiApp(): Promise<FastifyInstance> {
     metrics: UNUSED,
     maxMessageBytes: 1024,
     inlineBodyBytes: 1024,
-    minUploadBytesPerSecond: 1024,
-    minUploadWindowMs: 60_000,
+    uploadRate: { minBytesPerSecond: 1024, windowMs: 60_000 },
     downloadRate: { minBytesPerSecond: 64 * 1024, windowMs: 60_000 },
     maxBatchBytes: 1024,
   } as unknown as AppDeps;

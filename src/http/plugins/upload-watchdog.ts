@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { IncomingMessage } from "node:http";
 import { AppError } from "../../errors.js";
+import type { MinimumRate } from "../minimum-rate.js";
 
 interface Upload {
   readonly raw: IncomingMessage;
@@ -96,14 +97,7 @@ export function uploadSignal(request: FastifyRequest): UploadSignal | undefined 
   return u.abort;
 }
 
-export function installUploadWatchdog(
-  app: FastifyInstance,
-  options: {
-    readonly minBytesPerSecond: number;
-    /** The window the rate is measured over (60 s). */
-    readonly windowMs: number;
-  },
-): void {
+export function installUploadWatchdog(app: FastifyInstance, options: MinimumRate): void {
   const WINDOW_MS = options.windowMs;
   const CHECK_MS = Math.min(5_000, WINDOW_MS / 4);
   // The bodies under way, by request. A body read to its end leaves at once (`release`): kept

@@ -7,10 +7,7 @@
 // client gets a cut-off answer, never a short body taken for whole, and the message comes back
 // when its lease ends.
 
-export interface DownloadRate {
-  readonly minBytesPerSecond: number;
-  readonly windowMs: number;
-}
+import type { MinimumRate } from "../../minimum-rate.js";
 
 /**
  * `body`'s chunks as they come, with `cut` called (once) when a window after the first chunk
@@ -18,7 +15,7 @@ export interface DownloadRate {
  */
 export async function* atMinimumRate(
   body: AsyncIterable<Uint8Array>,
-  rate: DownloadRate,
+  rate: MinimumRate,
   cut: (moved: number) => void,
 ): AsyncGenerator<Uint8Array> {
   const least = (rate.minBytesPerSecond * rate.windowMs) / 1000;

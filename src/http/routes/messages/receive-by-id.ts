@@ -4,13 +4,13 @@ import type { QueueService } from "../../../queue/queue-service.js";
 import { negotiateFormat } from "../../encoding/accept.js";
 import { RECEIVE_BY_ID } from "../../openapi/message-routes.js";
 import { groupOf, param } from "../../params.js";
-import type { DownloadRate } from "./download-rate.js";
+import type { MinimumRate } from "../../minimum-rate.js";
 import { hangUp, leaseHeaders, sendMessages } from "./send-messages.js";
 
 export function receiveByIdRoute(
   app: FastifyInstance,
   queue: QueueService,
-  rate: DownloadRate,
+  rate: MinimumRate,
 ): void {
   app.post(
     "/api/v3/topic/:topic/consumer/:group/id/:messageId",

@@ -9,10 +9,10 @@ import { RECEIVE_HEADERS } from "../../../api/messages.js";
 import { checkedHeaders } from "../../validation.js";
 import { RECEIVE } from "../../openapi/message-routes.js";
 import { groupOf } from "../../params.js";
-import type { DownloadRate } from "./download-rate.js";
+import type { MinimumRate } from "../../minimum-rate.js";
 import { hangUp, leaseHeaders, sendMessages } from "./send-messages.js";
 
-export function receiveRoute(app: FastifyInstance, queue: QueueService, rate: DownloadRate): void {
+export function receiveRoute(app: FastifyInstance, queue: QueueService, rate: MinimumRate): void {
   app.post("/api/v3/topic/:topic/consumer/:group", { schema: RECEIVE }, async (request, reply) => {
     const group = groupOf(request);
     const format = negotiateFormat(request.headers.accept);

@@ -9,7 +9,8 @@ import type { ResponseFormat } from "../../encoding/accept.js";
 import { LEASE_HEADERS } from "../../../api/messages.js";
 import { checkedHeaders } from "../../validation.js";
 import { renderMultipart, renderNdjson, type BodyOpener } from "../../encoding/message-parts.js";
-import { atMinimumRate, type DownloadRate } from "./download-rate.js";
+import type { MinimumRate } from "../../minimum-rate.js";
+import { atMinimumRate } from "./download-rate.js";
 
 /** Vqs-Visibility-Timeout-Seconds and Vqs-Max-Concurrency, checked (400 with their codes). */
 export function leaseHeaders(request: FastifyRequest): {
@@ -46,7 +47,7 @@ export function sendMessages(
   messages: readonly ReceivedMessage[],
   queue: QueueService,
   topic: TopicAddress,
-  rate: DownloadRate,
+  rate: MinimumRate,
 ): FastifyReply {
   const openBody = bodiesOf(queue, topic, reply, messages, rate);
   const rendered =
@@ -59,7 +60,7 @@ function bodiesOf(
   topic: TopicAddress,
   reply: FastifyReply,
   messages: readonly ReceivedMessage[],
-  rate: DownloadRate,
+  rate: MinimumRate,
 ): BodyOpener {
   const reserved = new Set<DownloadSlot>();
   for (const m of messages) if (m.downloadSlot) reserved.add(m.downloadSlot);
