@@ -22,3 +22,27 @@ export async function metricsByPrefix(url: string, prefix: string): Promise<Map<
   }
   return out;
 }
+
+/**
+ * The value of the series `series` once it has stopped moving: the same in every sample over
+ * `quietMs` (a gauge that work under way is still filling, such as a download's read-ahead until
+ * its reader's socket pushes back, changes until that work blocks).
+ */
+export async function settledMetricValue(
+  url: string,
+  series: string,
+  { quietMs = 1000, timeoutMs = 15_000 } = {},
+): Promise<number> {
+  const start = Date.now();
+  let last = await metricValue(url, series);
+  let since = Date.now();
+  while (Date.now() - since < quietMs) {
+    if (Date.now() - start > timeoutMs) {
+      throw new Error(`${series} was still moving after ${timeoutMs} ms (last ${last})`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    const value = await metricValue(url, series);
+    if (value !== last) [last, since] = [value, Date.now()];
+  }
+  return last;
+}
