@@ -20,6 +20,12 @@ describe("production build", () => {
       });
       expect(r.status, r.stdout + r.stderr).toBe(0);
       expect(existsSync(join(out, "main.js"))).toBe(true);
+      // Test and benchmark code stays out: the in-memory twins and the bench's gateway process.
+      expect(existsSync(join(out, "memory"))).toBe(false);
+      expect(readdirSync(join(out, "dev")).filter((f) => f.endsWith(".js"))).toEqual([
+        "dev-issuer.js",
+        "nats-server-process.js",
+      ]);
       // Importing the app graph (not main.js, which would start a server) proves the emitted
       // ESM resolves against the runtime dependencies.
       const probe = spawnSync(
