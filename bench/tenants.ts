@@ -39,6 +39,8 @@ const { values: args } = parseArgs({
     "timer-team-limit": { type: "string" },
     scenario: { type: "string" },
     gateways: { type: "string", default: "1" },
+    /** The gateways run on the service's default limits (no rate limit, default caps). */
+    defaults: { type: "boolean", default: false },
   },
 });
 const QUICK = args.quick;
@@ -337,6 +339,49 @@ const NOISY: Record<
     return t;
   },
 
+  // The noisy neighbour with the service's defaults (`--defaults`: no rate limit): A schedules
+  // `--timers` delayed messages all due at one moment (refused parts, past its delayed-publish
+  // cap, are offered again after their Retry-After), then floods plain publishes on 64
+  // connections while they come due: B's publishes and timers share the gateway with both.
+  async a_timers_then_flood(base, token, stop, ready) {
+    const t = new Tally();
+    const dueAt = Date.now() + 15_000 + (TIMERS / 1000) * 1000;
+    const batch = (seconds: number) =>
+      Array.from(
+        { length: 100 },
+        (_, i) =>
+          `--b\r\ncontent-type: text/plain\r\nvqs-delay-seconds: ${seconds}\r\n\r\nt${i}\r\n`,
+      ).join("") + "--b--\r\n";
+    let stored = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (!stop() && stored < TIMERS && Date.now() < dueAt - 5000) {
+          const seconds = Math.max(1, Math.round((dueAt - Date.now()) / 1000));
+          const r = await call(
+            base,
+            token,
+            "POST",
+            `/api/v3/topic/a-due-${stored % 50}/batch`,
+            { "content-type": "multipart/mixed; boundary=b" },
+            batch(seconds),
+          );
+          t.note(r);
+          t.noteParts(r);
+          const before = t.parts.get("stored") ?? 0;
+          stored = before;
+          if (r.status !== 200 || r.body.includes('"statusCode":429')) await sleep(1000);
+        }
+      }),
+    );
+    ready();
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (!stop()) t.note(await call(base, token, "POST", "/api/v3/topic/a-flood", {}, "x"));
+      }),
+    );
+    return t;
+  },
+
   // A fills its storage quota and keeps publishing.
   async a_storage_full(base, token, stop, ready) {
     const t = new Tally();
@@ -540,26 +585,27 @@ async function main(): Promise<void> {
         VQS_OIDC_AUDIENCE: AUDIENCE,
         VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
         LOG_LEVEL: "error",
-        // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
-        // what the gateway can serve, so that A's flood is mostly refused.
-        VQS_RATE_LIMIT_PER_SECOND: "250",
-        ...(args["timer-team-limit"]
-          ? { VQS_RATE_LIMIT_TEAMS: `team_timers=${args["timer-team-limit"]}` }
-          : {}),
-        // The small quota is the storage scenario's (its own team); the others have room (the
-        // timer flood's 100,000 parked messages and timers take some 40 MB).
-        VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
-        VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
-        VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
-        VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",
-        VQS_MAX_TOPICS_PER_NAMESPACE: "0",
-        VQS_MAX_GROUPS_PER_NAMESPACE: "0",
         VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
-        ...(args["delayed-cap"]
-          ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: args["delayed-cap"] }
-          : {}),
+        ...(args.defaults ? {} : TUNED_LIMITS),
       },
     });
+  const TUNED_LIMITS = {
+    // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
+    // what the gateway can serve, so that A's flood is mostly refused.
+    VQS_RATE_LIMIT_PER_SECOND: "250",
+    ...(args["timer-team-limit"]
+      ? { VQS_RATE_LIMIT_TEAMS: `team_timers=${args["timer-team-limit"]}` }
+      : {}),
+    // The small quota is the storage scenario's (its own team); the others have room (the
+    // timer flood's 100,000 parked messages and timers take some 40 MB).
+    VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
+    VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
+    VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
+    VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",
+    VQS_MAX_TOPICS_PER_NAMESPACE: "0",
+    VQS_MAX_GROUPS_PER_NAMESPACE: "0",
+    ...(args["delayed-cap"] ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: args["delayed-cap"] } : {}),
+  };
   const gws = await Promise.all(Array.from({ length: gatewayCount }, (_, i) => startGw(i)));
   const urls = gws.map((g) => g.url).join(",");
   const env = (token: string) => ({ VQS_BENCH_GATEWAY_URL: urls, VQS_BENCH_TOKEN: token });
