@@ -546,8 +546,8 @@ async function memoryScenario(
   const slopesMiB = { upload: slopes("upload"), download: slopes("download") };
   return {
     levels,
-    // The target's figure: RSS with the GC forced before each sample (docs/performance.md,
-    // "Issue 19, fifth round", says why).
+    // The target's figure: RSS with the GC forced before each sample (bench/README.md, "Large
+    // bodies", says why).
     slopeMiB: { upload: slopesMiB.upload.rssGc, download: slopesMiB.download.rssGc },
     slopesMiB,
   };
