@@ -56,7 +56,7 @@ async function stalledRequest(path: string, headers: Record<string, string>, bas
     });
   });
   res.pause();
-  const close = () => req!.destroy();
+  const close = () => void req!.destroy();
   // Hung up when the test ends, passed or failed, so one failure cannot leave the next test
   // without the gateway's download slot.
   onTestFinished(close);
