@@ -20,11 +20,11 @@ export const ERRORS = {
   },
   invalid_idempotency_key: {
     status: 400,
-    message: "Vqs-Idempotency-Key must be 1 to 256 characters.",
+    message: "Vqs-Idempotency-Key must be 1 to 256 visible ASCII characters.",
   },
   invalid_content_type: {
     status: 400,
-    message: "Content-Type must be a single value of at most 255 characters.",
+    message: "Content-Type must be a single value of at most 255 visible ASCII characters.",
   },
   invalid_namespace: {
     status: 400,

@@ -3,7 +3,7 @@
 // message says about its dead-letter origin.
 import { Type, type Static } from "typebox";
 import type { ErrorCode } from "../errors.js";
-import { LIMITS } from "../queue/limits.js";
+import { HEADER_VALUE_PATTERN, LIMITS } from "../queue/limits.js";
 import { checked, GROUP_PARAM, NAME, ref, TIME, TOPIC_PARAM } from "./schema.js";
 
 export const DEAD_LETTER_ORIGIN = Type.Object(
@@ -40,9 +40,13 @@ function intHeader(
 
 const W3C = (description: string) => Type.Optional(Type.String({ description }));
 
-/** A message's Content-Type (kept with it): one value of at most 255 characters. */
+/** A message's Content-Type (kept with it): one value of at most 255 visible ASCII characters. */
 export const CONTENT_TYPE = checked(
-  Type.String({ maxLength: LIMITS.contentTypeMaxLength, description: "Kept with the message." }),
+  Type.String({
+    maxLength: LIMITS.contentTypeMaxLength,
+    pattern: HEADER_VALUE_PATTERN,
+    description: "Kept with the message: visible ASCII (0x20-0x7E).",
+  }),
   { code: "invalid_content_type" },
 );
 
@@ -66,8 +70,9 @@ export const PUBLISH_HEADERS = Type.Object({
       Type.String({
         minLength: 1,
         maxLength: LIMITS.idempotencyKeyMaxLength,
+        pattern: HEADER_VALUE_PATTERN,
         description:
-          "A publish with the key of a live message stores nothing and answers that message's ID.",
+          "Visible ASCII (0x20-0x7E). A publish with the key of a live message stores nothing and answers that message's ID.",
       }),
       { code: "invalid_idempotency_key" },
     ),

@@ -1,6 +1,6 @@
 // Checks of flag and argument values shared by the commands: a bad value is a UsageError
 // (exit 2) before anything is sent. Bounds of the API come from the service's own LIMITS.
-import { isValidName, LIMITS } from "../queue/limits.js";
+import { isHeaderValue, isValidName, LIMITS } from "../queue/limits.js";
 import { UsageError } from "./errors.js";
 
 export { LIMITS };
@@ -23,4 +23,12 @@ export function checkName(what: "topic" | "group", name: string): string {
     );
   }
   return name;
+}
+
+/** A header value a publish keeps (Content-Type, idempotency key): visible ASCII, 1 to `max`. */
+export function checkHeaderValue(what: string, value: string, max: number): string {
+  if (value.length < 1 || value.length > max || !isHeaderValue(value)) {
+    throw new UsageError(`${what} must be 1..${max} visible ASCII characters`);
+  }
+  return value;
 }

@@ -28,6 +28,30 @@ export const LIMITS = {
  */
 export const MAX_PULLS_AT_LIMIT = 32;
 
+/**
+ * Header values a publish keeps (Content-Type, the idempotency key) and that answers and pushes
+ * write back into headers: visible ASCII, 0x20-0x7E. No control character (not even HTAB, which
+ * HTTP allows), nothing above 0x7E: a value cut to latin1 or decoded as UTF-8 stays the same
+ * bytes, and none can end a header line.
+ */
+export const HEADER_VALUE_PATTERN = "^[\\x20-\\x7e]*$";
+const HEADER_VALUE = new RegExp(HEADER_VALUE_PATTERN);
+
+export function isHeaderValue(value: string): boolean {
+  return HEADER_VALUE.test(value);
+}
+
+/** What a message without a Content-Type is delivered as. */
+export const DEFAULT_CONTENT_TYPE = "application/octet-stream";
+
+/**
+ * A stored Content-Type as answers and pushes write it: the default when there is none, or when
+ * it is not a header value (a message stored before publish refused those).
+ */
+export function deliveredContentType(stored: string | null): string {
+  return stored !== null && isHeaderValue(stored) ? stored : DEFAULT_CONTENT_TYPE;
+}
+
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
 
 /** Topic and consumer group names: `^[A-Za-z0-9_\-]+$`, 1 to 255 characters. */

@@ -8,7 +8,7 @@ import { Readable } from "node:stream";
 import type { ApiClient, PublishOptions, PublishResult } from "../api-client.js";
 import type { Context } from "../context.js";
 import { UnreachableError, UsageError } from "../errors.js";
-import { checkName, LIMITS, parseInteger } from "../options.js";
+import { checkHeaderValue, checkName, LIMITS, parseInteger } from "../options.js";
 import { progressBar, type Progress } from "../terminal/progress.js";
 import { counted, fileBody } from "../transfer/file-body.js";
 import { StallTimeout } from "../transfer/stall-timeout.js";
@@ -110,8 +110,9 @@ async function runPublish(
       : {}),
     ...(o.key !== undefined ? { idempotencyKey: o.key } : {}),
   };
-  if (o.key !== undefined && (o.key.length < 1 || o.key.length > L.idempotencyKeyMaxLength)) {
-    throw new UsageError(`--key must be 1..${L.idempotencyKeyMaxLength} characters`);
+  if (o.key !== undefined) checkHeaderValue("--key", o.key, L.idempotencyKeyMaxLength);
+  if (o.contentType !== undefined) {
+    checkHeaderValue("--content-type", o.contentType, L.contentTypeMaxLength);
   }
   if (o.data === undefined && o.file === undefined && ctx.stdin.isTTY === true) {
     ctx.out.note("reading the payload from stdin (end it with Ctrl-D)");

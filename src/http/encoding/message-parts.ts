@@ -2,13 +2,14 @@
 // copy, no encoding) into a streamed body; the boundary is random and checked against every
 // inline payload, so any bytes, CRLFs and boundary-like text included, pass through unchanged.
 // A large body is streamed from the body store as the client reads it; a body that fails its
-// check mid-way fails the stream, so the response is cut off rather than ended.
+// check mid-way fails the stream, so the response is cut off rather than ended. A part head
+// holds only visible ASCII: a stored value that is not (a Content-Type stored before publish
+// refused such values) is never written there, so none can end a header line.
 import type { DeliveredMessage } from "../../api/messages.js";
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
+import { deliveredContentType, isHeaderValue } from "../../queue/limits.js";
 import type { ReceivedMessage } from "../../queue/queue-service.js";
-
-export const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 
 /** The bytes of a message's large body (`ReceivedMessage.body`), read as they are needed. */
 export type BodyOpener = (m: ReceivedMessage) => AsyncIterable<Uint8Array>;
@@ -40,7 +41,7 @@ export function renderMultipart(
     for (const [i, m] of messages.entries()) {
       const head =
         `--${boundary}\r\n` +
-        `Content-Type: ${m.contentType ?? DEFAULT_CONTENT_TYPE}\r\n` +
+        `Content-Type: ${deliveredContentType(m.contentType)}\r\n` +
         `Vqs-Message-Id: ${m.messageId}\r\n` +
         `Vqs-Receipt-Handle: ${m.receiptHandle}\r\n` +
         `Vqs-Delivery-Count: ${m.deliveryCount}\r\n` +
@@ -63,10 +64,13 @@ export function renderMultipart(
 
 const CRLF = Buffer.from("\r\n");
 
-/** The four `Vqs-Dead-Letter-*` part headers of a dead-letter copy (names and IDs: ASCII). */
+/**
+ * The four `Vqs-Dead-Letter-*` part headers of a dead-letter copy (names and IDs the gateway
+ * wrote: ASCII; a stored origin that is not is left out).
+ */
 function deadLetterHeaders(m: ReceivedMessage): string {
   const dl = m.deadLetter;
-  if (!dl) return "";
+  if (!dl || !isHeaderValue(dl.topic + dl.consumerGroup + dl.messageId)) return "";
   return (
     `Vqs-Dead-Letter-Topic: ${dl.topic}\r\n` +
     `Vqs-Dead-Letter-Consumer-Group: ${dl.consumerGroup}\r\n` +
@@ -87,7 +91,7 @@ export function renderNdjson(
         deliveryCount: m.deliveryCount,
         timestamp: m.publishedAt.toISOString(),
         expiresAt: m.expiresAt.toISOString(),
-        contentType: m.contentType ?? DEFAULT_CONTENT_TYPE,
+        contentType: deliveredContentType(m.contentType),
         ...(m.deadLetter ? { deadLetter: m.deadLetter } : {}),
       };
       if (!m.body) {

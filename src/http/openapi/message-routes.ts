@@ -10,8 +10,7 @@ import {
   RECEIVE_HEADERS,
 } from "../../api/messages.js";
 import { GROUP_PATH, TOPIC_PATH } from "../../api/schema.js";
-import { LIMITS } from "../../queue/limits.js";
-import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
+import { DEFAULT_CONTENT_TYPE, LIMITS } from "../../queue/limits.js";
 import {
   ACCEPT_RULE,
   delivery,

@@ -3,7 +3,7 @@
 // schemas. Multipart part headers and NDJSON lines have no standard place in OpenAPI 3.1 (3.2
 // adds `itemEncoding` and `itemSchema`): they are given as the extensions `x-part-headers`
 // (Header Objects by name) and `x-item-schema`.
-import { DEFAULT_CONTENT_TYPE } from "../encoding/message-parts.js";
+import { DEFAULT_CONTENT_TYPE } from "../../queue/limits.js";
 import {
   CONTENT_TYPE,
   DEAD_LETTER_ORIGIN,

@@ -6,6 +6,7 @@ import type { BodyStore } from "../bodies.js";
 import { AppError } from "../../errors.js";
 import type { MessageLog, StoredMessage } from "../broker.js";
 import { parseMessageId, storedMessageId } from "../identity/message-id.js";
+import { deliveredContentType } from "../limits.js";
 import type { GroupAddress, Namespace, TopicAddress } from "../namespace.js";
 import type { SettingsStore } from "../settings/settings-store.js";
 import { appliesTo } from "../settings/topic-pattern.js";
@@ -274,7 +275,7 @@ function peeked(m: StoredMessage, start: Uint8Array, full: boolean): PeekedMessa
     messageId: storedMessageId(m.idSeq, m.nonce),
     timestamp: new Date(m.publishedAtMs).toISOString(),
     expiresAt: new Date(m.expiresAtMs).toISOString(),
-    contentType: m.contentType ?? "application/octet-stream",
+    contentType: deliveredContentType(m.contentType),
     size: m.body ? m.body.length : bytes.length,
     preview,
     previewEncoding,

@@ -1,8 +1,11 @@
 // The push request: a binary-mode CloudEvent of type com.vercel.queue.v2beta, exactly what
 // `@vercel/queue`'s handleCallback parses. Metadata in
 // `ce-*` headers, the payload as the body; above the inline limit neither body nor receipt handle
-// is sent, and the client leases the message by ID itself.
+// is sent, and the client leases the message by ID itself. Stored values are written into
+// headers only when they are visible ASCII (publish refuses anything else; a message stored
+// before it did gets the default Content-Type and no trace headers instead).
 import { randomUUID } from "node:crypto";
+import { deliveredContentType, isHeaderValue } from "../limits.js";
 import type { ReceivedMessage } from "../queue-service.js";
 
 export const CLOUD_EVENT_TYPE = "com.vercel.queue.v2beta";
@@ -52,15 +55,21 @@ export function pushRequest(e: PushEvent): PushRequest {
     authorization: `Bearer ${e.jwt}`,
   };
   if (clientRegion(e.region)) headers["ce-vqsregion"] = e.region;
-  if (m.trace?.traceparent) headers["x-vercel-queue-traceparent"] = m.trace.traceparent;
-  if (m.trace?.tracestate) headers["x-vercel-queue-tracestate"] = m.trace.tracestate;
-  if (m.trace?.baggage) headers["x-vercel-queue-baggage"] = m.trace.baggage;
+  const trace = m.trace;
+  if (trace) {
+    const { traceparent, tracestate, baggage } = trace;
+    if (traceparent && isHeaderValue(traceparent)) {
+      headers["x-vercel-queue-traceparent"] = traceparent;
+    }
+    if (tracestate && isHeaderValue(tracestate)) headers["x-vercel-queue-tracestate"] = tracestate;
+    if (baggage && isHeaderValue(baggage)) headers["x-vercel-queue-baggage"] = baggage;
+  }
   if (!e.inline) {
     // The client leases it by ID (receive by ID) and reads the payload from that answer.
     return { headers, body: new Uint8Array() };
   }
   headers["ce-vqsreceipthandle"] = m.receiptHandle;
   headers["ce-vqsvisibilitydeadline"] = e.visibilityDeadline.toISOString();
-  headers["content-type"] = m.contentType ?? "application/octet-stream";
+  headers["content-type"] = deliveredContentType(m.contentType);
   return { headers, body: m.payload };
 }

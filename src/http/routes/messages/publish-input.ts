@@ -1,6 +1,7 @@
 // The per-message publish headers, shared by single and batch publish: checked against their
-// definitions (src/api/messages.ts), the Content-Type first.
-import { LIMITS } from "../../../queue/limits.js";
+// definitions (src/api/messages.ts), the Content-Type first. Every value kept is visible ASCII:
+// a Content-Type or idempotency key with anything else is refused, a trace field dropped.
+import { isHeaderValue, LIMITS } from "../../../queue/limits.js";
 import type { TraceContext } from "../../../queue/broker.js";
 import type { PublishInput } from "../../../queue/queue-service.js";
 import { PUBLISH_CONTENT_TYPE, PUBLISH_HEADERS } from "../../../api/messages.js";
@@ -23,8 +24,6 @@ export function publishInput(headers: Headers, payload: Uint8Array): PublishInpu
 
 /** W3C traceparent: version-trace id-parent id-flags, lower-case hex; version ff is invalid. */
 const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
-/** Printable ASCII (what HTTP and NATS headers carry safely). */
-const PRINTABLE = /^[\x20-\x7e]*$/;
 
 /**
  * The trace context of a publish (the client injects it with OpenTelemetry), kept for a push.
@@ -37,9 +36,7 @@ function traceContext(headers: Headers): TraceContext | null {
   }
   const one = (name: string, max: number, valid: (v: string) => boolean) => {
     const v = headers[name];
-    return typeof v === "string" && v.length <= max && PRINTABLE.test(v) && valid(v)
-      ? v
-      : undefined;
+    return typeof v === "string" && v.length <= max && isHeaderValue(v) && valid(v) ? v : undefined;
   };
   const traceparent = one("traceparent", 55, (v) => TRACEPARENT.test(v));
   const tracestate = one("tracestate", 512, (v) => v.trim() !== "");
