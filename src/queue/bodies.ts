@@ -23,15 +23,25 @@ export interface BodyWriteOptions {
   readonly declaredLength: number | null;
 }
 
+/** A body just stored, and by when its message must be stored for the body to outlive it. */
+export interface WrittenBody extends BodyRef {
+  /**
+   * The message's publish must begin by then (ms, the store's clock): every chunk lives the
+   * retention plus the margin past that moment (and the publish's own time), however long the
+   * upload took. Later, the publish is refused (408 request_timeout) and the body removed.
+   */
+  readonly publishByMs: number;
+}
+
 export interface BodyStore {
   /** Why large bodies cannot be stored here (a server too old), or null when they can. */
   readonly unsupportedReason: string | null;
   /**
    * Stores a body read from `source`, chunk by chunk with a bounded window in flight. On any
-   * failure (the source failing, the limit passed, the store refusing) what was written is
-   * removed before the error is thrown.
+   * failure (the source failing, the limit passed, the store refusing, an upload outlasting the
+   * longest the store gives one) what was written is removed before the error is thrown.
    */
-  write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<BodyRef>;
+  write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<WrittenBody>;
   /**
    * The body's bytes, read on demand (nothing is read ahead of the consumer but one window),
    * checked against its length and SHA-256: a missing chunk or a mismatch throws
@@ -67,7 +77,7 @@ export function copyBody(
   ref: BodyRef,
   to: TopicAddress,
   retentionSeconds: number,
-): Promise<BodyRef> {
+): Promise<WrittenBody> {
   return store.write(to, store.read(from, ref), {
     retentionSeconds,
     maxBytes: ref.length,
