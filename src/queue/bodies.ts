@@ -21,6 +21,11 @@ export interface BodyWriteOptions {
   readonly maxBytes: number;
   /** The length the client declared (Content-Length), when it did. */
   readonly declaredLength: number | null;
+  /**
+   * Its message waits for more than this body (a batch part waits for the rest of the batch):
+   * the body is not an orphan before its publish-by time, however long ago its last chunk came.
+   */
+  readonly messageLater?: boolean;
 }
 
 /** A body just stored, and by when its message must be stored for the body to outlive it. */

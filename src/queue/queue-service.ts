@@ -263,6 +263,7 @@ export class QueueService {
         retentionSeconds: input.retentionSeconds,
         maxBytes: body.maxBytes,
         declaredLength: body.declaredLength,
+        messageLater: body.commit !== undefined,
       });
       quota.end(true);
     } catch (err) {

@@ -19,6 +19,11 @@ export const NAMESPACE_HEADER = "Vqs-Body-Namespace";
  * orphan sweep leaves committed bodies alone without looking for their message.
  */
 export const COMMIT_HEADER = "Vqs-Body-Commit";
+/**
+ * On chunk 0 of a body whose message waits for more than the body (a batch part): its
+ * publish-by time (ms). The orphan sweep leaves the body until then.
+ */
+export const PUBLISH_BY_HEADER = "Vqs-Body-Publish-By";
 
 export interface ChunkWriteOptions {
   readonly requests: Requests;
@@ -36,6 +41,8 @@ export interface ChunkWriteOptions {
   readonly boundMs: number;
   /** The store's clock (the server's time, estimated): what chunks' timestamps are on. */
   readonly now: () => number;
+  /** Chunk 0 says the publish-by time (`PUBLISH_BY_HEADER`): the message comes later. */
+  readonly messageLater?: boolean;
   readonly maxBytes: number;
   readonly timeoutMs: number;
   readonly namespaceLabel: string;
@@ -87,6 +94,7 @@ export async function writeChunks(
     h.set("Nats-TTL", String(ttl));
     h.set(CHUNK_HEADER, String(index));
     if (index === 0) h.set(NAMESPACE_HEADER, o.namespaceLabel);
+    if (index === 0 && o.messageLater) h.set(PUBLISH_BY_HEADER, String(publishByMs));
     index++;
     const ack = o.requests.publish(o.subject, data, o.timeoutMs, h);
     ack.catch(() => undefined); // awaited below, in order

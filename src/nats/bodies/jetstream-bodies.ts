@@ -218,6 +218,7 @@ export class JetStreamBodies implements BodyStore {
           this.#o.requestTimeoutMs,
         ),
         now: this.#o.now,
+        messageLater: o.messageLater === true,
         maxBytes: o.maxBytes,
         timeoutMs: this.#o.requestTimeoutMs,
         namespaceLabel: namespaceLabel(topic.namespace),

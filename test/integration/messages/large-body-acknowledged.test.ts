@@ -3,7 +3,9 @@
 //   committed before it began, never the upload's: the upload's message commits after the purge
 //   began, so it survives it, and its 201 reads back whole;
 // - a slow upload's chunks outlive its message: a chunk's TTL is counted from when it was written,
-//   the message's retention from the publish's end, so the chunks must cover the upload's time.
+//   the message's retention from the publish's end, so the chunks must cover the upload's time;
+// - a batch's large part waits for the rest of the batch before its message is stored: the
+//   orphan sweep leaves its body alone meanwhile.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
@@ -31,7 +33,12 @@ beforeAll(async () => {
   // A body outlives its message's retention by a second (VQS_LARGE_BODY_TTL_MARGIN_SECONDS), so
   // a chunk expiring before its message is seen in seconds; no sweep unless a test asks.
   gw = await startGateway(nats.url, issuer, {
-    config: { largeBodyTtlMarginSeconds: 1, largeBodySweepSeconds: 86_400 },
+    // An uncommitted body is an orphan a second after its last chunk.
+    config: {
+      largeBodyTtlMarginSeconds: 1,
+      largeBodySweepSeconds: 86_400,
+      largeBodyOrphanGraceSeconds: 1,
+    },
   });
   q = api(gw.url, await issuer.token());
   nc = await connect({ servers: nats.url });
@@ -176,6 +183,56 @@ describe("a slow upload", () => {
       // Within the message's retention (5 s from now): its body reads back whole.
       expect((await readBack(topic)).equals(body)).toBe(true);
     } finally {
+      await q.call("DELETE", topic);
+    }
+  });
+});
+
+describe("a batch read on after its large part", () => {
+  it("keeps the part's body from the orphan sweep until the batch is decided, and its message reads back whole", async () => {
+    const topic = uniqueName("batch-wait");
+    const large = randomBytes(2 * MB);
+    const boundary = "vqs-test-batch";
+    const req = request(new URL(`${gw.url}/api/v3/topic/${topic}/batch`), {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await issuer.token()}`,
+        "content-type": `multipart/mixed; boundary=${boundary}`,
+      },
+    });
+    const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      req.on("response", (res) => {
+        const got: Buffer[] = [];
+        res.on("data", (d: Buffer) => got.push(d));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(got).toString() }),
+        );
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+    });
+    answer.catch(() => undefined);
+    try {
+      const part = (type: string) => `--${boundary}\r\ncontent-type: ${type}\r\n\r\n`;
+      req.write(part("application/octet-stream"));
+      req.write(large);
+      req.write(`\r\n${part("text/plain")}sma`); // the batch goes on: the second part stalls
+      // The large part is stored whole (8 chunks of 256 KiB), its message waits for the batch.
+      const chunks = async () => Object.values(await bodiesOf(topic));
+      await expect.poll(chunks, { timeout: 10_000 }).toEqual([8]);
+      await sleep(1500); // past the grace since its last chunk
+      await gw.gateway.jetstream.bodies.sweep();
+      expect(await chunks()).toEqual([8]);
+      req.end(`ll\r\n--${boundary}--\r\n`);
+      const res = await answer;
+      expect(res.status, res.text).toBe(200);
+      const { results } = JSON.parse(res.text) as { results: { status: string }[] };
+      expect(results.map((r) => r.status)).toEqual(["sent", "sent"]);
+      const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "2" }));
+      expect(got.map((p) => p.body.length).sort((a, b) => a - b)).toEqual([5, large.length]);
+      expect(got.find((p) => p.body.length === large.length)!.body.equals(large)).toBe(true);
+    } finally {
+      req.destroy();
       await q.call("DELETE", topic);
     }
   });
