@@ -138,7 +138,7 @@ describe("a purge or deletion while a large upload is under way", () => {
         // The committed body went with its message; the upload's chunks are all still there.
         const left = await bodiesOf(topic);
         expect(Object.keys(left)).toEqual([upload.subject]);
-        expect(left[upload.subject]).toBeGreaterThanOrEqual(2);
+        expect(left[upload.subject]).toBeGreaterThanOrEqual(1);
         const answer = await upload.finish();
         expect(answer.status, answer.text).toBe(201);
         // Answered 201 after the purge began: stored after it, and whole.
