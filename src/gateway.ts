@@ -127,6 +127,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       ingestBytesPerSecond: config.largeIngestBytesPerSecond,
       orphanGraceMs: config.largeBodyOrphanGraceSeconds * 1000,
       ttlMarginSeconds: config.largeBodyTtlMarginSeconds,
+      minUploadBytesPerSecond: config.minUploadBytesPerSecond,
+      uploadWindowSeconds: config.minUploadWindowSeconds,
       sweepIntervalMs: config.largeBodySweepSeconds * 1000,
       observeBytes: (direction, n) => metrics.largeBodyBytes.inc({ direction }, n),
       observeReadAhead: (n) => metrics.largeBodyReadAhead.inc(n),

@@ -1,6 +1,6 @@
 // The BodyStore port (src/queue/bodies.ts) in memory, on an injected clock: large bodies kept as
 // chunks per topic, living as long as their message's retention (plus the same margin as the
-// JetStream store), for fast tests. test/contract/ runs one suite against both stores.
+// JetStream store) past the latest their message may be published, for fast tests. test/contract/ runs one suite against both stores.
 import { createHash, randomBytes } from "node:crypto";
 import { AppError } from "../errors.js";
 import {
@@ -10,6 +10,7 @@ import {
   type BodyStore,
   type BodyWriteOptions,
   type ByteSource,
+  type WrittenBody,
 } from "../queue/bodies.js";
 import type { TopicAddress } from "../queue/namespace.js";
 
@@ -19,6 +20,11 @@ export interface MemoryBodyStoreOptions {
   readonly chunkBytes?: number;
   /** A body outlives its message's retention by this much (reads under way still find it). */
   readonly ttlMarginSeconds?: number;
+  /**
+   * The longest from a body's write to its message's publish (default an hour, the JetStream
+   * store's most): the body lives its retention and the margin past that moment.
+   */
+  readonly uploadBoundSeconds?: number;
   /** Non-null: every write is refused with this reason (a store on a server too old). */
   readonly unsupportedReason?: string | null;
 }
@@ -35,6 +41,7 @@ export class MemoryBodyStore implements BodyStore {
   readonly #now: () => number;
   readonly #chunkBytes: number;
   readonly #marginMs: number;
+  readonly #boundMs: number;
   /** Bodies by topic key, then by body ID. */
   readonly #topics = new Map<string, Map<string, StoredBody>>();
 
@@ -42,17 +49,19 @@ export class MemoryBodyStore implements BodyStore {
     this.#now = o.now;
     this.#chunkBytes = o.chunkBytes ?? 256 * 1024;
     this.#marginMs = (o.ttlMarginSeconds ?? 300) * 1000;
+    this.#boundMs = (o.uploadBoundSeconds ?? 3600) * 1000;
     this.unsupportedReason = o.unsupportedReason ?? null;
   }
 
-  async write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<BodyRef> {
+  async write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<WrittenBody> {
     if (this.unsupportedReason) {
       throw new AppError("large_body_unsupported", { message: this.unsupportedReason });
     }
     const id = randomBytes(16).toString("hex");
+    const publishByMs = this.#now() + this.#boundMs;
     const body: StoredBody = {
       chunks: [],
-      expiresAt: this.#now() + o.retentionSeconds * 1000 + this.#marginMs,
+      expiresAt: publishByMs + o.retentionSeconds * 1000 + this.#marginMs,
       committed: false,
     };
     // Stored as the bytes arrive, so a failure part-way has something to remove (as in JetStream).
@@ -83,7 +92,7 @@ export class MemoryBodyStore implements BodyStore {
       this.#forget(topic, id);
       throw err;
     }
-    return { id, length, sha256: hash.digest("hex") };
+    return { id, length, sha256: hash.digest("hex"), publishByMs };
   }
 
   async head(topic: TopicAddress, ref: BodyRef, bytes: number): Promise<Uint8Array> {
@@ -133,7 +142,7 @@ export class MemoryBodyStore implements BodyStore {
     ref: BodyRef,
     to: TopicAddress,
     retentionSeconds: number,
-  ): Promise<BodyRef> {
+  ): Promise<WrittenBody> {
     return copyBody(this, from, ref, to, retentionSeconds);
   }
 

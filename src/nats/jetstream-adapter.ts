@@ -12,7 +12,7 @@ import { ConsumerFeed } from "./pulls/consumer-feed.js";
 import { PushFeeds, type PushFeedsDeps } from "./push-feeds/push-feeds.js";
 import { Failover, type FailoverOptions } from "./failover/failover.js";
 import { JetStreamAdmin } from "./admin/jetstream-admin.js";
-import { JetStreamBodies } from "./bodies/jetstream-bodies.js";
+import { JetStreamBodies, MAX_UPLOAD_MS } from "./bodies/jetstream-bodies.js";
 import { readGroupStats } from "./queue-state/group-stats.js";
 import { JetStreamBroker } from "./queue-state/jetstream-broker.js";
 import { CutLeases } from "./queue-state/cut-leases.js";
@@ -84,6 +84,9 @@ export interface JetStreamAdapterOptions {
     readonly orphanGraceMs: number;
     /** A body's chunks live this long past its message's retention (at most an hour). */
     readonly ttlMarginSeconds: number;
+    /** The minimum upload rate and its window: they bound how long an upload may last. */
+    readonly minUploadBytesPerSecond: number;
+    readonly uploadWindowSeconds: number;
     /** How often the orphan sweep runs. */
     readonly sweepIntervalMs: number;
     /** Bytes moved in or out of the store. */
@@ -154,8 +157,12 @@ const USAGE_REFRESH_MS = 1000;
 /** A large body's chunks: small enough for any server's max_payload, few enough per body. */
 const BODY_CHUNK_BYTES = 256 * 1024;
 
-/** The body stream's max age beyond the longest retention: the largest chunk TTL margin allowed. */
-const BODY_AGE_MARGIN_MS = 3_600_000;
+/**
+ * The body stream's max age beyond the longest retention: the largest chunk TTL margin allowed
+ * (an hour), the longest upload (its chunks' TTL counts from the latest its message may be
+ * published), the longest request timeout, and a second of rounding.
+ */
+const BODY_AGE_MARGIN_MS = 3_600_000 + MAX_UPLOAD_MS + 60_000 + 1000;
 
 /** How long a closing gateway waits for pushes under way. */
 const PUSH_DRAIN_MS = 10_000;
@@ -325,6 +332,8 @@ export async function openJetStreamAdapter(
     requestTimeoutMs: o.requestTimeoutMs,
     orphanGraceMs: o.largeBodies.orphanGraceMs,
     ttlMarginSeconds: o.largeBodies.ttlMarginSeconds,
+    minUploadBytesPerSecond: o.largeBodies.minUploadBytesPerSecond,
+    uploadWindowSeconds: o.largeBodies.uploadWindowSeconds,
     sweepIntervalMs: o.largeBodies.sweepIntervalMs,
     now,
     log: o.log,

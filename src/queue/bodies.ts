@@ -21,6 +21,21 @@ export interface BodyWriteOptions {
   readonly maxBytes: number;
   /** The length the client declared (Content-Length), when it did. */
   readonly declaredLength: number | null;
+  /**
+   * Its message waits for more than this body (a batch part waits for the rest of the batch):
+   * the body is not an orphan before its publish-by time, however long ago its last chunk came.
+   */
+  readonly messageLater?: boolean;
+}
+
+/** A body just stored, and by when its message must be stored for the body to outlive it. */
+export interface WrittenBody extends BodyRef {
+  /**
+   * The message's publish must begin by then (ms, the store's clock): every chunk lives the
+   * retention plus the margin past that moment (and the publish's own time), however long the
+   * upload took. Later, the publish is refused (408 request_timeout) and the body removed.
+   */
+  readonly publishByMs: number;
 }
 
 export interface BodyStore {
@@ -28,10 +43,10 @@ export interface BodyStore {
   readonly unsupportedReason: string | null;
   /**
    * Stores a body read from `source`, chunk by chunk with a bounded window in flight. On any
-   * failure (the source failing, the limit passed, the store refusing) what was written is
-   * removed before the error is thrown.
+   * failure (the source failing, the limit passed, the store refusing, an upload outlasting the
+   * longest the store gives one) what was written is removed before the error is thrown.
    */
-  write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<BodyRef>;
+  write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<WrittenBody>;
   /**
    * The body's bytes, read on demand (nothing is read ahead of the consumer but one window),
    * checked against its length and SHA-256: a missing chunk or a mismatch throws
@@ -67,7 +82,7 @@ export function copyBody(
   ref: BodyRef,
   to: TopicAddress,
   retentionSeconds: number,
-): Promise<BodyRef> {
+): Promise<WrittenBody> {
   return store.write(to, store.read(from, ref), {
     retentionSeconds,
     maxBytes: ref.length,

@@ -10,7 +10,7 @@ import type {
   TraceContext,
   UploadQuota,
 } from "./broker.js";
-import type { BodyRef, BodyStore, ByteSource } from "./bodies.js";
+import type { BodyRef, BodyStore, ByteSource, WrittenBody } from "./bodies.js";
 import { GroupAcks } from "./delivery/group-acks.js";
 import { GroupLeases } from "./delivery/group-leases.js";
 import { HandOut } from "./delivery/hand-out.js";
@@ -149,6 +149,9 @@ const MAX_PULLS_PER_RECEIVE = 4;
 
 const EMPTY = new Uint8Array(0);
 
+const UPLOAD_TOO_LONG =
+  "This large body took longer to arrive than its message may wait for: its first chunks would expire before the message. Send it faster (VQS_MIN_UPLOAD_BYTES_PER_SECOND), or a batch's large parts in batches of their own.";
+
 /**
  * How long a receive by ID of a large message waits for a download slot before 503
  * large_body_busy (downloads of 100 MB end within seconds; a waiting one holds no chunk).
@@ -253,13 +256,14 @@ export class QueueService {
     // The body counts against the storage quotas: a declared length without room is refused
     // before a byte is read, a chunked body as soon as what it brought has none.
     const quota = await this.#broker.uploadQuota(topic, body.declaredLength);
-    let ref: BodyRef;
+    let ref: WrittenBody;
     this.#uploading(1);
     try {
       ref = await bodies.write(topic, quotaCounted(body.source, quota), {
         retentionSeconds: input.retentionSeconds,
         maxBytes: body.maxBytes,
         declaredLength: body.declaredLength,
+        messageLater: body.commit !== undefined,
       });
       quota.end(true);
     } catch (err) {
@@ -272,9 +276,16 @@ export class QueueService {
       await bodies.remove(topic, ref).catch(() => undefined);
       throw new AppError("invalid_batch");
     }
+    // Past this the body's first chunks would expire before its message (a batch read on long
+    // after this part): refused before the message, never a 201 for a body that breaks off.
+    if (this.#now() > ref.publishByMs) {
+      await bodies.remove(topic, ref).catch(() => undefined);
+      throw new AppError("request_timeout", { message: UPLOAD_TOO_LONG });
+    }
     let result: PublishResult;
     try {
-      result = await this.#publish(topic, { ...input, payload: EMPTY }, ref);
+      const claim: BodyRef = { id: ref.id, length: ref.length, sha256: ref.sha256 };
+      result = await this.#publish(topic, { ...input, payload: EMPTY }, claim);
     } catch (err) {
       throw this.#notDeferred(err);
     }

@@ -21,7 +21,13 @@ import type {
   TopicFigures,
 } from "../../queue/management/queue-admin.js";
 import { isApiError } from "../core/errors.js";
-import { groupNames, namespaceFilter, topicNames, type GroupNames } from "../core/naming.js";
+import {
+  bodyTopicPrefix,
+  groupNames,
+  namespaceFilter,
+  topicNames,
+  type GroupNames,
+} from "../core/naming.js";
 import { directGet, leaderGet } from "../messages/reads.js";
 import { rfc3339ToMs } from "../messages/message-codec.js";
 import type { GroupEpochs } from "../queue-state/group-epochs.js";
@@ -36,8 +42,11 @@ export interface JetStreamAdminDeps {
   readonly records: LeaseRecords;
   readonly epochs: GroupEpochs;
   readonly region: string;
-  /** A topic's large bodies go with its messages (purge, delete). */
-  readonly bodies: Pick<JetStreamBodies, "removeTopic">;
+  /**
+   * A topic's large bodies go with its messages (purge, delete): those committed before the
+   * purge or delete began, never an upload's still under way (its message comes after).
+   */
+  readonly bodies: Pick<JetStreamBodies, "position" | "removeCommitted">;
   /** Large-body bytes per namespace, as the storage quotas count them. */
   readonly largeBodies: Pick<StorageQuotas, "largeBodyBytes" | "largeBodyBytesOf">;
 }
@@ -189,6 +198,7 @@ export class JetStreamAdmin implements QueueAdmin {
       throw err;
     }
     for (const g of groups) await this.#d.epochs.advance(g);
+    const bodiesAt = await this.#d.bodies.position();
     try {
       await this.#d.jsm.streams.delete(names.stream);
     } catch (err) {
@@ -196,7 +206,7 @@ export class JetStreamAdmin implements QueueAdmin {
       throw err;
     }
     this.#d.topology.forgetStream(names.stream);
-    await this.#d.bodies.removeTopic(topic);
+    await this.#removeBodies(topic, bodiesAt);
     await this.#forgetRecords(`${names.stream}.>`);
     return true;
   }
@@ -205,11 +215,22 @@ export class JetStreamAdmin implements QueueAdmin {
     const figures = await this.topic(topic);
     if (figures === null) return null;
     const stream = topicNames(this.#d.region, topic).stream;
+    const bodiesAt = await this.#d.bodies.position();
     await this.#d.jsm.streams.purge(stream);
     await this.#refreshPending(stream);
     // After the messages: no message is left pointing at a body that is gone.
-    await this.#d.bodies.removeTopic(topic);
+    await this.#removeBodies(topic, bodiesAt);
     return figures.messages + figures.delayed;
+  }
+
+  /**
+   * The topic's bodies committed by `position`, the body store's last sequence read before the
+   * purge or delete: their messages were stored before it, so it removed them. An upload under
+   * way (no commit marker yet) keeps its chunks: its message is stored after the purge or delete
+   * began and survives it (docs/architecture.md, "Large bodies", Lifecycle).
+   */
+  async #removeBodies(topic: TopicAddress, position: number): Promise<void> {
+    await this.#d.bodies.removeCommitted(bodyTopicPrefix(this.#d.region, topic), position);
   }
 
   /**

@@ -19,6 +19,11 @@ export const NAMESPACE_HEADER = "Vqs-Body-Namespace";
  * orphan sweep leaves committed bodies alone without looking for their message.
  */
 export const COMMIT_HEADER = "Vqs-Body-Commit";
+/**
+ * On chunk 0 of a body whose message waits for more than the body (a batch part): its
+ * publish-by time (ms). The orphan sweep leaves the body until then.
+ */
+export const PUBLISH_BY_HEADER = "Vqs-Body-Publish-By";
 
 export interface ChunkWriteOptions {
   readonly requests: Requests;
@@ -26,7 +31,18 @@ export interface ChunkWriteOptions {
   readonly chunkBytes: number;
   /** Chunk publishes in flight at most. */
   readonly window: number;
+  /** The message's retention plus the margin: each chunk lives that long past the publish-by time. */
   readonly ttlSeconds: number;
+  /**
+   * The longest the upload may last, from its first chunk to its message's publish: that
+   * publish-by time is what every chunk's TTL counts from, not its own write. Passed, the write
+   * is refused (408 request_timeout).
+   */
+  readonly boundMs: number;
+  /** The store's clock (the server's time, estimated): what chunks' timestamps are on. */
+  readonly now: () => number;
+  /** Chunk 0 says the publish-by time (`PUBLISH_BY_HEADER`): the message comes later. */
+  readonly messageLater?: boolean;
   readonly maxBytes: number;
   readonly timeoutMs: number;
   readonly namespaceLabel: string;
@@ -43,14 +59,18 @@ export interface ChunkWriteOptions {
  */
 const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+const UPLOAD_TOO_LONG =
+  "This large body is arriving slower than the service's minimum upload rate allows for its size (VQS_MIN_UPLOAD_BYTES_PER_SECOND), or it has taken longer than an hour.";
+
 /**
- * Stores the source's bytes as chunks; returns the length and SHA-256. On any failure the caller
- * removes the subject (some chunks may be stored).
+ * Stores the source's bytes as chunks; returns the length, the SHA-256 and the time by which the
+ * message must be published (every chunk lives `ttlSeconds` past it, plus a publish's timeout).
+ * On any failure the caller removes the subject (some chunks may be stored).
  */
 export async function writeChunks(
   source: ByteSource,
   o: ChunkWriteOptions,
-): Promise<{ length: number; sha256: string }> {
+): Promise<{ length: number; sha256: string; publishByMs: number }> {
   const hash = createHash("sha256");
   // A chunk's buffer is used again once its publish is acknowledged (its bytes were written
   // to the socket before the server could answer): a window of buffers per body, not 100 MB of
@@ -61,12 +81,20 @@ export async function writeChunks(
   let index = 0;
   let chunk: Buffer = Buffer.allocUnsafe(o.chunkBytes);
   let fill = 0;
+  let publishByMs = 0;
   const send = async (data: Buffer, buffer: Buffer): Promise<void> => {
+    const at = o.now();
+    if (index === 0) publishByMs = at + o.boundMs;
+    else if (at > publishByMs) throw new AppError("request_timeout", { message: UPLOAD_TOO_LONG });
+    // Every chunk expires no sooner than a message published by then (its publish taking up to
+    // the timeout) with its retention and the margin: a chunk written early lives longer.
+    const ttl = o.ttlSeconds + Math.ceil((publishByMs + o.timeoutMs - at) / 1000);
     const h = headers();
     h.set("Nats-Expected-Stream", BODY_STREAM);
-    h.set("Nats-TTL", String(o.ttlSeconds));
+    h.set("Nats-TTL", String(ttl));
     h.set(CHUNK_HEADER, String(index));
     if (index === 0) h.set(NAMESPACE_HEADER, o.namespaceLabel);
+    if (index === 0 && o.messageLater) h.set(PUBLISH_BY_HEADER, String(publishByMs));
     index++;
     const ack = o.requests.publish(o.subject, data, o.timeoutMs, h);
     ack.catch(() => undefined); // awaited below, in order
@@ -103,7 +131,8 @@ export async function writeChunks(
     await Promise.allSettled(inFlight.map((f) => f.ack));
     throw err;
   }
-  return { length: total, sha256: hash.digest("hex") };
+  if (o.now() > publishByMs) throw new AppError("request_timeout", { message: UPLOAD_TOO_LONG });
+  return { length: total, sha256: hash.digest("hex"), publishByMs };
 }
 
 export interface ChunkReadOptions {

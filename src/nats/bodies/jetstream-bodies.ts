@@ -1,6 +1,7 @@
 // The BodyStore port on JetStream: one stream VQS_BODIES per region, each body a run of chunk
 // messages on its own subject, every chunk with a per-message TTL of its message's retention
-// (so a body expires with its message). Needs nats-server 2.11+ (per-message TTL, batch Direct
+// counted from the latest its message may be published (so a body expires with its message,
+// however long its upload took). Needs nats-server 2.11+ (per-message TTL, batch Direct
 // Get); on older servers large bodies are refused with the reason. See docs/architecture.md,
 // "Large bodies".
 import {
@@ -20,6 +21,7 @@ import {
   type BodyStore,
   type BodyWriteOptions,
   type ByteSource,
+  type WrittenBody,
 } from "../../queue/bodies.js";
 import { namespaceLabel, type TopicAddress } from "../../queue/namespace.js";
 import type { Requests } from "../core/requests.js";
@@ -74,6 +76,12 @@ export interface JetStreamBodiesOptions {
    * just before the message expired still finds every chunk.
    */
   readonly ttlMarginSeconds: number;
+  /**
+   * The minimum upload rate (VQS_MIN_UPLOAD_BYTES_PER_SECOND, over its window): what bounds how
+   * long an upload may last, which its chunks' TTL must cover (`uploadBoundMs`).
+   */
+  readonly minUploadBytesPerSecond: number;
+  readonly uploadWindowSeconds: number;
   /** How often the sweep runs (orphans, usage per namespace); 0: only when asked. */
   readonly sweepIntervalMs: number;
   readonly now: () => number;
@@ -82,6 +90,31 @@ export interface JetStreamBodiesOptions {
   readonly observeBytes: (direction: "in" | "out", n: number) => void;
   /** Chunks asked of the store or held for readers and not yet handed over: a change. */
   readonly observeReadAhead?: (chunks: number) => void;
+}
+
+/** The upload watchdog's sampling interval at most (src/http/plugins/upload-watchdog.ts). */
+const WATCHDOG_SAMPLE_MS = 5_000;
+/**
+ * The longest an upload may last, from its first chunk to its message's publish, whatever the
+ * minimum rate: chunks live this much longer than their message at most (the body stream's
+ * `max_age` has room for it).
+ */
+export const MAX_UPLOAD_MS = 3_600_000;
+
+/**
+ * How long the upload of a body of `bytes` may last, from its first chunk to its message's
+ * publish: what the minimum upload rate allows (the watchdog wants each window's share, so one
+ * window and a sampling interval more), then the last chunks' acknowledgements (a request
+ * timeout); at most `MAX_UPLOAD_MS`.
+ */
+export function uploadBoundMs(
+  bytes: number,
+  rate: { readonly minBytesPerSecond: number; readonly windowSeconds: number },
+  requestTimeoutMs: number,
+): number {
+  const atRate = Math.ceil((bytes / Math.max(1, rate.minBytesPerSecond)) * 1000);
+  const slack = rate.windowSeconds * 1000 + WATCHDOG_SAMPLE_MS + requestTimeoutMs;
+  return Math.min(MAX_UPLOAD_MS, atRate + slack);
 }
 
 /** JetStream's "maximum bytes exceeded" / "insufficient resources" answers to a publish. */
@@ -156,7 +189,7 @@ export class JetStreamBodies implements BodyStore {
     return this.#usage;
   }
 
-  async write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<BodyRef> {
+  async write(topic: TopicAddress, source: ByteSource, o: BodyWriteOptions): Promise<WrittenBody> {
     if (this.unsupportedReason) {
       throw new AppError("large_body_unsupported", { message: this.unsupportedReason });
     }
@@ -170,12 +203,22 @@ export class JetStreamBodies implements BodyStore {
     if (overShare(o.declaredLength ?? 0)) throw new AppError("large_body_share_exceeded");
     let written = 0;
     try {
-      const { length, sha256 } = await writeChunks(source, {
+      const { length, sha256, publishByMs } = await writeChunks(source, {
         requests: this.#o.requests,
         subject,
         chunkBytes: this.#o.chunkBytes,
         window: this.#o.window,
         ttlSeconds: o.retentionSeconds + this.#o.ttlMarginSeconds,
+        boundMs: uploadBoundMs(
+          o.declaredLength ?? o.maxBytes,
+          {
+            minBytesPerSecond: this.#o.minUploadBytesPerSecond,
+            windowSeconds: this.#o.uploadWindowSeconds,
+          },
+          this.#o.requestTimeoutMs,
+        ),
+        now: this.#o.now,
+        messageLater: o.messageLater === true,
         maxBytes: o.maxBytes,
         timeoutMs: this.#o.requestTimeoutMs,
         namespaceLabel: namespaceLabel(topic.namespace),
@@ -186,7 +229,7 @@ export class JetStreamBodies implements BodyStore {
           this.#o.observeBytes("in", n);
         },
       });
-      return { id, length, sha256 };
+      return { id, length, sha256, publishByMs };
     } catch (err) {
       await this.#purge(subject).catch(() => undefined);
       throw toBodyWriteError(err);
@@ -232,15 +275,9 @@ export class JetStreamBodies implements BodyStore {
     await this.#purge(this.#subject(topic, ref.id));
   }
 
-  /** Removes every body of a topic (purge, delete). */
-  async removeTopic(topic: TopicAddress): Promise<void> {
-    if (this.unsupportedReason) return;
-    await this.#purge(`${bodyTopicPrefix(this.#o.region, topic)}.>`);
-  }
-
   /**
    * The body store's last sequence now (0: no store yet). Read before a topic's stream is listed
-   * for removal, it bounds which of the topic's bodies `removeCommitted` takes.
+   * for removal, purged or deleted, it bounds which of the topic's bodies `removeCommitted` takes.
    */
   async position(): Promise<number> {
     if (this.unsupportedReason) return 0;
@@ -253,12 +290,12 @@ export class JetStreamBodies implements BodyStore {
   }
 
   /**
-   * Removes the bodies under `prefix` (a removed topic's, `bodyPrefixOfTopicSubjects`) whose
-   * commit marker is at or before `position`, read before the topic's stream was listed: the
-   * message of each was stored before that listing, so it was in the stream now deleted (or an
-   * earlier one). A body without a marker, or with a later one, may be an upload whose message
-   * is still to come (its publish makes the topic again) and stays: the orphan sweep removes it
-   * if no message points at it. The number removed.
+   * Removes the bodies under `prefix` (a topic's, `bodyTopicPrefix`) whose commit marker is at or
+   * before `position`, read before the topic's stream was listed for removal, purged or deleted:
+   * the message of each was stored before then, so it was in the stream now purged or deleted (or
+   * an earlier one). A body without a marker, or with a later one, may be an upload whose message
+   * is still to come (stored after the purge, or making the topic again) and stays: the orphan
+   * sweep removes it if no message points at it. The number removed.
    */
   async removeCommitted(prefix: string, position: number): Promise<number> {
     if (this.unsupportedReason || position <= 0) return 0;
@@ -291,7 +328,7 @@ export class JetStreamBodies implements BodyStore {
     ref: BodyRef,
     to: TopicAddress,
     retentionSeconds: number,
-  ): Promise<BodyRef> {
+  ): Promise<WrittenBody> {
     return copyBody(this, from, ref, to, retentionSeconds);
   }
 

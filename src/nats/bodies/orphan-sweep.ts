@@ -1,13 +1,14 @@
 // The body store's sweep: lists every stored body, sums what each namespace stores, and removes
 // orphans, bodies that no message points at (an upload cut short by a gateway that died, a
 // message publish that failed after its body was stored). A body without a commit marker whose
-// last chunk is older than the grace is looked for in its topic among the messages published
-// while it was written and shortly after: found, the marker is written; not found, it goes.
+// last chunk (a batch part's: its publish-by time) is older than the grace is looked for in its
+// topic among the messages published while it was written and shortly after: found, the marker
+// is written; not found, it goes.
 import { JetStreamApiCodes, type JetStreamManager, type StoredMsg } from "@nats-io/jetstream";
 import { isApiError, isNoResponders, isNothingFound } from "../core/errors.js";
 import { BODY_STREAM, BODY_SUBJECTS } from "../core/naming.js";
 import { H, rfc3339ToMs } from "../messages/message-codec.js";
-import { COMMIT_HEADER, NAMESPACE_HEADER } from "./body-chunks.js";
+import { COMMIT_HEADER, NAMESPACE_HEADER, PUBLISH_BY_HEADER } from "./body-chunks.js";
 
 export interface SweepOptions {
   readonly jsm: JetStreamManager;
@@ -69,7 +70,9 @@ export class OrphanSweep {
         } else {
           const first = await this.#get({ seq: 1, next_by_subj: subject });
           const namespace = first?.header?.get(NAMESPACE_HEADER) ?? "";
-          const lastMs = rfc3339ToMs(last.timestamp);
+          // A batch part's message waits for the rest of its batch: until its publish-by time.
+          const publishBy = Number(first?.header?.get(PUBLISH_BY_HEADER)) || 0;
+          const lastMs = Math.max(rfc3339ToMs(last.timestamp), publishBy);
           if (first && this.#o.now() - lastMs > this.#o.graceMs) {
             const found = await this.#referenced(subject, rfc3339ToMs(first.timestamp), lastMs);
             if (found === null) {

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGatewayProcess } from "../../../src/dev/spawn-gateway.js";
+import { uploadBoundMs } from "../../../src/nats/bodies/jetstream-bodies.js";
 import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
 import { leaderGet } from "../../../src/nats/messages/reads.js";
 import { makeNamespace, namespaceLabel } from "../../../src/queue/namespace.js";
@@ -113,12 +114,20 @@ async function metric(name: string): Promise<string> {
 }
 
 describe("a large body's lifecycle", () => {
-  it("gives every chunk its message's retention as TTL, plus the configured read margin", async () => {
+  it("gives every chunk its message's retention as TTL, plus the configured read margin, counted from the latest its message may be published", async () => {
     const topic = uniqueName();
     await publish(topic, randomBytes(2 * MB), { "vqs-retention-seconds": "120" });
     const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
     const first = await leaderGet(jsm, BODY_STREAM, { seq: 1, next_by_subj: filter });
-    expect(first?.header.get("Nats-TTL")).toBe(String(120 + 1));
+    // Chunk 0 is written when the upload begins: its TTL covers the longest the upload of 2 MB
+    // may last at the default minimum rate (64 KiB/s over 60 s windows), then the message's
+    // publish (the default 5 s request timeout), its retention and the margin.
+    const rate = { minBytesPerSecond: 65_536, windowSeconds: 60 };
+    const publishBy = Math.ceil((uploadBoundMs(2 * MB, rate, 5000) + 5000) / 1000);
+    expect(first?.header.get("Nats-TTL")).toBe(String(120 + 1 + publishBy));
+    const marker = await leaderGet(jsm, BODY_STREAM, { last_by_subj: filter });
+    expect(marker?.header.get("Vqs-Body-Commit")).toBe(String(2 * MB));
+    expect(marker?.header.get("Nats-TTL")).toBe(String(120 + 1));
     const info = await jsm.streams.info(BODY_STREAM);
     expect(info.config.allow_msg_ttl).toBe(true);
   });
@@ -126,24 +135,34 @@ describe("a large body's lifecycle", () => {
   it("really expires: bodies whose message is gone leave the store by their TTL, and the stored bytes metric returns to zero", async () => {
     // What stays behind when a message expires (a committed body), and what a gateway killed
     // between the body and its message leaves (an uncommitted one): the sweep never removes the
-    // first, only the TTL does. Written as a publish writes them, with a retention of 1 s (the
-    // API's least is 60 s) plus the test gateway's margin of 1 s; in a namespace of their own, so
-    // its usage is theirs alone.
+    // first, only the TTL does. Written with the store's headers, but a TTL of 4 s (a publish's
+    // is its retention, 60 s at least, plus the upload's bound and the margin, above); in a
+    // namespace of their own, so its usage is theirs alone.
     const bodies = gw.gateway.jetstream.bodies;
     const namespace = makeNamespace("expiry-team", "p", "e", null);
     const label = namespaceLabel(namespace);
     const topic = uniqueName();
     const address = { namespace, topic };
-    const body = randomBytes(2 * MB);
-    const write = () =>
-      bodies.write(address, [body], {
-        retentionSeconds: 1,
-        maxBytes: body.length,
-        declaredLength: body.length,
-      });
-    const committed = await write();
-    await bodies.commit(address, committed, 1);
-    await write(); // never committed
+    const chunk = randomBytes(256 * 1024);
+    const write = async (commit: boolean) => {
+      const subject = `${bodyTopicPrefix("iad1", address)}.${randomBytes(16).toString("hex")}`;
+      for (let i = 0; i < 3; i++) {
+        const h = headers();
+        h.set("Vqs-Chunk", String(i));
+        h.set("Nats-TTL", "4");
+        if (i === 0) h.set("Vqs-Body-Namespace", label);
+        await nc.request(subject, chunk, { headers: h, timeout: 5000 });
+      }
+      if (!commit) return;
+      const h = headers();
+      h.set("Vqs-Body-Commit", String(3 * chunk.length));
+      h.set("Vqs-Body-Namespace", label);
+      h.set("Nats-TTL", "4");
+      await nc.request(subject, new Uint8Array(0), { headers: h, timeout: 5000 });
+    };
+    await write(true);
+    await write(false); // never committed
+    const body = { length: 3 * chunk.length };
     const filter = `${bodyTopicPrefix("iad1", address)}.>`;
     const stored = async () => {
       const info = await jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
