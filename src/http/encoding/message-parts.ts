@@ -6,7 +6,7 @@
 import type { DeliveredMessage } from "../../api/messages.js";
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
-import type { ReceivedMessage } from "../../queue/queue-service.js";
+import type { ReceivedMessage } from "../../queue/delivery/received-message.js";
 
 export const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 
