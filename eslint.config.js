@@ -1,5 +1,6 @@
 // Type-aware lint for src/, test/, scripts/ and bench/.
 import js from "@eslint/js";
+import { createNodeResolver, importX } from "eslint-plugin-import-x";
 import globals from "globals";
 import tseslint from "typescript-eslint";
 
@@ -21,6 +22,9 @@ const DOMAIN_MAY_NOT_IMPORT = [
       "src/queue does not import the composition root, the HTTP app, metrics or config: pass what it needs in.",
   },
 ];
+
+const DOMAIN_CLOCK =
+  "src/queue reads the time from the clock it is given (a `now: () => number` dependency), not the host's.";
 
 export default tseslint.config(
   {
@@ -57,7 +61,39 @@ export default tseslint.config(
     files: ["src/queue/**/*.ts"],
     rules: {
       "no-restricted-imports": ["error", { patterns: DOMAIN_MAY_NOT_IMPORT }],
+      // One clock: the domain reads the time from the `now` it is given (the composition root
+      // passes the server-corrected one; tests pass their own), never from the host.
+      "no-restricted-properties": [
+        "error",
+        { object: "Date", property: "now", message: DOMAIN_CLOCK },
+      ],
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: DOMAIN_CLOCK,
+        },
+        { selector: "CallExpression[callee.name='Date']", message: DOMAIN_CLOCK },
+      ],
     },
+  },
+  {
+    // No import cycles in the service or the console (docs/architecture.md, "Dependencies"). The
+    // rule follows value imports: a cycle of them makes one module's exports undefined while the
+    // other starts. Specifiers name the .js a .ts(x) compiles to.
+    files: ["src/**/*.ts", "console/src/**/*.{ts,tsx}"],
+    plugins: { "import-x": importX },
+    settings: {
+      "import-x/extensions": [".ts", ".tsx", ".js"],
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts", ".tsx"] },
+      "import-x/resolver-next": [
+        createNodeResolver({
+          extensions: [".ts", ".tsx", ".js"],
+          extensionAlias: { ".js": [".ts", ".tsx", ".js"] },
+        }),
+      ],
+    },
+    rules: { "import-x/no-cycle": ["error", { ignoreExternal: true }] },
   },
   {
     files: ["**/*.js", "**/*.mjs"],

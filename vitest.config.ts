@@ -34,10 +34,13 @@ const FEATURE_TESTS = [
     "push-consumer-creation",
   ].map((name) => `test/integration/consumers/${name}.test.ts`),
 ];
+// The quick lane (`npm run test:quick`): what needs no nats-server, helm or promtool, so no
+// global setup either; the server lanes' files start their own nats-server.
+const QUICK_TESTS = ["test/unit/**/*.test.ts", "test/contract/memory.test.ts"];
+const SERVER_SETUP = ["test/helpers/global-setup.ts"];
 
 export default defineConfig({
   test: {
-    globalSetup: ["test/helpers/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
@@ -51,10 +54,15 @@ export default defineConfig({
     projects: [
       {
         extends: true,
+        test: { name: "quick", include: QUICK_TESTS },
+      },
+      {
+        extends: true,
         test: {
           name: "nats-current",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/container/**"],
+          exclude: ["test/container/**", ...QUICK_TESTS],
+          globalSetup: SERVER_SETUP,
           env: { NATS_SERVER_BIN: CURRENT_NATS },
         },
       },
@@ -63,6 +71,7 @@ export default defineConfig({
         test: {
           name: "nats-compat",
           include: ["test/faults/**/*.test.ts", ...FEATURE_TESTS],
+          globalSetup: SERVER_SETUP,
           env: { NATS_SERVER_BIN: COMPAT_NATS },
         },
       },
@@ -71,6 +80,7 @@ export default defineConfig({
         test: {
           name: "nats-2.10",
           include: FEATURE_TESTS,
+          globalSetup: SERVER_SETUP,
           env: { NATS_SERVER_BIN: NATS_210 },
         },
       },
@@ -81,6 +91,7 @@ export default defineConfig({
         test: {
           name: "container",
           include: ["test/container/**/*.test.ts"],
+          globalSetup: SERVER_SETUP,
           sequence: { groupOrder: 1 },
         },
       },

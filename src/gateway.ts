@@ -185,10 +185,14 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
     maxWaitersPerNamespace: config.maxWaitersPerNamespace,
-    delayedPublishes: new DelayedPublishCap(config.maxDelayedPublishesPerSecond, {
-      note: (ns, n) => budget.note(ns, "delayed", n),
-      share: (ns, limit) => budget.share(ns, "delayed", limit),
-    }),
+    delayedPublishes: new DelayedPublishCap(
+      config.maxDelayedPublishesPerSecond,
+      {
+        note: (ns, n) => budget.note(ns, "delayed", n),
+        share: (ns, limit) => budget.share(ns, "delayed", limit),
+      },
+      jetstream.now,
+    ),
     bodies: jetstream.bodies,
     largeStreams: {
       maxUploads: config.maxLargeStreams,

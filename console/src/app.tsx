@@ -1,10 +1,10 @@
 // The console: signed out, the sign-in page; signed in, the top bar (pages, namespace, sign out)
 // and the page of the current route. The session (token, deployment ID, operator's namespace)
-// is shared through a context with the API client made from it.
-import { createContext } from "preact";
-import { useContext, useEffect, useMemo, useRef, useState } from "preact/hooks";
+// is shared with the API client made from it through the context of console-context.ts.
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Api } from "./api.js";
 import { NotifyProvider } from "./components/notify.js";
+import { ConsoleContext, useConsole } from "./console-context.js";
 import { SettingsPage } from "./pages/settings.js";
 import { SignInPage } from "./pages/sign-in.js";
 import { TopicPage } from "./pages/topic.js";
@@ -12,19 +12,6 @@ import { TopicsPage } from "./pages/topics.js";
 import { Link, navigate, hrefOf, useRoute, type Route } from "./router.js";
 import { loadSession, saveSession, tokenClaims, type Session } from "./session.js";
 import type { NamespaceInfo } from "./types.js";
-
-export interface ConsoleContext {
-  readonly api: Api;
-  readonly session: Session;
-}
-
-const Context = createContext<ConsoleContext | null>(null);
-
-export function useConsole(): ConsoleContext {
-  const c = useContext(Context);
-  if (!c) throw new Error("useConsole outside the signed-in console");
-  return c;
-}
 
 export function App() {
   const [session, setSession] = useState<Session | null>(loadSession);
@@ -51,7 +38,7 @@ export function App() {
   return (
     <NotifyProvider>
       {session && api ? (
-        <Context.Provider value={{ api, session }}>
+        <ConsoleContext.Provider value={{ api, session }}>
           <Shell
             onSignOut={() => signOut(null)}
             onNamespace={(namespace) => {
@@ -59,7 +46,7 @@ export function App() {
               navigate(hrefOf({ page: "topics" }));
             }}
           />
-        </Context.Provider>
+        </ConsoleContext.Provider>
       ) : (
         <SignInPage onSignIn={signIn} notice={notice} />
       )}

@@ -5,7 +5,7 @@
 // the service checks. Imports nothing at run time but TypeBox and those limits.
 import { Type, type Static, type TSchema } from "typebox";
 import { LIMITS } from "../queue/limits.js";
-import { SETTINGS_LIMITS as L } from "../queue/settings/consumer-settings.js";
+import { SETTINGS_LIMITS as L } from "../queue/settings/settings-limits.js";
 import { checked, COUNT, NAME, nullable, ref, TIME } from "./schema.js";
 
 /** An integer within its bounds (and its default). */

@@ -22,7 +22,7 @@ export class DelayedPublishCap {
   #used = new Map<string, number>();
 
   /** `perSecond` 0: no cap. */
-  constructor(perSecond: number, demand: DelayedDemand, now: () => number = Date.now) {
+  constructor(perSecond: number, demand: DelayedDemand, now: () => number) {
     this.#perSecond = perSecond;
     this.#demand = demand;
     this.#now = now;

@@ -20,13 +20,16 @@ interface Waiter {
 
 export class LongPolls {
   readonly #broker: GroupCursor;
+  readonly #now: () => number;
   readonly #groups = new Map<string, GroupWaiters>();
   /** Groups whose topic did not exist when their waiters came, by topic: a publish wakes them. */
   readonly #missing = new Map<string, Set<GroupWaiters>>();
   #closed = false;
 
-  constructor(broker: GroupCursor) {
+  /** `now` is the service's clock, the one `untilMs` is on. */
+  constructor(broker: GroupCursor, now: () => number) {
     this.#broker = broker;
+    this.#now = now;
   }
 
   /** Waiting receives on this gateway now (for metrics and tests). */
@@ -37,8 +40,8 @@ export class LongPolls {
   }
 
   /**
-   * Resolves with a delivery of the group as soon as one comes, or null at `untilMs` (local
-   * clock), when `signal` aborts (the client hung up), or when the gateway shuts down.
+   * Resolves with a delivery of the group as soon as one comes, or null at `untilMs` (the
+   * service's clock), when `signal` aborts (the client hung up), or when the gateway shuts down.
    */
   wait(group: GroupAddress, untilMs: number, signal: AbortSignal | null): Promise<Delivery | null> {
     if (this.#closed || signal?.aborted) return Promise.resolve(null);
@@ -47,6 +50,7 @@ export class LongPolls {
     if (!g) {
       const topic = topicKey(group);
       g = new GroupWaiters(this.#broker, group, {
+        now: this.#now,
         forget: () => this.#groups.delete(key),
         missing: (w, on) => {
           const set = this.#missing.get(topic) ?? new Set<GroupWaiters>();
@@ -100,6 +104,8 @@ function topicKey(topic: TopicAddress): string {
 }
 
 interface GroupHooks {
+  /** The service's clock. */
+  readonly now: () => number;
   /** The group is idle: its entry goes. */
   readonly forget: () => void;
   /** Whether the group waits for its topic to exist (`lookAgain()` is then worth calling). */
@@ -146,7 +152,7 @@ class GroupWaiters implements DeliveryTaker {
         if (this.waiters.length === 0) this.#idleSoon();
         done(null);
       };
-      const timer = setTimeout(leave, Math.max(0, untilMs - Date.now()));
+      const timer = setTimeout(leave, Math.max(0, untilMs - this.#hooks.now()));
       const abort = () => leave();
       signal?.addEventListener("abort", abort, { once: true });
       this.waiters.push(waiter);

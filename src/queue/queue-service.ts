@@ -3,7 +3,6 @@
 import { AppError, isAppError } from "../errors.js";
 import type {
   Broker,
-  DeadLetterOrigin,
   Deferrer,
   Delivery,
   StoredMessage,
@@ -15,6 +14,7 @@ import { GroupAcks } from "./delivery/group-acks.js";
 import { GroupLeases } from "./delivery/group-leases.js";
 import { HandOut } from "./delivery/hand-out.js";
 import { MessageCopies } from "./delivery/message-copies.js";
+import type { ReceivedMessage } from "./delivery/received-message.js";
 import type { DelayedPublishCap } from "./delayed-publish-cap.js";
 import { DownloadSlots, type DownloadSlot } from "./download-slots.js";
 import { IdLeases } from "./id-leases.js";
@@ -58,30 +58,6 @@ export interface ReceiveOptions {
   readonly waitSeconds?: number;
   /** Aborts when the client hangs up: a waiting receive ends, and nothing stays leased. */
   readonly signal?: AbortSignal;
-}
-
-export interface ReceivedMessage {
-  readonly messageId: string;
-  readonly receiptHandle: string;
-  readonly deliveryCount: number;
-  readonly publishedAt: Date;
-  readonly expiresAt: Date;
-  readonly contentType: string | null;
-  /** The inline body; empty when `body` is set. */
-  readonly payload: Uint8Array;
-  /** A large body, kept in the body store: read it with `QueueService.openBody`. */
-  readonly body: BodyRef | null;
-  /** When the lease this delivery was handed out with ends (the receipt handle's deadline). */
-  readonly visibilityDeadline: Date;
-  /**
-   * The download slot receive by ID reserved for `body` before leasing it: give it to
-   * `openBody`, or release it if the body is never read.
-   */
-  readonly downloadSlot?: DownloadSlot;
-  /** The trace context its publish carried. */
-  readonly trace: TraceContext | null;
-  /** Where it came from, when it is a dead-letter copy. */
-  readonly deadLetter: DeadLetterOrigin | null;
 }
 
 export interface QueueServiceDeps {
@@ -197,7 +173,7 @@ export class QueueService {
     this.#observer = deps.observer ?? NO_OBSERVER;
     this.#idLeases = new IdLeases(deps.broker, deps.now);
     this.#groupLeases = new GroupLeases(deps.broker, this.#idLeases, deps.now);
-    this.#longPolls = new LongPolls(deps.broker);
+    this.#longPolls = new LongPolls(deps.broker, deps.now);
     this.#settingsOf = deps.settingsOf ?? (() => null);
     this.#copies = new MessageCopies({ broker: deps.broker, bodies: this.#bodies, now: deps.now });
     this.handOut = new HandOut({
@@ -413,7 +389,7 @@ export class QueueService {
     const ns = group.namespace.key;
     if (!this.waiters.take(ns)) throw new AppError("too_many_waiters", { retryAfterSeconds: 1 });
     try {
-      const untilMs = Date.now() + waitMs;
+      const untilMs = this.#now() + waitMs;
       for (;;) {
         const d = await this.#longPolls.wait(group, untilMs, options.signal ?? null);
         if (d === null) return [];

@@ -1,6 +1,7 @@
 // Fails the run at once, with the way to get one, when a nats-server to test against is missing.
 // The suite runs on three servers (vitest.config.ts): a current one (the main lane), the
-// distribution's 2.9 and Debian trixie's 2.10 (the compatibility lanes).
+// distribution's 2.9 and Debian trixie's 2.10 (the compatibility lanes). The quick lane
+// (test/unit/, the in-memory contracts) needs none and runs without this setup.
 import { existsSync } from "node:fs";
 import {
   distributionNatsServerBinary,

@@ -1,7 +1,8 @@
 // Operations files checked without a cluster: every YAML and JSON file under helm/ and deploy/
 // parses, the chart's values (and the example values) satisfy values.schema.json, every .Values
 // path the templates use exists in values.yaml, and the alerts and dashboard name only metrics the
-// gateway exports. helm itself runs in helm-chart.test.ts, promtool in alerts.test.ts.
+// gateway exports. helm itself runs in test/ops/helm-chart.test.ts, promtool in
+// test/ops/alerts.test.ts.
 import { Ajv } from "ajv";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";

@@ -7,7 +7,7 @@ import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-p
 import { publishInput } from "../../src/http/routes/messages/publish-input.js";
 import { deliveredContentType, isHeaderValue } from "../../src/queue/limits.js";
 import { pushRequest } from "../../src/queue/push-delivery/cloud-event.js";
-import type { ReceivedMessage } from "../../src/queue/queue-service.js";
+import type { ReceivedMessage } from "../../src/queue/delivery/received-message.js";
 
 /** U+010D U+010A, cut to latin1: CR LF. And the bytes themselves, and other line ends. */
 const HOSTILE = [
@@ -120,6 +120,7 @@ describe("header values", () => {
       visibilityDeadline: new Date(1_700_000_060_000),
       inline: true,
       jwt: "jwt",
+      sentAtMs: 1_700_000_000_000,
     });
     expect(push.headers["content-type"]).toBe("application/octet-stream");
     expect(push.headers["x-vercel-queue-tracestate"]).toBe("ok=1");
@@ -136,6 +137,7 @@ describe("header values", () => {
       visibilityDeadline: new Date(1_700_000_060_000),
       inline: true,
       jwt: "jwt",
+      sentAtMs: 1_700_000_000_000,
     });
     expect(ok.headers["content-type"]).toBe("application/json");
   });

@@ -11,7 +11,7 @@ import { readInlineBody } from "../../src/http/encoding/inline-body.js";
 import { abortable } from "../../src/http/encoding/publish-body.js";
 import { UploadAbort } from "../../src/http/plugins/upload-watchdog.js";
 import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-parts.js";
-import type { ReceivedMessage } from "../../src/queue/queue-service.js";
+import type { ReceivedMessage } from "../../src/queue/delivery/received-message.js";
 
 const bounds = { min: 0, max: 3600 };
 

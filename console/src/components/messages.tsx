@@ -2,7 +2,7 @@
 // payload on demand (JSON pretty-printed, text, or a hex dump for bytes) up to 1 MiB, and a
 // download of any payload as a file (a large one is streamed, never rendered: see download.ts).
 import { useEffect, useState } from "preact/hooks";
-import { useConsole } from "../app.js";
+import { useConsole } from "../console-context.js";
 import { formatBytes, formatTime } from "../format.js";
 import {
   base64ToBytes,

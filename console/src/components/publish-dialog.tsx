@@ -2,7 +2,7 @@
 // idempotency key, sent as the v3 API's headers. The API checks every value; its error is shown
 // beside the field it names.
 import { useState } from "preact/hooks";
-import { useConsole } from "../app.js";
+import { useConsole } from "../console-context.js";
 import { ApiError } from "../api.js";
 import { base64ToBytes } from "../payload.js";
 import { useNotify } from "./notify.js";

@@ -1,7 +1,7 @@
 // Redrive a dead-letter topic: move its messages back (to where each came from, or to a topic
 // named here), up to a limit per round; shows what moved and what remains.
 import { useState } from "preact/hooks";
-import { useConsole } from "../app.js";
+import { useConsole } from "../console-context.js";
 import type { RedriveResult } from "../types.js";
 import { useNotify } from "./notify.js";
 import { Dialog, errorFor, Field, formError, useAction } from "./ui.js";

@@ -1,6 +1,6 @@
 // Seek a consumer group: from the oldest retained message, from now on, or from a time.
 import { useState } from "preact/hooks";
-import { useConsole } from "../app.js";
+import { useConsole } from "../console-context.js";
 import { ApiError } from "../api.js";
 import { useNotify } from "./notify.js";
 import { Dialog, formError, useAction } from "./ui.js";

@@ -2,7 +2,7 @@
 // Values are sent as typed, and the API's validation is the only one: its 400/403 message is
 // shown beside the field it names (or under the JSON).
 import { useEffect, useState } from "preact/hooks";
-import { useConsole } from "../app.js";
+import { useConsole } from "../console-context.js";
 import { ApiError } from "../api.js";
 import type { EffectiveSettings, SettingsDocument } from "../types.js";
 import { useNotify } from "./notify.js";

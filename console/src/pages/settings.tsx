@@ -1,7 +1,7 @@
 // Every consumer settings document of the namespace (GET /api/v3/settings), patterns included,
 // with an editor for each and for a new one.
 import { useEffect, useState } from "preact/hooks";
-import { useConsole } from "../app.js";
+import { useConsole } from "../console-context.js";
 import { SettingsDialog } from "../components/settings-dialog.js";
 import { ErrorText, Field, Freshness } from "../components/ui.js";
 import { formatTime } from "../format.js";

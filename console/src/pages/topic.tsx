@@ -2,7 +2,7 @@
 // this page's polls, kept in memory), its consumer groups, its messages, and the actions:
 // publish, purge, redrive, delete; per group: settings, seek, delete.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { useConsole } from "../app.js";
+import { useConsole } from "../console-context.js";
 import { ApiError } from "../api.js";
 import { ActivityChart, type Sample } from "../components/chart.js";
 import { ConfirmDialog } from "../components/confirm-dialog.js";

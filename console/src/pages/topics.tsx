@@ -1,6 +1,6 @@
 // The topics of the namespace with their counts, refreshed every few seconds, a page at a time.
 import { useEffect, useState } from "preact/hooks";
-import { useConsole } from "../app.js";
+import { useConsole } from "../console-context.js";
 import { PublishDialog } from "../components/publish-dialog.js";
 import { ErrorText, Freshness } from "../components/ui.js";
 import { ageOf, formatBytes, formatCount } from "../format.js";

@@ -8,7 +8,7 @@
 // - --prune takes only documents with push whose (topic, group) is no longer declared: the push
 //   part is removed, and the document deleted when it has no dead-letter settings (retry timing
 //   applies to pushes only, so nothing else would remain in effect).
-import { SETTINGS_LIMITS as L } from "../../queue/settings/consumer-settings.js";
+import { SETTINGS_LIMITS as L } from "../../queue/settings/settings-limits.js";
 import type { SettingsBody, SettingsDocument } from "../api-client.js";
 
 /** A trigger ready to sync: where it is declared, its group and the URL it is pushed to. */

@@ -9,7 +9,7 @@ import type { DeliveredMessage } from "../../api/messages.js";
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { deliveredContentType, isHeaderValue } from "../../queue/limits.js";
-import type { ReceivedMessage } from "../../queue/queue-service.js";
+import type { ReceivedMessage } from "../../queue/delivery/received-message.js";
 
 /** The bytes of a message's large body (`ReceivedMessage.body`), read as they are needed. */
 export type BodyOpener = (m: ReceivedMessage) => AsyncIterable<Uint8Array>;

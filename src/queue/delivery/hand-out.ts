@@ -9,7 +9,7 @@ import type { SecretKeys } from "../identity/secret-keys.js";
 import type { Logger } from "../../logger.js";
 import type { GroupAddress } from "../namespace.js";
 import type { QueueObserver } from "../observer.js";
-import type { ReceivedMessage } from "../queue-service.js";
+import type { ReceivedMessage } from "./received-message.js";
 import type { ConsumerSettings, DeadLetterSettings } from "../settings/consumer-settings.js";
 import type { MessageCopies } from "./message-copies.js";
 

@@ -6,7 +6,7 @@
 // before it did gets the default Content-Type and no trace headers instead).
 import { randomUUID } from "node:crypto";
 import { deliveredContentType, isHeaderValue } from "../limits.js";
-import type { ReceivedMessage } from "../queue-service.js";
+import type { ReceivedMessage } from "../delivery/received-message.js";
 
 export const CLOUD_EVENT_TYPE = "com.vercel.queue.v2beta";
 
@@ -31,6 +31,8 @@ export interface PushEvent {
   readonly inline: boolean;
   /** `Bearer` token for the destination. */
   readonly jwt: string;
+  /** When the push is sent (ce-time), on the service's clock. */
+  readonly sentAtMs: number;
 }
 
 export interface PushRequest {
@@ -45,7 +47,7 @@ export function pushRequest(e: PushEvent): PushRequest {
     "ce-type": CLOUD_EVENT_TYPE,
     "ce-id": randomUUID(),
     "ce-source": `/vqs/${e.region}/topics/${e.topic}`,
-    "ce-time": new Date().toISOString(),
+    "ce-time": new Date(e.sentAtMs).toISOString(),
     "ce-vqsqueuename": e.topic,
     "ce-vqsconsumergroup": e.group,
     "ce-vqsmessageid": m.messageId,

@@ -10,7 +10,8 @@ import type { Logger } from "../../logger.js";
 import type { Delivery, GroupCursor, PushLedger } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";
-import type { QueueService, ReceivedMessage } from "../queue-service.js";
+import type { ReceivedMessage } from "../delivery/received-message.js";
+import type { QueueService } from "../queue-service.js";
 import type { ConsumerSettings, PushSettings } from "../settings/consumer-settings.js";
 import { isPushUrlAllowed, type PushUrlPrefix } from "../settings/push-destinations.js";
 import { pushRequest } from "./cloud-event.js";
@@ -122,6 +123,7 @@ export class Pusher {
       visibilityDeadline: new Date(lease.deadlineMs),
       inline,
       jwt: await this.#d.signer.sign(push.url, subject),
+      sentAtMs: this.#d.now(),
     });
     const started = performance.now();
     this.#d.observer.inFlight(1);
@@ -189,7 +191,7 @@ export class Pusher {
   ): void {
     this.#d.observer.pushed(outcome, seconds);
     this.#d.observer.groupOutcome(group, outcome, this.#d.now());
-    this.#d.broker.notePushOutcome(group, outcome, Date.now());
+    this.#d.broker.notePushOutcome(group, outcome, this.#d.now());
     const success = outcome === "success";
     // Successes log at debug, off in production: no fields (nor a URL parse) per push for it.
     if (success && !this.#d.log.isLevelEnabled("debug")) return;

@@ -3,6 +3,7 @@
 // docs/architecture.md, "Consumer settings".
 import type { ConsumerSettings, ConsumerSettingsDocument } from "../../api/settings.js";
 import type { Namespace } from "../namespace.js";
+import { SETTINGS_LIMITS } from "./settings-limits.js";
 
 // The shapes are the API's definitions (src/api/settings.ts): what is stored is what is answered.
 export type {
@@ -24,19 +25,6 @@ export interface SettingsEntry {
   /** Store revision: grows with every change of the region's settings. */
   readonly revision: number;
 }
-
-/** Bounds and defaults of the settings body, one entry per field. */
-export const SETTINGS_LIMITS = {
-  pushUrlMaxLength: 2048,
-  maxConcurrency: { min: 1, max: 1000, default: 10 },
-  timeoutSeconds: { min: 1, max: 3600, default: 300 },
-  autoAck: { default: false },
-  afterSeconds: { min: 0, max: 86_400, default: 60 },
-  initialDelaySeconds: { min: 0, max: 604_800, default: 0 },
-  /** The minimum is the document's own afterSeconds. */
-  maxBackoffSeconds: { max: 86_400, default: 3600 },
-  maxDeliveries: { min: 1, max: 1000 },
-} as const;
 
 /** What a group has without a settings document: polled, default retry timing, no dead letters. */
 export const DEFAULT_SETTINGS: ConsumerSettings = Object.freeze({

@@ -1,4 +1,4 @@
-// The settings body of a PUT, checked field by field against SETTINGS_LIMITS (consumer-settings.ts) and
+// The settings body of a PUT, checked field by field against SETTINGS_LIMITS (settings-limits.ts) and
 // returned with every default filled in. Every field is optional; a field this version does not
 // know, at any level, is refused (a typo must not silently fall back to a default). Errors are
 // 400 invalid_settings with a message naming the field's path, or 403
@@ -7,12 +7,12 @@ import { AppError } from "../../errors.js";
 import { isValidName } from "../limits.js";
 import {
   DEFAULT_SETTINGS,
-  SETTINGS_LIMITS as L,
   type ConsumerSettings,
   type DeadLetterSettings,
   type PushSettings,
   type RetrySettings,
 } from "./consumer-settings.js";
+import { SETTINGS_LIMITS as L } from "./settings-limits.js";
 import { checkPushDestination, type PushUrlPrefix } from "./push-destinations.js";
 import type { TopicTarget } from "./topic-pattern.js";
 
