@@ -554,7 +554,7 @@ async function main(): Promise<void> {
         VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",
         VQS_MAX_TOPICS_PER_NAMESPACE: "0",
         VQS_MAX_GROUPS_PER_NAMESPACE: "0",
-        VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+        VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
         ...(args["delayed-cap"]
           ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: args["delayed-cap"] }
           : {}),

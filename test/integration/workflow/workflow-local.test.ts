@@ -28,7 +28,7 @@ const apps: WorkflowApp[] = [];
 
 beforeAll(async () => {
   [nats, issuer] = await Promise.all([startTestNats(), startIssuer()]);
-  gateway = await spawnGateway(nats.url, issuer, { VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1" });
+  gateway = await spawnGateway(nats.url, issuer, { VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*" });
   await buildExampleApp();
 }, 240_000);
 
