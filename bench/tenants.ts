@@ -585,7 +585,7 @@ async function main(): Promise<void> {
         VQS_OIDC_AUDIENCE: AUDIENCE,
         VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
         LOG_LEVEL: "error",
-        VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+        VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
         ...(args.defaults ? {} : TUNED_LIMITS),
       },
     });

@@ -46,7 +46,7 @@ const nats = await startTestNats();
 const issuer = await startIssuer();
 try {
   const gateway = await spawnGateway(nats.url, issuer, {
-    VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+    VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
     VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: String(CHAINS),
   });
   const token = await issuer.token();

@@ -327,7 +327,7 @@ try {
     nats.url,
     issuer,
     {
-      VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+      VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
       // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
       // app, over all of its groups (each group's push.maxConcurrency alone would allow 11 × 50).
       VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: String(CONCURRENCY),

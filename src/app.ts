@@ -158,7 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     receiveByIdRoute(api, deps.queue, deps.downloadRate);
     acknowledgeRoute(api, deps.queue);
     changeVisibilityRoutes(api, deps.queue);
-    consumerSettingsRoutes(api, deps.settings);
+    consumerSettingsRoutes(api, deps.settings, deps.audit);
     redriveRoute(api, deps.queue, deps.audit);
     managementRoutes(api, deps.management, deps.audit);
   });

@@ -1,8 +1,10 @@
 // Configuration: read once from an environment object, validated, frozen. Bad settings stop the
 // process at start with a message naming the variable. docs/configuration.md lists every setting (a test keeps it complete).
+import { parseCidr } from "./outbound/push-address-policy.js";
 import {
   DEVELOPMENT_PUSH_URLS,
   parsePushUrlPrefix,
+  parseTenantPushUrls,
   type PushUrlPrefix,
 } from "./queue/settings/push-destinations.js";
 
@@ -131,6 +133,13 @@ export interface Config {
    * push is off (production without the setting).
    */
   readonly pushAllowedUrls: readonly PushUrlPrefix[] | null;
+  /** Per tenant ("team" or "team/project") allow-lists (VQS_PUSH_ALLOWED_URLS_TEAMS). */
+  readonly pushAllowedUrlsTenants: ReadonlyMap<string, readonly PushUrlPrefix[]>;
+  /**
+   * Private, loopback or link-local networks a push destination's name may resolve to
+   * (VQS_PUSH_ALLOWED_PRIVATE_NETWORKS, CIDR; in development, unset: loopback).
+   */
+  readonly pushAllowedPrivateNetworks: readonly string[];
   /** Payloads above this are pushed without body and handle (the client leases them by ID). */
   readonly pushInlineLimitBytes: number;
   /** Key IDs of the push signing keys: the first signs, every one is published. */
@@ -268,6 +277,13 @@ export function loadConfig(env: Env): Config {
     problems.push("NODE_ENV=production needs NATS_URL (the region's NATS servers)");
   }
 
+  let tenantPushUrls = new Map<string, PushUrlPrefix[]>();
+  try {
+    tenantPushUrls = parseTenantPushUrls(list("VQS_PUSH_ALLOWED_URLS_TEAMS"));
+  } catch (err) {
+    problems.push(`VQS_PUSH_ALLOWED_URLS_TEAMS entry ${(err as Error).message}`);
+  }
+
   const config: Config = {
     production,
     port: int("PORT", 8080, 0, 65535),
@@ -342,7 +358,18 @@ export function loadConfig(env: Env): Config {
     topicIdleSeconds: int("VQS_TOPIC_IDLE_SECONDS", 86_400, 60, 365 * 86_400),
     settledTopicSeconds: int("VQS_SETTLED_TOPIC_SECONDS", 120, 0, 86_400),
     maxSettingsPerNamespace: int("VQS_MAX_SETTINGS_PER_NAMESPACE", 1000, 0, 1_000_000),
-    pushAllowedUrls: pushAllowedUrls(list("VQS_PUSH_ALLOWED_URLS"), production, problems),
+    pushAllowedUrls: pushAllowedUrls(
+      list("VQS_PUSH_ALLOWED_URLS"),
+      tenantPushUrls.size > 0,
+      production,
+      problems,
+    ),
+    pushAllowedUrlsTenants: tenantPushUrls,
+    pushAllowedPrivateNetworks: privateNetworks(
+      str("VQS_PUSH_ALLOWED_PRIVATE_NETWORKS"),
+      production,
+      problems,
+    ),
     pushInlineLimitBytes: int("VQS_PUSH_INLINE_LIMIT_BYTES", 1_048_576, 0, 64 * 1_048_576),
     pushSigningKeyIds: keyIds(list("VQS_PUSH_SIGNING_KEY_IDS"), problems),
     pushIssuer: str("VQS_PUSH_ISSUER") ?? `urn:vqs:${region}`,
@@ -403,14 +430,20 @@ function keyIds(ids: string[], problems: string[]): readonly string[] {
   return ids.length ? ids : ["v1"];
 }
 
-/** VQS_PUSH_ALLOWED_URLS: comma-separated URL prefixes (see push-destinations.ts). */
+/**
+ * VQS_PUSH_ALLOWED_URLS: comma-separated URL prefixes (see push-destinations.ts). Unset: none;
+ * in development with no tenant list either, this machine.
+ */
 function pushAllowedUrls(
   entries: readonly string[],
+  tenantLists: boolean,
   production: boolean,
   problems: string[],
 ): readonly PushUrlPrefix[] | null {
   if (entries.length === 0) {
-    return production ? null : DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u));
+    return production || tenantLists
+      ? null
+      : DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u));
   }
   const prefixes: PushUrlPrefix[] = [];
   for (const entry of entries) {
@@ -421,4 +454,29 @@ function pushAllowedUrls(
     }
   }
   return prefixes;
+}
+
+/** What development lets push names resolve to when VQS_PUSH_ALLOWED_PRIVATE_NETWORKS is unset. */
+const DEVELOPMENT_PRIVATE_NETWORKS = ["127.0.0.0/8", "::1/128"];
+
+/** VQS_PUSH_ALLOWED_PRIVATE_NETWORKS: CIDR ranges, or "none". */
+function privateNetworks(
+  value: string | null,
+  production: boolean,
+  problems: string[],
+): readonly string[] {
+  if (value === null) return production ? [] : DEVELOPMENT_PRIVATE_NETWORKS;
+  if (value === "none") return [];
+  const cidrs = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const cidr of cidrs) {
+    if (!parseCidr(cidr)) {
+      problems.push(
+        `VQS_PUSH_ALLOWED_PRIVATE_NETWORKS entries are CIDR ranges such as 10.0.0.0/8 or fd00::/8 (got "${cidr}")`,
+      );
+    }
+  }
+  return cidrs;
 }

@@ -114,7 +114,7 @@ export const ERRORS = {
   push_destination_not_allowed: {
     status: 403,
     message:
-      "The push URL is outside the destinations the operator allows (VQS_PUSH_ALLOWED_URLS).",
+      "The push URL is outside the destinations the operator allows this namespace (VQS_PUSH_ALLOWED_URLS, VQS_PUSH_ALLOWED_URLS_TEAMS).",
   },
   settings_limit_reached: {
     status: 403,

@@ -21,9 +21,11 @@ import { ManagementService } from "./queue/management/management-service.js";
 import type { JWTVerifyGetKey } from "jose";
 import { Registry } from "prom-client";
 import { createMetrics } from "./metrics.js";
+import { PushAddressPolicy } from "./outbound/push-address-policy.js";
 import { PushClient } from "./outbound/push-client.js";
 import { PushSigningKeys } from "./outbound/push-signer.js";
 import { Pusher } from "./queue/push-delivery/pusher.js";
+import { PushDestinations } from "./queue/settings/push-destinations.js";
 
 /**
  * Where `npm run build` puts the web console: dist/console of the checkout, whether this module
@@ -210,7 +212,13 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     issuer: config.pushIssuer,
     lifetimeSeconds: config.pushTokenSeconds,
   });
-  const pushClient = new PushClient();
+  const pushClient = new PushClient({
+    policy: new PushAddressPolicy(config.pushAllowedPrivateNetworks),
+  });
+  const pushDestinations = new PushDestinations(
+    config.pushAllowedUrls,
+    config.pushAllowedUrlsTenants,
+  );
   const pusher = new Pusher({
     queue,
     broker: jetstream.broker,
@@ -221,11 +229,11 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     region: config.region,
     now: jetstream.now,
     inlineLimitBytes: config.pushInlineLimitBytes,
-    allowedUrls: config.pushAllowedUrls,
+    destinations: pushDestinations,
   });
   const settings = new SettingsService({
     store: jetstream.settings,
-    pushAllowedUrls: config.pushAllowedUrls,
+    pushDestinations,
     maxPerNamespace: config.maxSettingsPerNamespace,
   });
   const management = new ManagementService({

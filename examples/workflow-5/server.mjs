@@ -13,6 +13,8 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { verifiedRoute } from "../workflow/push-verify.mjs";
+import { settingsFromEnv, tokenSource } from "../workflow/vqs-queue.mjs";
 import { createWorld } from "./world.mjs";
 
 const DIR = join(process.env.WORKFLOW_APP_DIR ?? import.meta.dirname, ".well-known/workflow/v1");
@@ -21,12 +23,19 @@ const workflows = new Map();
 /** The flow route's handler; null until the World is installed (503 until then). */
 let flow = null;
 
-async function load() {
+async function load(appUrl) {
   const manifest = JSON.parse(readFileSync(join(DIR, "manifest.json"), "utf8"));
   for (const byName of Object.values(manifest.workflows)) {
     for (const [name, w] of Object.entries(byName)) workflows.set(name, w);
   }
-  flow = (await import(pathToFileURL(join(DIR, "flow.mjs")).href)).POST;
+  const settings = settingsFromEnv();
+  // Only verified pushes reach the flow route (401 otherwise: ../workflow/push-verify.mjs).
+  flow = verifiedRoute((await import(pathToFileURL(join(DIR, "flow.mjs")).href)).POST, {
+    settings,
+    token: tokenSource(settings)(),
+    appUrl,
+    route: "/.well-known/workflow/v1/flow",
+  });
 }
 
 function json(res, status, value) {
@@ -88,7 +97,7 @@ server.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? "127.0.0.1",
   const appUrl = process.env.VQS_WORKFLOW_APP_URL ?? `http://127.0.0.1:${port}`;
   const world = createWorld({ appUrl });
   setWorld(world);
-  await load();
+  await load(appUrl);
   await world.start();
   // One line the tests (and people) read: where the app listens.
   console.log(JSON.stringify({ listening: appUrl }));

@@ -3,7 +3,8 @@
 // to, plus two routes for people and tests: POST /start/<workflow> (body: a JSON array of
 // arguments) starts a run, GET /runs/<runId> shows its status and result. The World is this
 // folder's (world.mjs), created once the port is known (its settings name the app's URL) and
-// installed before the bundles load: they take their queue handlers from it when loaded.
+// installed before the bundles load: they take their queue handlers from it when loaded. A push
+// to the flow or step route is answered 401 unless its JWT verifies (push-verify.mjs).
 // WORKFLOW_APP_PROCESSES=N (default 1) runs N such processes on the one port (node:cluster hands
 // connections out in turn), as replicas behind a load balancer would be: a Node process runs
 // its handlers on one thread, and a busy app needs more than one core.
@@ -14,7 +15,8 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { createWorld } from "./world.mjs";
+import { verifiedRoute } from "./push-verify.mjs";
+import { createWorld, settingsFromEnv, tokenSource } from "./world.mjs";
 
 const DIR = join(process.env.WORKFLOW_APP_DIR ?? import.meta.dirname, ".well-known/workflow/v1");
 const require = createRequire(import.meta.url);
@@ -23,13 +25,24 @@ const workflowIds = new Map();
 /** Path -> handler; empty until the World is installed (503 until then). */
 const routes = {};
 
-function load() {
+function load(appUrl) {
   const manifest = JSON.parse(readFileSync(join(DIR, "manifest.json"), "utf8"));
   for (const byName of Object.values(manifest.workflows)) {
     for (const [name, w] of Object.entries(byName)) workflowIds.set(name, w.workflowId);
   }
-  routes["/.well-known/workflow/v1/flow"] = require(join(DIR, "flow.js")).POST;
-  routes["/.well-known/workflow/v1/step"] = require(join(DIR, "step.js")).POST;
+  const settings = settingsFromEnv();
+  const token = tokenSource(settings)();
+  for (const [route, file] of [
+    ["/.well-known/workflow/v1/flow", "flow.js"],
+    ["/.well-known/workflow/v1/step", "step.js"],
+  ]) {
+    routes[route] = verifiedRoute(require(join(DIR, file)).POST, {
+      settings,
+      token,
+      appUrl,
+      route,
+    });
+  }
 }
 
 function json(res, status, value) {
@@ -128,7 +141,7 @@ function serve() {
       world = createWorld({ appUrl });
       setWorld(world);
     }
-    load();
+    load(appUrl);
     await world.start();
     // One line the tests (and people) read: where the app listens (the primary's, with several).
     if (cluster.isWorker) process.send({ listening: appUrl });

@@ -3,7 +3,9 @@
 // origin, so a slow endpoint holds only its own requests (each group's concurrency is bounded by
 // the pusher) and never queues another group's pushes behind them. Redirects are never followed;
 // the whole exchange is bounded by the push's timeout; at most RESPONSE_CAP bytes of an answer
-// are read, the rest is dropped with the connection.
+// are read, the rest is dropped with the connection. Each connection's host name is resolved
+// once and its addresses checked before it connects (push-address-policy.ts); a refused one
+// ends the push as `blocked`, nothing sent.
 //
 // Requests go through the Agent's low-level `dispatch` with a handler of our own rather than
 // `undici.request()`: a push needs only the status, and request() builds an AbortSignal
@@ -11,6 +13,12 @@
 // the rest of the request (measured: 74-80 µs of client CPU per POST against 163-172 µs).
 import { Agent, errors, type Dispatcher } from "undici";
 import type { PushResponse, PushTransport } from "../queue/push-delivery/push-ports.js";
+import {
+  checkedLookup,
+  PUSH_ADDRESS_REFUSED,
+  type PushAddressPolicy,
+  type PushResolver,
+} from "./push-address-policy.js";
 
 /** How much of a push answer is read (and thrown away): handlers answer with small JSON. */
 const RESPONSE_CAP = 4096;
@@ -22,15 +30,27 @@ interface Target {
   readonly path: string;
 }
 
+export interface PushClientOptions {
+  /** Which addresses a destination's name may resolve to. */
+  readonly policy: PushAddressPolicy;
+  /** How names are resolved (the system resolver by default; tests give their own). */
+  readonly resolve?: PushResolver;
+}
+
 export class PushClient implements PushTransport {
-  readonly #agent = new Agent({
-    connections: null,
-    keepAliveTimeout: 4000,
-    keepAliveMaxTimeout: 60_000,
-    connect: { timeout: 10_000 },
-    maxRedirections: 0, // dispatch never follows redirects: a 3xx is the push's answer
-  });
+  readonly #agent: Agent;
   readonly #targets = new Map<string, Target | null>();
+
+  constructor(options: PushClientOptions) {
+    this.#agent = new Agent({
+      connections: null,
+      keepAliveTimeout: 4000,
+      keepAliveMaxTimeout: 60_000,
+      // The socket connects to the addresses this lookup checked, never to a second answer.
+      connect: { timeout: 10_000, lookup: checkedLookup(options.policy, options.resolve) },
+      maxRedirections: 0, // dispatch never follows redirects: a 3xx is the push's answer
+    });
+  }
 
   post(
     url: string,
@@ -146,7 +166,9 @@ class Exchange implements Dispatcher.DispatchHandlers {
     clearTimeout(this.#timer);
     const status = this.#status;
     if (status !== null) this.#resolve({ outcome: outcomeOf(status), status });
-    else if (this.#timedOut || (err !== undefined && isTimeout(err))) {
+    else if (err !== undefined && isRefusedAddress(err)) {
+      this.#resolve({ outcome: "blocked", status: null });
+    } else if (this.#timedOut || (err !== undefined && isTimeout(err))) {
       this.#resolve({ outcome: "timeout", status: null });
     } else this.#resolve({ outcome: "connection_error", status: null });
   }
@@ -165,4 +187,14 @@ function isTimeout(err: unknown): boolean {
     err instanceof errors.BodyTimeoutError ||
     err instanceof errors.ConnectTimeoutError
   );
+}
+
+/** Whether a connection failed because its name resolved to an address not allowed. */
+function isRefusedAddress(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; depth++) {
+    if ((e as { code?: unknown }).code === PUSH_ADDRESS_REFUSED) return true;
+    if (e instanceof AggregateError && e.errors.some(isRefusedAddress)) return true;
+    e = e.cause;
+  }
+  return false;
 }

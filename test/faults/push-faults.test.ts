@@ -213,7 +213,7 @@ describe("a gateway killed mid-push", () => {
   it("leaves its pushes to the other gateway once their lease runs out", async () => {
     // A server of its own: the fixture's gateways would push the group too.
     const nats = await startTestNats();
-    const env = { VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1" };
+    const env = { VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*" };
     const a = await spawnGateway(nats.url, fx.issuer, env);
     const topic = uniqueName("killed");
     // Holds every request until released: a's pushes hang until a is killed.

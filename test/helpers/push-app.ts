@@ -26,6 +26,10 @@ export interface CallbackRoute {
    * (payloads as ReadableStreams, never buffered); default JSON.
    */
   readonly transport?: "json" | "buffer" | "stream";
+  /** Wraps the Fetch-style handler (a fetchRoute's), as an app's verifier does. */
+  readonly wrap?: (
+    handle: (request: Request) => Promise<Response>,
+  ) => (request: Request) => Promise<Response>;
 }
 
 export interface PushApp {
@@ -46,7 +50,11 @@ export interface PushApp {
   close(): Promise<void>;
 }
 
-export async function startPushApp(gatewayUrl: string, token: string): Promise<PushApp> {
+/** `gatewayUrl`: where the client acknowledges (a function: read at each call). */
+export async function startPushApp(
+  gatewayUrl: string | (() => string),
+  token: string,
+): Promise<PushApp> {
   const requests: PushRecord[] = [];
   const routes = new Map<
     string,
@@ -58,7 +66,7 @@ export async function startPushApp(gatewayUrl: string, token: string): Promise<P
       region: "iad1",
       token,
       deploymentId: null,
-      resolveBaseUrl: () => new URL(gatewayUrl),
+      resolveBaseUrl: () => new URL(typeof gatewayUrl === "string" ? gatewayUrl : gatewayUrl()),
       ...(transport === "buffer" ? { transport: new BufferTransport() } : {}),
       ...(transport === "stream" ? { transport: new StreamTransport() } : {}),
     });
@@ -93,7 +101,8 @@ export async function startPushApp(gatewayUrl: string, token: string): Promise<P
     requests,
     inFlight: (name) => flight.get(name) ?? { now: 0, max: 0 },
     fetchRoute(name, route) {
-      const handle = client(route.transport).handleCallback(route.handler, route.options);
+      const callback = client(route.transport).handleCallback(route.handler, route.options);
+      const handle = route.wrap ? route.wrap(callback) : callback;
       routes.set(`/fetch/${name}`, async (req, res, body) => {
         const request = new Request(`${url}${req.url}`, {
           method: req.method ?? "POST",

@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PushAddressPolicy } from "../../src/outbound/push-address-policy.js";
 import { PushClient } from "../../src/outbound/push-client.js";
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void;
@@ -15,7 +16,7 @@ const server = createServer((req, res) => {
   req.on("end", () => (routes.get(req.url ?? "") ?? ((_q, r) => r.writeHead(404).end()))(req, res));
 });
 let base = "";
-const client = new PushClient();
+const client = new PushClient({ policy: new PushAddressPolicy([]) });
 
 beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -2,12 +2,30 @@
 // src/outbound/), a signer for the JWT each push carries, and a place to report outcomes (metrics).
 import type { GroupAddress } from "../namespace.js";
 
-/** How one push ended. `blocked`: the destination is no longer on the operator's allow-list. */
+/**
+ * How one push ended (the metrics' label). `blocked`: nothing was sent, since the destination
+ * is no longer on the namespace's allow-lists or its name resolved to an address not allowed.
+ */
 export type PushOutcome =
   "success" | "http_3xx" | "http_4xx" | "http_5xx" | "timeout" | "connection_error" | "blocked";
 
+/**
+ * What push health (`lastFailure`) tells the tenant about a failed push: which step failed,
+ * never the status, the answer's text or the address reached, so that a group's push health
+ * cannot be used to map what listens where.
+ */
+export type PushFailure =
+  "destination_not_allowed" | "connect_failed" | "timeout" | "http_3xx" | "http_4xx" | "http_5xx";
+
+/** The push health entry of an outcome. */
+export function pushHealthOutcome(outcome: PushOutcome): "success" | PushFailure {
+  if (outcome === "blocked") return "destination_not_allowed";
+  if (outcome === "connection_error") return "connect_failed";
+  return outcome;
+}
+
 export interface PushResponse {
-  readonly outcome: Exclude<PushOutcome, "blocked">;
+  readonly outcome: PushOutcome;
   /** The HTTP status, when one was received. */
   readonly status: number | null;
 }

@@ -13,11 +13,17 @@ import type { Lease } from "../identity/receipt-handle.js";
 import type { ReceivedMessage } from "../delivery/received-message.js";
 import type { QueueService } from "../queue-service.js";
 import type { ConsumerSettings, PushSettings } from "../settings/consumer-settings.js";
-import { isPushUrlAllowed, type PushUrlPrefix } from "../settings/push-destinations.js";
+import { isPushUrlAllowed, type PushDestinations } from "../settings/push-destinations.js";
 import { pushRequest } from "./cloud-event.js";
 import { pushLeaseMs } from "./push-lease.js";
 import { PushSettlement, type PushSettlementPorts } from "./push-settlement.js";
-import type { PushObserver, PushOutcome, PushSigner, PushTransport } from "./push-ports.js";
+import {
+  pushHealthOutcome,
+  type PushObserver,
+  type PushOutcome,
+  type PushSigner,
+  type PushTransport,
+} from "./push-ports.js";
 import { retryDelaySeconds } from "./retry-delay.js";
 
 export interface PusherDeps {
@@ -32,8 +38,8 @@ export interface PusherDeps {
   readonly now: () => number;
   /** Payloads above this go without body and handle (the client leases them by ID). */
   readonly inlineLimitBytes: number;
-  /** Where pushes may go (checked again before each push); null: push is off. */
-  readonly allowedUrls: readonly PushUrlPrefix[] | null;
+  /** Where each namespace's pushes may go (checked again before each push). */
+  readonly destinations: PushDestinations;
 }
 
 export type PushedSettings = ConsumerSettings & { readonly push: PushSettings };
@@ -41,7 +47,7 @@ export type PushedSettings = ConsumerSettings & { readonly push: PushSettings };
 export class Pusher {
   readonly #d: PusherDeps;
   readonly #settle: PushSettlement;
-  /** isPushUrlAllowed's answers by URL (a URL parse per push otherwise). */
+  /** isPushUrlAllowed's answers by team, project and URL (a URL parse per push otherwise). */
   readonly #allowedUrls = new Map<string, boolean>();
 
   constructor(deps: PusherDeps) {
@@ -102,8 +108,8 @@ export class Pusher {
     const out = handed[0];
     if (!out) return; // expired, or held by a lease taken by ID
     const { lease, message } = out;
-    if (!this.#allowed(push.url)) {
-      // The operator narrowed the allow-list since the settings were stored.
+    if (!this.#allowed(group, push.url)) {
+      // The operator narrowed the allow-lists since the settings were stored.
       this.#report(group, "blocked", 0, message, push, null);
       await this.#release(group, lease, settings, message.deliveryCount);
       return;
@@ -168,15 +174,19 @@ export class Pusher {
     await this.#settle.release(group, lease, seconds);
   }
 
-  /** Whether the allow-list takes the URL; remembered per URL (the list is fixed per gateway). */
-  #allowed(url: string): boolean {
-    const allowed = this.#d.allowedUrls;
-    if (allowed === null) return false;
-    let ok = this.#allowedUrls.get(url);
+  /**
+   * Whether the namespace's allow-lists take the URL; remembered per team, project and URL (the
+   * lists are fixed per gateway).
+   */
+  #allowed(group: GroupAddress, url: string): boolean {
+    const ns = group.namespace;
+    const key = JSON.stringify([ns.team, ns.project, url]);
+    let ok = this.#allowedUrls.get(key);
     if (ok === undefined) {
-      ok = isPushUrlAllowed(url, allowed);
+      const prefixes = this.#d.destinations.prefixesFor(ns);
+      ok = prefixes !== null && isPushUrlAllowed(url, prefixes);
       if (this.#allowedUrls.size >= MAX_REMEMBERED) this.#allowedUrls.clear();
-      this.#allowedUrls.set(url, ok);
+      this.#allowedUrls.set(key, ok);
     }
     return ok;
   }
@@ -191,7 +201,7 @@ export class Pusher {
   ): void {
     this.#d.observer.pushed(outcome, seconds);
     this.#d.observer.groupOutcome(group, outcome, this.#d.now());
-    this.#d.broker.notePushOutcome(group, outcome, this.#d.now());
+    this.#d.broker.notePushOutcome(group, pushHealthOutcome(outcome), this.#d.now());
     const success = outcome === "success";
     // Successes log at debug, off in production: no fields (nor a URL parse) per push for it.
     if (success && !this.#d.log.isLevelEnabled("debug")) return;

@@ -4,7 +4,7 @@
 import { AppError } from "../../errors.js";
 import type { Namespace } from "../namespace.js";
 import type { SettingsEntry } from "./consumer-settings.js";
-import type { PushUrlPrefix } from "./push-destinations.js";
+import type { PushDestinations } from "./push-destinations.js";
 import type { SettingsStore } from "./settings-store.js";
 import type { TopicTarget } from "./topic-pattern.js";
 import { parseSettings } from "./validate.js";
@@ -18,8 +18,8 @@ export interface SettingsAddress {
 
 export interface SettingsServiceDeps {
   readonly store: SettingsStore;
-  /** Where pushes may go; null: push is off. */
-  readonly pushAllowedUrls: readonly PushUrlPrefix[] | null;
+  /** Where each namespace's pushes may go. */
+  readonly pushDestinations: PushDestinations;
   /** Documents per namespace; 0: no cap. */
   readonly maxPerNamespace: number;
 }
@@ -41,7 +41,8 @@ export class SettingsService {
 
   /** Checks `body` (400, then 403 for the push URL) and replaces the document with it. */
   async put(at: SettingsAddress, body: unknown): Promise<SettingsEntry> {
-    const settings = parseSettings(body, at.target, this.#d.pushAllowedUrls);
+    const prefixes = this.#d.pushDestinations.prefixesFor(at.namespace);
+    const settings = parseSettings(body, at.target, prefixes);
     const topic = targetText(at.target);
     const max = this.#d.maxPerNamespace;
     // The count is this gateway's copy; at the cap, only a replacement may be stored, which

@@ -28,7 +28,7 @@ const ROOT = join(import.meta.dirname, "..", "..", "..");
 const APP_URL = "http://localhost:3000";
 // Pushes may go to the sample app's URL and to the push test app (127.0.0.1, any port).
 const fx = useGateways(1, {
-  env: { VQS_PUSH_ALLOWED_URLS: "http://localhost:3000,http://127.0.0.1" },
+  env: { VQS_PUSH_ALLOWED_URLS: "http://localhost:3000,http://127.0.0.1:*" },
 });
 
 /**

@@ -626,4 +626,34 @@ describe("namespaces and operators", () => {
     expect(events[6]).toMatchObject({ topic: `${topic}-dead`, target: null });
     for (const e of events) expect(typeof e.requestId).toBe("string");
   });
+
+  it("records settings PUT and DELETE as audit events, refused ones too", async () => {
+    const topic = uniqueName("audited-settings");
+    const path = `${topic}/consumer/g/settings`;
+    const json = { "content-type": "application/json" };
+    lines.length = 0;
+    const body = JSON.stringify({ deadLetter: { topic: `${topic}-dead`, maxDeliveries: 3 } });
+    expect((await q().call("PUT", path, { headers: json, body })).status).toBe(200);
+    const bad = JSON.stringify({ visibilityTimeoutSeconds: -1 });
+    expect((await q().call("PUT", path, { headers: json, body: bad })).status).toBe(400);
+    // Reads are not audited.
+    expect((await q().call("GET", path)).status).toBe(200);
+    expect((await q().call("DELETE", path)).status).toBe(204);
+    expect((await q().call("DELETE", path)).status).toBe(404);
+    const events = auditEvents();
+    expect(events.map((e) => [e.action, e.outcome])).toEqual([
+      ["put_settings", "done"],
+      ["put_settings", "invalid_settings"],
+      ["delete_settings", "done"],
+      ["delete_settings", "settings_not_found"],
+    ]);
+    for (const e of events) {
+      expect(e).toMatchObject({
+        namespace: NS_A,
+        topic,
+        group: "g",
+        who: { team: "team_a", subject: "alice", operator: false },
+      });
+    }
+  });
 });

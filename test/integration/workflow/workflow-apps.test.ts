@@ -34,7 +34,7 @@ let app: WorkflowApp;
 const startGateway = () =>
   spawnGateway(nats.url, issuer, {
     PORT: String(port),
-    VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1",
+    VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
   });
 
 beforeAll(async () => {

@@ -1,6 +1,7 @@
 // The README's quick path: the example Workflow DevKit app (examples/workflow) with the World
 // shipped there on world-local 4.x storage (no WORKFLOW_POSTGRES_URL), pushed to by a gateway
-// process over a real nats-server: a run that sleeps and a step that retries complete. And the
+// process over a real nats-server: a run that sleeps and a step that retries complete, and a
+// push without a token of the app's queue is refused (401) by its verifier. And the
 // same app on settings that only `vqs triggers sync` wrote (from the builder's Build Output API
 // triggers), its World told not to store its own (VQS_WORKFLOW_STORE_SETTINGS=false).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,7 +29,7 @@ const apps: WorkflowApp[] = [];
 
 beforeAll(async () => {
   [nats, issuer] = await Promise.all([startTestNats(), startIssuer()]);
-  gateway = await spawnGateway(nats.url, issuer, { VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1" });
+  gateway = await spawnGateway(nats.url, issuer, { VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*" });
   await buildExampleApp();
 }, 240_000);
 
@@ -57,6 +58,34 @@ describe("Workflow DevKit apps on world-local storage (the README's quick path)"
     expect(counts.get("retry flaky")).toBe(2);
     expect(counts.get("retry after")).toBe(1);
   }, 90_000);
+
+  it("answers 401 to a push to its Workflow routes that carries no token of its queue", async () => {
+    // The first test's app, or one of its own when run alone.
+    let app = apps[0];
+    if (!app) {
+      app = await startWorkflowApp({
+        gatewayUrl: gateway.url,
+        token: await issuer.token(),
+        deploymentId: "dpl_local",
+      });
+      apps.push(app);
+    }
+    const other = await issuer.token(); // a token, but not a push's
+    for (const route of ["flow", "step"]) {
+      for (const authorization of [undefined, `Bearer ${other}`]) {
+        const res = await fetch(`${app.url}/.well-known/workflow/v1/${route}`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "ce-type": "com.vercel.queue.v2beta",
+            ...(authorization ? { authorization } : {}),
+          },
+          body: "{}",
+        });
+        expect(res.status, `${route} ${authorization ? "foreign" : "none"}`).toBe(401);
+      }
+    }
+  });
 
   it("runs on settings that only `vqs triggers sync` wrote (VQS_WORKFLOW_STORE_SETTINGS=false)", async () => {
     await buildExampleApp("vercel-build-output-api");

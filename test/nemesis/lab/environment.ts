@@ -68,7 +68,7 @@ export async function startEnvironment(o: EnvironmentOptions): Promise<NemesisEn
             env: {
               ...NEMESIS_GATEWAY_ENV,
               // The push endpoint listens on the bridge too (any port).
-              VQS_PUSH_ALLOWED_URLS: `http://${lab.hostAddress}`,
+              VQS_PUSH_ALLOWED_URLS: `http://${lab.hostAddress}:*`,
               ...o.gatewayEnv,
             },
           })),

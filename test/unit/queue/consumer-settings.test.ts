@@ -13,7 +13,7 @@ import { appliesTo, parseTopicTarget } from "../../../src/queue/settings/topic-p
 import { parseSettings, validateSettings } from "../../../src/queue/settings/validate.js";
 
 const orders = parseTopicTarget("orders");
-const allow = ["http://localhost", "https://hooks.example.com/vqs"].map(parsePushUrlPrefix);
+const allow = ["http://localhost:*", "https://hooks.example.com/vqs"].map(parsePushUrlPrefix);
 
 function refusal(fn: () => unknown): { code: string; message: string } {
   try {

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/logger.js";
 import type { MemoryBroker } from "../../../src/memory/memory-broker.js";
+import { PushAddressPolicy } from "../../../src/outbound/push-address-policy.js";
 import { PushClient } from "../../../src/outbound/push-client.js";
 import { PushSigningKeys } from "../../../src/outbound/push-signer.js";
 import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
@@ -14,6 +15,7 @@ import { Pusher, type PushedSettings } from "../../../src/queue/push-delivery/pu
 import { retryDelaySeconds } from "../../../src/queue/push-delivery/retry-delay.js";
 import {
   DEVELOPMENT_PUSH_URLS,
+  PushDestinations,
   parsePushUrlPrefix,
 } from "../../../src/queue/settings/push-destinations.js";
 import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
@@ -33,7 +35,7 @@ let settings: PushedSettings;
 beforeAll(async () => {
   // No gateway: the app's routes used here are plain webhooks, which call no API.
   app = await startPushApp("http://127.0.0.1:9", "unused");
-  client = new PushClient();
+  client = new PushClient({ policy: new PushAddressPolicy([]) });
 });
 afterAll(async () => {
   await client.close();
@@ -59,7 +61,7 @@ beforeEach(() => {
     region: "iad1",
     now: memory.now,
     inlineLimitBytes: 1_048_576,
-    allowedUrls: DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u)),
+    destinations: new PushDestinations(DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u))),
   });
 });
 
@@ -140,7 +142,7 @@ describe("push retries", () => {
     settings = pushedTo("http://127.0.0.2:9/hook/blocked");
     await publish("a");
     expect(await pushDue()).toBe(1);
-    expect(broker.pushOutcomes.at(-1)?.outcome).toBe("blocked");
+    expect(broker.pushOutcomes.at(-1)?.outcome).toBe("destination_not_allowed");
     memory.advance(31_000);
     expect(await pushDue()).toBe(1);
   });
