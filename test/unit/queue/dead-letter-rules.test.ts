@@ -121,7 +121,7 @@ describe("dead letters", () => {
     expect([text(other!.payload), other!.deliveryCount]).toEqual(["poison", 1]);
     // Receive by ID in the group that dead-lettered it: it is gone from that group.
     expect(await code(memory.queue.receiveById(workers, id, options()))).toMatch(
-      /^message_(already_acknowledged|dead_lettered)$/,
+      "message_already_acknowledged",
     );
   });
 
