@@ -1,6 +1,9 @@
 // Vqs-Max-Concurrency under contention: consumers on two gateways that receive and acknowledge
 // in a loop get every message within a bound, while never more than the limit is leased at once
-// (messages released unseen at the limit must not keep the group refusing for ever).
+// (messages released unseen at the limit must not keep the group refusing for ever). Kept on
+// real NATS for two gateways racing through JetStream; the same loop on one gateway, and the
+// limit's other rules, on the twins: test/unit/queue/concurrency-rules.test.ts and
+// delivery-rules.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";

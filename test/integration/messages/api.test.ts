@@ -178,8 +178,8 @@ describe("leases", () => {
     const handle = p!.headers.get("vqs-receipt-handle")!;
     expect((await q.ack(topic, "g", handle)).status).toBe(204);
     expect((await q.ack(topic, "g", handle)).status).toBe(204);
-    await sleep(1500);
-    expect((await q.receive(topic, "g")).status).toBe(204);
+    // Past the lease's end, it does not come back (a long poll waits on the server).
+    expect((await q.receive(topic, "g", { "vqs-wait-seconds": "2" })).status).toBe(204);
   });
 
   it("redelivers an unacknowledged message when its lease runs out, with deliveryCount 2", async () => {
@@ -187,8 +187,7 @@ describe("leases", () => {
     const id = await publishOk(topic, "x");
     const [first] = await receiveParts(topic, "g", { "vqs-visibility-timeout-seconds": "1" });
     expect((await q.receive(topic, "g")).status).toBe(204);
-    await sleep(1300);
-    const [second] = await receiveParts(topic, "g");
+    const [second] = await receiveParts(topic, "g", { "vqs-wait-seconds": "10" });
     expect(second!.headers.get("vqs-message-id")).toBe(id);
     expect(second!.headers.get("vqs-delivery-count")).toBe("2");
     // The first handle is stale now: ack and extend with it answer 409 and change nothing.
@@ -211,11 +210,11 @@ describe("leases", () => {
     expect(res.status).toBe(200);
     const { visibilityDeadline } = (await res.json()) as { visibilityDeadline: string };
     expect(Date.parse(visibilityDeadline) - before).toBeGreaterThanOrEqual(2900);
-    await sleep(1500);
-    expect((await q.receive(topic, "g")).status).toBe(204);
-    await sleep(2000);
-    const [again] = await receiveParts(topic, "g");
+    // Past the first lease's end it is not back; at the extended one it is (long polls).
+    expect((await q.receive(topic, "g", { "vqs-wait-seconds": "2" })).status).toBe(204);
+    const [again] = await receiveParts(topic, "g", { "vqs-wait-seconds": "10" });
     expect(again!.headers.get("vqs-delivery-count")).toBe("2");
+    expect(Date.now() - before).toBeGreaterThanOrEqual(2500);
   });
 
   it("releases at once with visibilityTimeoutSeconds 0, also through the POST alternate URL", async () => {
@@ -277,8 +276,8 @@ describe("delay and TTL", () => {
     expect((await q.receive(topic, "g")).status).toBe(204);
     const early = await q.receiveById(topic, "other", id);
     expect(early.status).toBe(409);
-    await sleep(3000);
-    const [p] = await receiveParts(topic, "g");
+    // Through the server's timers (when it is due and not before: test/unit/queue/delay-rules.test.ts).
+    const [p] = await receiveParts(topic, "g", { "vqs-wait-seconds": "10" });
     expect(p!.body.toString()).toBe("later");
     expect(p!.headers.get("vqs-message-id")).toBe(id);
     expect(p!.headers.get("vqs-delivery-count")).toBe("1");
@@ -292,12 +291,14 @@ describe("delay and TTL", () => {
     const nc = await connect({ servers: nats.url });
     await (await jetstreamManager(nc)).streams.purge("VQS_TIMERS");
     await nc.close();
-    await sleep(1500);
+    await sleep(1500); // real time at the server: the lost timer would have fired by now
     expect((await q.receive(topic, "g")).status).toBe(204);
     const retry = await publishOk(topic, "once", key);
     expect(retry).toMatch(/^x/);
-    await sleep(1500);
-    const got = await receiveParts(topic, "g", { "vqs-max-messages": "10" });
+    const got = await receiveParts(topic, "g", {
+      "vqs-max-messages": "10",
+      "vqs-wait-seconds": "10",
+    });
     expect(got.map((p) => [p.body.toString(), p.headers.get("vqs-message-id")])).toEqual([
       ["once", id],
     ]);
@@ -312,8 +313,15 @@ describe("delay and TTL", () => {
     }
     await nc.flush();
     const id = await publishOk(topic, "later", { "vqs-delay-seconds": "1" });
-    await sleep(2000);
-    const got = await receiveParts(topic, "g", { "vqs-max-messages": "10" });
+    const got: Awaited<ReturnType<typeof receiveParts>> = [];
+    while (got.length < 2) {
+      const more = await receiveParts(topic, "g", {
+        "vqs-max-messages": "10",
+        "vqs-wait-seconds": "10",
+      });
+      if (more.length === 0) break;
+      got.push(...more);
+    }
     expect(got.map((p) => p.body.toString()).sort()).toEqual(["first", "later"]);
     expect(got.map((p) => p.headers.get("vqs-message-id"))).toContain(id);
     const jsm = await jetstreamManager(nc);
@@ -417,8 +425,7 @@ describe("receive by ID", () => {
     expect((await parts(res))[0]!.headers.get("vqs-delivery-count")).toBe("1");
     // The group's cursor meets it while the ID lease holds it: not delivered, not counted.
     expect((await q.receive(topic, "g")).status).toBe(204);
-    await sleep(1300);
-    const [again] = await receiveParts(topic, "g");
+    const [again] = await receiveParts(topic, "g", { "vqs-wait-seconds": "10" });
     expect(again!.headers.get("vqs-delivery-count")).toBe("2");
   });
 
@@ -466,9 +473,19 @@ describe("receive by ID", () => {
     const [cursor] = await receiveParts(topic, "g", { "vqs-visibility-timeout-seconds": "1" });
     expect(cursor!.headers.get("vqs-message-id")).toBe(id);
     expect((await q.receiveById(topic, "g", id)).status).toBe(409); // its lease runs
-    await sleep(1300);
-    const res = await q.receiveById(topic, "g", id);
-    expect(res.status).toBe(200);
+    // Refused with nothing changed until the lease runs out; then leased by ID.
+    let res = await q.receiveById(topic, "g", id);
+    await expect
+      .poll(
+        async () => {
+          if (res.status === 200) return 200;
+          await res.text();
+          res = await q.receiveById(topic, "g", id);
+          return res.status;
+        },
+        { timeout: 10_000, interval: 200 },
+      )
+      .toBe(200);
     const [byId] = await parts(res);
     expect(byId!.headers.get("vqs-delivery-count")).toBe("2");
     // The ordinary receive does not hand it out meanwhile; the old handle changes nothing.
