@@ -6,7 +6,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { isAppError } from "../../../src/errors.js";
 import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
-import type { ReceivedMessage } from "../../../src/queue/queue-service.js";
+import type { ReceivedMessage } from "../../../src/queue/delivery/received-message.js";
 import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
 
 const namespace = makeNamespace("team", "project", "production", null);

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { isAppError } from "../../../src/errors.js";
 import { createLogger } from "../../../src/logger.js";
+import { PushAddressPolicy } from "../../../src/outbound/push-address-policy.js";
 import { PushClient } from "../../../src/outbound/push-client.js";
 import { PushSigningKeys } from "../../../src/outbound/push-signer.js";
 import {
@@ -21,6 +22,7 @@ import type { ReceiveOptions } from "../../../src/queue/queue-service.js";
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
 import {
   DEVELOPMENT_PUSH_URLS,
+  PushDestinations,
   parsePushUrlPrefix,
 } from "../../../src/queue/settings/push-destinations.js";
 import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
@@ -175,7 +177,7 @@ describe("dead letters of pushed messages", () => {
   let client: PushClient;
   beforeAll(async () => {
     app = await startPushApp("http://127.0.0.1:9", "unused");
-    client = new PushClient();
+    client = new PushClient({ policy: new PushAddressPolicy([]) });
   });
   afterAll(async () => {
     await client.close();
@@ -206,7 +208,7 @@ describe("dead letters of pushed messages", () => {
       region: "iad1",
       now: memory.now,
       inlineLimitBytes: 1_048_576,
-      allowedUrls: DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u)),
+      destinations: new PushDestinations(DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u))),
     });
     await publish("always fails");
     // Pull what is due and push it, as the NATS adapter's feed does, until nothing comes.

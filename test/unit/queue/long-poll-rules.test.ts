@@ -9,7 +9,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { isAppError } from "../../../src/errors.js";
 import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
-import type { ReceivedMessage, ReceiveOptions } from "../../../src/queue/queue-service.js";
+import type { ReceivedMessage } from "../../../src/queue/delivery/received-message.js";
+import type { ReceiveOptions } from "../../../src/queue/queue-service.js";
 import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
 
 const namespace = makeNamespace("team", "project", "production", null);
