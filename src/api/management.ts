@@ -83,7 +83,8 @@ export const PEEKED_MESSAGE = Type.Object(
     payload: Type.Optional(
       Type.String({
         contentEncoding: "base64",
-        description: "The whole payload, with payload=full only.",
+        description:
+          "The whole payload, with payload=full only, for an inline payload of at most 4 MiB (a larger one, like a large body, shows its preview only).",
       }),
     ),
     deadLetter: nullable(ref(DEAD_LETTER_ORIGIN)),
@@ -212,6 +213,10 @@ export const PEEK_QUERY = Type.Object({
 export const PEEK_PAGE = Type.Object({
   messages: Type.Array(ref(PEEKED_MESSAGE)),
   next: nullable(Type.String(), { description: "The `after` of the next page; null on the last." }),
+  truncated: Type.Boolean({
+    description:
+      "The page was cut before `limit` messages: with payload=full, the whole payloads a page shows together stop at 4 MiB (`next` pages on).",
+  }),
 });
 export type PeekPage = Static<typeof PEEK_PAGE>;
 

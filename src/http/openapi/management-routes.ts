@@ -70,14 +70,14 @@ export const PEEK = {
   operationId: "peekMessages",
   summary: "Peek at messages",
   description:
-    "The messages consumer groups see, oldest first. Peeking leases nothing and changes no delivery count.",
+    "The messages consumer groups see, oldest first. Peeking leases nothing and changes no delivery count. With payload=full, a page's whole payloads stop at 4 MiB together (the page is `truncated`; `next` pages on), and a gateway answers a few such pages at once: past that, 503 peek_busy with Retry-After.",
   tags: TAGS,
   params: TOPIC_PATH,
   headers: apiHeaders(),
   querystring: PEEK_QUERY,
   response: {
     200: json("The messages.", PEEK_PAGE),
-    ...errorResponses([...TOPIC_NOT_FOUND, "invalid_query"]),
+    ...errorResponses([...TOPIC_NOT_FOUND, "invalid_query", "peek_busy"]),
   },
 };
 
