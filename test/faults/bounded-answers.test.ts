@@ -107,4 +107,134 @@ describe("peek pages on a pod-sized heap", () => {
   }, 120_000);
 });
 
-void httpRequest;
+const part = (body: string | Buffer) =>
+  Buffer.concat([
+    Buffer.from("--b-9\r\nContent-Type: application/octet-stream\r\n\r\n"),
+    Buffer.from(body),
+    Buffer.from("\r\n"),
+  ]);
+const END = Buffer.from("--b-9--\r\n");
+
+interface Sent {
+  /** The answer: status, headers and body; status 0 if the connection broke first. */
+  readonly answer: Promise<{ status: number; headers: Record<string, unknown>; body: string }>;
+  write(chunk: Buffer): Promise<void>;
+  end(): void;
+  destroy(): void;
+}
+
+/** A batch whose body the test writes piece by piece (chunked), answered as it comes. */
+function openBatch(url: string, token: string, topic: string): Sent {
+  const req = httpRequest(new URL(`${url}/api/v3/topic/${topic}/batch`), {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "multipart/mixed; boundary=b-9",
+      "transfer-encoding": "chunked",
+    },
+  });
+  const answer = new Promise<{ status: number; headers: Record<string, unknown>; body: string }>(
+    (resolve) => {
+      req.on("response", (res) => {
+        let body = "";
+        res.on("data", (c: Buffer) => (body += c.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        res.on("error", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      });
+      req.on("error", () => resolve({ status: 0, headers: {}, body: "" }));
+    },
+  );
+  return {
+    answer,
+    write: (chunk) =>
+      new Promise<void>((resolve) => {
+        if (req.destroyed) return resolve();
+        req.write(chunk, () => resolve());
+      }),
+    end: () => req.end(),
+    destroy: () => req.destroy(),
+  };
+}
+
+describe("batch publish on a pod-sized heap", () => {
+  it("answers a batch whose large part is refused without reading the rest of its body", async () => {
+    const gw = await spawnGateway(
+      nats.url,
+      issuer,
+      { VQS_MAX_MESSAGE_BYTES: String(2_000_000) },
+      POD_HEAP,
+    );
+    const token = await issuer.token();
+    const topic = uniqueName("refused-part");
+    const batch = openBatch(gw.url, token, topic);
+    let answered = false;
+    void batch.answer.then(() => (answered = true));
+    try {
+      await batch.write(part("first"));
+      await batch.write(Buffer.from("--b-9\r\nContent-Type: application/octet-stream\r\n\r\n"));
+      // The large part goes on and on, well above the minimum upload rate: read on, it would
+      // hold the batch open for as long as its client likes.
+      let sent = 0;
+      const piece = randomBytes(64 * 1024);
+      for (let i = 0; i < 2_000 && !answered; i++) {
+        await batch.write(piece);
+        sent += piece.length;
+      }
+      const a = await batch.answer;
+      expect(a.status, a.body).toBe(413);
+      expect(errorCodeOf(a.body)).toBe("payload_too_large");
+      expect(a.headers.connection).toBe("close");
+      // Answered soon after the part passed the limit, not after the 130 MB the client had.
+      expect(sent).toBeLessThan(40_000_000);
+    } finally {
+      batch.destroy();
+    }
+    // Nothing of the batch stored; the gateway goes on.
+    const client = api(gw.url, token);
+    expect((await client.receive(topic, "g")).status).toBe(204);
+    expect((await client.publish(topic, "after")).status).toBe(201);
+    expect(gw.child.exitCode).toBeNull();
+  }, 60_000);
+
+  it("bounds the inline parts all batches of the gateway hold at once: 503 batch_busy past it", async () => {
+    const gw = await spawnGateway(nats.url, issuer, {}, POD_HEAP);
+    const token = await issuer.token();
+    // 15 parts of 1 MB: within one batch's VQS_MAX_BATCH_BYTES (16 MiB), held until the end.
+    const parts15 = Buffer.concat(Array.from({ length: 15 }, () => part(randomBytes(1_000_000))));
+    const holders = Array.from({ length: 3 }, () => openBatch(gw.url, token, uniqueName("holder")));
+    try {
+      // Three batches hold their parts, their close delimiter not sent.
+      await Promise.all(holders.map((h) => h.write(parts15)));
+      // A whole batch beside them: refused once the holders' parts are held.
+      const probe = async () => {
+        const b = openBatch(gw.url, token, uniqueName("probe"));
+        try {
+          await b.write(parts15);
+          await b.write(END);
+          b.end();
+          const a = await b.answer;
+          if (a.status === 503) expect(Number(a.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+          return `${a.status} ${errorCodeOf(a.body) ?? ""}`.trim();
+        } finally {
+          b.destroy();
+        }
+      };
+      await expect.poll(probe, { timeout: 30_000, interval: 200 }).toBe("503 batch_busy");
+      expect(gw.child.exitCode).toBeNull();
+    } finally {
+      for (const h of holders) h.destroy();
+    }
+    // The holders gone, their bytes are free again.
+    const probeOk = async () => {
+      const b = openBatch(gw.url, token, uniqueName("after"));
+      try {
+        await b.write(Buffer.concat([part("one"), part(randomBytes(1_000_000)), END]));
+        b.end();
+        return (await b.answer).status;
+      } finally {
+        b.destroy();
+      }
+    };
+    await expect.poll(probeOk, { timeout: 15_000, interval: 200 }).toBe(200);
+  }, 90_000);
+});
