@@ -56,6 +56,15 @@ export const PEEK_PAGE_BYTES = 4 * 1024 * 1024;
 const PEEK_READ_BYTES = 1024 * 1024;
 /** Topics whose figures are read at once for a page. */
 const FIGURES_IN_PARALLEL = 16;
+/**
+ * JetStream API calls one listing request makes for its page's figures, at most: a topic's are up
+ * to 4 (STREAM.INFO, the moved-count STREAM.INFO, the oldest and newest message), a group's up to
+ * 3 (its oldest unacknowledged message, dead-lettered count, push health). A page is cut there
+ * whatever `limit` asks, and its cursor pages on; listing the names costs one call per 256.
+ */
+export const LISTING_CALLS = 400;
+const TOPICS_PER_PAGE = Math.floor(LISTING_CALLS / 4);
+const GROUPS_PER_PAGE = Math.floor((LISTING_CALLS - 4) / 3);
 
 export class ManagementService {
   readonly #d: ManagementDeps;
@@ -71,7 +80,8 @@ export class ManagementService {
       this.#d.admin.namespaceBytes(ns),
     ]);
     const names = all.filter((n) => cursor === null || n > cursor);
-    const page = names.slice(0, limit);
+    const size = Math.min(limit, TOPICS_PER_PAGE);
+    const page = names.slice(0, size);
     const views: (Topic | null)[] = new Array<Topic | null>(page.length).fill(null);
     for (let i = 0; i < page.length; i += FIGURES_IN_PARALLEL) {
       await Promise.all(
@@ -83,7 +93,7 @@ export class ManagementService {
     }
     return {
       topics: views.filter((v): v is Topic => v !== null),
-      nextCursor: names.length > limit ? page.at(-1)! : null,
+      nextCursor: names.length > size ? page.at(-1)! : null,
       storage: this.storage(ns, usage),
     };
   }
@@ -105,16 +115,29 @@ export class ManagementService {
     return this.#view(at.namespace, figures);
   }
 
-  async consumers(at: TopicAddress): Promise<ConsumerGroups> {
-    const groups = await this.#d.admin.groups(at);
+  /** A page of the topic's groups, by name after `cursor` (the last name of the previous). */
+  async consumers(
+    at: TopicAddress,
+    cursor: string | null = null,
+    limit: number = GROUPS_PER_PAGE,
+  ): Promise<ConsumerGroups> {
+    const size = Math.min(limit, GROUPS_PER_PAGE);
+    // One more than the page: whether another page follows.
+    const groups = await this.#d.admin.groups(at, { after: cursor, max: size + 1 });
     if (!groups) throw new AppError("topic_not_found");
+    const page = groups.slice(0, size);
     const figures = await this.#d.admin.topic(at);
     const delayed = figures?.delayed ?? 0;
     const now = this.#d.now();
-    const consumerGroups = await Promise.all(
-      groups.map(async (g) => this.#groupView(at, g, delayed, now)),
-    );
-    return { consumerGroups };
+    const consumerGroups: ConsumerGroup[] = new Array<ConsumerGroup>(page.length);
+    for (let i = 0; i < page.length; i += FIGURES_IN_PARALLEL) {
+      await Promise.all(
+        page.slice(i, i + FIGURES_IN_PARALLEL).map(async (g, j) => {
+          consumerGroups[i + j] = await this.#groupView(at, g, delayed, now);
+        }),
+      );
+    }
+    return { consumerGroups, nextCursor: groups.length > size ? page.at(-1)!.name : null };
   }
 
   async #groupView(
