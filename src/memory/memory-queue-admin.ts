@@ -65,11 +65,11 @@ export class MemoryQueueAdmin implements QueueAdmin {
     const t = this.#b.topicState(topic);
     if (!t) return Promise.resolve(null);
     const after = page?.after ?? null;
-    const names = [...t.groups.keys()]
-      .filter((n) => after === null || n > after)
-      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    const groups = [...t.groups.values()]
+      .filter((g) => after === null || g.name > after)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .slice(0, page?.max ?? Infinity);
-    return Promise.resolve(names.map((n) => this.#figures(t, t.groups.get(n)!)));
+    return Promise.resolve(groups.map((g) => this.#figures(t, g)));
   }
 
   #figures(t: MemoryTopic, g: MemoryGroup): GroupFigures {
