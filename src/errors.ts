@@ -232,6 +232,16 @@ export const ERRORS = {
     message:
       "This gateway is transferring as many large bodies as it allows (VQS_MAX_LARGE_STREAMS uploads, VQS_MAX_LARGE_DOWNLOADS downloads); retry shortly.",
   },
+  peek_busy: {
+    status: 503,
+    message:
+      "This gateway is answering as many full-payload peeks as its memory allows at once; retry after the Retry-After seconds, or peek without payload=full.",
+  },
+  batch_busy: {
+    status: 503,
+    message:
+      "This gateway holds as many batch parts in memory as it allows at once (all batch publishes together); retry the batch after the Retry-After seconds.",
+  },
   large_body_not_deferred: {
     status: 503,
     message:

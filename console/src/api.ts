@@ -142,12 +142,21 @@ export class Api {
     return this.request("GET", `/api/v3/topic/${enc(name)}`);
   }
 
+  /** Every group of the topic, by name (all pages). */
   async groups(topic: string): Promise<readonly Group[]> {
-    const r = await this.request<{ consumerGroups: Group[] }>(
-      "GET",
-      `/api/v3/topic/${enc(topic)}/consumers`,
-    );
-    return r.consumerGroups;
+    const groups: Group[] = [];
+    let cursor: string | null = null;
+    do {
+      const q = new URLSearchParams({ limit: "1000" });
+      if (cursor) q.set("cursor", cursor);
+      const r: { consumerGroups: Group[]; nextCursor: string | null } = await this.request(
+        "GET",
+        `/api/v3/topic/${enc(topic)}/consumers?${q.toString()}`,
+      );
+      groups.push(...r.consumerGroups);
+      cursor = r.nextCursor;
+    } while (cursor);
+    return groups;
   }
 
   peek(

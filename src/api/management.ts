@@ -83,7 +83,8 @@ export const PEEKED_MESSAGE = Type.Object(
     payload: Type.Optional(
       Type.String({
         contentEncoding: "base64",
-        description: "The whole payload, with payload=full only.",
+        description:
+          "The whole payload, with payload=full only, for an inline payload of at most 4 MiB (a larger one, like a large body, shows its preview only).",
       }),
     ),
     deadLetter: nullable(ref(DEAD_LETTER_ORIGIN)),
@@ -179,12 +180,31 @@ export const LIST_TOPICS_QUERY = Type.Object({
 
 export const TOPIC_PAGE = Type.Object({
   topics: Type.Array(ref(TOPIC)),
-  nextCursor: nullable(Type.String(), { description: "null on the last page." }),
+  nextCursor: nullable(Type.String(), {
+    description:
+      "null on the last page. A page holds at most 100 topics whatever `limit` asks (each topic's figures are several JetStream reads).",
+  }),
   storage: ref(NAMESPACE_STORAGE),
 });
 export type TopicPage = Static<typeof TOPIC_PAGE>;
 
-export const CONSUMER_GROUPS = Type.Object({ consumerGroups: Type.Array(ref(CONSUMER_GROUP)) });
+export const LIST_GROUPS_QUERY = Type.Object({
+  limit: queryInt(LIMITS.groupsPageLimit, "Groups of the page at most."),
+  cursor: Type.Optional(
+    checked(
+      Type.String({
+        pattern: "^[A-Za-z0-9_-]{1,255}$",
+        description: "Where the previous page ended: its nextCursor.",
+      }),
+      { code: "invalid_query", message: "`cursor` is not one this API gave." },
+    ),
+  ),
+});
+
+export const CONSUMER_GROUPS = Type.Object({
+  consumerGroups: Type.Array(ref(CONSUMER_GROUP)),
+  nextCursor: nullable(Type.String(), { description: "null on the last page." }),
+});
 export type ConsumerGroups = Static<typeof CONSUMER_GROUPS>;
 
 export const PEEK_QUERY = Type.Object({
@@ -212,6 +232,10 @@ export const PEEK_QUERY = Type.Object({
 export const PEEK_PAGE = Type.Object({
   messages: Type.Array(ref(PEEKED_MESSAGE)),
   next: nullable(Type.String(), { description: "The `after` of the next page; null on the last." }),
+  truncated: Type.Boolean({
+    description:
+      "The page was cut before `limit` messages: with payload=full, the whole payloads a page shows together stop at 4 MiB (`next` pages on).",
+  }),
 });
 export type PeekPage = Static<typeof PEEK_PAGE>;
 

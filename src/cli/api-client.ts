@@ -381,9 +381,21 @@ export class ApiClient {
     return (await this.request("GET", topicPath(topic))) as TopicInfo;
   }
 
+  /** Every group of the topic, by name (all pages). */
   async groups(topic: string): Promise<GroupInfo[]> {
-    const body = (await this.request("GET", `${topicPath(topic)}/consumers`)) as ConsumerGroups;
-    return body.consumerGroups;
+    const groups: GroupInfo[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
+      const page = (await this.request(
+        "GET",
+        `${topicPath(topic)}/consumers?limit=1000${query}`,
+      )) as Omit<ConsumerGroups, "nextCursor"> & { nextCursor?: string | null };
+      groups.push(...page.consumerGroups);
+      // A gateway from before group pages sends no cursor: its one answer is all.
+      cursor = page.nextCursor ?? null;
+    } while (cursor !== null);
+    return groups;
   }
 
   /** Messages as groups see them, oldest first, leasing nothing. */

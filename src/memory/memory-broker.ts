@@ -157,13 +157,18 @@ export class MemoryBroker implements Broker {
     topic: TopicAddress,
     fromSeq: number,
     max: number,
+    maxBytes = Infinity,
   ): Promise<{ readonly streamSeq: number; readonly message: StoredMessage }[]> {
     const t = this.#topic(topic);
     if (!t) return Promise.resolve([]);
-    const out = this.#visible(t)
-      .filter((e) => e.seq >= fromSeq)
-      .slice(0, max)
-      .map((e) => ({ streamSeq: e.seq, message: e.message }));
+    const out: { streamSeq: number; message: StoredMessage }[] = [];
+    let bytes = 0;
+    for (const e of this.#visible(t)) {
+      if (out.length >= max || bytes >= maxBytes) break;
+      if (e.seq < fromSeq) continue;
+      out.push({ streamSeq: e.seq, message: e.message });
+      bytes += e.message.payload.byteLength;
+    }
     return Promise.resolve(out);
   }
 

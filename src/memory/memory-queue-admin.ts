@@ -4,6 +4,7 @@
 // suite against both); `bytes` counts payloads and content types, memory having no storage format.
 import type {
   GroupFigures,
+  GroupPage,
   PushHealth,
   NamespaceUsage,
   QueueAdmin,
@@ -60,11 +61,15 @@ export class MemoryQueueAdmin implements QueueAdmin {
     });
   }
 
-  groups(topic: TopicAddress): Promise<GroupFigures[] | null> {
+  groups(topic: TopicAddress, page?: GroupPage): Promise<GroupFigures[] | null> {
     const t = this.#b.topicState(topic);
     if (!t) return Promise.resolve(null);
-    const out = [...t.groups.values()].map((g) => this.#figures(t, g));
-    return Promise.resolve(out.sort((a, b) => a.name.localeCompare(b.name)));
+    const after = page?.after ?? null;
+    const groups = [...t.groups.values()]
+      .filter((g) => after === null || g.name > after)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .slice(0, page?.max ?? Infinity);
+    return Promise.resolve(groups.map((g) => this.#figures(t, g)));
   }
 
   #figures(t: MemoryTopic, g: MemoryGroup): GroupFigures {

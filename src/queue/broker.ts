@@ -167,12 +167,14 @@ export interface MessageLog {
   /**
    * Up to `max` messages consumer groups see (not delayed ones, not records), from stream
    * sequence `fromSeq` on, oldest first, read from the stream leader; empty when the topic does
-   * not exist.
+   * not exist. With `maxBytes`, the read stops after the message whose payload brings the
+   * payloads read to that many bytes or more (a peek page's reads hold a bounded share of memory).
    */
   readTopic(
     topic: TopicAddress,
     fromSeq: number,
     max: number,
+    maxBytes?: number,
   ): Promise<{ readonly streamSeq: number; readonly message: StoredMessage }[]>;
   /** Removes one message from the topic, for every group (gone already: nothing happens). */
   removeMessage(topic: TopicAddress, streamSeq: number): Promise<void>;

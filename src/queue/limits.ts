@@ -18,6 +18,8 @@ export const LIMITS = {
   redriveLimit: { min: 1, max: 10_000, default: 1000 },
   /** Topics of one page of GET /api/v3/topics. */
   topicsPageLimit: { min: 1, max: 1000, default: 100 },
+  /** Groups of one page of GET /api/v3/topic/{topic}/consumers. */
+  groupsPageLimit: { min: 1, max: 1000, default: 100 },
   /** Messages one peek shows. */
   peekLimit: { min: 1, max: 100, default: 20 },
 } as const;

@@ -119,6 +119,10 @@ export function queueAdminContract(name: string, under: AdminUnderTest): void {
       expect(figures).toMatchObject({ inFlight: 1, deliveries: 3, redelivered: 1, backlog: 1 });
       await pullEventually(group(t, "h"), 1);
       expect((await admin.groups(t))!.map((f) => f.name)).toEqual(["g", "h"]);
+      // A page: the groups named after `after`, at most `max`.
+      expect((await admin.groups(t, { after: null, max: 1 }))!.map((f) => f.name)).toEqual(["g"]);
+      expect((await admin.groups(t, { after: "g", max: 5 }))!.map((f) => f.name)).toEqual(["h"]);
+      expect(await admin.groups(t, { after: "h", max: 5 })).toEqual([]);
       expect((await admin.topic(t))!.consumerGroups).toBe(2);
       expect(await admin.deadLettered(g)).toBe(0);
       await under.broker().noteDeadLettered(g);

@@ -32,8 +32,18 @@ export class BatchParts {
   #done = false;
   /** A framing error, or the request stream's own (a disconnect, a stalled upload): sticky. */
   #failure: Error | null = null;
+  /** Bytes read since the last event: what is skipped (a preamble, an unreadable part's body). */
+  #skipped = 0;
 
-  constructor(source: AsyncIterable<Uint8Array>, contentType: string) {
+  /**
+   * `maxSkip`: bytes read past without an event (a preamble, the body of a part whose headers
+   * could not be read) before the body is refused as broken: nothing is read on without bound.
+   */
+  constructor(
+    source: AsyncIterable<Uint8Array>,
+    contentType: string,
+    private readonly maxSkip = Infinity,
+  ) {
     this.#pieces = source[Symbol.asyncIterator]();
     const push = (e: BatchEvent) => {
       if (!this.#done) this.#events.push(e);
@@ -108,6 +118,13 @@ export class BatchParts {
         continue;
       }
       this.#write(r.value);
+      if (this.#events.length > 0) {
+        this.#skipped = 0;
+      } else if ((this.#skipped += r.value.length) > this.maxSkip) {
+        this.#failure ??= new AppError("invalid_batch", {
+          message: `More than ${this.maxSkip} bytes of the batch body belong to no part that can be read (a preamble, or a part without readable headers); the rest is not read.`,
+        });
+      }
     }
   }
 

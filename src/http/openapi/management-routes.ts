@@ -3,6 +3,7 @@
 // the handlers, with what the document adds (names, summaries, headers, error answers).
 import {
   CONSUMER_GROUPS,
+  LIST_GROUPS_QUERY,
   LIST_TOPICS_QUERY,
   NAMESPACES,
   PEEK_PAGE,
@@ -56,13 +57,15 @@ export const GET_TOPIC = {
 export const LIST_CONSUMERS = {
   operationId: "listConsumerGroups",
   summary: "A topic's consumer groups",
-  description: "Each group's figures, effective settings and push health.",
+  description:
+    "Each group's figures, effective settings and push health, by name, a page at a time (at most 100 groups a page whatever `limit` asks).",
   tags: TAGS,
   params: TOPIC_PATH,
   headers: apiHeaders(),
+  querystring: LIST_GROUPS_QUERY,
   response: {
-    200: json("The groups.", CONSUMER_GROUPS),
-    ...errorResponses(TOPIC_NOT_FOUND),
+    200: json("A page of groups.", CONSUMER_GROUPS),
+    ...errorResponses([...TOPIC_NOT_FOUND, "invalid_query"]),
   },
 };
 
@@ -70,14 +73,14 @@ export const PEEK = {
   operationId: "peekMessages",
   summary: "Peek at messages",
   description:
-    "The messages consumer groups see, oldest first. Peeking leases nothing and changes no delivery count.",
+    "The messages consumer groups see, oldest first. Peeking leases nothing and changes no delivery count. With payload=full, a page's whole payloads stop at 4 MiB together (the page is `truncated`; `next` pages on), and a gateway answers a few such pages at once: past that, 503 peek_busy with Retry-After.",
   tags: TAGS,
   params: TOPIC_PATH,
   headers: apiHeaders(),
   querystring: PEEK_QUERY,
   response: {
     200: json("The messages.", PEEK_PAGE),
-    ...errorResponses([...TOPIC_NOT_FOUND, "invalid_query"]),
+    ...errorResponses([...TOPIC_NOT_FOUND, "invalid_query", "peek_busy"]),
   },
 };
 

@@ -69,7 +69,7 @@ export const PUBLISH = {
 export const PUBLISH_BATCH = {
   operationId: "publishBatch",
   summary: "Publish a batch of messages",
-  description: `A \`multipart/mixed\` body of 1 to ${LIMITS.batchMaxMessages} parts, each a message with its own \`Content-Type\` and \`Vqs-*\` publish headers (\`x-part-headers\`). A bad part fails alone: one result per part, in order.`,
+  description: `A \`multipart/mixed\` body of 1 to ${LIMITS.batchMaxMessages} parts, each a message with its own \`Content-Type\` and \`Vqs-*\` publish headers (\`x-part-headers\`). A bad part fails alone: one result per part, in order. A large part refused before its end (413, 429, 503) refuses the whole batch with its code, nothing stored, the rest of the body unread; past the inline parts the gateway holds for all batches at once, 503 batch_busy with Retry-After.`,
   tags: ["messages"],
   params: TOPIC_PATH,
   headers: apiHeaders(),
@@ -95,6 +95,8 @@ export const PUBLISH_BATCH = {
       "payload_too_large",
       "rate_limited",
       "too_many_requests_in_flight",
+      "large_body_busy",
+      "batch_busy",
     ]),
   },
 };

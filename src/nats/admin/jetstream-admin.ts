@@ -8,12 +8,14 @@ import {
   DeliverPolicy,
   JetStreamApiCodes,
   type ConsumerConfig,
+  type ConsumerInfo,
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import type { GroupAddress, Namespace, TopicAddress } from "../../queue/namespace.js";
 import { makeNamespace } from "../../queue/namespace.js";
 import type {
   GroupFigures,
+  GroupPage,
   NamespaceUsage,
   PushHealth,
   QueueAdmin,
@@ -132,38 +134,45 @@ export class JetStreamAdmin implements QueueAdmin {
     return Object.values(info.state.subjects ?? {}).reduce((n, c) => n + c, 0);
   }
 
-  async groups(topic: TopicAddress): Promise<GroupFigures[] | null> {
+  async groups(topic: TopicAddress, page?: GroupPage): Promise<GroupFigures[] | null> {
     const names = topicNames(this.#d.region, topic);
     if (!(await this.#d.topology.streamExists(names))) return null;
-    const out: GroupFigures[] = [];
+    // CONSUMER.LIST (256 a call) gives every group's counts; only the page's groups are read on.
+    const listed: { name: string; info: ConsumerInfo }[] = [];
     try {
       for await (const c of this.#d.jsm.consumers.list(names.stream)) {
         const group = groupOf(c.config.description);
-        if (group === null) continue;
-        const floor = c.ack_floor.stream_seq;
-        const oldest =
-          c.num_ack_pending > 0 || c.num_pending > 0
-            ? await leaderGet(this.#d.jsm, names.stream, {
-                seq: floor + 1,
-                next_by_subj: names.ready,
-              })
-            : null;
-        out.push({
-          name: group,
-          backlog: c.num_pending,
-          inFlight: c.num_ack_pending,
-          deliveries: c.delivered.consumer_seq,
-          redelivered: c.num_redelivered,
-          acknowledgedThrough: floor,
-          position: c.delivered.stream_seq,
-          oldestUnacknowledgedAtMs: oldest ? rfc3339ToMs(oldest.timestamp) : null,
-        });
+        if (group !== null && (!page?.after || group > page.after)) {
+          listed.push({ name: group, info: c });
+        }
       }
     } catch (err) {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return null;
       throw err;
     }
-    return out.sort((a, b) => a.name.localeCompare(b.name));
+    listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const out: GroupFigures[] = [];
+    for (const { name, info: c } of listed.slice(0, page?.max ?? Infinity)) {
+      const floor = c.ack_floor.stream_seq;
+      const oldest =
+        c.num_ack_pending > 0 || c.num_pending > 0
+          ? await leaderGet(this.#d.jsm, names.stream, {
+              seq: floor + 1,
+              next_by_subj: names.ready,
+            })
+          : null;
+      out.push({
+        name,
+        backlog: c.num_pending,
+        inFlight: c.num_ack_pending,
+        deliveries: c.delivered.consumer_seq,
+        redelivered: c.num_redelivered,
+        acknowledgedThrough: floor,
+        position: c.delivered.stream_seq,
+        oldestUnacknowledgedAtMs: oldest ? rfc3339ToMs(oldest.timestamp) : null,
+      });
+    }
+    return out;
   }
 
   async positionAt(topic: TopicAddress, timeMs: number): Promise<number> {

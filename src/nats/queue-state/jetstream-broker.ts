@@ -440,16 +440,21 @@ export class JetStreamBroker implements Broker {
     topic: TopicAddress,
     fromSeq: number,
     max: number,
+    maxBytes = Infinity,
   ): Promise<{ readonly streamSeq: number; readonly message: StoredMessage }[]> {
     const names = topicNames(this.#d.region, topic);
     return this.#op("read_topic", async () => {
       if (!(await this.#d.topology.streamExists(names))) return [];
       const out: { streamSeq: number; message: StoredMessage }[] = [];
-      for (let seq = Math.max(1, fromSeq); out.length < max;) {
+      let bytes = 0;
+      for (let seq = Math.max(1, fromSeq); out.length < max && bytes < maxBytes;) {
         const m = await leaderGet(this.#d.jsm, names.stream, { seq, next_by_subj: names.ready });
         if (!m) break;
         const message = decodeMessage(m.seq, rfc3339ToMs(m.timestamp), m.header, m.data);
-        if (message) out.push({ streamSeq: m.seq, message });
+        if (message) {
+          out.push({ streamSeq: m.seq, message });
+          bytes += message.payload.byteLength;
+        }
         seq = m.seq + 1;
       }
       return out;

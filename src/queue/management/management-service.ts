@@ -48,8 +48,24 @@ export interface StorageLimits {
 
 /** Bytes of a payload shown as its preview. */
 const PREVIEW_BYTES = 256;
+/**
+ * Whole payloads one peek page shows together (`payload=full`); a message whose payload alone is
+ * larger shows its preview only, as a large body does.
+ */
+export const PEEK_PAGE_BYTES = 4 * 1024 * 1024;
+/** Payload bytes a peek reads from the store at once (then keeps only what the page shows). */
+const PEEK_READ_BYTES = 1024 * 1024;
 /** Topics whose figures are read at once for a page. */
 const FIGURES_IN_PARALLEL = 16;
+/**
+ * JetStream API calls one listing request makes for its page's figures, at most: a topic's are up
+ * to 4 (STREAM.INFO, the moved-count STREAM.INFO, the oldest and newest message), a group's up to
+ * 3 (its oldest unacknowledged message, dead-lettered count, push health). A page is cut there
+ * whatever `limit` asks, and its cursor pages on; listing the names costs one call per 256.
+ */
+export const LISTING_CALLS = 400;
+const TOPICS_PER_PAGE = Math.floor(LISTING_CALLS / 4);
+const GROUPS_PER_PAGE = Math.floor((LISTING_CALLS - 4) / 3);
 
 export class ManagementService {
   readonly #d: ManagementDeps;
@@ -65,7 +81,8 @@ export class ManagementService {
       this.#d.admin.namespaceBytes(ns),
     ]);
     const names = all.filter((n) => cursor === null || n > cursor);
-    const page = names.slice(0, limit);
+    const size = Math.min(limit, TOPICS_PER_PAGE);
+    const page = names.slice(0, size);
     const views: (Topic | null)[] = new Array<Topic | null>(page.length).fill(null);
     for (let i = 0; i < page.length; i += FIGURES_IN_PARALLEL) {
       await Promise.all(
@@ -77,7 +94,7 @@ export class ManagementService {
     }
     return {
       topics: views.filter((v): v is Topic => v !== null),
-      nextCursor: names.length > limit ? page.at(-1)! : null,
+      nextCursor: names.length > size ? page.at(-1)! : null,
       storage: this.storage(ns, usage),
     };
   }
@@ -99,16 +116,29 @@ export class ManagementService {
     return this.#view(at.namespace, figures);
   }
 
-  async consumers(at: TopicAddress): Promise<ConsumerGroups> {
-    const groups = await this.#d.admin.groups(at);
+  /** A page of the topic's groups, by name after `cursor` (the last name of the previous). */
+  async consumers(
+    at: TopicAddress,
+    cursor: string | null = null,
+    limit: number = GROUPS_PER_PAGE,
+  ): Promise<ConsumerGroups> {
+    const size = Math.min(limit, GROUPS_PER_PAGE);
+    // One more than the page: whether another page follows.
+    const groups = await this.#d.admin.groups(at, { after: cursor, max: size + 1 });
     if (!groups) throw new AppError("topic_not_found");
+    const page = groups.slice(0, size);
     const figures = await this.#d.admin.topic(at);
     const delayed = figures?.delayed ?? 0;
     const now = this.#d.now();
-    const consumerGroups = await Promise.all(
-      groups.map(async (g) => this.#groupView(at, g, delayed, now)),
-    );
-    return { consumerGroups };
+    const consumerGroups: ConsumerGroup[] = new Array<ConsumerGroup>(page.length);
+    for (let i = 0; i < page.length; i += FIGURES_IN_PARALLEL) {
+      await Promise.all(
+        page.slice(i, i + FIGURES_IN_PARALLEL).map(async (g, j) => {
+          consumerGroups[i + j] = await this.#groupView(at, g, delayed, now);
+        }),
+      );
+    }
+    return { consumerGroups, nextCursor: groups.length > size ? page.at(-1)!.name : null };
   }
 
   async #groupView(
@@ -150,7 +180,10 @@ export class ManagementService {
 
   /**
    * Messages consumer groups see, oldest first, after a message ID or from a time on. Reads
-   * only: nothing is leased, no delivery is counted.
+   * only: nothing is leased, no delivery is counted. A page holds a bounded share of memory
+   * whatever its messages' sizes: the store is read a few messages at a time (PEEK_READ_BYTES),
+   * each message's preview kept and its payload dropped, and with `full` the payloads shown
+   * together stop at PEEK_PAGE_BYTES (the page is cut, `truncated`, and `next` pages on).
    */
   async peek(
     at: TopicAddress,
@@ -159,19 +192,37 @@ export class ManagementService {
     full: boolean,
   ): Promise<PeekPage> {
     if ((await this.#d.admin.topic(at)) === null) throw new AppError("topic_not_found");
-    const fromSeq = await this.#fromSeq(at, after);
-    const batch = await this.#d.broker.readTopic(at, fromSeq, limit + 1);
+    let seq = await this.#fromSeq(at, after);
     const now = this.#d.now();
-    const shown = batch.slice(0, limit).filter((m) => m.message.expiresAtMs > now);
-    // One after another: a large body's preview reads a chunk of it (256 KiB), and a page
-    // holds up to 100 of them.
-    const messages: ReturnType<typeof peeked>[] = [];
-    for (const { message } of shown)
-      messages.push(peeked(message, await this.#head(at, message), full));
-    return {
-      messages,
-      next: batch.length > limit ? (messages.at(-1)?.messageId ?? null) : null,
-    };
+    const messages: PeekedMessage[] = [];
+    let taken = 0;
+    let shownBytes = 0;
+    let last: string | null = null;
+    let more = false;
+    let truncated = false;
+    read: for (;;) {
+      const batch = await this.#d.broker.readTopic(at, seq, limit + 1 - taken, PEEK_READ_BYTES);
+      if (batch.length === 0) break;
+      // One after another: a large body's preview reads a chunk of it (256 KiB).
+      for (const { streamSeq, message } of batch) {
+        if (taken === limit) {
+          more = true;
+          break read;
+        }
+        const whole = full && !message.body && message.payload.byteLength <= PEEK_PAGE_BYTES;
+        if (whole && taken > 0 && shownBytes + message.payload.byteLength > PEEK_PAGE_BYTES) {
+          more = truncated = true;
+          break read;
+        }
+        taken++;
+        seq = streamSeq + 1;
+        last = storedMessageId(message.idSeq, message.nonce);
+        if (message.expiresAtMs <= now) continue;
+        messages.push(peeked(message, await this.#head(at, message), whole));
+        if (whole) shownBytes += message.payload.byteLength;
+      }
+    }
+    return { messages, next: more ? last : null, truncated };
   }
 
   /**
@@ -254,9 +305,10 @@ export class ManagementService {
 
 /**
  * A large body is never put into the JSON whole (`full` gives the payload of inline messages
- * only); its `size` is the body's length and its preview the body's first bytes.
+ * up to PEEK_PAGE_BYTES only); its `size` is the body's length and its preview the body's first
+ * bytes.
  */
-function peeked(m: StoredMessage, start: Uint8Array, full: boolean): PeekedMessage {
+function peeked(m: StoredMessage, start: Uint8Array, whole: boolean): PeekedMessage {
   const bytes = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength);
   const head = Buffer.from(start.buffer, start.byteOffset, start.byteLength).subarray(
     0,
@@ -279,7 +331,7 @@ function peeked(m: StoredMessage, start: Uint8Array, full: boolean): PeekedMessa
     size: m.body ? m.body.length : bytes.length,
     preview,
     previewEncoding,
-    ...(full && !m.body ? { payload: bytes.toString("base64") } : {}),
+    ...(whole ? { payload: bytes.toString("base64") } : {}),
     deadLetter: m.deadLetter,
   };
 }

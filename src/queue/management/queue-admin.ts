@@ -34,6 +34,11 @@ export interface PushHealth {
   readonly lastFailure: string | null;
 }
 
+export interface GroupPage {
+  readonly after: string | null;
+  readonly max: number;
+}
+
 export type SeekTarget = "earliest" | "latest" | { readonly timeMs: number };
 
 export interface QueueAdmin {
@@ -41,8 +46,11 @@ export interface QueueAdmin {
   topicNames(ns: Namespace): Promise<string[]>;
   /** null: no such topic. */
   topic(topic: TopicAddress): Promise<TopicFigures | null>;
-  /** null: no such topic. */
-  groups(topic: TopicAddress): Promise<GroupFigures[] | null>;
+  /**
+   * The topic's groups by name (code-point order); null: no such topic. With `page`, only those
+   * named after `page.after`, at most `page.max` of them: their figures alone are read.
+   */
+  groups(topic: TopicAddress, page?: GroupPage): Promise<GroupFigures[] | null>;
   /** The first stream position at or after `timeMs` among the messages groups see. */
   positionAt(topic: TopicAddress, timeMs: number): Promise<number>;
   /** Removes the topic with its messages, groups and key records; false: there was none. */

@@ -204,15 +204,16 @@ describe("topics and groups", () => {
       cursor = r.body.nextCursor;
       pages++;
     } while (cursor !== null);
-    expect(pages).toBe(7);
+    // A page holds at most 100 topics whatever `limit` asks (its JetStream calls are bounded).
+    expect(pages).toBe(25);
     expect(seen).toEqual(names);
     const all = await call<{ topics: unknown[]; nextCursor: string | null }>(
       "GET",
       "topics?limit=1000",
       { headers },
     );
-    expect(all.body.topics).toHaveLength(1000);
-    expect(all.body.nextCursor).toBe(names[999]);
+    expect(all.body.topics).toHaveLength(100);
+    expect(all.body.nextCursor).toBe(names[99]);
     // Without a limit, 100 a page; the last page has no cursor.
     const next = await call<{ topics: { name: string }[]; nextCursor: string | null }>(
       "GET",

@@ -1,6 +1,6 @@
 // A batch publish streams: a part above the inline limit goes to the body store as it arrives
-// (up to 100 MB, chunked, from the real client's experimental_sendBatch), is cut off alone past
-// the size limit, and leaves nothing when its client hangs up. Real nats-server; random bytes
+// (up to 100 MB, chunked, from the real client's experimental_sendBatch), refuses the batch whole
+// past the size limit (the rest of the body unread), and leaves nothing when its client hangs up. Real nats-server; random bytes
 // compared by SHA-256.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { createHash, randomBytes } from "node:crypto";
@@ -70,13 +70,6 @@ async function sendBatch(url: string, topic: string, body: Buffer, piece = 256 *
   });
 }
 
-/** `sendBatch`, answered 200: its results. */
-async function postBatch(url: string, topic: string, body: Buffer) {
-  const res = await sendBatch(url, topic, body);
-  expect(res.status, await res.clone().text()).toBe(200);
-  return ((await res.json()) as { results: Record<string, unknown>[] }).results;
-}
-
 describe("large batch parts", () => {
   it("takes a 100 MB part between small ones from the real client, streamed, byte-exact by ID, with bounded gateway memory", async () => {
     const topic = uniqueName("bigbatch");
@@ -118,24 +111,22 @@ describe("large batch parts", () => {
     expect(got).toEqual([sha(Buffer.from("first")), sha(body), sha(Buffer.from("last"))]);
   });
 
-  it("cuts off a part over the size limit with 413 for it alone, keeps none of it, and stores the others", async () => {
+  it("refuses the batch whole with 413 when a part passes the size limit, reading no further and keeping nothing", async () => {
     const topic = uniqueName();
     const before = await storedChunks(nc);
-    const big = randomBytes(2 * MB);
-    const results = await postBatch(
+    const res = await sendBatch(
       small.url,
       topic,
-      Buffer.concat([part("one"), part(randomBytes(6 * MB)), part(big), part("four"), END]),
+      Buffer.concat([part("one"), part(randomBytes(6 * MB)), part(randomBytes(2 * MB)), END]),
     );
-    expect(results.map((r) => r.status)).toEqual(["sent", "failed", "sent", "sent"]);
-    expect(results[1]).toMatchObject({ statusCode: 413, retryable: false });
+    const text = await res.text();
+    expect(res.status, text).toBe(413);
+    expect(JSON.parse(text)).toMatchObject({ error: { code: "payload_too_large" } });
+    expect(text).toContain("Part 2");
+    expect(res.headers.get("connection")).toBe("close");
     const q = api(small.url, await issuer.token());
-    const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));
-    expect(got.map((p) => sha(p.body)).sort()).toEqual(
-      [sha(Buffer.from("one")), sha(big), sha(Buffer.from("four"))].sort(),
-    );
-    // The 2 MB part's chunks only: nothing of the 6 MB one is left.
-    await q.call("DELETE", topic);
+    expect((await q.receive(topic, "g")).status).toBe(204);
+    // Nothing of the 6 MB part is left.
     await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
   });
 
@@ -201,7 +192,7 @@ describe("large batch parts", () => {
     const q = api(gw.url, await issuer.token());
     await q.call("DELETE", topic);
   });
-  it("fails a large part alone with 503 past the concurrent-upload cap, and cuts a stalled batch off with 408 keeping nothing", async () => {
+  it("refuses a batch whole with 503 when its large part finds no upload slot, and cuts a stalled batch off with 408 keeping nothing", async () => {
     const topic = uniqueName();
     const before = await storedChunks(nc);
     // A batch whose large part stalls: it holds the gateway's one large stream until 408.
@@ -227,22 +218,24 @@ describe("large batch parts", () => {
     req.write("--b-7\r\nContent-Type: application/octet-stream\r\n\r\n");
     req.write(randomBytes(2 * MB));
     for (let i = 0; i < 200 && (await storedChunks(nc)) === before; i++) await sleep(50);
-    const results = await postBatch(
+    // The large part is refused before its body is read: the batch is refused whole (nothing
+    // stored, Retry-After), and the rest of its body is not read.
+    const busy = await sendBatch(
       strict.url,
       topic,
       Buffer.concat([part("one"), part(randomBytes(2 * MB)), part("three"), END]),
     );
-    expect(results.map((r) => r.status)).toEqual(["sent", "failed", "sent"]);
-    expect(results[1]).toMatchObject({ statusCode: 503, retryable: true });
+    expect(busy.status).toBe(503);
+    expect(busy.headers.get("retry-after")).toBe("1");
+    expect(await errorCode(busy)).toBe("large_body_busy");
     const stalled = await done;
     expect(stalled.status).toBe(408);
     expect(stalled.body).toContain("request_timeout");
     req.destroy();
     await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
     const q = api(strict.url, await issuer.token());
-    // The concurrent batch's two small parts, and nothing of the stalled one's.
-    const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));
-    expect(got.map((p) => p.body.toString()).sort()).toEqual(["one", "three"]);
+    // Nothing of either batch.
+    expect((await q.receive(topic, "g")).status).toBe(204);
     await q.call("DELETE", topic);
   });
 });

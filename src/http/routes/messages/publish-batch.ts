@@ -4,8 +4,11 @@
 // part counts as a request in the tenant's rate limit: the parts the budget has no room for fail
 // alone with 429 rate_limited (retryable), the first ones stored. The body streams: a part above
 // the inline limit goes to the body store as it arrives (like a large single publish), the
-// inline parts are held (VQS_MAX_BATCH_BYTES), and no message is published before the body has
-// been read whole: a batch cut off stores nothing.
+// inline parts are held (VQS_MAX_BATCH_BYTES per batch, and a share of the heap for all batches
+// of the gateway together: 503 batch_busy past it), and no message is published before the body
+// has been read whole: a batch cut off stores nothing. A large part refused before its end (too
+// large, rate-limited, no room) is not read on: the batch is refused whole with the part's error,
+// and the connection closed (with a lingering close), so no refusal reads a body without bound.
 import type { BatchAnswer, BatchResult } from "../../../api/messages.js";
 import type { FastifyInstance } from "fastify";
 import type { Readable } from "node:stream";
@@ -16,6 +19,7 @@ import { abortable, type BodyLimits } from "../../encoding/publish-body.js";
 import type { PartsLimit } from "../../plugins/rate-limit.js";
 import { refuseUnread } from "../../plugins/linger-close.js";
 import { uploadSignal } from "../../plugins/upload-watchdog.js";
+import { ByteBudget, heapShare } from "../../byte-budget.js";
 import type { TopicAddress } from "../../../queue/namespace.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
@@ -43,6 +47,17 @@ interface Held {
 
 /** What may follow a refused batch's close delimiter before the connection is ended instead. */
 const EPILOGUE_BYTES = 64 * 1024;
+/** How long a batch waits for the gateway's held bytes to free before it answers 503 batch_busy. */
+const HELD_WAIT_MS = 1_000;
+
+/**
+ * Inline parts held by all batches of the gateway at once: 1/8 of the V8 heap (two whole batches
+ * of the default 16 MiB for the chart's 256 MB heap), and at least what one batch may hold (its
+ * VQS_MAX_BATCH_BYTES, with the part and the socket read under way).
+ */
+export function gatewayHeldBytes(maxBatchBytes: number, inlineBytes: number): number {
+  return heapShare(8, maxBatchBytes + inlineBytes + 64 * 1024);
+}
 
 /**
  * One batch's reading and publishing. Nothing is published before the body has been read whole:
@@ -55,6 +70,8 @@ class BatchRun {
   readonly #results: Promise<BatchResult>[] = [];
   readonly #held: Held[] = [];
   #heldBytes = 0;
+  /** Of the gateway's held bytes, those this batch took (given back by `release`). */
+  #taken = 0;
   /** The batch's decision, awaited by every large part before its message is published. */
   #decide!: (publish: boolean) => void;
   readonly #decided = new Promise<boolean>((resolve) => (this.#decide = resolve));
@@ -65,6 +82,8 @@ class BatchRun {
     private readonly topic: TopicAddress,
     private readonly limits: BodyLimits,
     private readonly maxBatchBytes: number,
+    /** The gateway's budget of held inline bytes, shared by every batch. */
+    private readonly held: ByteBudget,
     /** How many of `n` further parts the rate limit takes now; the first part is the request. */
     private readonly take: (n: number) => number,
     private readonly log: (err: unknown) => void,
@@ -106,6 +125,21 @@ class BatchRun {
     await Promise.all(this.#results);
   }
 
+  /** Gives the batch's held bytes back to the gateway (once its parts are published or not). */
+  release(): void {
+    this.held.release(this.#taken);
+    this.#taken = 0;
+    this.#held.length = 0;
+  }
+
+  /** Takes a piece's bytes from the gateway's held budget before it is kept; 503 past it. */
+  async #hold(bytes: number): Promise<void> {
+    if (!(await this.held.take(bytes, HELD_WAIT_MS))) {
+      throw new AppError("batch_busy", { retryAfterSeconds: 1 });
+    }
+    this.#taken += bytes;
+  }
+
   /** Reads one part (holds it, or streams its body to the store); returns the event after it. */
   async #part(headers: Record<string, string>): Promise<BatchEvent | null> {
     const index = this.#results.length;
@@ -115,6 +149,7 @@ class BatchRun {
     for (;;) {
       e = await this.reader.next();
       if (e?.kind !== "data") break;
+      await this.#hold(e.chunk.length);
       head.push(e.chunk);
       size += e.chunk.length;
       if (size > this.limits.inlineBytes) break;
@@ -130,9 +165,13 @@ class BatchRun {
       this.#held.push({ index, headers, payload: Buffer.concat(head, size) });
       return e?.kind === "end" ? this.reader.next() : e;
     }
-    // Above the inline limit: streamed into the body store as it arrives.
+    // Above the inline limit: streamed into the body store as it arrives (its head, once handed
+    // over, is no longer held).
     const allowed = index === 0 || this.take(1) === 1;
-    this.#results.push((await this.#streamed(headers, head, allowed)).result);
+    const streamed = this.#streamed(index, headers, head, allowed);
+    this.held.release(size);
+    this.#taken -= size;
+    this.#results.push((await streamed).result);
     return this.reader.next();
   }
 
@@ -141,6 +180,7 @@ class BatchRun {
    * result to come (settled when the batch is decided; wrapped, or awaiting it would wait).
    */
   async #streamed(
+    index: number,
     headers: Record<string, string>,
     head: Uint8Array[],
     allowed: boolean,
@@ -173,16 +213,16 @@ class BatchRun {
         }),
       );
     };
+    let refusal: unknown = null;
     const result = publish().catch((err: unknown) => {
       if (isAppError(err) && err.status >= 500) this.log(err);
+      if (!ended) refusal = err;
       return failed(err);
     });
     await Promise.race([read, result]);
-    // A part refused before its end (too large, rate-limited, no room): the rest is read past.
-    while (!ended) {
-      const e = await reader.next();
-      if (e?.kind !== "data") ended = true;
-    }
+    // A part refused before its end (too large, rate-limited, no room) is not read on: its rest
+    // may be unbounded, at the minimum rate for ever. The batch is refused whole.
+    if (!ended) throw partRefused(index, refusal);
     return { result };
   }
 
@@ -198,6 +238,18 @@ class BatchRun {
   }
 }
 
+/** A large part's refusal before its end, as the whole batch's (the body is read no further). */
+function partRefused(index: number, err: unknown): unknown {
+  if (!isAppError(err) || err.code === "invalid_batch" || err.code === "request_timeout") {
+    return err; // the body itself broke (or stalled): that is the answer
+  }
+  return new AppError(err.code, {
+    message: `Part ${index + 1} was refused before its end, so the batch is refused whole and the rest of its body is not read (nothing is stored): ${err.message}`,
+    ...(err.retryAfterSeconds !== undefined ? { retryAfterSeconds: err.retryAfterSeconds } : {}),
+    ...(err.extra ? { extra: { ...err.extra } } : {}),
+  });
+}
+
 /** `app` must hand bodies over unread (a content parser that passes the stream through). */
 export function publishBatchRoute(
   app: FastifyInstance,
@@ -205,6 +257,7 @@ export function publishBatchRoute(
   limits: BodyLimits,
   maxBatchBytes: number,
   partsLimit: PartsLimit,
+  held: ByteBudget = new ByteBudget(gatewayHeldBytes(maxBatchBytes, limits.inlineBytes)),
 ): void {
   app.post("/api/v3/topic/:topic/batch", { schema: PUBLISH_BATCH }, async (request, reply) => {
     const topic = topicOf(request);
@@ -216,26 +269,35 @@ export function publishBatchRoute(
     }
     if (!stream) throw new AppError("invalid_batch");
     const signal = uploadSignal(request);
-    const reader = new BatchParts(signal ? abortable(stream, signal) : stream, contentType);
+    const reader = new BatchParts(
+      signal ? abortable(stream, signal) : stream,
+      contentType,
+      limits.inlineBytes,
+    );
     const batch = new BatchRun(
       reader,
       queue,
       topic,
       limits,
       maxBatchBytes,
+      held,
       (n) => (n === 0 ? 0 : partsLimit.take(request, n)),
       (err) => request.log.warn({ err }, "batch part failed"),
     );
     try {
-      await batch.read();
-    } catch (err) {
-      // Nothing is published before the body has been read whole: the batch is refused whole
-      // and what its large parts stored is removed.
-      await batch.abandon();
-      refuseUnread(request, reply);
-      throw err;
+      try {
+        await batch.read();
+      } catch (err) {
+        // Nothing is published before the body has been read whole: the batch is refused whole
+        // and what its large parts stored is removed.
+        await batch.abandon();
+        refuseUnread(request, reply);
+        throw err;
+      }
+      if (!(await reader.finish(EPILOGUE_BYTES))) refuseUnread(request, reply);
+      return { results: await batch.publish() } satisfies BatchAnswer;
+    } finally {
+      batch.release();
     }
-    if (!(await reader.finish(EPILOGUE_BYTES))) refuseUnread(request, reply);
-    return { results: await batch.publish() } satisfies BatchAnswer;
   });
 }
