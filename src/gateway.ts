@@ -24,6 +24,7 @@ import { createMetrics } from "./metrics.js";
 import { PushClient } from "./outbound/push-client.js";
 import { PushSigningKeys } from "./outbound/push-signer.js";
 import { Pusher } from "./queue/push-delivery/pusher.js";
+import { teamOfKey } from "./queue/admission/tenant.js";
 
 /**
  * Where `npm run build` puts the web console: dist/console of the checkout, whether this module
@@ -104,6 +105,15 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
     timerMovesPerSecondPerNamespace: config.maxTimerMovesPerSecondPerNamespace,
+    // The count caps hold for the tenant's sum as well as for each deployment.
+    tenantCaps: {
+      topics: config.maxTopicsPerNamespace,
+      groups: config.maxGroupsPerNamespace,
+      settings: config.maxSettingsPerNamespace,
+      deployments: config.maxDeploymentsPerTenant,
+      bytes: (tenant) =>
+        config.namespaceMaxBytesTeams.get(teamOfKey(tenant) ?? "") ?? config.tenantMaxBytes,
+    },
     quotas: {
       topicMaxBytes: config.topicMaxBytes,
       hardMaxBytes: config.topicHardMaxBytes,
@@ -221,6 +231,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     store: jetstream.settings,
     pushAllowedUrls: config.pushAllowedUrls,
     maxPerNamespace: config.maxSettingsPerNamespace,
+    tenants: jetstream.tenants,
   });
   const management = new ManagementService({
     admin: jetstream.admin,
