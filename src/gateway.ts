@@ -1,9 +1,9 @@
 // Composes one gateway from its configuration: NATS connection -> JetStream adapter -> queue
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
 import { namespaceLabel } from "./queue/namespace.js";
-import { NamespaceCounts } from "./queue/namespace-counts.js";
+import { NamespaceCounts } from "./queue/admission/namespace-counts.js";
 import { DemandExchange } from "./nats/core/demand-exchange.js";
-import { DelayedPublishCap } from "./queue/delayed-publish-cap.js";
+import { DelayedPublishCap } from "./queue/admission/delayed-publish-cap.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";

@@ -5,7 +5,7 @@
 // nor refused, as with the rate limit: refusing them would only cause redeliveries.
 import type { FastifyInstance } from "fastify";
 import { AppError } from "../../errors.js";
-import type { NamespaceCounts } from "../../queue/namespace-counts.js";
+import type { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
 import { LIMITED_ROUTES } from "./rate-limit.js";
 
 export function installNamespaceCaps(app: FastifyInstance, inFlight: NamespaceCounts): void {

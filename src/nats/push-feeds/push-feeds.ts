@@ -19,7 +19,7 @@ import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
 import { ackWaitMsOf, type PushedConsumer, type Topology } from "../queue-state/topology.js";
-import { NamespaceCounts } from "../../queue/namespace-counts.js";
+import { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
 
 export interface PushFeedsDeps {
   readonly settings: SettingsStore;
