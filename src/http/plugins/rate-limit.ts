@@ -18,7 +18,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import { AppError, ERRORS } from "../../errors.js";
-import { TenantWindows } from "./tenant-windows.js";
+import { TenantWindows } from "../../queue/admission/tenant-windows.js";
 
 export interface RateLimitOptions {
   /** Requests per second per tenant in the region; 0 turns the limit off. */
