@@ -125,6 +125,7 @@ export class TenantAdmission {
   }
 
   async #admit(namespaceKey: string, kind: Counted): Promise<void> {
+    if (this.#caps.deployments === 0 && this.#caps[kind] === 0) return; // nothing to read for
     const tenant = tenantKeyOf(namespaceKey);
     let known = this.#known.get(tenant);
     if (

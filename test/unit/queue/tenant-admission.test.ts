@@ -192,4 +192,12 @@ describe("tenant admission", () => {
     await Promise.all([1, 2, 3, 4].map((i) => admission.admitTopic(ns(`d${i}`))));
     expect(usage.reads).toBe(1);
   });
+
+  it("reads nothing when no cap applies", async () => {
+    const { admission, usage } = setup();
+    await admission.admitTopic(ns("a"));
+    await admission.admitGroup(ns("b"));
+    expect(admission.admitBytes(ns("c"), 1_000_000)).toBeUndefined();
+    expect(usage.reads).toBe(0);
+  });
 });
