@@ -20,9 +20,14 @@ const FEATURE_TESTS = [
   ...["api", "bad-input", "client", "dedup", "server-clock", "stale-handles", "ttl"].map(
     (name) => `test/integration/messages/${name}.test.ts`,
   ),
-  ...["auth-isolation", "hygiene", "namespace-caps", "shutdown", "storage-outage"].map(
-    (name) => `test/integration/service/${name}.test.ts`,
-  ),
+  ...[
+    "auth-isolation",
+    "hygiene",
+    "namespace-caps",
+    "shutdown",
+    "storage-outage",
+    "tenant-caps",
+  ].map((name) => `test/integration/service/${name}.test.ts`),
   ...["management", "purge-leased"].map((name) => `test/integration/management/${name}.test.ts`),
   ...[
     "concurrency-limit",

@@ -599,6 +599,7 @@ async function main(): Promise<void> {
     // The small quota is the storage scenario's (its own team); the others have room (the
     // timer flood's 100,000 parked messages and timers take some 40 MB).
     VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
+    VQS_TENANT_MAX_BYTES: String(1024 * 1024 * 1024),
     VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
     VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
     VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",

@@ -112,8 +112,12 @@ export interface Config {
   readonly topicHardMaxBytes: number;
   /** Bytes all of a namespace's topics may store together; 0: no limit. */
   readonly namespaceMaxBytes: number;
-  /** Per-team overrides of namespaceMaxBytes (VQS_NAMESPACE_MAX_BYTES_TEAMS). */
+  /** Per-team overrides of namespaceMaxBytes and tenantMaxBytes (VQS_NAMESPACE_MAX_BYTES_TEAMS). */
   readonly namespaceMaxBytesTeams: ReadonlyMap<string, number>;
+  /** Bytes all of a tenant's topics may store, all its deployments together; 0: no limit. */
+  readonly tenantMaxBytes: number;
+  /** Live deployments (namespaces holding topics or settings) per tenant; 0: no bound. */
+  readonly maxDeploymentsPerTenant: number;
   /** Per namespace on one gateway: requests in flight, waiting receives, pushes in flight; 0: none. */
   readonly maxRequestsInFlightPerNamespace: number;
   readonly maxWaitersPerNamespace: number;
@@ -345,6 +349,8 @@ export function loadConfig(env: Env): Config {
       16,
       problems,
     ),
+    tenantMaxBytes: int("VQS_TENANT_MAX_BYTES", 256 * 1_048_576, 0, 2 ** 50),
+    maxDeploymentsPerTenant: int("VQS_MAX_DEPLOYMENTS_PER_TENANT", 32, 0, 1_000_000),
     maxRequestsInFlightPerNamespace: int("VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE", 1000, 0, 1e7),
     maxWaitersPerNamespace: int("VQS_MAX_WAITERS_PER_NAMESPACE", 1000, 0, 1e7),
     maxDelayedPublishesPerSecond: int("VQS_MAX_DELAYED_PUBLISHES_PER_SECOND", 1000, 0, 1e9),

@@ -195,6 +195,11 @@ export const ERRORS = {
     message:
       "This namespace's topics hold as many bytes as the service allows (VQS_NAMESPACE_MAX_BYTES); space frees as messages expire. Retry after the Retry-After seconds.",
   },
+  deployment_limit_reached: {
+    status: 429,
+    message:
+      "This tenant has as many live deployments (holding topics or settings) as allowed (VQS_MAX_DEPLOYMENTS_PER_TENANT); retry after the Retry-After seconds.",
+  },
   too_many_requests_in_flight: {
     status: 429,
     message:

@@ -1,9 +1,9 @@
 // Composes one gateway from its configuration: NATS connection -> JetStream adapter -> queue
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
 import { namespaceLabel } from "./queue/namespace.js";
-import { NamespaceCounts } from "./queue/namespace-counts.js";
+import { NamespaceCounts } from "./queue/admission/namespace-counts.js";
 import { DemandExchange } from "./nats/core/demand-exchange.js";
-import { DelayedPublishCap } from "./queue/delayed-publish-cap.js";
+import { DelayedPublishCap } from "./queue/admission/delayed-publish-cap.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
@@ -26,6 +26,7 @@ import { PushClient } from "./outbound/push-client.js";
 import { PushSigningKeys } from "./outbound/push-signer.js";
 import { Pusher } from "./queue/push-delivery/pusher.js";
 import { PushDestinations } from "./queue/settings/push-destinations.js";
+import { teamOfKey } from "./queue/admission/tenant.js";
 
 /**
  * Where `npm run build` puts the web console: dist/console of the checkout, whether this module
@@ -106,6 +107,15 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
     timerMovesPerSecondPerNamespace: config.maxTimerMovesPerSecondPerNamespace,
+    // The count caps hold for the tenant's sum as well as for each deployment.
+    tenantCaps: {
+      topics: config.maxTopicsPerNamespace,
+      groups: config.maxGroupsPerNamespace,
+      settings: config.maxSettingsPerNamespace,
+      deployments: config.maxDeploymentsPerTenant,
+      bytes: (tenant) =>
+        config.namespaceMaxBytesTeams.get(teamOfKey(tenant) ?? "") ?? config.tenantMaxBytes,
+    },
     quotas: {
       topicMaxBytes: config.topicMaxBytes,
       hardMaxBytes: config.topicHardMaxBytes,
@@ -235,6 +245,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     store: jetstream.settings,
     pushDestinations,
     maxPerNamespace: config.maxSettingsPerNamespace,
+    tenants: jetstream.tenants,
   });
   const management = new ManagementService({
     admin: jetstream.admin,

@@ -28,6 +28,9 @@ export function benchGatewayEnv(
     // The scale scenario makes 10,000 topics and 1,000 groups in one namespace: no caps here.
     VQS_MAX_TOPICS_PER_NAMESPACE: "0",
     VQS_MAX_GROUPS_PER_NAMESPACE: "0",
+    // Nor per tenant: the bench measures the gateway, not its refusals.
+    VQS_TENANT_MAX_BYTES: "0",
+    VQS_MAX_DEPLOYMENTS_PER_TENANT: "0",
     ...extra,
   };
 }

@@ -67,6 +67,7 @@ export const TENANT_LIMIT_CODES: ReadonlySet<string> = new Set([
   "too_many_waiters",
   "concurrency_limit_exceeded",
   "delayed_publish_rate_limited",
+  "deployment_limit_reached",
 ]);
 
 export function installErrorHandling(

@@ -29,6 +29,8 @@ import { Topology } from "./queue-state/topology.js";
 import { groupNames } from "./core/naming.js";
 import { appliesTo, patternPrefix } from "../queue/settings/topic-pattern.js";
 import { StorageQuotas, type StorageQuotaOptions } from "./queue-state/storage-quotas.js";
+import { JetStreamUsage } from "./queue-state/tenant-usage.js";
+import { TenantAdmission, type TenantCaps } from "../queue/admission/tenant-admission.js";
 
 export interface JetStreamAdapterOptions {
   /** Neighbour regions for failover, and how to connect to them. */
@@ -52,6 +54,8 @@ export interface JetStreamAdapterOptions {
   readonly maxGroupsPerNamespace: number;
   /** Timer moves per second per namespace on this gateway (0: none). */
   readonly timerMovesPerSecondPerNamespace: number;
+  /** Caps per tenant, all its deployments together (src/queue/admission). */
+  readonly tenantCaps: TenantCaps;
   /** Storage quotas (see storage-quotas.ts). */
   readonly quotas: Omit<StorageQuotaOptions, "refreshMs" | "region" | "bodyChunkBytes"> & {
     readonly hardMaxBytes: number;
@@ -119,6 +123,8 @@ export interface JetStreamAdapter {
   readonly maxPayloadBytes: number;
   /** Storage quotas per topic and namespace (checked by the broker on publish). */
   readonly quotas: StorageQuotas;
+  /** Caps per tenant (topics, groups, settings, bytes, deployments). */
+  readonly tenants: TenantAdmission;
   /** Bodies above the inline limit, in their own stream. */
   readonly bodies: JetStreamBodies;
   /** Per-group figures of this region, at most `max` groups. */
@@ -191,8 +197,15 @@ export async function openJetStreamAdapter(
   );
   const clock = new ServerClock();
   const now = o.now ?? clock.now;
+  let settingsStore: SettingsBucket | null = null;
+  const tenants = new TenantAdmission(
+    o.tenantCaps,
+    new JetStreamUsage(jsm, o.region, () => settingsStore),
+    now,
+  );
   const topology = new Topology(jsm, {
     now,
+    tenants,
     allowMsgTtl: messageTtl,
     replicas: o.replicas,
     maxAgeMs: o.maxAgeMs,
@@ -264,6 +277,7 @@ export async function openJetStreamAdapter(
     observe: o.observe,
   });
   await settings.start();
+  settingsStore = settings;
   let pushFeeds: PushFeeds | undefined;
   const broker = new JetStreamBroker({
     records,
@@ -279,6 +293,7 @@ export async function openJetStreamAdapter(
     jsm,
     topology,
     quotas,
+    tenants,
     pulls,
     scheduler,
     region: o.region,
@@ -373,6 +388,7 @@ export async function openJetStreamAdapter(
     pushHealth,
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     quotas,
+    tenants,
     bodies,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     startPush(push, pushesInFlight) {

@@ -15,12 +15,12 @@ import { GroupLeases } from "./delivery/group-leases.js";
 import { HandOut } from "./delivery/hand-out.js";
 import { MessageCopies } from "./delivery/message-copies.js";
 import type { ReceivedMessage } from "./delivery/received-message.js";
-import type { DelayedPublishCap } from "./delayed-publish-cap.js";
+import type { DelayedPublishCap } from "./admission/delayed-publish-cap.js";
 import { DownloadSlots, type DownloadSlot } from "./download-slots.js";
 import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
-import { NamespaceCounts } from "./namespace-counts.js";
+import { NamespaceCounts } from "./admission/namespace-counts.js";
 import {
   duplicateMessageId,
   newNonce,

@@ -14,7 +14,7 @@ const UNUSED = new Proxy(
   },
 );
 
-import { NamespaceCounts } from "../../queue/namespace-counts.js";
+import { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
 
 /** The application with every route, ready; close it when done. */
 export async function openApiApp(): Promise<FastifyInstance> {

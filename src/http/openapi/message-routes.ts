@@ -61,6 +61,7 @@ export const PUBLISH = {
       "payload_too_large",
       "topic_full",
       "storage_quota_exceeded",
+      "deployment_limit_reached",
       ...STORAGE,
     ]),
   },

@@ -37,6 +37,7 @@ export const PUT_SETTINGS = {
       "invalid_settings",
       "push_destination_not_allowed",
       "settings_limit_reached",
+      "deployment_limit_reached",
       "payload_too_large",
       "storage_unavailable",
     ]),

@@ -101,7 +101,14 @@ export const ERROR_COMPONENT = {
     },
     limit: {
       type: "integer",
-      description: "`topic_limit_reached` and `group_limit_reached` only: the cap.",
+      description:
+        "`topic_limit_reached`, `group_limit_reached`, `settings_limit_reached` (of a tenant) and `deployment_limit_reached` only: the cap.",
+    },
+    scope: {
+      type: "string",
+      enum: ["tenant"],
+      description:
+        "A cap refused for the tenant (all its deployments together), not for the namespace alone.",
     },
   },
 };

@@ -1,11 +1,12 @@
-// Requests in flight per namespace on this gateway (VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE):
-// publish, batch publish, receive and receive by ID count from authentication (preParsing, before
-// a body is read) until their response is done or the client hangs up; past the cap 429
+// Requests in flight per namespace and per tenant on this gateway
+// (VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE): publish, batch publish, receive, receive by ID and
+// the management routes (LIMITED_ROUTES) count from authentication (preParsing, before a body is
+// read) until their response is done or the client hangs up; past the cap 429
 // `too_many_requests_in_flight` with Retry-After. Acknowledging and extending are never counted
 // nor refused, as with the rate limit: refusing them would only cause redeliveries.
 import type { FastifyInstance } from "fastify";
 import { AppError } from "../../errors.js";
-import type { NamespaceCounts } from "../../queue/namespace-counts.js";
+import type { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
 import { LIMITED_ROUTES } from "./rate-limit.js";
 
 export function installNamespaceCaps(app: FastifyInstance, inFlight: NamespaceCounts): void {

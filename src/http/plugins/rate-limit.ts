@@ -18,7 +18,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import { AppError, ERRORS } from "../../errors.js";
-import { TenantWindows } from "./tenant-windows.js";
+import { TenantWindows } from "../../queue/admission/tenant-windows.js";
 
 export interface RateLimitOptions {
   /** Requests per second per tenant in the region; 0 turns the limit off. */
@@ -44,12 +44,23 @@ export interface RegionalBudget {
   share(tenant: string, kind: "requests" | "bytes", limit: number): number;
 }
 
-/** The routes tenant limits apply to (the rate limit, and requests in flight per namespace). */
+/**
+ * The routes tenant limits apply to (the rate limit, and requests in flight per namespace and
+ * tenant): publishing, receiving, and the management routes, whose listings and peeks cost the
+ * store and the gateway's memory as much (`/api/v3/topic/:topic` and `.../consumer/:group` also
+ * serve a topic's description, its deletion and a group's).
+ */
 export const LIMITED_ROUTES = new Set([
   "/api/v3/topic/:topic",
   "/api/v3/topic/:topic/batch",
   "/api/v3/topic/:topic/consumer/:group",
   "/api/v3/topic/:topic/consumer/:group/id/:messageId",
+  "/api/v3/topics",
+  "/api/v3/namespaces",
+  "/api/v3/topic/:topic/consumers",
+  "/api/v3/topic/:topic/messages",
+  "/api/v3/topic/:topic/purge",
+  "/api/v3/topic/:topic/consumer/:group/seek",
 ]);
 
 /** Tenants remembered at once (least recently used forgotten first). */

@@ -19,7 +19,8 @@ import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
 import { ackWaitMsOf, type PushedConsumer, type Topology } from "../queue-state/topology.js";
-import { NamespaceCounts } from "../../queue/namespace-counts.js";
+import { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
+import { tenantKeyOf } from "../../queue/admission/tenant.js";
 
 export interface PushFeedsDeps {
   readonly settings: SettingsStore;
@@ -315,7 +316,7 @@ class NamespaceShares {
   demand(ns: string, own: number, held: number): number {
     const cap = this.counts.cap;
     if (cap === 0 || own <= 0) return own;
-    const free = cap - this.counts.count(ns);
+    const free = this.counts.room(ns);
     // Not a group's last slot of its own: what it holds, another gateway with room cannot push.
     if (free <= 0) return held === 0 && own > 1 ? 1 : 0;
     return Math.min(own, Math.ceil(free / (this.#groups.get(ns)?.size ?? 1)));
@@ -326,7 +327,7 @@ class NamespaceShares {
     const groups = this.#groups.get(ns);
     if (!groups) return;
     const cap = this.counts.cap;
-    while (cap === 0 || this.counts.count(ns) < cap) {
+    while (cap === 0 || this.counts.room(ns) > 0) {
       let oldest: GroupRunner | null = null;
       let oldestAt = Infinity;
       for (const g of groups) {
@@ -344,10 +345,14 @@ class NamespaceShares {
 
   /** A push ended: the oldest held message takes the slot, and every group may pull again. */
   ended(ns: string): void {
-    const wasFull = this.counts.cap > 0 && this.counts.count(ns) >= this.counts.cap;
+    const wasFull = this.counts.cap > 0 && this.counts.room(ns) <= 0;
     this.counts.release(ns);
-    this.dispatch(ns);
-    if (wasFull) for (const r of this.#groups.get(ns) ?? []) r.wake();
+    if (!wasFull) return this.dispatch(ns);
+    // The slot may be the tenant's: each of its namespaces here may take it.
+    const tenant = tenantKeyOf(ns);
+    const siblings = [...this.#groups.keys()].filter((k) => k === ns || tenantKeyOf(k) === tenant);
+    for (const k of siblings) this.dispatch(k);
+    for (const k of siblings) for (const r of this.#groups.get(k) ?? []) r.wake();
   }
 }
 

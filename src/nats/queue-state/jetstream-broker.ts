@@ -47,6 +47,7 @@ import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
 import type { Topology } from "./topology.js";
+import type { TenantAdmission } from "../../queue/admission/tenant-admission.js";
 import { QUOTA_RETRY_AFTER_SECONDS, type StorageQuotas } from "./storage-quotas.js";
 
 export interface JetStreamBrokerDeps {
@@ -55,6 +56,8 @@ export interface JetStreamBrokerDeps {
   readonly jsm: JetStreamManager;
   readonly topology: Topology;
   readonly quotas: StorageQuotas;
+  /** Caps per tenant: its bytes, all deployments together. */
+  readonly tenants: TenantAdmission;
   readonly pulls: PullClient;
   readonly scheduler: DelayScheduler;
   readonly records: LeaseRecords;
@@ -135,6 +138,7 @@ export class JetStreamBroker implements Broker {
     const stored = async (seq: number) => {
       this.#notePublish(names.stream);
       this.#d.quotas.stored(names.namespaceKey, names.stream, bytes);
+      this.#d.tenants.stored(names.namespaceKey, bytes);
       if (delayed) await this.#d.scheduler.schedule(names, seq);
     };
     // One bound for the whole publish, however many round trips it takes: a store that cannot
@@ -187,6 +191,11 @@ export class JetStreamBroker implements Broker {
       message.payload.byteLength,
     );
     if (admitting) await admitting;
+    const tenantAdmitting = this.#d.tenants.admitBytes(
+      names.namespaceKey,
+      message.payload.byteLength,
+    );
+    if (tenantAdmitting) await tenantAdmitting;
     await this.#d.topology.ensureStream(names);
     const attempt = async (): Promise<PublishOutcome> => {
       if (message.idempotencyKey !== null) {

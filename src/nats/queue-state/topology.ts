@@ -12,6 +12,7 @@ import {
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { AppError } from "../../errors.js";
+import type { TenantAdmission } from "../../queue/admission/tenant-admission.js";
 import { isApiError } from "../core/errors.js";
 import type { GroupNames, TopicNames } from "../core/naming.js";
 import { closedAt, CLOSE_STALE_MS, reopen } from "./topic-closing.js";
@@ -40,6 +41,8 @@ export interface TopologyOptions {
   readonly topicHardMaxBytes: number;
   /** Server time (estimated), to tell a close left behind (topic-closing.ts). */
   readonly now?: () => number;
+  /** The caps per tenant (all its deployments together), asked after the namespace's. */
+  readonly tenants?: TenantAdmission;
 }
 
 /**
@@ -320,6 +323,11 @@ export class Topology {
    * the cap can be overshot by what the other gateways create within that second.
    */
   async #checkTopicCap(names: TopicNames): Promise<void> {
+    await this.#checkNamespaceTopicCap(names);
+    await this.#opts.tenants?.admitTopic(names.namespaceKey);
+  }
+
+  async #checkNamespaceTopicCap(names: TopicNames): Promise<void> {
     const cap = this.#opts.maxTopicsPerNamespace;
     if (cap === 0) return;
     await this.#admit(
@@ -336,6 +344,11 @@ export class Topology {
   }
 
   async #checkGroupCap(names: GroupNames): Promise<void> {
+    await this.#checkNamespaceGroupCap(names);
+    await this.#opts.tenants?.admitGroup(names.namespaceKey);
+  }
+
+  async #checkNamespaceGroupCap(names: GroupNames): Promise<void> {
     const cap = this.#opts.maxGroupsPerNamespace;
     if (cap === 0) return;
     await this.#admit(

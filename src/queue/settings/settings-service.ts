@@ -2,6 +2,7 @@
 // settings documents. Routes parse the path and body and call these; the SettingsStore port
 // keeps the documents.
 import { AppError } from "../../errors.js";
+import type { TenantAdmission } from "../admission/tenant-admission.js";
 import type { Namespace } from "../namespace.js";
 import type { SettingsEntry } from "./consumer-settings.js";
 import type { PushDestinations } from "./push-destinations.js";
@@ -22,6 +23,8 @@ export interface SettingsServiceDeps {
   readonly pushDestinations: PushDestinations;
   /** Documents per namespace; 0: no cap. */
   readonly maxPerNamespace: number;
+  /** The caps per tenant (its documents and deployments, all deployments together). */
+  readonly tenants?: Pick<TenantAdmission, "admitSettings">;
 }
 
 export function targetText(target: TopicTarget): string {
@@ -53,6 +56,9 @@ export class SettingsService {
         throw new AppError("settings_limit_reached");
       }
     }
+    await this.#d.tenants?.admitSettings(at.namespace.key, async () =>
+      Boolean(await this.#d.store.get(at.namespace, topic, at.group)),
+    );
     return this.#d.store.put(at.namespace, topic, at.group, settings);
   }
 

@@ -97,6 +97,51 @@ describe("caps per namespace on a gateway", () => {
     ).toBeGreaterThanOrEqual(1);
   });
 
+  it("holds the waiter and in-flight caps for a tenant's deployments together, management routes counted", async () => {
+    const url = fx.gateways[0]!.url;
+    const token = await tokenOf("prj_tenant_spread");
+    const at = (d: string) => api(url, token, { "vqs-deployment-id": d });
+    const topic = uniqueName();
+    for (const d of ["dpl_1", "dpl_2", "dpl_3"]) {
+      await at(d).publish(topic, "make the topic");
+      await parts(await at(d).receive(topic, "g"));
+    }
+    const wait = { "vqs-wait-seconds": "5" };
+    // One waiter in each of two deployments: the tenant's waiter cap (2), each namespace under it.
+    const waiting = [at("dpl_1").receive(topic, "g", wait), at("dpl_2").receive(topic, "g", wait)];
+    const trickles: ReturnType<typeof trickle>[] = [];
+    try {
+      await expect
+        .poll(() => metric("vqs_namespaces_at_cap", 'cap="waiters"'), { timeout: 10_000 })
+        .toBe(2);
+      const refused = await at("dpl_3").receive(topic, "g", wait);
+      expect(refused.status).toBe(429);
+      expect(await errorCode(refused)).toBe("too_many_waiters");
+      trickles.push(trickle(url, token, topic, "dpl_1"), trickle(url, token, topic, "dpl_2"));
+      // Two waiters and two trickling publishes: the tenant's four requests in flight.
+      await expect
+        .poll(() => metric("vqs_namespaces_at_cap", 'cap="requests_in_flight"'), {
+          timeout: 10_000,
+        })
+        .toBe(2);
+      const listing = await fetch(`${url}/api/v3/topics`, {
+        headers: { authorization: `Bearer ${token}`, "vqs-deployment-id": "dpl_3" },
+      });
+      expect(listing.status).toBe(429);
+      expect(await errorCode(listing)).toBe("too_many_requests_in_flight");
+      expect(Number(listing.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      // Another tenant is served meanwhile.
+      const other = await fetch(`${url}/api/v3/topics`, {
+        headers: { authorization: `Bearer ${await tokenOf("prj_tenant_spread_other")}` },
+      });
+      expect(other.status).toBe(200);
+    } finally {
+      for (const t of trickles) t.finish();
+      await Promise.all([...trickles.map((t) => t.done), ...waiting]);
+    }
+    expect((await at("dpl_3").publish(topic, "room again")).status).toBe(201);
+  });
+
   it("holds a namespace whose endpoint never answers to its push cap; another namespace is pushed", async () => {
     const seen = new Map<string, number>();
     let inFlightA = 0;
@@ -370,7 +415,7 @@ async function pushEndpoint(
 }
 
 /** A publish whose body arrives slowly: in flight until `finish`. */
-function trickle(base: string, token: string, topic: string) {
+function trickle(base: string, token: string, topic: string, deployment?: string) {
   let finish!: () => void;
   const rest = new Promise<void>((r) => (finish = r));
   const body = new ReadableStream<Uint8Array>({
@@ -383,7 +428,11 @@ function trickle(base: string, token: string, topic: string) {
   });
   const done = fetch(`${base}/api/v3/topic/${topic}`, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "text/plain" },
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "text/plain",
+      ...(deployment !== undefined ? { "vqs-deployment-id": deployment } : {}),
+    },
     body,
     duplex: "half",
   }).then((r) => r.status);

@@ -9,17 +9,19 @@ interface Window {
 
 export class TenantWindows {
   readonly #max: number;
+  readonly #now: () => number;
   /** Least recently used first. */
   readonly #windows = new Map<string, Window>();
 
   /** Remembers `maxTenants` at most (the least recently used are forgotten first). */
-  constructor(maxTenants: number) {
+  constructor(maxTenants: number, now: () => number = Date.now) {
     this.#max = maxTenants;
+    this.#now = now;
   }
 
   /** Counts one request (refused ones too); answers the window's count and time left. */
   count(key: string, timeWindow: number): { current: number; ttl: number } {
-    const now = Date.now();
+    const now = this.#now();
     const w = this.#window(key, now, timeWindow);
     w.current++;
     return { current: w.current, ttl: timeWindow - (now - w.startMs) };
@@ -27,7 +29,7 @@ export class TenantWindows {
 
   /** Takes up to `n` more from the tenant's window of `max`; answers how many it took. */
   take(key: string, n: number, max: number, timeWindow: number): number {
-    const w = this.#window(key, Date.now(), timeWindow);
+    const w = this.#window(key, this.#now(), timeWindow);
     const taken = Math.max(0, Math.min(n, max - w.current));
     w.current += taken;
     return taken;
