@@ -10,6 +10,7 @@ import { makeNamespace } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { startGateway } from "../../helpers/gateway.js";
 import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { scrape } from "../../helpers/metrics.js";
 
 const fx = useGateways(2);
 let token: string;
@@ -226,7 +227,7 @@ describe("long polling", () => {
       .receive(topic, "g")
       .then((r) => r.text());
     const pulls = async () => {
-      const text = await (await fetch(`${fx.gateways[0]!.url}/metrics`)).text();
+      const text = await scrape(fx.gateways[0]!.metricsUrl);
       const line = text
         .split("\n")
         .find((l) =>
