@@ -40,19 +40,19 @@ export async function metricsByPrefix(
  * its reader's socket pushes back, changes until that work blocks).
  */
 export async function settledMetricValue(
-  url: string,
+  metricsUrl: string,
   series: string,
   { quietMs = 1000, timeoutMs = 15_000 } = {},
 ): Promise<number> {
   const start = Date.now();
-  let last = await metricValue(url, series);
+  let last = await metricValue(metricsUrl, series);
   let since = Date.now();
   while (Date.now() - since < quietMs) {
     if (Date.now() - start > timeoutMs) {
       throw new Error(`${series} was still moving after ${timeoutMs} ms (last ${last})`);
     }
     await new Promise((r) => setTimeout(r, 100));
-    const value = await metricValue(url, series);
+    const value = await metricValue(metricsUrl, series);
     if (value !== last) [last, since] = [value, Date.now()];
   }
   return last;

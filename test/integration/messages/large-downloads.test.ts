@@ -157,7 +157,7 @@ describe("the cap on large downloads (VQS_MAX_LARGE_DOWNLOADS)", () => {
     for (const b of bodies) await publish(topic, b);
     const hold = await holdSlot();
     // The held download reads ahead until its reader's socket pushes back: sample it once still.
-    const aheadHeld = await settledMetricValue(url(), READ_AHEAD);
+    const aheadHeld = await settledMetricValue(fx.gateways[0]!.metricsUrl, READ_AHEAD);
     expect(aheadHeld).toBeLessThanOrEqual(READ_WINDOW);
     const res = await (await q()).receive(topic, "g", { "vqs-max-messages": "2" });
     expect(res.status).toBe(200); // both leased; the first part's head is out
