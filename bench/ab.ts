@@ -60,6 +60,7 @@ const nats = await startBenchNats(join(dir, "store"), join(dir, "nats.log"));
 const issuer = await startBenchIssuer();
 const env = {
   PORT: "0",
+  VQS_METRICS_PORT: "0",
   HOST: "127.0.0.1",
   NATS_URL: nats.url,
   VQS_REGION: "bench1",

@@ -469,7 +469,7 @@ async function memoryScenario(
             const usage = watchMemory(gw, {
               gc: pass === "gc",
               everyMs: 100,
-              metricsUrl: new URL("/metrics", gw.url).toString(),
+              metricsUrl: gw.metricsUrl,
             });
             const t0 = performance.now();
             await Promise.all(
@@ -642,7 +642,7 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
   const watched = async () => {
     const gatewayMemoryAtStartMiB = await gatewayMemory(env.gateway);
     const machine = await watchMachine(env.nats, processLabels(env, env.gateway));
-    const watch = await watchPhase(env.gateway.url, env.gateway.pid, env.nats);
+    const watch = await watchPhase(env.gateway.metricsUrl, env.gateway.pid, env.nats);
     const run = await smallPublishes(o, env, env.gateway.url, "small");
     const diagnosis: Diagnosis = {
       ...(await watch.stop()),
@@ -768,7 +768,7 @@ async function latencyAb(
       await sleep(1000);
       const gatewayMemoryAtStartMiB = await gatewayMemory(side.gateway);
       const machine = await watchMachine(env.nats, processLabels(env, side.gateway));
-      const watch = await watchPhase(side.gateway.url, side.gateway.pid, env.nats);
+      const watch = await watchPhase(side.gateway.metricsUrl, side.gateway.pid, env.nats);
       const run = await smallPublishes(o, env, side.gateway.url, "small");
       const rec = run.recorder;
       const diagnosis: Diagnosis = {

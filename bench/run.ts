@@ -834,7 +834,10 @@ async function scaleScenario(o: Options, env: Env): Promise<ScaleResult> {
   const topicErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
   const topicKinds = Object.fromEntries(kinds);
   const m0 = performance.now();
-  const metrics = await env.api.get("/metrics").catch(() => null);
+  // A scrape of the first gateway's metrics port (GET /metrics is not on the API port).
+  const metrics = await fetch(env.gateways[0]!.metricsUrl)
+    .then(async (r) => ({ status: r.status, body: Buffer.from(await r.arrayBuffer()) }))
+    .catch(() => null);
   const metricsMs = performance.now() - m0;
   let note: string | undefined;
   if (topicErrors > 0) {

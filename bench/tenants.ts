@@ -577,6 +577,7 @@ async function main(): Promise<void> {
       ),
       env: {
         PORT: "0",
+        VQS_METRICS_PORT: "0",
         HOST: "127.0.0.1",
         NATS_URL: nats.url,
         VQS_REGION: "bench1",

@@ -137,13 +137,13 @@ try {
 
   /** The gateway's request counts by `METHOD route`. */
   const requestCounts = async (): Promise<Map<string, number>> => {
-    const text = await (await fetch(`${gateway.url}/metrics`)).text();
+    const text = await (await fetch(gateway.metricsUrl)).text();
     const counts = new Map<string, number>();
     for (const line of text.split("\n")) {
       const m = /^vqs_http_request_duration_seconds_count\{.*method="(\w+)".*route="([^"]+)"/.exec(
         line,
       );
-      if (!m || m[2] === "/metrics") continue;
+      if (!m) continue;
       const key = `${m[1]} ${m[2]}`;
       counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1)));
     }

@@ -220,7 +220,7 @@ function breakdown(before: string, after: string): GatewayBreakdown {
     const m = /^vqs_http_request_duration_seconds_count\{.*method="(\w+)".*route="([^"]+)"/.exec(
       line,
     );
-    if (!m || m[2] === "/metrics") continue;
+    if (!m) continue;
     const key = `${m[1]} ${m[2]}`;
     if (key in requestsPerPush) continue;
     const n = delta("vqs_http_request_duration_seconds", [`method="${m[1]}"`, `route="${m[2]}"`]).n;
@@ -403,7 +403,7 @@ try {
         gateway: gateway.child.pid!,
         "nats-server": listenerPid(nats.port),
       },
-      `${gateway.url}/metrics`,
+      gateway.metricsUrl,
     );
     await app.stop();
     ours.app = await readTiming(vqsTiming.dir, ours.window);

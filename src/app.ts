@@ -111,7 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installErrorHandling(app, (code) => deps.metrics.tenantLimitRefused(code));
   // Before any route: it collects every route's schema, and makes schemas documentation only.
   await installOpenApi(app);
-  // Outside the API scope no route takes a body (health, readiness, metrics, and the 404
+  // Outside the API scope no route takes a body (health, readiness, the JWKS, and the 404
   // handler): none is parsed, so a body that would not parse cannot turn a 404 into a 400 or,
   // through Fastify's default JSON parser, into an error of its own. The unread body is
   // discarded by Node once the answer is sent.

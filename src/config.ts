@@ -158,6 +158,12 @@ export interface Config {
   readonly requestLogs: boolean;
   readonly shutdownGraceSeconds: number;
   readonly shutdownDelaySeconds: number;
+  /**
+   * GET /metrics is served on a listener of its own (VQS_METRICS_HOST:VQS_METRICS_PORT), never on
+   * the API port: its labels name every tenant's namespaces, topics and groups.
+   */
+  readonly metricsPort: number;
+  readonly metricsHost: string;
   readonly metricsMaxGroups: number;
   readonly metricsRefreshSeconds: number;
   /** The web console at /console (VQS_CONSOLE; on in development, off in production). */
@@ -392,11 +398,16 @@ export function loadConfig(env: Env): Config {
     requestLogs: oneOf("VQS_REQUEST_LOGS", ["on", "off"] as const, "on") === "on",
     shutdownGraceSeconds: int("VQS_SHUTDOWN_GRACE_SECONDS", 25, 0, 3600),
     shutdownDelaySeconds: int("VQS_SHUTDOWN_DELAY_SECONDS", 2, 0, 600),
+    metricsPort: int("VQS_METRICS_PORT", 9464, 0, 65535),
+    metricsHost: str("VQS_METRICS_HOST") ?? str("HOST") ?? "0.0.0.0",
     metricsMaxGroups: int("VQS_METRICS_MAX_GROUPS", 1000, 0, 1_000_000),
     metricsRefreshSeconds: int("VQS_METRICS_REFRESH_SECONDS", 15, 1, 3600),
     console: oneOf("VQS_CONSOLE", ["on", "off"] as const, production ? "off" : "on") === "on",
     heapGrowingPercent: int("VQS_HEAP_GROWING_PERCENT", 300, 0, 1000),
   };
+  if (config.metricsPort !== 0 && config.metricsPort === config.port) {
+    problems.push(`VQS_METRICS_PORT must differ from PORT (both ${config.port})`);
+  }
   if (problems.length) {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);
   }

@@ -7,6 +7,7 @@ import { DelayedPublishCap } from "./queue/admission/delayed-publish-cap.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
+import { buildMetricsApp } from "./http/metrics-app.js";
 import { createTokenVerifier, remoteKeySet, type TokenVerifier } from "./auth/token-verifier.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -54,8 +55,26 @@ export interface GatewayOptions {
   readonly devToken?: () => Promise<string>;
 }
 
+/** Where a gateway listens: the API, and GET /metrics on a port of its own. */
+export interface ListenAddresses {
+  readonly port: number;
+  readonly host: string;
+  readonly metricsPort: number;
+  readonly metricsHost: string;
+}
+
+export interface Listening {
+  /** The API's base URL. */
+  readonly url: string;
+  /** The Prometheus exposition's URL (`.../metrics` on the metrics port). */
+  readonly metricsUrl: string;
+}
+
 export interface Gateway {
+  /** The API (and probes, the push JWKS, the console): on PORT. */
   readonly app: FastifyInstance;
+  /** GET /metrics alone, on VQS_METRICS_PORT: its labels name every tenant's queues. */
+  readonly metricsApp: FastifyInstance;
   /** The JetStream adapter: broker, scheduler, keys, settings, admin, push feeds. */
   readonly jetstream: JetStreamAdapter;
   /** The queue domain (waiting receives, for metrics and tests). */
@@ -65,6 +84,8 @@ export interface Gateway {
   readonly maxMessageBytes: number;
   /** Bodies up to this size travel inside their message; larger ones go to the body store. */
   readonly inlineBodyBytes: number;
+  /** Listens on the configured addresses (or those given): the metrics port first. */
+  listen(at?: Partial<ListenAddresses>): Promise<Listening>;
   /** Readiness answers 503 from now on (the first step of a graceful shutdown). */
   stopBeingReady(): void;
   /** Stops accepting requests, lets in-flight ones finish, stops the scheduler, drains NATS. */
@@ -300,6 +321,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       ? { assetsDir: o.consoleAssetsDir ?? CONSOLE_ASSETS_DIR, devToken: o.devToken ?? null }
       : null,
   });
+  const metricsApp = buildMetricsApp(metrics, logger.child({ component: "metrics" }));
   jetstream.scheduler.start();
   const pushesInFlight = new NamespaceCounts(config.maxPushesInFlightPerNamespace);
   jetstream.startPush(
@@ -313,6 +335,15 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   });
   return {
     app,
+    metricsApp,
+    async listen(at = {}) {
+      const metricsAddress = await metricsApp.listen({
+        port: at.metricsPort ?? config.metricsPort,
+        host: at.metricsHost ?? config.metricsHost,
+      });
+      const url = await app.listen({ port: at.port ?? config.port, host: at.host ?? config.host });
+      return { url, metricsUrl: `${metricsAddress}/metrics` };
+    },
     jetstream,
     queue,
     settings: jetstream.settings,
@@ -335,6 +366,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       await pushClient.close();
       // Draining needs a connection; while NATS is away there is nothing to drain.
       await nc.drain().catch(() => nc.close());
+      // Last: a scrape during the drain still sees it.
+      await metricsApp.close();
     },
   };
 }

@@ -50,8 +50,8 @@ async function main(): Promise<void> {
         }
       : options,
   );
-  const address = await gateway.app.listen({ port: config.port, host: config.host });
-  logger.info({ address, region: config.region }, "vqs gateway listening");
+  const { url: address, metricsUrl } = await gateway.listen();
+  logger.info({ address, metrics: metricsUrl, region: config.region }, "vqs gateway listening");
 
   if (dev) {
     const token = await dev.issue();
@@ -64,6 +64,7 @@ async function main(): Promise<void> {
         `  curl -X POST ${base}/api/v3/topic/hello -H "Authorization: Bearer $VQS_TOKEN" --data-binary 'hi'`,
         `  curl -X POST ${base}/api/v3/topic/hello/consumer/workers -H "Authorization: Bearer $VQS_TOKEN" -H "Accept: application/x-ndjson"`,
         ...(config.console ? [`Web console: ${base}/console (it offers this token)`] : []),
+        `Metrics (operators only, never the tenants): ${metricsUrl.replace("0.0.0.0", "127.0.0.1")}`,
         "",
       ].join("\n") + "\n",
     );

@@ -17,6 +17,7 @@ export function benchGatewayEnv(
 ): Record<string, string> {
   return {
     PORT: "0",
+    VQS_METRICS_PORT: "0",
     HOST: "127.0.0.1",
     NATS_URL: natsUrl,
     VQS_REGION: "bench1",

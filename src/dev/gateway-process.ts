@@ -1,9 +1,9 @@
 // One gateway in its own process, for the benchmark and the nemesis tests: the production
 // composition (createGateway) configured from the environment by loadConfig, listening on
-// $HOST:$PORT. Started by spawn-gateway.ts as `node --import tsx src/dev/gateway-process.ts`, so
+// $HOST:$PORT (its metrics on $VQS_METRICS_PORT). Started by spawn-gateway.ts as `node --import tsx src/dev/gateway-process.ts`, so
 // its CPU is measured apart from the load generator's, and it can be paused or killed alone.
 // Talks to its parent over the IPC channel:
-//   -> {type: "listening", url}          once listening
+//   -> {type: "listening", url, metricsUrl}   once listening
 //   <- {type: "stats"}  -> {type: "stats", memory, cpu}   (after a full GC with --expose-gc)
 //   <- {type: "memory-now"} -> {type: "memory-now", memory}  (no GC: garbage included)
 //   <- {type: "waiting"} -> {type: "waiting", waiting}     (waiting receives now; no GC)
@@ -20,7 +20,7 @@ if (!config.natsServers) throw new Error("gateway-process needs NATS_URL");
 setHeapGrowing(config.heapGrowingPercent);
 const logger = createLogger(config.logLevel);
 const gateway = await createGateway({ config, logger, natsServers: config.natsServers });
-const url = await gateway.app.listen({ port: config.port, host: config.host });
+const { url, metricsUrl } = await gateway.listen();
 
 let stopping = false;
 async function stop(code: number): Promise<void> {
@@ -60,4 +60,4 @@ process.on("message", (m: unknown) => {
     process.send?.({ type: "waiting", waiting: gateway.queue.waitingReceives });
   }
 });
-process.send?.({ type: "listening", url });
+process.send?.({ type: "listening", url, metricsUrl });

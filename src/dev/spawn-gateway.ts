@@ -10,6 +10,8 @@ const REPO_DIR = dirname(dirname(DEV_DIR));
 
 export interface GatewayProcess {
   readonly url: string;
+  /** Its Prometheus exposition (GET /metrics on the metrics port). */
+  readonly metricsUrl: string;
   readonly pid: number;
   /** process.memoryUsage() of the gateway (rss, heapUsed, ...), or null without an answer. */
   memory(): Promise<NodeJS.MemoryUsage | null>;
@@ -59,27 +61,30 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
   });
   closeSync(log); // the child has its own copy
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error("gateway process did not listen within 30 s"));
-    }, 30_000);
-    const onMessage = (m: unknown) => {
-      const msg = m as { type?: string; url?: string };
-      if (msg.type === "listening" && msg.url) {
+  const { url, metricsUrl } = await new Promise<{ url: string; metricsUrl: string }>(
+    (resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        reject(new Error("gateway process did not listen within 30 s"));
+      }, 30_000);
+      const onMessage = (m: unknown) => {
+        const msg = m as { type?: string; url?: string; metricsUrl?: string };
+        if (msg.type === "listening" && msg.url && msg.metricsUrl) {
+          clearTimeout(timer);
+          child.off("message", onMessage);
+          resolve({ url: msg.url, metricsUrl: msg.metricsUrl });
+        }
+      };
+      child.on("message", onMessage);
+      child.once("exit", (code) => {
         clearTimeout(timer);
-        child.off("message", onMessage);
-        resolve(msg.url);
-      }
-    };
-    child.on("message", onMessage);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`gateway process exited (${String(code)}) before listening`));
-    });
-  });
+        reject(new Error(`gateway process exited (${String(code)}) before listening`));
+      });
+    },
+  );
   return {
     url,
+    metricsUrl,
     pid: child.pid ?? 0,
     memory: () => ask<NodeJS.MemoryUsage>(child, "stats", "memory"),
     memoryNow: () => ask<NodeJS.MemoryUsage>(child, "memory-now", "memory"),

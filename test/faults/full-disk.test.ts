@@ -12,6 +12,7 @@ import { startNatsServer, type NatsServerProcess } from "../../src/dev/nats-serv
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
+import { scrape } from "../helpers/metrics.js";
 
 const ROOT = process.getuid?.() === 0;
 const REQUEST_TIMEOUT_MS = 1000;
@@ -47,8 +48,8 @@ afterAll(async () => {
   }
 });
 
-async function metric(name: string, url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+async function metric(name: string, metricsUrl: string): Promise<number> {
+  const text = await scrape(metricsUrl);
   return text
     .split("\n")
     .filter((l) => l.startsWith(name))
@@ -75,9 +76,9 @@ describe.skipIf(!ROOT)("a JetStream store whose disk fills up", () => {
     expect(refused.map((r) => r.status)).toEqual(refused.map(() => 503));
     // The server never answers a publish it cannot write: the gateway's deadline answers.
     expect(Math.max(...refused.map((r) => r.ms))).toBeLessThan(REQUEST_TIMEOUT_MS + 1500);
-    expect(await metric('vqs_store_write_failures_total{cause="timeout"}', gw.url)).toBeGreaterThan(
-      0,
-    );
+    expect(
+      await metric('vqs_store_write_failures_total{cause="timeout"}', gw.metricsUrl),
+    ).toBeGreaterThan(0);
 
     // The operator grows the disk; where the server keeps its stream's write error, a restart of
     // that node clears it (docs/operations.md, "When the store fills up").

@@ -11,6 +11,7 @@ import { killGatewayProcesses, spawnGateway } from "../helpers/processes/gateway
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startTestNats } from "../helpers/processes/nats.js";
 import { startPushApp, type PushApp } from "../helpers/push-app.js";
+import { scrape } from "../helpers/metrics.js";
 
 const fx = useGateways(2);
 let app: PushApp;
@@ -54,8 +55,8 @@ async function until(check: () => boolean, ms = 20_000, what = "condition"): Pro
   }
 }
 
-async function metric(url: string, line: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+async function metric(metricsUrl: string, line: string): Promise<number> {
+  const text = await scrape(metricsUrl);
   const found = text.split("\n").find((l) => l.startsWith(line));
   return found ? Number(found.slice(found.lastIndexOf(" ") + 1)) : 0;
 }
@@ -73,7 +74,7 @@ describe("push across two gateways", () => {
     console.log("push concurrency across two gateways", { limit: 3, max: flight.max });
     expect(flight.max).toBeLessThanOrEqual(3);
     const line = 'vqs_push_requests_total{outcome="success"}';
-    const [a, b] = await Promise.all(fx.gateways.map((g) => metric(g.url, line)));
+    const [a, b] = await Promise.all(fx.gateways.map((g) => metric(g.metricsUrl, line)));
     expect(a).toBeGreaterThan(0);
     expect(b).toBeGreaterThan(0);
   });
@@ -91,7 +92,7 @@ describe("push across two gateways", () => {
     const failures = () =>
       Promise.all(
         fx.gateways.map((g) =>
-          metric(g.url, 'vqs_push_requests_total{outcome="connection_error"}'),
+          metric(g.metricsUrl, 'vqs_push_requests_total{outcome="connection_error"}'),
         ),
       ).then(([x, y]) => x! + y!);
     await expect.poll(failures, { timeout: 10_000 }).toBeGreaterThanOrEqual(10);
@@ -129,7 +130,7 @@ describe("push across two gateways", () => {
     expect(second!.headers["ce-vqsdeliverycount"]).toBe("2");
     expect(second!.atMs - first!.atMs).toBeGreaterThanOrEqual(1900); // 1 s timeout + 1 s retry
     const timeouts = await Promise.all(
-      fx.gateways.map((g) => metric(g.url, 'vqs_push_requests_total{outcome="timeout"}')),
+      fx.gateways.map((g) => metric(g.metricsUrl, 'vqs_push_requests_total{outcome="timeout"}')),
     );
     expect(timeouts.reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(1);
   }, 60_000);

@@ -1,5 +1,5 @@
-// A real gateway for tests: the production composition (createGateway) listening on a random
-// loopback port, configured through the same environment variables as in production.
+// A real gateway for tests: the production composition (createGateway) listening on random
+// loopback ports (the API's, and the metrics'), configured through the same environment variables as in production.
 import { loadConfig, type Config } from "../../src/config.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
 import { createLogger, type Logger } from "../../src/logger.js";
@@ -9,6 +9,8 @@ export const RECEIPT_SECRET = "test-receipt-secret-0123456789abcdef";
 
 export interface TestGateway {
   readonly url: string;
+  /** The Prometheus exposition: GET /metrics on the gateway's metrics port (not on `url`). */
+  readonly metricsUrl: string;
   readonly gateway: Gateway;
   close(): Promise<void>;
 }
@@ -58,6 +60,11 @@ export async function startGateway(
     ...(consoleAssetsDir ? { consoleAssetsDir } : {}),
     ...(devToken ? { devToken } : {}),
   });
-  const address = await gateway.app.listen({ port: 0, host: "127.0.0.1" });
-  return { url: address, gateway, close: () => gateway.close() };
+  const { url, metricsUrl } = await gateway.listen({
+    port: 0,
+    host: "127.0.0.1",
+    metricsPort: 0,
+    metricsHost: "127.0.0.1",
+  });
+  return { url, metricsUrl, gateway, close: () => gateway.close() };
 }

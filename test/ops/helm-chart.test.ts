@@ -331,6 +331,90 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
     expect(dashboard.data["vqs-dashboard.json"]).toBe(json.trimEnd());
   });
 
+  it("serves metrics on a port of their own: scraped there, never on the API Service", () => {
+    interface Port {
+      name: string;
+      port?: number;
+      containerPort?: number;
+      targetPort?: string;
+    }
+    interface Probe {
+      httpGet: { path: string; port: string };
+    }
+    const objects = render(merged({ serviceMonitor: { enabled: true } }));
+    const env = podEnv(objects);
+    const metricsPort = Number(env.VQS_METRICS_PORT);
+    expect(metricsPort).toBe(9464);
+    expect(metricsPort).not.toBe(Number(env.PORT));
+    expect(loadConfig(env)).toMatchObject({ metricsPort, port: Number(env.PORT) });
+
+    const deployment = find(objects, "Deployment") as K8sObject & {
+      spec: {
+        template: {
+          metadata: { annotations: Record<string, string> };
+          spec: {
+            containers: {
+              ports: Port[];
+              livenessProbe: Probe;
+              readinessProbe: Probe;
+              startupProbe: Probe;
+            }[];
+          };
+        };
+      };
+    };
+    const pod = deployment.spec.template;
+    const gateway = pod.spec.containers[0]!;
+    expect(gateway.ports).toEqual([
+      { name: "http", containerPort: Number(env.PORT), protocol: "TCP" },
+      { name: "metrics", containerPort: metricsPort, protocol: "TCP" },
+    ]);
+    expect(pod.metadata.annotations).toMatchObject({
+      "prometheus.io/scrape": "true",
+      "prometheus.io/port": String(metricsPort),
+      "prometheus.io/path": "/metrics",
+    });
+    // The probes stay on the API port, where the gateway serves them.
+    expect(gateway.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
+    expect(gateway.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
+    expect(gateway.startupProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
+
+    // The API Service has the http port alone; the ServiceMonitor selects the metrics Service.
+    const services = objects.filter((o) => o.kind === "Service") as (K8sObject & {
+      spec: { ports: Port[] };
+    })[];
+    const api = services.find((o) => o.metadata.name === "vqs")!;
+    expect(api.spec.ports.map((p) => p.name)).toEqual(["http"]);
+    const monitor = find(objects, "ServiceMonitor") as K8sObject & {
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        endpoints: { port: string; path: string }[];
+      };
+    };
+    expect(monitor.spec.endpoints).toMatchObject([{ port: "metrics", path: "/metrics" }]);
+    const selected = services.filter((o) =>
+      Object.entries(monitor.spec.selector.matchLabels).every(
+        ([k, v]) => o.metadata.labels?.[k] === v,
+      ),
+    );
+    expect(selected.map((o) => o.metadata.name)).toEqual(["vqs-metrics"]);
+    expect(selected[0]!.spec.ports).toEqual([
+      { name: "metrics", port: metricsPort, targetPort: "metrics", protocol: "TCP" },
+    ]);
+
+    // Another port is rendered everywhere alike.
+    const moved = render(
+      merged({
+        config: { ...regionValues.config, metricsPort: 9100 },
+        serviceMonitor: { enabled: true },
+      }),
+    );
+    expect(podEnv(moved).VQS_METRICS_PORT).toBe("9100");
+    expect(JSON.stringify(find(moved, "Deployment"))).toContain(
+      '{"name":"metrics","containerPort":9100,"protocol":"TCP"}',
+    );
+  });
+
   it("renders with an existing Secret and NATS credentials, and creates no Secret", () => {
     const objects = render({
       config: regionValues.config,
@@ -364,6 +448,8 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
       [merged({ serviceAccount: { name: "Gateway_SA" } }), /serviceAccount/],
       [merged({ config: { ...regionValues.config, maxMessageBytes: 1e9 + 1 } }), /maxMessageBytes/],
       [merged({ config: { ...regionValues.config, maxMessageBytes: 0 } }), /maxMessageBytes/],
+      [merged({ config: { ...regionValues.config, metricsPort: 8080 } }), /metricsPort/],
+      [merged({ config: { ...regionValues.config, metricsPort: 0 } }), /metricsPort/],
     ];
     for (const [values, why] of refused) {
       const r = helm("template", values);

@@ -106,10 +106,23 @@ describe("configuration", () => {
     expect(loadConfig({ VQS_HEAP_GROWING_PERCENT: "150" }).heapGrowingPercent).toBe(150);
   });
 
+  it("serves the metrics on a port of their own, 9464 and the API's host unless told otherwise", () => {
+    expect(loadConfig({})).toMatchObject({ port: 8080, metricsPort: 9464, metricsHost: "0.0.0.0" });
+    expect(loadConfig({ HOST: "10.0.0.5" }).metricsHost).toBe("10.0.0.5");
+    expect(
+      loadConfig({ HOST: "0.0.0.0", VQS_METRICS_HOST: "127.0.0.1", VQS_METRICS_PORT: "9100" }),
+    ).toMatchObject({ metricsHost: "127.0.0.1", metricsPort: 9100 });
+    // Both ephemeral (tests) is no clash; the same fixed port is.
+    expect(loadConfig({ PORT: "0", VQS_METRICS_PORT: "0" }).metricsPort).toBe(0);
+    expect(() => loadConfig({ PORT: "9464" })).toThrow(/VQS_METRICS_PORT must differ from PORT/);
+  });
+
   it("refuses malformed values with a clear message", () => {
     for (const env of [
       { PORT: "http" },
       { PORT: "70000" },
+      { VQS_METRICS_PORT: "70000" },
+      { PORT: "9100", VQS_METRICS_PORT: "9100" },
       { VQS_REGION: "US East" },
       { VQS_RECEIPT_SECRET: "short" },
       { VQS_OIDC_JWKS_URL: "https://x/jwks" },

@@ -59,9 +59,9 @@ interface Scrape {
   readonly gc: Map<string, { count: number; sum: number }>;
 }
 
-async function scrape(gatewayUrl: string): Promise<Scrape | null> {
+async function scrape(metricsUrl: string): Promise<Scrape | null> {
   try {
-    const text = await (await fetch(new URL("/metrics", gatewayUrl))).text();
+    const text = await (await fetch(metricsUrl)).text();
     const buckets = new Map<number, number>();
     let sum = 0;
     let count = 0;
@@ -110,11 +110,12 @@ export interface PhaseWatch {
 
 /** Starts watching; `stop()` says what happened since (the event-loop figures reset per scrape). */
 export async function watchPhase(
-  gatewayUrl: string,
+  /** The gateway's exposition (its metrics port's /metrics). */
+  metricsUrl: string,
   gatewayPid: number,
   nats: BenchNats,
 ): Promise<PhaseWatch> {
-  const first = await scrape(gatewayUrl);
+  const first = await scrape(metricsUrl);
   const t0 = performance.now();
   const gw0: ProcSample | null = sampleProc(gatewayPid);
   const nats0: ProcSample | null = sampleProc(nats.pid);
@@ -137,7 +138,7 @@ export async function watchPhase(
       polling = false;
       await poll;
       const seconds = (performance.now() - t0) / 1000;
-      const last = await scrape(gatewayUrl);
+      const last = await scrape(metricsUrl);
       clientDelay.disable();
       const ok = first && last;
       const nats1 = sampleProc(nats.pid);

@@ -120,6 +120,9 @@ Included from deployment.yaml.
 {{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
 {{- fail (printf "autoscaling.minReplicas (%d) must not exceed autoscaling.maxReplicas (%d)" (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
 {{- end }}
+{{- if eq (int .Values.config.metricsPort) (int .Values.config.port) }}
+{{- fail (printf "config.metricsPort (%d) must differ from config.port: GET /metrics is not served on the API port" (int .Values.config.metricsPort)) }}
+{{- end }}
 {{- with .Values.config.tenantClaims }}
 {{- if ne (len (splitList "," .)) 3 }}
 {{- fail "config.tenantClaims must name exactly three claims: team,project,environment" }}

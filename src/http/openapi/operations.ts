@@ -1,5 +1,6 @@
-// The route schemas of the routes outside /api/v3: probes, metrics, the push signing keys and
-// this document. None needs a token (`security: []`). Documentation only (plugin.ts).
+// The route schemas of the routes outside /api/v3: probes, the push signing keys and this
+// document (GET /metrics is on the metrics port, outside this API: http/metrics-app.ts). None
+// needs a token (`security: []`). Documentation only (plugin.ts).
 import { errorResponses, json } from "./shared.js";
 
 const OPEN = { tags: ["operations"], security: [] };
@@ -30,20 +31,6 @@ export const READYZ = {
       properties: { status: { const: "ready" } },
     }),
     ...errorResponses(["storage_unavailable"], { auth: false }),
-  },
-};
-
-export const METRICS = {
-  ...OPEN,
-  operationId: "metrics",
-  summary: "Prometheus metrics",
-  description: "The gateway's metrics in the Prometheus text format (docs/operations.md).",
-  produces: ["text/plain"],
-  response: {
-    200: {
-      description: "Metrics.",
-      content: { "text/plain": { schema: { type: "string" } } },
-    },
   },
 };
 

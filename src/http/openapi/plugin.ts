@@ -37,7 +37,7 @@ const TAGS = [
   { name: "dead-letters", description: "Moving dead letters back." },
   { name: "management", description: "Seeing and steering a namespace's queues." },
   { name: "push", description: "What apps need to check a push." },
-  { name: "operations", description: "Probes, metrics and this document; no token needed." },
+  { name: "operations", description: "Probes and this document; no token needed." },
 ];
 
 const DESCRIPTION = `The HTTP API of vqs, a self-hostable queue service that speaks the Vercel Queue v3 API.

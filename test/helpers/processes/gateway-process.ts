@@ -7,6 +7,8 @@ import { AUDIENCE, ISSUER, type TestIssuer } from "../issuer.js";
 
 export interface GatewayProcess {
   readonly url: string;
+  /** Its Prometheus exposition (GET /metrics on the metrics port). */
+  readonly metricsUrl: string;
   readonly child: ChildProcess;
   /** SIGKILL: a crash. */
   kill(): void;
@@ -26,6 +28,7 @@ export async function spawnGateway(
       ...process.env,
       NODE_ENV: "production",
       PORT: "0",
+      VQS_METRICS_PORT: "0",
       HOST: "127.0.0.1",
       NATS_URL: natsUrl,
       VQS_REGION: "iad1",
@@ -40,7 +43,7 @@ export async function spawnGateway(
   });
   started.add(child);
   child.once("exit", () => started.delete(child));
-  const url = await new Promise<string>((resolve, reject) => {
+  const urls = await new Promise<{ url: string; metricsUrl: string }>((resolve, reject) => {
     // Output is kept only until the gateway says where it listens: after that it is read and
     // dropped (the pipe must not fill), never searched again. Kept and searched, it cost the
     // test or bench process time that grew with every log line (a request logs two at info).
@@ -50,12 +53,12 @@ export async function spawnGateway(
     child.stdout.on("data", (chunk: Buffer) => {
       if (listening) return;
       out += chunk.toString();
-      const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
+      const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)","metrics":"([^"]+)"/.exec(out);
       if (m) {
         listening = true;
         out = "";
         clearTimeout(timer);
-        resolve(m[1]!);
+        resolve({ url: m[1]!, metricsUrl: m[2]! });
       }
     });
     child.stderr.on("data", (chunk: Buffer) => {
@@ -63,7 +66,7 @@ export async function spawnGateway(
     });
     child.once("exit", () => reject(new Error(`gateway exited:\n${out}`)));
   });
-  return { url, child, kill: () => void child.kill("SIGKILL") };
+  return { ...urls, child, kill: () => void child.kill("SIGKILL") };
 }
 
 /** SIGKILLs every gateway process still running (for afterAll). */

@@ -126,7 +126,7 @@ describe("the lease of a pushed message", () => {
     // The timed-out pushes timed out, on whichever gateway pushed them.
     const timeouts = await Promise.all(
       // A gateway that timed none out has no such series yet: 0.
-      fx.gateways.map(async (g) => (await metricValue(g.url, TIMEOUTS)) || 0),
+      fx.gateways.map(async (g) => (await metricValue(g.metricsUrl, TIMEOUTS)) || 0),
     );
     expect(timeouts.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(2);
   }, 100_000);

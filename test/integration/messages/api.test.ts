@@ -17,6 +17,7 @@ import {
 } from "../../../src/nats/core/naming.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 import { TEAM_A } from "../../helpers/issuer.js";
+import { scrape } from "../../helpers/metrics.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -607,7 +608,7 @@ describe("health and metrics", () => {
     await publishOk(topic, "one");
     await publishOk(topic, "two");
     await receiveParts(topic, "g");
-    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    const text = await scrape(gw.metricsUrl);
     const value = (series: string) => {
       const line = text.split("\n").find((l) => l.startsWith(`${series} `));
       return line === undefined ? NaN : Number(line.slice(series.length + 1));
@@ -635,6 +636,39 @@ describe("health and metrics", () => {
     expect(text).toContain("process_cpu_seconds_total");
   });
 
+  it("serves /metrics on its own port only: the API port answers 404 there, with a token or without", async () => {
+    // The exposition's labels name every tenant's namespaces, topics and groups.
+    const token = await issuer.token();
+    const withAndWithout: Record<string, string>[] = [{}, { authorization: `Bearer ${token}` }];
+    for (const headers of withAndWithout) {
+      for (const path of ["/metrics", "/queues-proxy/metrics", "/metrics/"]) {
+        const res = await fetch(`${gw.url}${path}`, { headers });
+        expect(res.status, `${path} ${JSON.stringify(headers)}`).toBe(404);
+        expect(await errorCode(res)).toBe("route_not_found");
+      }
+    }
+    expect(new URL(gw.metricsUrl).port).not.toBe(new URL(gw.url).port);
+    const res = await fetch(gw.metricsUrl);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    expect(text).toMatch(/^vqs_nats_connected 1$/m);
+    // The API port's 404s above are timed there as unmatched requests.
+    expect(text).toMatch(
+      /^vqs_http_request_duration_seconds_count\{method="GET",route="unmatched",status_code="404"\} [1-9]/m,
+    );
+    // The metrics port serves nothing else: not the API, not the probes.
+    const elsewhere = new URL("/", gw.metricsUrl).href;
+    const publish = await fetch(`${elsewhere}api/v3/topic/${uniqueName()}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: "y",
+    });
+    expect(publish.status).toBe(404);
+    expect(await errorCode(publish)).toBe("route_not_found");
+    expect((await fetch(`${elsewhere}healthz`)).status).toBe(404);
+  });
+
   it("caps the per-group series and says so", async () => {
     const capped = await startGateway(nats.url, issuer, { env: { VQS_METRICS_MAX_GROUPS: "1" } });
     try {
@@ -642,7 +676,7 @@ describe("health and metrics", () => {
       await publishOk(topic, "x");
       await receiveParts(topic, "a");
       await receiveParts(topic, "b");
-      const text = await (await fetch(`${capped.url}/metrics`)).text();
+      const text = await scrape(capped.metricsUrl);
       expect(
         text.split("\n").filter((l) => l.startsWith("vqs_consumer_backlog_messages{")),
       ).toHaveLength(1);

@@ -13,6 +13,7 @@ import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 import { BufferTransport, PollingQueueClient, QueueClient, StreamTransport } from "@vercel/queue";
+import { scrape } from "../../helpers/metrics.js";
 
 const MB = 1_000_000;
 
@@ -292,8 +293,8 @@ async function hashNdjsonBody(res: Response): Promise<string> {
   return hash.digest("hex");
 }
 
-async function metricValue(url: string, series: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+async function metricValue(metricsUrl: string, series: string): Promise<number> {
+  const text = await scrape(metricsUrl);
   const line = text.split("\n").find((l) => l.startsWith(series));
   return Number(line?.split(" ").at(-1) ?? 0);
 }
@@ -426,7 +427,7 @@ describe("large bodies through the real @vercel/queue client", () => {
     const body = randomBytes(40 * MB);
     expect((await api(gw100.url, await issuer.token()).publish(topic, body)).status).toBe(201);
     const out = 'vqs_large_body_bytes_total{direction="out"}';
-    const start = await metricValue(gw100.url, out);
+    const start = await metricValue(gw100.metricsUrl, out);
     // A Node client paused after its first piece reads no more from its socket, so the kernel
     // gives its receive buffer no reason to grow (fetch's stream read ahead into one of up to
     // 32 MiB here once, and the bound below was passed for that alone).
@@ -454,9 +455,9 @@ describe("large bodies through the real @vercel/queue client", () => {
     // same for 1 s), well short of the body, and stays there while the reader still stalls.
     let stalled = -1;
     for (let tries = 0; tries < 20; tries++) {
-      const before = await metricValue(gw100.url, out);
+      const before = await metricValue(gw100.metricsUrl, out);
       await new Promise((r) => setTimeout(r, 1000));
-      stalled = (await metricValue(gw100.url, out)) - start;
+      stalled = (await metricValue(gw100.metricsUrl, out)) - start;
       if (stalled === before - start) break;
     }
     expect(stalled).toBeLessThan(20 * MB);
@@ -464,18 +465,18 @@ describe("large bodies through the real @vercel/queue client", () => {
     // (VQS_LARGE_BODY_READ_WINDOW, 4 chunks by default), however long the reader stalls; the
     // count of chunks, not a time.
     const aheadSeries = "vqs_large_body_read_ahead_chunks";
-    const ahead = await metricValue(gw100.url, aheadSeries);
+    const ahead = await metricValue(gw100.metricsUrl, aheadSeries);
     expect(ahead).toBeGreaterThan(0);
     expect(ahead).toBeLessThanOrEqual(4);
     await new Promise((r) => setTimeout(r, 1000));
-    expect((await metricValue(gw100.url, out)) - start).toBe(stalled);
-    expect(await metricValue(gw100.url, aheadSeries)).toBe(ahead);
+    expect((await metricValue(gw100.metricsUrl, out)) - start).toBe(stalled);
+    expect(await metricValue(gw100.metricsUrl, aheadSeries)).toBe(ahead);
     res.removeAllListeners("data");
     res.on("data", (piece: Buffer) => (total += piece.length));
     res.resume();
     await new Promise((resolve, reject) => res.on("end", resolve).on("error", reject));
     expect(total).toBeGreaterThan(body.length);
-    expect((await metricValue(gw100.url, out)) - start).toBe(body.length);
-    expect(await metricValue(gw100.url, aheadSeries)).toBe(0);
+    expect((await metricValue(gw100.metricsUrl, out)) - start).toBe(body.length);
+    expect(await metricValue(gw100.metricsUrl, aheadSeries)).toBe(0);
   });
 });

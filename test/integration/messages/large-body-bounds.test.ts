@@ -10,6 +10,7 @@ import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { startIssuer, TEAM_A, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { scrape } from "../../helpers/metrics.js";
 
 const MB = 1_000_000;
 
@@ -63,7 +64,7 @@ describe("large-body bounds", () => {
     first.req.write(randomBytes(2 * MB));
     await expect
       .poll(async () => {
-        const text = await (await fetch(`${gw.url}/metrics`)).text();
+        const text = await scrape(gw.metricsUrl);
         return /^vqs_large_body_streams 1$/m.test(text);
       })
       .toBe(true);

@@ -110,7 +110,7 @@ async function settings(topic: string, group: string, body: unknown) {
 }
 
 async function metric(name: string): Promise<string> {
-  return (await metricLines(gw.url, name)).join("\n");
+  return (await metricLines(gw.metricsUrl, name)).join("\n");
 }
 
 describe("a large body's lifecycle", () => {
@@ -256,6 +256,7 @@ describe("a large body's lifecycle", () => {
     const victim = await startGatewayProcess({
       env: {
         PORT: "0",
+        VQS_METRICS_PORT: "0",
         HOST: "127.0.0.1",
         NATS_URL: nats.url,
         VQS_REGION: "iad1",

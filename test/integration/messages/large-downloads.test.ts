@@ -33,7 +33,8 @@ async function q() {
   return api(url(), await fx.issuer.token());
 }
 
-const metric = (series: string, base = url()) => metricValue(base, series);
+const metric = (series: string, metricsUrl = fx.gateways[0]!.metricsUrl) =>
+  metricValue(metricsUrl, series);
 
 const STREAMS = "vqs_large_body_streams";
 const WAITING = "vqs_large_body_downloads_waiting";
@@ -156,7 +157,7 @@ describe("the cap on large downloads (VQS_MAX_LARGE_DOWNLOADS)", () => {
     for (const b of bodies) await publish(topic, b);
     const hold = await holdSlot();
     // The held download reads ahead until its reader's socket pushes back: sample it once still.
-    const aheadHeld = await settledMetricValue(url(), READ_AHEAD);
+    const aheadHeld = await settledMetricValue(fx.gateways[0]!.metricsUrl, READ_AHEAD);
     expect(aheadHeld).toBeLessThanOrEqual(READ_WINDOW);
     const res = await (await q()).receive(topic, "g", { "vqs-max-messages": "2" });
     expect(res.status).toBe(200); // both leased; the first part's head is out
@@ -247,9 +248,9 @@ describe("the minimum download rate (VQS_MIN_DOWNLOAD_BYTES_PER_SECOND)", () => 
         gw.url,
       );
       expect(stalled.res.statusCode).toBe(200);
-      await expect.poll(() => metric(STREAMS, gw.url), { timeout: 10_000 }).toBe(1);
+      await expect.poll(() => metric(STREAMS, gw.metricsUrl), { timeout: 10_000 }).toBe(1);
       // Two windows at most after the buffers filled; the slot is free again.
-      await expect.poll(() => metric(STREAMS, gw.url), { timeout: 15_000 }).toBe(0);
+      await expect.poll(() => metric(STREAMS, gw.metricsUrl), { timeout: 15_000 }).toBe(0);
       let got = 0;
       const ended = await new Promise<string>((resolve) => {
         stalled.res.on("data", (c: Buffer) => (got += c.length));

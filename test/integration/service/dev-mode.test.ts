@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, parts } from "../../helpers/http.js";
+import { scrape } from "../../helpers/metrics.js";
 
 const tsx = join(process.cwd(), "node_modules", ".bin", "tsx");
 let dataDir: string;
@@ -41,6 +42,7 @@ describe("npm start (development)", () => {
       env: {
         ...envWithout(SETTINGS),
         PORT: "0",
+        VQS_METRICS_PORT: "0",
         HOST: "127.0.0.1",
         VQS_DATA_DIR: dataDir,
         LOG_LEVEL: "info",
@@ -84,6 +86,12 @@ describe("npm start (development)", () => {
         token: string;
       };
       expect((await api(base!, offered.token).receive("hello", "workers")).status).toBe(204);
+
+      // The metrics are on a port of their own, named at start; the API port has none.
+      const metricsUrl = /^Metrics \(.*\): (http:\/\/127\.0\.0\.1:\d+\/metrics)$/m.exec(out)?.[1];
+      expect(metricsUrl, out).toBeDefined();
+      expect(await scrape(metricsUrl!)).toMatch(/^vqs_nats_connected 1$/m);
+      expect((await fetch(`${base}/metrics`)).status).toBe(404);
 
       const natsUrl = /"url":"(nats:\/\/127\.0\.0\.1:\d+)"/.exec(out)?.[1];
       expect(natsUrl, out).toBeDefined();

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { eventually, settingsApi } from "../../helpers/settings.js";
+import { scrape } from "../../helpers/metrics.js";
 
 const fx = useGateways(1, {
   env: {
@@ -27,7 +28,7 @@ afterAll(async () => {
 });
 
 async function metric(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${fx.gateways[0]!.url}/metrics`)).text();
+  const text = await scrape(fx.gateways[0]!.metricsUrl);
   const line = text.split("\n").find((l) => l.startsWith(`${name}{${labels}}`));
   return line ? Number(line.split(" ").pop()) : 0;
 }

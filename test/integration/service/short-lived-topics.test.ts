@@ -375,7 +375,7 @@ describe("short-lived topics under a pushed pattern", () => {
     expect(swept).toBe(true);
     expect(await bodySubjects("run_big_2")).toEqual({});
     expect((await bodies.sweep()).usage.get(label) ?? 0).toBe(0);
-    const stored = await metricLines(gw.url, "vqs_large_body_stored_bytes");
+    const stored = await metricLines(gw.metricsUrl, "vqs_large_body_stored_bytes");
     expect(stored.join("\n")).not.toContain(`queue_namespace="${label}"`);
   }, 120_000);
 });

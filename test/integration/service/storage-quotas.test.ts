@@ -15,6 +15,7 @@ import { makeNamespace } from "../../../src/queue/namespace.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, errorCode, parts, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
+import { scrape } from "../../helpers/metrics.js";
 
 const STORE_BYTES = 16 * 1024 * 1024;
 const QUOTA = 400_000;
@@ -114,7 +115,7 @@ describe("storage quotas", () => {
     expect(messages).toBe(first.stored + second.stored);
 
     // Quota use per namespace is exported, and each refusal is counted by its code.
-    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const metrics = await scrape(gw.metricsUrl);
     const series = (name: string) =>
       Number(
         metrics

@@ -23,6 +23,7 @@ import {
   startWorkflowApp,
   type WorkflowApp,
 } from "../../helpers/workflow-app.js";
+import { scrape } from "../../helpers/metrics.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -59,7 +60,7 @@ beforeAll(async () => {
 
 /** Bytes the gateway has streamed into the large-body store (its metric). */
 async function largeBytesIn(): Promise<number> {
-  const text = await (await fetch(`${gateway.url}/metrics`)).text();
+  const text = await scrape(gateway.metricsUrl);
   return Number(/^vqs_large_body_bytes_total\{direction="in"\} (\d+)/m.exec(text)?.[1] ?? 0);
 }
 

@@ -79,7 +79,7 @@ function runStream(workflow: string, runId: string): string {
 }
 
 /** The gateway's series that start with `prefix`: value by the rest of the name. */
-const metrics = (prefix: string) => metricsByPrefix(fx.gateways[0]!.url, prefix);
+const metrics = (prefix: string) => metricsByPrefix(fx.gateways[0]!.metricsUrl, prefix);
 
 describe("Workflow DevKit 5.x with WORKFLOW_SEQUENTIAL_REPLAYS=1 on vqs", () => {
   it(`carries ${RUNS} runs, a topic each, through a namespace capped at ${CAP} topics`, async () => {
