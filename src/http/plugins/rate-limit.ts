@@ -92,7 +92,7 @@ interface Refused {
 export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): PartsLimit {
   const limited = (req: FastifyRequest) => LIMITED_ROUTES.has(req.routeOptions.url ?? "");
   const limitOf = (req: FastifyRequest) => opts.teams.get(req.namespace.team) ?? opts.perSecond;
-  const windows = new TenantWindows(MAX_TENANTS);
+  const windows = new TenantWindows(MAX_TENANTS, Date.now);
   if (opts.perSecond !== 0 || opts.teams.size !== 0) {
     const refusedOn = new WeakMap<Socket, Refused>();
     /** Counts the request in its tenant's window; answers 429 when the window is full. */

@@ -14,7 +14,7 @@ export class TenantWindows {
   readonly #windows = new Map<string, Window>();
 
   /** Remembers `maxTenants` at most (the least recently used are forgotten first). */
-  constructor(maxTenants: number, now: () => number = Date.now) {
+  constructor(maxTenants: number, now: () => number) {
     this.#max = maxTenants;
     this.#now = now;
   }
