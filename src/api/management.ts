@@ -164,18 +164,21 @@ function queryInt(bounds: { min: number; max: number; default: number }, descrip
   );
 }
 
+/** A listing's `cursor`: where the previous page ended (its nextCursor), opaque to the client. */
+const PAGE_CURSOR = Type.Optional(
+  checked(
+    Type.String({
+      pattern: "^[A-Za-z0-9_-]{1,255}$",
+      description: "Where the previous page ended: its nextCursor.",
+    }),
+    { code: "invalid_query", message: "`cursor` is not one this API gave." },
+  ),
+);
+
 // Properties in the order they are checked.
 export const LIST_TOPICS_QUERY = Type.Object({
   limit: queryInt(LIMITS.topicsPageLimit, "Topics of the page at most."),
-  cursor: Type.Optional(
-    checked(
-      Type.String({
-        pattern: "^[A-Za-z0-9_-]{1,255}$",
-        description: "Where the previous page ended: its nextCursor.",
-      }),
-      { code: "invalid_query", message: "`cursor` is not one this API gave." },
-    ),
-  ),
+  cursor: PAGE_CURSOR,
 });
 
 export const TOPIC_PAGE = Type.Object({
@@ -190,15 +193,7 @@ export type TopicPage = Static<typeof TOPIC_PAGE>;
 
 export const LIST_GROUPS_QUERY = Type.Object({
   limit: queryInt(LIMITS.groupsPageLimit, "Groups of the page at most."),
-  cursor: Type.Optional(
-    checked(
-      Type.String({
-        pattern: "^[A-Za-z0-9_-]{1,255}$",
-        description: "Where the previous page ended: its nextCursor.",
-      }),
-      { code: "invalid_query", message: "`cursor` is not one this API gave." },
-    ),
-  ),
+  cursor: PAGE_CURSOR,
 });
 
 export const CONSUMER_GROUPS = Type.Object({
