@@ -4,7 +4,7 @@
 // publish costs no round trip. A large body is counted as it streams in (`upload`). Gateways together can
 // overshoot a limit by what the others store within one refresh. A hard per-topic limit is
 // JetStream's own (max_bytes, topology.ts, opt-in since JetStream reserves it). See
-// docs/architecture.md, "Storage quotas", for why this and not one NATS account per namespace.
+// docs/architecture.md, "Admission" ("Why not one NATS account per namespace").
 import { JetStreamApiCodes, type JetStreamManager } from "@nats-io/jetstream";
 import { AppError } from "../../errors.js";
 import type { UploadQuota } from "../../queue/broker.js";
