@@ -15,6 +15,13 @@ import { deriveSecretKeys } from "../../src/queue/identity/secret-keys.js";
 /** The namespace of the rule files. */
 export const RULES_NAMESPACE = makeNamespace("team", "project", "production", null);
 
+/** The consumer group `group` of the topic "orders" in RULES_NAMESPACE. */
+export const rulesGroup = (group: string): GroupAddress => ({
+  namespace: RULES_NAMESPACE,
+  topic: "orders",
+  group,
+});
+
 export type MemoryQueueOptions = Pick<QueueServiceDeps, "settingsOf"> & {
   readonly secret?: string;
 };

@@ -16,12 +16,13 @@ import type { ConsumerSettings } from "../../../src/queue/settings/consumer-sett
 import {
   errorCode as code,
   RULES_NAMESPACE as namespace,
+  rulesGroup,
   useMemoryQueue,
 } from "../../helpers/memory-queue.js";
 import { memoryPusher, usePushEndpoint } from "../../helpers/memory-pusher.js";
 
 const SECRET = "dead-letter-rules-secret-dead-letter!";
-const workers: GroupAddress = { namespace, topic: "orders", group: "workers" };
+const workers = rulesGroup("workers");
 const dead: TopicAddress = { namespace, topic: "orders-dead" };
 
 let settings: ConsumerSettings | null;

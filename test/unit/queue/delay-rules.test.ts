@@ -4,14 +4,9 @@
 // retention is capped at it (the message expires unseen). Through JetStream's timers (lost
 // timers re-armed, malformed ones dropped, the stored form): test/integration/messages/api.test.ts.
 import { describe, expect, it } from "vitest";
-import type { GroupAddress } from "../../../src/queue/namespace.js";
-import {
-  errorCode as code,
-  RULES_NAMESPACE as namespace,
-  useMemoryQueue,
-} from "../../helpers/memory-queue.js";
+import { errorCode as code, rulesGroup, useMemoryQueue } from "../../helpers/memory-queue.js";
 
-const group: GroupAddress = { namespace, topic: "orders", group: "g" };
+const group = rulesGroup("g");
 const memory = useMemoryQueue();
 
 const publish = (text: string, delaySeconds: number, retentionSeconds = 3600) =>

@@ -3,16 +3,11 @@
 // dead-lettering. The same rules against a real nats-server: test/integration/messages/ and
 // test/integration/consumers/ (the in-memory ports keep to JetStream's contract: test/contract/).
 import { beforeEach, describe, expect, it } from "vitest";
-import type { GroupAddress } from "../../../src/queue/namespace.js";
 import type { QueueService, ReceiveOptions } from "../../../src/queue/queue-service.js";
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
-import {
-  errorCode as code,
-  RULES_NAMESPACE as namespace,
-  useMemoryQueue,
-} from "../../helpers/memory-queue.js";
+import { errorCode as code, rulesGroup, useMemoryQueue } from "../../helpers/memory-queue.js";
 
-const orders: GroupAddress = { namespace, topic: "orders", group: "billing" };
+const orders = rulesGroup("billing");
 let settings: ConsumerSettings | null;
 let queue: QueueService;
 const memory = useMemoryQueue({ settingsOf: () => settings });
@@ -199,7 +194,7 @@ describe("dead letters", () => {
     }
     expect(await receiveOne()).toBeUndefined();
     expect(memory.broker.deadLettered(orders)).toBe(1);
-    const dead = await memory.receive({ namespace, topic: "orders-dead", group: "ops" });
+    const dead = await memory.receive({ ...orders, topic: "orders-dead", group: "ops" });
     expect(dead).toHaveLength(1);
     expect(new TextDecoder().decode(dead[0]!.payload)).toBe("poison");
     expect(dead[0]!.deadLetter).toEqual({

@@ -4,14 +4,9 @@
 // The same across two gateways through JetStream: test/integration/messages/stale-handles.test.ts;
 // more stale-handle rules (a lease that ran out, an extended one): delivery-rules.test.ts.
 import { describe, expect, it } from "vitest";
-import type { GroupAddress } from "../../../src/queue/namespace.js";
-import {
-  errorCode as code,
-  RULES_NAMESPACE as namespace,
-  useMemoryQueue,
-} from "../../helpers/memory-queue.js";
+import { errorCode as code, rulesGroup, useMemoryQueue } from "../../helpers/memory-queue.js";
 
-const group: GroupAddress = { namespace, topic: "orders", group: "g" };
+const group = rulesGroup("g");
 const memory = useMemoryQueue();
 
 const receiveOne = async () => (await memory.receive(group))[0];
