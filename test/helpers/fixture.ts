@@ -1,8 +1,11 @@
 // The usual setup of an integration test file: one nats-server, one token issuer and N gateways,
 // started before the file's tests and stopped after them. Read the fields inside tests (they are
 // set in beforeAll).
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
 import { startGateway, type TestGateway, type TestGatewayOptions } from "./gateway.js";
+import { api } from "./http.js";
 import { startIssuer, type TestIssuer } from "./issuer.js";
 import { startTestNats, type TestNats } from "./processes/nats.js";
 
@@ -36,4 +39,58 @@ export function useGateways(
     await fixture.nats?.dispose();
   });
   return fixture;
+}
+
+export interface ConnectedFixture {
+  readonly nats: TestNats;
+  readonly issuer: TestIssuer;
+  readonly gw: TestGateway;
+  /** The gateway's API, with a token of the issuer's default claims. */
+  readonly q: ReturnType<typeof api>;
+  /** The test's own connection to the nats-server, and its JetStream manager. */
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+}
+
+/**
+ * One gateway (`options`) on a nats-server of its own (`nats.bin`: which server), and the test's
+ * own connection to that server.
+ */
+export function useConnectedGateway(
+  options: TestGatewayOptions = {},
+  nats: { bin?: string } = {},
+): ConnectedFixture {
+  const fixture = {} as {
+    -readonly [K in keyof ConnectedFixture]: ConnectedFixture[K];
+  };
+  beforeAll(async () => {
+    fixture.nats = await startTestNats(nats);
+    fixture.issuer = await startIssuer();
+    fixture.gw = await startGateway(fixture.nats.url, fixture.issuer, options);
+    fixture.q = api(fixture.gw.url, await fixture.issuer.token());
+    fixture.nc = await connect({ servers: fixture.nats.url });
+    fixture.jsm = await jetstreamManager(fixture.nc);
+  });
+  afterAll(async () => {
+    await fixture.nc?.close();
+    await fixture.gw?.close();
+    await fixture.issuer?.close();
+    await fixture.nats?.dispose();
+  });
+  return fixture;
+}
+
+/**
+ * A gateway whose large bodies are seen expiring and orphaned in seconds: a body outlives its
+ * message's retention by a second (VQS_LARGE_BODY_TTL_MARGIN_SECONDS), an uncommitted body is an
+ * orphan a second after its last chunk, and the sweep runs only when a test asks.
+ */
+export function useLargeBodyGateway(): ConnectedFixture {
+  return useConnectedGateway({
+    config: {
+      largeBodyTtlMarginSeconds: 1,
+      largeBodySweepSeconds: 86_400,
+      largeBodyOrphanGraceSeconds: 1,
+    },
+  });
 }

@@ -1,9 +1,30 @@
 // The domain on the in-memory storage ports for fast tests: a clock the test moves, a
-// MemoryBroker on it, and a QueueService over that broker (src/memory/, test/unit/queue/).
+// MemoryBroker on it, and a QueueService over that broker (src/memory/, test/unit/queue/), with
+// the publish, receive and error helpers the rule files share.
+import { beforeEach } from "vitest";
+import { isAppError } from "../../src/errors.js";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
-import type { TopicAddress } from "../../src/queue/namespace.js";
-import { QueueService, type QueueServiceDeps } from "../../src/queue/queue-service.js";
+import { makeNamespace, type GroupAddress, type TopicAddress } from "../../src/queue/namespace.js";
+import {
+  QueueService,
+  type QueueServiceDeps,
+  type ReceiveOptions,
+} from "../../src/queue/queue-service.js";
 import { deriveSecretKeys } from "../../src/queue/identity/secret-keys.js";
+
+/** The namespace of the rule files. */
+export const RULES_NAMESPACE = makeNamespace("team", "project", "production", null);
+
+/** The consumer group `group` of the topic "orders" in RULES_NAMESPACE. */
+export const rulesGroup = (group: string): GroupAddress => ({
+  namespace: RULES_NAMESPACE,
+  topic: "orders",
+  group,
+});
+
+export type MemoryQueueOptions = Pick<QueueServiceDeps, "settingsOf"> & {
+  readonly secret?: string;
+};
 
 export interface MemoryQueue {
   readonly broker: MemoryBroker;
@@ -13,11 +34,17 @@ export interface MemoryQueue {
   readonly advance: (ms: number) => void;
   /** Publishes `text` as a text/plain message kept an hour. */
   publish(topic: TopicAddress, text: string): ReturnType<QueueService["publish"]>;
+  /** Publishes `text` as text/plain (kept an hour, no delay unless `more` says) and returns its ID. */
+  publishId(
+    topic: TopicAddress,
+    text: string,
+    more?: { readonly delaySeconds?: number; readonly retentionSeconds?: number },
+  ): Promise<string>;
+  /** Receives with one message at most, a lease of 30 s and no concurrency limit, unless `more` says. */
+  receive(group: GroupAddress, more?: Partial<ReceiveOptions>): ReturnType<QueueService["receive"]>;
 }
 
-export function memoryQueue(
-  options: Pick<QueueServiceDeps, "settingsOf"> & { readonly secret?: string } = {},
-): MemoryQueue {
+export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
   let clock = Date.parse("2026-01-05T10:00:00Z");
   const now = () => clock;
   const broker = new MemoryBroker({ now, defaultLeaseMs: 60_000, dedupWindowMs: 120_000 });
@@ -27,19 +54,59 @@ export function memoryQueue(
     now,
     ...(options.settingsOf ? { settingsOf: options.settingsOf } : {}),
   });
+  const publish = (
+    topic: TopicAddress,
+    text: string,
+    { delaySeconds = 0, retentionSeconds = 3600 } = {},
+  ) =>
+    queue.publish(topic, {
+      payload: new TextEncoder().encode(text),
+      contentType: "text/plain",
+      retentionSeconds,
+      delaySeconds,
+      idempotencyKey: null,
+      trace: null,
+    });
   return {
     broker,
     queue,
     now,
     advance: (ms) => void (clock += ms),
-    publish: (topic, text) =>
-      queue.publish(topic, {
-        payload: new TextEncoder().encode(text),
-        contentType: "text/plain",
-        retentionSeconds: 3600,
-        delaySeconds: 0,
-        idempotencyKey: null,
-        trace: null,
+    publish: (topic, text) => publish(topic, text),
+    publishId: async (topic, text, more) => {
+      const published = await publish(topic, text, more);
+      if (published.deferred) throw new Error("not deferred in memory");
+      return published.messageId;
+    },
+    receive: (group, more = {}) =>
+      queue.receive(group, {
+        maxMessages: 1,
+        visibilityTimeoutSeconds: 30,
+        maxConcurrency: null,
+        ...more,
       }),
   };
+}
+
+/**
+ * A fresh memoryQueue before each test of the file. The object returned is the same throughout:
+ * read its fields inside tests (beforeEach replaces them).
+ */
+export function useMemoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
+  const current = {} as MemoryQueue;
+  beforeEach(() => {
+    Object.assign(current, memoryQueue(options));
+  });
+  return current;
+}
+
+/** The error code a promise fails with, or "(no error)". */
+export async function errorCode(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (isAppError(err)) return err.code;
+    throw err;
+  }
+  return "(no error)";
 }

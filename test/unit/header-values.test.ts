@@ -8,6 +8,7 @@ import { publishInput } from "../../src/http/routes/messages/publish-input.js";
 import { deliveredContentType, isHeaderValue } from "../../src/queue/limits.js";
 import { pushRequest } from "../../src/queue/push-delivery/cloud-event.js";
 import type { ReceivedMessage } from "../../src/queue/delivery/received-message.js";
+import { collect, receivedMessage } from "../helpers/received-message.js";
 
 /** U+010D U+010A, cut to latin1: CR LF. And the bytes themselves, and other line ends. */
 const HOSTILE = [
@@ -23,26 +24,11 @@ const HOSTILE = [
 ];
 
 function stored(contentType: string | null, extra: Partial<ReceivedMessage> = {}): ReceivedMessage {
-  return {
-    messageId: "m1_AAAAAAAAAAAAAAAA",
-    receiptHandle: "handle-1",
-    deliveryCount: 1,
-    body: null,
-    visibilityDeadline: new Date(1_700_000_060_000),
-    publishedAt: new Date(1_700_000_000_000),
-    expiresAt: new Date(1_700_086_400_000),
-    trace: null,
-    deadLetter: null,
-    contentType,
-    payload: Buffer.from("payload"),
-    ...extra,
-  };
+  return receivedMessage({ contentType, ...extra });
 }
 
 async function text(body: NodeJS.ReadableStream, encoding: BufferEncoding): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(Buffer.from(c as Buffer));
-  return Buffer.concat(chunks).toString(encoding);
+  return (await collect(body)).toString(encoding);
 }
 
 describe("header values", () => {

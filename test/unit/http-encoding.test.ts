@@ -12,6 +12,7 @@ import { abortable } from "../../src/http/encoding/publish-body.js";
 import { UploadAbort } from "../../src/http/plugins/upload-watchdog.js";
 import { renderMultipart, renderNdjson } from "../../src/http/encoding/message-parts.js";
 import type { ReceivedMessage } from "../../src/queue/delivery/received-message.js";
+import { collect, receivedMessage } from "../helpers/received-message.js";
 
 const bounds = { min: 0, max: 3600 };
 
@@ -60,25 +61,13 @@ describe("Accept negotiation", () => {
 });
 
 function message(payload: Buffer, i: number): ReceivedMessage {
-  return {
+  return receivedMessage({
     messageId: `m${i}_AAAAAAAAAAAAAAAA`,
     receiptHandle: `handle-${i}`,
     deliveryCount: i + 1,
-    body: null,
-    visibilityDeadline: new Date(1_700_000_060_000),
-    publishedAt: new Date(1_700_000_000_000),
-    expiresAt: new Date(1_700_086_400_000),
-    trace: null,
-    deadLetter: null,
     contentType: i === 0 ? null : "text/plain",
     payload,
-  };
-}
-
-async function collect(body: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(Buffer.from(c as Buffer));
-  return Buffer.concat(chunks);
+  });
 }
 
 describe("multipart rendering", () => {

@@ -6,94 +6,48 @@
 //   the message's retention from the publish's end, so the chunks must cover the upload's time;
 // - a batch's large part waits for the rest of the batch before its message is stored: the
 //   orphan sweep leaves its body alone meanwhile.
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
 import { request } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
-import { startGateway, type TestGateway } from "../../helpers/gateway.js";
-import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
-import { startIssuer, TEAM_A_NAMESPACE, type TestIssuer } from "../../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { useLargeBodyGateway } from "../../helpers/fixture.js";
+import { parts, sleep, uniqueName } from "../../helpers/http.js";
+import { TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
+import { answerOf, publishStored } from "../../helpers/large-body.js";
 
 const MB = 1_000_000;
 const NS = TEAM_A_NAMESPACE;
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let gw: TestGateway;
-let q: ReturnType<typeof api>;
-let nc: NatsConnection;
-let jsm: JetStreamManager;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  // A body outlives its message's retention by a second (VQS_LARGE_BODY_TTL_MARGIN_SECONDS), so
-  // a chunk expiring before its message is seen in seconds; no sweep unless a test asks.
-  gw = await startGateway(nats.url, issuer, {
-    // An uncommitted body is an orphan a second after its last chunk.
-    config: {
-      largeBodyTtlMarginSeconds: 1,
-      largeBodySweepSeconds: 86_400,
-      largeBodyOrphanGraceSeconds: 1,
-    },
-  });
-  q = api(gw.url, await issuer.token());
-  nc = await connect({ servers: nats.url });
-  jsm = await jetstreamManager(nc);
-});
-
-afterAll(async () => {
-  await nc?.close();
-  await gw?.close();
-  await issuer?.close();
-  await nats?.dispose();
-});
+// A chunk expiring before its message is seen in seconds; no sweep unless a test asks.
+const f = useLargeBodyGateway();
 
 /** Stored messages (chunks and commit markers) per body subject of `topic`. */
 async function bodiesOf(topic: string): Promise<Record<string, number>> {
   const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
   try {
-    const info = await jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
+    const info = await f.jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
     return info.state.subjects ?? {};
   } catch {
     return {};
   }
 }
 
-async function publish(topic: string, body: Buffer): Promise<string> {
-  const res = await q.publish(topic, body);
-  expect(res.status, await res.clone().text()).toBe(201);
-  return ((await res.json()) as { messageId: string }).messageId;
-}
+const publish = (topic: string, body: Buffer) => publishStored(f.q, topic, body);
 
 /**
  * A large publish of `body` (Content-Length declared) that has sent its first `sent` bytes and
  * waits, once chunks of it are in the store (a body subject of `topic` not in `before`).
  */
 async function uploadUnderWay(topic: string, body: Buffer, sent: number, before: string[]) {
-  const req = request(new URL(`${gw.url}/api/v3/topic/${topic}`), {
+  const req = request(new URL(`${f.gw.url}/api/v3/topic/${topic}`), {
     method: "POST",
     headers: {
-      authorization: `Bearer ${await issuer.token()}`,
+      authorization: `Bearer ${await f.issuer.token()}`,
       "content-type": "application/octet-stream",
       "content-length": String(body.length),
     },
   });
-  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
-    req.on("response", (res) => {
-      const got: Buffer[] = [];
-      res.on("data", (d: Buffer) => got.push(d));
-      res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(got).toString() }),
-      );
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-  });
-  answer.catch(() => undefined); // awaited by the test, or abandoned with the request
+  const answer = answerOf(req); // awaited by the test, or abandoned with the request
   req.write(body.subarray(0, sent));
   const upload = async () => Object.keys(await bodiesOf(topic)).filter((s) => !before.includes(s));
   await expect.poll(async () => (await upload()).length, { timeout: 10_000 }).toBe(1);
@@ -111,7 +65,7 @@ async function uploadUnderWay(topic: string, body: Buffer, sent: number, before:
 
 /** The one message of `topic`, received by a fresh group, read whole. */
 async function readBack(topic: string): Promise<Buffer> {
-  const res = await q.receive(topic, uniqueName("g"));
+  const res = await f.q.receive(topic, uniqueName("g"));
   expect(res.status).toBe(200);
   const got = await parts(res);
   expect(got).toHaveLength(1);
@@ -129,11 +83,11 @@ describe("a purge or deletion while a large upload is under way", () => {
       const upload = await uploadUnderWay(topic, body, 1 * MB, committed);
       try {
         if (how === "purge") {
-          const res = await q.call("POST", `${topic}/purge`);
+          const res = await f.q.call("POST", `${topic}/purge`);
           expect(res.status).toBe(200);
           expect(await res.json()).toEqual({ purged: 1 });
         } else {
-          expect((await q.call("DELETE", topic)).status).toBe(204);
+          expect((await f.q.call("DELETE", topic)).status).toBe(204);
         }
         // The committed body went with its message; the upload's chunks are all still there.
         const left = await bodiesOf(topic);
@@ -145,7 +99,7 @@ describe("a purge or deletion while a large upload is under way", () => {
         expect((await readBack(topic)).equals(body)).toBe(true);
       } finally {
         upload.req.destroy();
-        await q.call("DELETE", topic);
+        await f.q.call("DELETE", topic);
       }
     });
   }
@@ -166,7 +120,7 @@ describe("a slow upload", () => {
       }
     }
     const started = Date.now();
-    const result = await gw.gateway.queue.publishStreamed(
+    const result = await f.gw.gateway.queue.publishStreamed(
       { namespace: NS, topic },
       {
         contentType: null,
@@ -183,7 +137,7 @@ describe("a slow upload", () => {
       // Within the message's retention (5 s from now): its body reads back whole.
       expect((await readBack(topic)).equals(body)).toBe(true);
     } finally {
-      await q.call("DELETE", topic);
+      await f.q.call("DELETE", topic);
     }
   });
 });
@@ -193,25 +147,14 @@ describe("a batch read on after its large part", () => {
     const topic = uniqueName("batch-wait");
     const large = randomBytes(2 * MB);
     const boundary = "vqs-test-batch";
-    const req = request(new URL(`${gw.url}/api/v3/topic/${topic}/batch`), {
+    const req = request(new URL(`${f.gw.url}/api/v3/topic/${topic}/batch`), {
       method: "POST",
       headers: {
-        authorization: `Bearer ${await issuer.token()}`,
+        authorization: `Bearer ${await f.issuer.token()}`,
         "content-type": `multipart/mixed; boundary=${boundary}`,
       },
     });
-    const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
-      req.on("response", (res) => {
-        const got: Buffer[] = [];
-        res.on("data", (d: Buffer) => got.push(d));
-        res.on("end", () =>
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(got).toString() }),
-        );
-        res.on("error", reject);
-      });
-      req.on("error", reject);
-    });
-    answer.catch(() => undefined);
+    const answer = answerOf(req);
     try {
       const part = (type: string) => `--${boundary}\r\ncontent-type: ${type}\r\n\r\n`;
       req.write(part("application/octet-stream"));
@@ -221,19 +164,19 @@ describe("a batch read on after its large part", () => {
       const chunks = async () => Object.values(await bodiesOf(topic));
       await expect.poll(chunks, { timeout: 10_000 }).toEqual([8]);
       await sleep(1500); // past the grace since its last chunk
-      await gw.gateway.jetstream.bodies.sweep();
+      await f.gw.gateway.jetstream.bodies.sweep();
       expect(await chunks()).toEqual([8]);
       req.end(`ll\r\n--${boundary}--\r\n`);
       const res = await answer;
       expect(res.status, res.text).toBe(200);
       const { results } = JSON.parse(res.text) as { results: { status: string }[] };
       expect(results.map((r) => r.status)).toEqual(["sent", "sent"]);
-      const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "2" }));
+      const got = await parts(await f.q.receive(topic, "g", { "vqs-max-messages": "2" }));
       expect(got.map((p) => p.body.length).sort((a, b) => a - b)).toEqual([5, large.length]);
       expect(got.find((p) => p.body.length === large.length)!.body.equals(large)).toBe(true);
     } finally {
       req.destroy();
-      await q.call("DELETE", topic);
+      await f.q.call("DELETE", topic);
     }
   });
 });

@@ -2,70 +2,36 @@
 // delete topic, dead-lettering and redrive (copies of their own), a keyed retry storing one body,
 // a client that hangs up mid-upload, a gateway that died mid-upload (the sweep), a corrupt body never
 // delivered as good. Real nats-server; chunks counted in the body stream.
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
+import { headers } from "@nats-io/transport-node";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startGatewayProcess } from "../../../src/dev/spawn-gateway.js";
 import { uploadBoundMs } from "../../../src/nats/bodies/jetstream-bodies.js";
 import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
 import { leaderGet } from "../../../src/nats/messages/reads.js";
 import { makeNamespace, namespaceLabel } from "../../../src/queue/namespace.js";
-import { startGateway, type TestGateway } from "../../helpers/gateway.js";
-import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { useLargeBodyGateway } from "../../helpers/fixture.js";
+import { parts, sleep, uniqueName } from "../../helpers/http.js";
 import { metricLines } from "../../helpers/metrics.js";
-import {
-  AUDIENCE,
-  ISSUER,
-  startIssuer,
-  TEAM_A_NAMESPACE,
-  type TestIssuer,
-} from "../../helpers/issuer.js";
-import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { AUDIENCE, ISSUER, TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
+import { publishStored } from "../../helpers/large-body.js";
 
 const MB = 1_000_000;
 const NS = TEAM_A_NAMESPACE;
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let gw: TestGateway;
-let q: ReturnType<typeof api>;
-let nc: NatsConnection;
-let jsm: JetStreamManager;
-
-beforeAll(async () => {
-  nats = await startTestNats();
-  issuer = await startIssuer();
-  gw = await startGateway(nats.url, issuer, {
-    // The sweep runs when a test asks; an uncommitted body is an orphan after a second; a body
-    // outlives its message's retention by a second (VQS_LARGE_BODY_TTL_MARGIN_SECONDS).
-    config: {
-      largeBodyOrphanGraceSeconds: 1,
-      largeBodySweepSeconds: 86_400,
-      largeBodyTtlMarginSeconds: 1,
-    },
-  });
-  q = api(gw.url, await issuer.token());
-  nc = await connect({ servers: nats.url });
-  jsm = await jetstreamManager(nc);
-});
-
-afterAll(async () => {
-  await nc?.close();
-  await gw?.close();
-  await issuer?.close();
-  await nats?.dispose();
-});
+// The sweep runs when a test asks; an uncommitted body is an orphan after a second; a body
+// outlives its message's retention by a second.
+const f = useLargeBodyGateway();
 
 /** Messages (chunks and commit markers) of `topic`'s bodies in the body stream. */
 async function chunksOf(topic: string): Promise<number> {
   const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
   try {
-    const info = await jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
+    const info = await f.jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
     return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
   } catch {
     return 0;
@@ -75,7 +41,7 @@ async function chunksOf(topic: string): Promise<number> {
 /** Distinct bodies of `topic` in the body stream. */
 async function bodiesOf(topic: string): Promise<number> {
   const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
-  const info = await jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
+  const info = await f.jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
   return Object.keys(info.state.subjects ?? {}).length;
 }
 
@@ -84,7 +50,7 @@ async function halfUpload(gatewayUrl: string, topic: string) {
   const req = request(new URL(`${gatewayUrl}/api/v3/topic/${topic}`), {
     method: "POST",
     headers: {
-      authorization: `Bearer ${await issuer.token()}`,
+      authorization: `Bearer ${await f.issuer.token()}`,
       "content-length": String(20 * MB),
     },
   });
@@ -95,14 +61,11 @@ async function halfUpload(gatewayUrl: string, topic: string) {
   return req;
 }
 
-async function publish(topic: string, body: Buffer, h: Record<string, string> = {}) {
-  const res = await q.publish(topic, body, h);
-  expect(res.status, await res.clone().text()).toBe(201);
-  return ((await res.json()) as { messageId: string }).messageId;
-}
+const publish = (topic: string, body: Buffer, h: Record<string, string> = {}) =>
+  publishStored(f.q, topic, body, h);
 
 async function settings(topic: string, group: string, body: unknown) {
-  const res = await q.call("PUT", `${topic}/consumer/${group}/settings`, {
+  const res = await f.q.call("PUT", `${topic}/consumer/${group}/settings`, {
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   });
@@ -110,7 +73,7 @@ async function settings(topic: string, group: string, body: unknown) {
 }
 
 async function metric(name: string): Promise<string> {
-  return (await metricLines(gw.metricsUrl, name)).join("\n");
+  return (await metricLines(f.gw.metricsUrl, name)).join("\n");
 }
 
 describe("a large body's lifecycle", () => {
@@ -118,17 +81,17 @@ describe("a large body's lifecycle", () => {
     const topic = uniqueName();
     await publish(topic, randomBytes(2 * MB), { "vqs-retention-seconds": "120" });
     const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
-    const first = await leaderGet(jsm, BODY_STREAM, { seq: 1, next_by_subj: filter });
+    const first = await leaderGet(f.jsm, BODY_STREAM, { seq: 1, next_by_subj: filter });
     // Chunk 0 is written when the upload begins: its TTL covers the longest the upload of 2 MB
     // may last at the default minimum rate (64 KiB/s over 60 s windows), then the message's
     // publish (the default 5 s request timeout), its retention and the margin.
     const rate = { minBytesPerSecond: 65_536, windowSeconds: 60 };
     const publishBy = Math.ceil((uploadBoundMs(2 * MB, rate, 5000) + 5000) / 1000);
     expect(first?.header.get("Nats-TTL")).toBe(String(120 + 1 + publishBy));
-    const marker = await leaderGet(jsm, BODY_STREAM, { last_by_subj: filter });
+    const marker = await leaderGet(f.jsm, BODY_STREAM, { last_by_subj: filter });
     expect(marker?.header.get("Vqs-Body-Commit")).toBe(String(2 * MB));
     expect(marker?.header.get("Nats-TTL")).toBe(String(120 + 1));
-    const info = await jsm.streams.info(BODY_STREAM);
+    const info = await f.jsm.streams.info(BODY_STREAM);
     expect(info.config.allow_msg_ttl).toBe(true);
   });
 
@@ -138,7 +101,7 @@ describe("a large body's lifecycle", () => {
     // first, only the TTL does. Written with the store's headers, but a TTL of 4 s (a publish's
     // is its retention, 60 s at least, plus the upload's bound and the margin, above); in a
     // namespace of their own, so its usage is theirs alone.
-    const bodies = gw.gateway.jetstream.bodies;
+    const bodies = f.gw.gateway.jetstream.bodies;
     const namespace = makeNamespace("expiry-team", "p", "e", null);
     const label = namespaceLabel(namespace);
     const topic = uniqueName();
@@ -151,21 +114,21 @@ describe("a large body's lifecycle", () => {
         h.set("Vqs-Chunk", String(i));
         h.set("Nats-TTL", "4");
         if (i === 0) h.set("Vqs-Body-Namespace", label);
-        await nc.request(subject, chunk, { headers: h, timeout: 5000 });
+        await f.nc.request(subject, chunk, { headers: h, timeout: 5000 });
       }
       if (!commit) return;
       const h = headers();
       h.set("Vqs-Body-Commit", String(3 * chunk.length));
       h.set("Vqs-Body-Namespace", label);
       h.set("Nats-TTL", "4");
-      await nc.request(subject, new Uint8Array(0), { headers: h, timeout: 5000 });
+      await f.nc.request(subject, new Uint8Array(0), { headers: h, timeout: 5000 });
     };
     await write(true);
     await write(false); // never committed
     const body = { length: 3 * chunk.length };
     const filter = `${bodyTopicPrefix("iad1", address)}.>`;
     const stored = async () => {
-      const info = await jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
+      const info = await f.jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
       return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
     };
     expect(await stored()).toBeGreaterThan(0);
@@ -185,9 +148,9 @@ describe("a large body's lifecycle", () => {
     await publish(purged, randomBytes(2 * MB));
     await publish(deleted, randomBytes(2 * MB));
     expect(await chunksOf(purged)).toBeGreaterThan(0);
-    expect((await q.call("POST", `${purged}/purge`)).status).toBe(200);
+    expect((await f.q.call("POST", `${purged}/purge`)).status).toBe(200);
     expect(await chunksOf(purged)).toBe(0);
-    expect((await q.call("DELETE", deleted)).status).toBe(204);
+    expect((await f.q.call("DELETE", deleted)).status).toBe(204);
     expect(await chunksOf(deleted)).toBe(0);
   });
 
@@ -198,30 +161,30 @@ describe("a large body's lifecycle", () => {
     await settings(topic, "workers", { deadLetter: { topic: dlq, maxDeliveries: 1 } });
     await publish(topic, body);
     const [first] = await parts(
-      await q.receive(topic, "workers", { "vqs-visibility-timeout-seconds": "0" }),
+      await f.q.receive(topic, "workers", { "vqs-visibility-timeout-seconds": "0" }),
     );
     expect(first!.body.equals(body)).toBe(true);
     // The second delivery is one too many: the message moves, its body copied.
-    expect((await q.receive(topic, "workers")).status).toBe(204);
+    expect((await f.q.receive(topic, "workers")).status).toBe(204);
     expect(await bodiesOf(dlq)).toBe(1);
     // The original goes (purge): the copy stays whole.
-    await q.call("POST", `${topic}/purge`);
+    await f.q.call("POST", `${topic}/purge`);
     expect(await chunksOf(topic)).toBe(0);
     const [copy] = await parts(
-      await q.receive(dlq, "inspect", { "vqs-visibility-timeout-seconds": "0" }),
+      await f.q.receive(dlq, "inspect", { "vqs-visibility-timeout-seconds": "0" }),
     );
     expect(copy!.body.equals(body)).toBe(true);
     // Redrive: a new copy in the source topic, the dead-letter one removed with its body.
-    const res = await q.call("POST", `${dlq}/redrive`, {
+    const res = await f.q.call("POST", `${dlq}/redrive`, {
       headers: { "content-type": "application/json" },
       body: "{}",
     });
     expect(await res.json()).toMatchObject({ moved: 1, remaining: 0 });
     expect(await chunksOf(dlq)).toBe(0);
-    const [back] = await parts(await q.receive(topic, "again"));
+    const [back] = await parts(await f.q.receive(topic, "again"));
     expect(back!.body.equals(body)).toBe(true);
-    await q.call("DELETE", topic);
-    await q.call("DELETE", dlq);
+    await f.q.call("DELETE", topic);
+    await f.q.call("DELETE", dlq);
     expect((await chunksOf(topic)) + (await chunksOf(dlq))).toBe(0);
   });
 
@@ -233,19 +196,19 @@ describe("a large body's lifecycle", () => {
     const again = await publish(topic, body, key);
     expect(again).not.toBe(id); // the duplicate's own ID, pointing at the first
     expect(await bodiesOf(topic)).toBe(1);
-    const [p] = await parts(await q.receive(topic, "g"));
+    const [p] = await parts(await f.q.receive(topic, "g"));
     expect(createHash("sha256").update(p!.body).digest("hex")).toBe(
       createHash("sha256").update(body).digest("hex"),
     );
-    await q.call("DELETE", topic);
+    await f.q.call("DELETE", topic);
   });
 
   it("keeps nothing of an upload whose client hangs up half-way", async () => {
     const topic = uniqueName();
-    const req = await halfUpload(gw.url, topic);
+    const req = await halfUpload(f.gw.url, topic);
     req.destroy(); // the client goes
     await expect.poll(() => chunksOf(topic), { timeout: 10_000 }).toBe(0);
-    expect((await q.receive(topic, "g")).status).toBe(204);
+    expect((await f.q.receive(topic, "g")).status).toBe(204);
   });
 
   it("leaves no chunk of an upload whose gateway process is killed (SIGKILL) mid-upload, once swept", async () => {
@@ -258,9 +221,9 @@ describe("a large body's lifecycle", () => {
         PORT: "0",
         VQS_METRICS_PORT: "0",
         HOST: "127.0.0.1",
-        NATS_URL: nats.url,
+        NATS_URL: f.nats.url,
         VQS_REGION: "iad1",
-        VQS_OIDC_JWKS_URL: issuer.jwksUrl,
+        VQS_OIDC_JWKS_URL: f.issuer.jwksUrl,
         VQS_OIDC_ISSUER: ISSUER,
         VQS_OIDC_AUDIENCE: AUDIENCE,
         VQS_RECEIPT_SECRET: "killed-gateway-receipt-secret-0123456789",
@@ -276,9 +239,9 @@ describe("a large body's lifecycle", () => {
       // Nothing cleaned up after the killed gateway: the chunks are there, no message.
       expect(await chunksOf(topic)).toBeGreaterThan(0);
       await sleep(1500); // past the grace
-      await gw.gateway.jetstream.bodies.sweep();
+      await f.gw.gateway.jetstream.bodies.sweep();
       expect(await chunksOf(topic)).toBe(0);
-      expect((await q.receive(topic, "g")).status).toBe(204);
+      expect((await f.q.receive(topic, "g")).status).toBe(204);
     } finally {
       await victim.stop();
       await rm(dir, { recursive: true, force: true });
@@ -294,22 +257,22 @@ describe("a large body's lifecycle", () => {
       h.set("Vqs-Chunk", String(i));
       h.set("Nats-TTL", "3600");
       if (i === 0) h.set("Vqs-Body-Namespace", "orphans/p/e");
-      await nc.request(subject, randomBytes(256 * 1024), { headers: h, timeout: 5000 });
+      await f.nc.request(subject, randomBytes(256 * 1024), { headers: h, timeout: 5000 });
     }
     // A committed body next to it stays.
     const kept = randomBytes(2 * MB);
     await publish(topic, kept);
     expect(await bodiesOf(topic)).toBe(2);
     await sleep(1500); // past the grace
-    const { removed, usage } = await gw.gateway.jetstream.bodies.sweep();
+    const { removed, usage } = await f.gw.gateway.jetstream.bodies.sweep();
     expect(removed).toBeGreaterThanOrEqual(1);
     expect(await bodiesOf(topic)).toBe(1);
     expect(usage.get("orphans/p/e") ?? 0).toBe(0);
     expect(await metric("vqs_large_body_stored_bytes")).toContain("queue_namespace=");
-    const [p] = await parts(await q.receive(topic, "g"));
+    const [p] = await parts(await f.q.receive(topic, "g"));
     expect(p!.body.equals(kept)).toBe(true);
     // Once its topic is gone the namespace stores nothing more of it.
-    await q.call("DELETE", topic);
+    await f.q.call("DELETE", topic);
     expect(await chunksOf(topic)).toBe(0);
   });
 
@@ -319,29 +282,29 @@ describe("a large body's lifecycle", () => {
     await publish(topic, body);
     // The gateway died between the message's PubAck and the marker: remove the marker.
     const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
-    const marker = await jsm.streams.getMessage(BODY_STREAM, { last_by_subj: filter });
+    const marker = await f.jsm.streams.getMessage(BODY_STREAM, { last_by_subj: filter });
     expect(marker?.header.get("Vqs-Body-Commit")).toBe(String(body.length));
-    await jsm.streams.deleteMessage(BODY_STREAM, marker!.seq);
+    await f.jsm.streams.deleteMessage(BODY_STREAM, marker!.seq);
     await sleep(1500);
-    await gw.gateway.jetstream.bodies.sweep();
-    const [p] = await parts(await q.receive(topic, "g"));
+    await f.gw.gateway.jetstream.bodies.sweep();
+    const [p] = await parts(await f.q.receive(topic, "g"));
     expect(p!.body.equals(body)).toBe(true);
-    await q.call("DELETE", topic);
+    await f.q.call("DELETE", topic);
   });
 
   it("never delivers a body with a chunk missing as a good one: the response is cut off", async () => {
     const topic = uniqueName();
     await publish(topic, randomBytes(3 * MB));
     const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
-    const chunk = await leaderGet(jsm, BODY_STREAM, { seq: 1, next_by_subj: filter });
-    const second = await leaderGet(jsm, BODY_STREAM, {
+    const chunk = await leaderGet(f.jsm, BODY_STREAM, { seq: 1, next_by_subj: filter });
+    const second = await leaderGet(f.jsm, BODY_STREAM, {
       seq: chunk!.seq + 1,
       next_by_subj: filter,
     });
-    await jsm.streams.deleteMessage(BODY_STREAM, second!.seq);
-    const res = await q.receive(topic, "g");
+    await f.jsm.streams.deleteMessage(BODY_STREAM, second!.seq);
+    const res = await f.q.receive(topic, "g");
     expect(res.status).toBe(200);
     await expect(parts(res)).rejects.toThrow();
-    await q.call("DELETE", topic);
+    await f.q.call("DELETE", topic);
   });
 });

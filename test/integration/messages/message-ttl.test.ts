@@ -2,46 +2,22 @@
 // at the stream's 7-day max age. Runs against the current server fetched by
 // scripts/ensure-current-nats.mjs (the rest of the suite runs on the distribution's 2.9.10,
 // where the feature does not exist and streams keep messages for max_age).
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstream } from "@nats-io/jetstream";
+import { describe, expect, it } from "vitest";
 import { TIMER_STREAM, topicNames } from "../../../src/nats/core/naming.js";
 import { encodeHeaders, keyToken } from "../../../src/nats/messages/message-codec.js";
 import { supportsMessageTtl } from "../../../src/nats/core/server-features.js";
 import { newNonce } from "../../../src/queue/identity/message-id.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
-import { startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { useConnectedGateway } from "../../helpers/fixture.js";
+import { startGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
-import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
-import {
-  currentNatsServerBinary,
-  startTestNats,
-  type TestNats,
-} from "../../helpers/processes/nats.js";
+import { currentNatsServerBinary } from "../../helpers/processes/nats.js";
 
-let nats: TestNats;
-let issuer: TestIssuer;
-let gw: TestGateway;
-let nc: NatsConnection;
-let jsm: JetStreamManager;
+const f = useConnectedGateway({}, { bin: currentNatsServerBinary() });
 
 const namespace = makeNamespace("team_a", "prj_1", "production", null);
 const names = (topic: string) => topicNames("iad1", { namespace, topic });
-
-beforeAll(async () => {
-  nats = await startTestNats({ bin: currentNatsServerBinary() });
-  issuer = await startIssuer();
-  gw = await startGateway(nats.url, issuer);
-  nc = await connect({ servers: nats.url });
-  jsm = await jetstreamManager(nc);
-});
-
-afterAll(async () => {
-  await nc?.close();
-  await gw?.close();
-  await issuer?.close();
-  await nats?.dispose();
-});
 
 /** Stores a message with a TTL shorter than the API allows (60 s), to see storage freed soon. */
 function publishShort(
@@ -51,7 +27,7 @@ function publishShort(
   delaySeconds = 0,
   idempotencyKey: string | null = null,
 ) {
-  return gw.gateway.jetstream.broker.publish(
+  return f.gw.gateway.jetstream.broker.publish(
     { namespace, topic },
     {
       payload: new TextEncoder().encode(body),
@@ -67,7 +43,7 @@ function publishShort(
 
 async function storedOnSubject(topic: string, suffix: "m" | "d" | "f.>" | "k.>"): Promise<number> {
   const n = names(topic);
-  const info = await jsm.streams.info(n.stream, {
+  const info = await f.jsm.streams.info(n.stream, {
     subjects_filter: n.ready.replace(/\.m$/, `.${suffix}`),
   });
   return Object.values(info.state.subjects ?? {}).reduce((s, c) => s + c, 0);
@@ -75,7 +51,7 @@ async function storedOnSubject(topic: string, suffix: "m" | "d" | "f.>" | "k.>")
 
 describe("per-message TTL (nats-server 2.11+)", () => {
   it("runs on a server that has it", () => {
-    expect(supportsMessageTtl(nc.info?.version)).toBe(true);
+    expect(supportsMessageTtl(f.nc.info?.version)).toBe(true);
     expect(supportsMessageTtl("2.9.10")).toBe(false);
     expect(supportsMessageTtl("2.10.27")).toBe(false);
     expect(supportsMessageTtl("2.11.0")).toBe(true);
@@ -83,13 +59,13 @@ describe("per-message TTL (nats-server 2.11+)", () => {
 
   it("stamps each message with its retention and frees its storage when it expires", async () => {
     const topic = uniqueName("ttl");
-    const q = api(gw.url, await issuer.token());
+    const q = api(f.gw.url, await f.issuer.token());
     const res = await q.publish(topic, "kept", { "vqs-retention-seconds": "120" });
     const { messageId } = (await res.json()) as { messageId: string };
     const seq = parseInt(messageId.slice(1, messageId.indexOf("_")), 36);
-    const stored = await jsm.direct.getMessage(names(topic).stream, { seq });
+    const stored = await f.jsm.direct.getMessage(names(topic).stream, { seq });
     expect(stored?.header.get("Nats-TTL")).toBe("120");
-    expect((await jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBe(true);
+    expect((await f.jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBe(true);
 
     await publishShort(topic, "short", 2);
     expect(await storedOnSubject(topic, "m")).toBe(2);
@@ -100,8 +76,8 @@ describe("per-message TTL (nats-server 2.11+)", () => {
 
   it("gives an idempotency key's record its message's time left and a second, with no timer, so it goes with the key", async () => {
     const topic = uniqueName("ttl-key");
-    const q = api(gw.url, await issuer.token());
-    const timers = async () => (await jsm.streams.info(TIMER_STREAM)).state.messages;
+    const q = api(f.gw.url, await f.issuer.token());
+    const timers = async () => (await f.jsm.streams.info(TIMER_STREAM)).state.messages;
     const before = await timers();
     const res = await q.publish(topic, "keyed", {
       "vqs-idempotency-key": "k-60",
@@ -109,7 +85,7 @@ describe("per-message TTL (nats-server 2.11+)", () => {
     });
     expect(res.status).toBe(201);
     const n = names(topic);
-    const record = await jsm.streams.getMessage(n.stream, {
+    const record = await f.jsm.streams.getMessage(n.stream, {
       last_by_subj: `${n.keyPrefix}.${keyToken("k-60")}`,
     });
     expect(record?.header?.get("Nats-TTL")).toBe("61s");
@@ -130,7 +106,7 @@ describe("per-message TTL (nats-server 2.11+)", () => {
     const topic = uniqueName("ttl-slow-key");
     await publishShort(topic, "warm-up", 60); // the stream exists
     const n = names(topic);
-    const js = jetstream(nc);
+    const js = jetstream(f.nc);
     // The message is stored at once and its answer comes 2.5 s later: its expiry runs from
     // the store, so a record TTL counted from the publish's start would end before it.
     const slowAnswer = async (msgID: string) => {
@@ -149,7 +125,7 @@ describe("per-message TTL (nats-server 2.11+)", () => {
       await sleep(2500);
       return ack;
     };
-    const done = await gw.gateway.jetstream.keys.publish(
+    const done = await f.gw.gateway.jetstream.keys.publish(
       n,
       keyToken("slow-store"),
       60_000,
@@ -157,7 +133,7 @@ describe("per-message TTL (nats-server 2.11+)", () => {
       () => Promise.resolve(),
     );
     expect(done.kind).toBe("stored");
-    const record = await jsm.streams.getMessage(n.stream, {
+    const record = await f.jsm.streams.getMessage(n.stream, {
       last_by_subj: `${n.keyPrefix}.${keyToken("slow-store")}`,
     });
     expect(record?.header?.get("Nats-TTL")).toBe("61s");
@@ -165,7 +141,7 @@ describe("per-message TTL (nats-server 2.11+)", () => {
 
   it("gives a delayed message's visible copy and its pointer the time left, so all of it goes", async () => {
     const topic = uniqueName("ttl-delay");
-    const q = api(gw.url, await issuer.token());
+    const q = api(f.gw.url, await f.issuer.token());
     await publishShort(topic, "soon", 4, 1);
     await sleep(1500);
     const got = await parts(await q.receive(topic, "g"));
@@ -184,15 +160,15 @@ describe("per-message TTL (nats-server 2.11+)", () => {
 
   it("turns it on for a topic stream made without it", async () => {
     const topic = uniqueName("ttl-old");
-    const old = await startGateway(nats.url, issuer, { env: { VQS_MESSAGE_TTL: "off" } });
+    const old = await startGateway(f.nats.url, f.issuer, { env: { VQS_MESSAGE_TTL: "off" } });
     try {
-      const token = await issuer.token();
+      const token = await f.issuer.token();
       expect((await api(old.url, token).publish(topic, "before")).status).toBe(201);
-      expect((await jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBeFalsy();
-      const fresh = await startGateway(nats.url, issuer);
+      expect((await f.jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBeFalsy();
+      const fresh = await startGateway(f.nats.url, f.issuer);
       try {
         expect((await api(fresh.url, token).publish(topic, "after")).status).toBe(201);
-        expect((await jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBe(true);
+        expect((await f.jsm.streams.info(names(topic).stream)).config.allow_msg_ttl).toBe(true);
       } finally {
         await fresh.close();
       }

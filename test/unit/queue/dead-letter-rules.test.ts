@@ -4,44 +4,35 @@
 // came from and the time it had left; other groups keep it; redrive moves dead letters back,
 // oldest first, each once, as new messages. End to end through JetStream, with gateways racing
 // and failing halfway: test/integration/consumers/dead-letters.test.ts.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { isAppError } from "../../../src/errors.js";
-import { createLogger } from "../../../src/logger.js";
-import { PushAddressPolicy } from "../../../src/outbound/push-address-policy.js";
-import { PushClient } from "../../../src/outbound/push-client.js";
-import { PushSigningKeys } from "../../../src/outbound/push-signer.js";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
   makeNamespace,
   type GroupAddress,
   type Namespace,
   type TopicAddress,
 } from "../../../src/queue/namespace.js";
-import { NO_PUSH_OBSERVER } from "../../../src/queue/push-delivery/push-ports.js";
-import { Pusher } from "../../../src/queue/push-delivery/pusher.js";
 import type { ReceiveOptions } from "../../../src/queue/queue-service.js";
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
 import {
-  DEVELOPMENT_PUSH_URLS,
-  PushDestinations,
-  parsePushUrlPrefix,
-} from "../../../src/queue/settings/push-destinations.js";
-import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
-import { startPushApp, type PushApp } from "../../helpers/push-app.js";
+  errorCode as code,
+  RULES_NAMESPACE as namespace,
+  rulesGroup,
+  useMemoryQueue,
+} from "../../helpers/memory-queue.js";
+import { memoryPusher, usePushEndpoint } from "../../helpers/memory-pusher.js";
 
 const SECRET = "dead-letter-rules-secret-dead-letter!";
-const namespace = makeNamespace("team", "project", "production", null);
-const workers: GroupAddress = { namespace, topic: "orders", group: "workers" };
+const workers = rulesGroup("workers");
 const dead: TopicAddress = { namespace, topic: "orders-dead" };
 
 let settings: ConsumerSettings | null;
-let memory: MemoryQueue;
+const memory = useMemoryQueue({
+  secret: SECRET,
+  settingsOf: (g) => (g.group === "workers" ? settings : null),
+});
 
 beforeEach(() => {
   settings = null;
-  memory = memoryQueue({
-    secret: SECRET,
-    settingsOf: (g) => (g.group === "workers" ? settings : null),
-  });
 });
 
 const deadLetterAfter = (maxDeliveries: number, topic = "orders-dead"): ConsumerSettings => ({
@@ -50,6 +41,8 @@ const deadLetterAfter = (maxDeliveries: number, topic = "orders-dead"): Consumer
   deadLetter: { topic, maxDeliveries },
 });
 
+const publish = (text: string, to: TopicAddress = workers) => memory.publishId(to, text);
+
 const options = (more: Partial<ReceiveOptions> = {}): ReceiveOptions => ({
   maxMessages: 10,
   visibilityTimeoutSeconds: 1,
@@ -57,14 +50,8 @@ const options = (more: Partial<ReceiveOptions> = {}): ReceiveOptions => ({
   ...more,
 });
 
-async function publish(text: string, to: TopicAddress = workers): Promise<string> {
-  const published = await memory.publish(to, text);
-  if (published.deferred) throw new Error("not deferred in memory");
-  return published.messageId;
-}
-
 const receive = (group: GroupAddress, more: Partial<ReceiveOptions> = {}) =>
-  memory.queue.receive(group, options(more));
+  memory.receive(group, options(more));
 
 /** Everything a fresh group sees in a topic. */
 async function contents(topic: TopicAddress) {
@@ -72,16 +59,6 @@ async function contents(topic: TopicAddress) {
 }
 
 const text = (payload: Uint8Array) => new TextDecoder().decode(payload);
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (isAppError(err)) return err.code;
-    throw err;
-  }
-  return "(no error)";
-}
 
 /** Dead-letters `n` messages of the group (each delivered once, its lease run out). */
 async function deadLetterSome(n: number): Promise<void> {
@@ -173,43 +150,17 @@ describe("dead letters", () => {
 });
 
 describe("dead letters of pushed messages", () => {
-  let app: PushApp;
-  let client: PushClient;
-  beforeAll(async () => {
-    app = await startPushApp("http://127.0.0.1:9", "unused");
-    client = new PushClient({ policy: new PushAddressPolicy([]) });
-  });
-  afterAll(async () => {
-    await client.close();
-    await app.close();
-  });
+  const endpoint = usePushEndpoint();
 
   it("moves a pushed message whose handler always fails after maxDeliveries pushes", async () => {
-    const url = app.hookRoute("dl-always-fails", 500);
+    const url = endpoint.app.hookRoute("dl-always-fails", 500);
     const pushed = {
       push: { url, maxConcurrency: 10, timeoutSeconds: 5, autoAck: true },
       retry: { afterSeconds: 0, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
       deadLetter: { topic: "orders-dead", maxDeliveries: 3 },
     };
     settings = pushed;
-    const pusher = new Pusher({
-      queue: memory.queue,
-      broker: memory.broker,
-      transport: client,
-      signer: new PushSigningKeys({
-        secret: SECRET,
-        region: "iad1",
-        keyIds: ["v1"],
-        issuer: "urn:vqs:iad1",
-        lifetimeSeconds: 300,
-      }),
-      observer: NO_PUSH_OBSERVER,
-      log: createLogger("silent"),
-      region: "iad1",
-      now: memory.now,
-      inlineLimitBytes: 1_048_576,
-      destinations: new PushDestinations(DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u))),
-    });
+    const pusher = memoryPusher(memory, endpoint.client, SECRET);
     await publish("always fails");
     // Pull what is due and push it, as the NATS adapter's feed does, until nothing comes.
     for (let round = 0; round < 10; round++) {
@@ -219,7 +170,7 @@ describe("dead letters of pushed messages", () => {
     }
     const copies = await contents(dead);
     expect(copies.map((c) => c.deadLetter?.deliveryCount)).toEqual([4]);
-    expect(app.requests.filter((r) => r.path === "/hook/dl-always-fails")).toHaveLength(3);
+    expect(endpoint.app.requests.filter((r) => r.path === "/hook/dl-always-fails")).toHaveLength(3);
   });
 });
 

@@ -3,54 +3,21 @@
 // then delivered as its first delivery, keeps nothing else waiting, and a delay past the
 // retention is capped at it (the message expires unseen). Through JetStream's timers (lost
 // timers re-armed, malformed ones dropped, the stored form): test/integration/messages/api.test.ts.
-import { beforeEach, describe, expect, it } from "vitest";
-import { isAppError } from "../../../src/errors.js";
-import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
-import type { ReceiveOptions } from "../../../src/queue/queue-service.js";
-import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
+import { describe, expect, it } from "vitest";
+import { errorCode as code, rulesGroup, useMemoryQueue } from "../../helpers/memory-queue.js";
 
-const namespace = makeNamespace("team", "project", "production", null);
-const group: GroupAddress = { namespace, topic: "orders", group: "g" };
-const options: ReceiveOptions = {
-  maxMessages: 10,
-  visibilityTimeoutSeconds: 30,
-  maxConcurrency: null,
-};
+const group = rulesGroup("g");
+const memory = useMemoryQueue();
 
-let memory: MemoryQueue;
-beforeEach(() => {
-  memory = memoryQueue();
-});
-
-async function publish(text: string, delaySeconds: number, retentionSeconds = 3600) {
-  const published = await memory.queue.publish(group, {
-    payload: new TextEncoder().encode(text),
-    contentType: "text/plain",
-    retentionSeconds,
-    delaySeconds,
-    idempotencyKey: null,
-    trace: null,
-  });
-  if (published.deferred) throw new Error("not deferred in memory");
-  return published.messageId;
-}
+const publish = (text: string, delaySeconds: number, retentionSeconds = 3600) =>
+  memory.publishId(group, text, { delaySeconds, retentionSeconds });
 
 const receive = async (g = group) =>
-  (await memory.queue.receive(g, options)).map((m) => ({
+  (await memory.receive(g, { maxMessages: 10 })).map((m) => ({
     text: new TextDecoder().decode(m.payload),
     id: m.messageId,
     count: m.deliveryCount,
   }));
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (isAppError(err)) return err.code;
-    throw err;
-  }
-  return "(no error)";
-}
 
 const byId = (id: string, g = group) =>
   memory.queue.receiveById(g, id, { visibilityTimeoutSeconds: 30, maxConcurrency: null });

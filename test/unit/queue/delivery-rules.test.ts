@@ -3,46 +3,25 @@
 // dead-lettering. The same rules against a real nats-server: test/integration/messages/ and
 // test/integration/consumers/ (the in-memory ports keep to JetStream's contract: test/contract/).
 import { beforeEach, describe, expect, it } from "vitest";
-import { isAppError } from "../../../src/errors.js";
-import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
 import type { QueueService, ReceiveOptions } from "../../../src/queue/queue-service.js";
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
-import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
+import { errorCode as code, rulesGroup, useMemoryQueue } from "../../helpers/memory-queue.js";
 
-const namespace = makeNamespace("team", "project", "production", null);
-const orders: GroupAddress = { namespace, topic: "orders", group: "billing" };
+const orders = rulesGroup("billing");
 let settings: ConsumerSettings | null;
-let memory: MemoryQueue;
 let queue: QueueService;
+const memory = useMemoryQueue({ settingsOf: () => settings });
 
 beforeEach(() => {
   settings = null;
-  memory = memoryQueue({ settingsOf: () => settings });
   queue = memory.queue;
 });
-
-const receiveOptions: ReceiveOptions = {
-  maxMessages: 1,
-  visibilityTimeoutSeconds: 30,
-  maxConcurrency: null,
-};
 
 const publish = (text: string) => memory.publish(orders, text);
 
 async function receiveOne(options: Partial<ReceiveOptions> = {}) {
-  const [m] = await queue.receive(orders, { ...receiveOptions, ...options });
+  const [m] = await memory.receive(orders, options);
   return m;
-}
-
-/** The error code a promise fails with. */
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (isAppError(err)) return err.code;
-    throw err;
-  }
-  return "(no error)";
 }
 
 describe("stale receipt handles", () => {
@@ -141,11 +120,7 @@ describe("the concurrency limit", () => {
 
   it("hands out no more than the room left under the limit", async () => {
     for (const m of ["a", "b", "c"]) await publish(m);
-    const got = await queue.receive(orders, {
-      ...receiveOptions,
-      maxMessages: 10,
-      maxConcurrency: 2,
-    });
+    const got = await memory.receive(orders, { maxMessages: 10, maxConcurrency: 2 });
     expect(got).toHaveLength(2);
   });
 });
@@ -219,10 +194,7 @@ describe("dead letters", () => {
     }
     expect(await receiveOne()).toBeUndefined();
     expect(memory.broker.deadLettered(orders)).toBe(1);
-    const dead = await queue.receive(
-      { namespace, topic: "orders-dead", group: "ops" },
-      receiveOptions,
-    );
+    const dead = await memory.receive({ ...orders, topic: "orders-dead", group: "ops" });
     expect(dead).toHaveLength(1);
     expect(new TextDecoder().decode(dead[0]!.payload)).toBe("poison");
     expect(dead[0]!.deadLetter).toEqual({

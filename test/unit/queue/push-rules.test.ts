@@ -3,66 +3,28 @@
 // is settled by the answer (retry delays, autoAck, initialDelaySeconds). No nats-server: the same
 // rules end to end through JetStream and the real client are in
 // test/integration/consumers/push.test.ts.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createLogger } from "../../../src/logger.js";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { MemoryBroker } from "../../../src/memory/memory-broker.js";
-import { PushAddressPolicy } from "../../../src/outbound/push-address-policy.js";
-import { PushClient } from "../../../src/outbound/push-client.js";
-import { PushSigningKeys } from "../../../src/outbound/push-signer.js";
 import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
-import { NO_PUSH_OBSERVER } from "../../../src/queue/push-delivery/push-ports.js";
-import { Pusher, type PushedSettings } from "../../../src/queue/push-delivery/pusher.js";
+import type { Pusher, PushedSettings } from "../../../src/queue/push-delivery/pusher.js";
 import { retryDelaySeconds } from "../../../src/queue/push-delivery/retry-delay.js";
-import {
-  DEVELOPMENT_PUSH_URLS,
-  PushDestinations,
-  parsePushUrlPrefix,
-} from "../../../src/queue/settings/push-destinations.js";
 import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
-import { startPushApp, type PushApp } from "../../helpers/push-app.js";
+import { memoryPusher, usePushEndpoint } from "../../helpers/memory-pusher.js";
 
 const SECRET = "push-rules-secret-push-rules-secret!!";
 const namespace = makeNamespace("team", "project", "production", null);
 const group: GroupAddress = { namespace, topic: "orders", group: "shipping" };
 
-let app: PushApp;
-let client: PushClient;
+const endpoint = usePushEndpoint();
 let memory: MemoryQueue;
 let broker: MemoryBroker;
 let pusher: Pusher;
 let settings: PushedSettings;
 
-beforeAll(async () => {
-  // No gateway: the app's routes used here are plain webhooks, which call no API.
-  app = await startPushApp("http://127.0.0.1:9", "unused");
-  client = new PushClient({ policy: new PushAddressPolicy([]) });
-});
-afterAll(async () => {
-  await client.close();
-  await app.close();
-});
-
 beforeEach(() => {
   memory = memoryQueue({ secret: SECRET, settingsOf: () => settings });
   broker = memory.broker;
-  pusher = new Pusher({
-    queue: memory.queue,
-    broker,
-    transport: client,
-    signer: new PushSigningKeys({
-      secret: SECRET,
-      region: "iad1",
-      keyIds: ["v1"],
-      issuer: "urn:vqs:iad1",
-      lifetimeSeconds: 300,
-    }),
-    observer: NO_PUSH_OBSERVER,
-    log: createLogger("silent"),
-    region: "iad1",
-    now: memory.now,
-    inlineLimitBytes: 1_048_576,
-    destinations: new PushDestinations(DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u))),
-  });
+  pusher = memoryPusher(memory, endpoint.client, SECRET);
 });
 
 function pushedTo(url: string, more: Partial<PushedSettings> = {}): PushedSettings {
@@ -85,11 +47,12 @@ async function pushDue(): Promise<number> {
   return batch.length;
 }
 
-const requestsTo = (name: string) => app.requests.filter((r) => r.path === `/hook/${name}`);
+const requestsTo = (name: string) =>
+  endpoint.app.requests.filter((r) => r.path === `/hook/${name}`);
 
 describe("push retries", () => {
   it("a failed push brings the message back retry.afterSeconds later, one delivery on", async () => {
-    settings = pushedTo(app.hookRoute("failing", 500));
+    settings = pushedTo(endpoint.app.hookRoute("failing", 500));
     await publish("a");
     expect(await pushDue()).toBe(1);
     expect(requestsTo("failing")).toHaveLength(1);
@@ -111,13 +74,13 @@ describe("push retries", () => {
   });
 
   it("a 2xx with autoAck acknowledges; without it the message stays leased to the handler", async () => {
-    settings = pushedTo(app.hookRoute("ok-auto", 200));
+    settings = pushedTo(endpoint.app.hookRoute("ok-auto", 200));
     settings = { ...settings, push: { ...settings.push, autoAck: true } };
     await publish("a");
     await pushDue();
     expect((await broker.progress(group))!.inFlight).toBe(0);
 
-    settings = pushedTo(app.hookRoute("ok-manual", 204));
+    settings = pushedTo(endpoint.app.hookRoute("ok-manual", 204));
     await publish("b");
     await pushDue();
     expect((await broker.progress(group))!.inFlight).toBe(1);
@@ -126,7 +89,7 @@ describe("push retries", () => {
   });
 
   it("retry.initialDelaySeconds holds a message back, and its first push is still delivery 1", async () => {
-    settings = pushedTo(app.hookRoute("late", 200), {
+    settings = pushedTo(endpoint.app.hookRoute("late", 200), {
       retry: { afterSeconds: 30, initialDelaySeconds: 20, maxBackoffSeconds: 3600 },
     });
     await publish("a");

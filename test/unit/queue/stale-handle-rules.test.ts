@@ -3,36 +3,13 @@
 // message is delivered again, and refuses it from then on while the new holder's handle works.
 // The same across two gateways through JetStream: test/integration/messages/stale-handles.test.ts;
 // more stale-handle rules (a lease that ran out, an extended one): delivery-rules.test.ts.
-import { beforeEach, describe, expect, it } from "vitest";
-import { isAppError } from "../../../src/errors.js";
-import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
-import type { ReceiveOptions } from "../../../src/queue/queue-service.js";
-import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
+import { describe, expect, it } from "vitest";
+import { errorCode as code, rulesGroup, useMemoryQueue } from "../../helpers/memory-queue.js";
 
-const namespace = makeNamespace("team", "project", "production", null);
-const group: GroupAddress = { namespace, topic: "orders", group: "g" };
-const options: ReceiveOptions = {
-  maxMessages: 1,
-  visibilityTimeoutSeconds: 30,
-  maxConcurrency: null,
-};
+const group = rulesGroup("g");
+const memory = useMemoryQueue();
 
-let memory: MemoryQueue;
-beforeEach(() => {
-  memory = memoryQueue();
-});
-
-const receiveOne = async () => (await memory.queue.receive(group, options))[0];
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (isAppError(err)) return err.code;
-    throw err;
-  }
-  return "(no error)";
-}
+const receiveOne = async () => (await memory.receive(group))[0];
 
 describe("handles of a lease cut short", () => {
   it("refuses the released handle once the message is delivered again, for every operation", async () => {
