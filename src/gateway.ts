@@ -26,6 +26,7 @@ import { PushAddressPolicy } from "./outbound/push-address-policy.js";
 import { PushClient } from "./outbound/push-client.js";
 import { PushSigningKeys } from "./outbound/push-signer.js";
 import { Pusher } from "./queue/push-delivery/pusher.js";
+import { PushScheduler } from "./queue/push-delivery/push-scheduler.js";
 import { PushDestinations } from "./queue/settings/push-destinations.js";
 import { teamOfKey } from "./queue/admission/tenant.js";
 
@@ -325,8 +326,13 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   jetstream.scheduler.start();
   const pushesInFlight = new NamespaceCounts(config.maxPushesInFlightPerNamespace);
   jetstream.startPush(
-    (group, delivery, settings) => pusher.push(group, delivery, settings),
-    pushesInFlight,
+    new PushScheduler({
+      push: (group, delivery, settings) => pusher.push(group, delivery, settings),
+      ledger: jetstream.broker,
+      pushesInFlight,
+      now: jetstream.now,
+      log: logger,
+    }),
   );
   metrics.useNamespaceCaps({
     requests_in_flight: requestsInFlight,

@@ -87,6 +87,7 @@ export class MemoryBroker implements Broker {
   readonly #limitBounces = new Map<string, number>();
   readonly #handlerLeases = new Map<string, number>();
   readonly #epochs = new Map<string, number>();
+  readonly #acked: ((group: GroupAddress, streamSeq: number) => void)[] = [];
   #revision = 0;
   /** Push outcomes as noted, newest last (push health). */
   readonly pushOutcomes: { group: GroupAddress; outcome: string; atMs: number }[] = [];
@@ -202,15 +203,27 @@ export class MemoryBroker implements Broker {
   }
 
   ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
-    const t = this.#topic(group);
-    if (!t) return Promise.resolve();
-    const g = this.#group(t, group);
-    g.pending.delete(lease.streamSeq);
+    this.#ack(group, lease);
+    for (const listener of this.#acked) listener(group, lease.streamSeq);
     return Promise.resolve();
   }
 
+  /** Not confirmed, so not told to `onAcked` listeners (as on JetStream). */
   ackUnconfirmed(group: GroupAddress, lease: LeaseRef): void {
-    void this.ack(group, lease);
+    this.#ack(group, lease);
+  }
+
+  /**
+   * Tells `listener` of every confirmed acknowledgement through this gateway (the push
+   * scheduler frees a push's slot at it, as JetStreamBroker's `acked` option does).
+   */
+  onAcked(listener: (group: GroupAddress, streamSeq: number) => void): void {
+    this.#acked.push(listener);
+  }
+
+  #ack(group: GroupAddress, lease: LeaseRef): void {
+    const t = this.#topic(group);
+    if (t) this.#group(t, group).pending.delete(lease.streamSeq);
   }
 
   progress(group: GroupAddress): Promise<GroupProgress | null> {

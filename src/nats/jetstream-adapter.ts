@@ -9,7 +9,7 @@ import { ServerClock } from "./core/server-clock.js";
 import { DelayScheduler } from "./scheduling/delay-scheduler.js";
 import { SettingsBucket } from "./settings/settings-bucket.js";
 import { ConsumerFeed } from "./pulls/consumer-feed.js";
-import { PushFeeds, type PushFeedsDeps } from "./push-feeds/push-feeds.js";
+import { PushFeeds } from "./push-feeds/push-feeds.js";
 import { Failover, type FailoverOptions } from "./failover/failover.js";
 import { JetStreamAdmin } from "./admin/jetstream-admin.js";
 import { JetStreamBodies, MAX_UPLOAD_MS } from "./bodies/jetstream-bodies.js";
@@ -31,6 +31,7 @@ import { appliesTo, patternPrefix } from "../queue/settings/topic-pattern.js";
 import { StorageQuotas, type StorageQuotaOptions } from "./queue-state/storage-quotas.js";
 import { JetStreamUsage } from "./queue-state/tenant-usage.js";
 import { TenantAdmission, type TenantCaps } from "../queue/admission/tenant-admission.js";
+import type { PushScheduler } from "../queue/push-delivery/push-scheduler.js";
 
 export interface JetStreamAdapterOptions {
   /** Neighbour regions for failover, and how to connect to them. */
@@ -117,8 +118,11 @@ export interface JetStreamAdapter {
   readonly admin: JetStreamAdmin;
   /** Push health as pushes report it, written every few seconds (`flush()` writes it now). */
   readonly pushHealth: Pick<PushHealthRecorder, "flush">;
-  /** Starts pulling for every pushed group of the region, handing each delivery to `push`. */
-  startPush(push: PushFeedsDeps["push"], pushesInFlight?: PushFeedsDeps["pushesInFlight"]): void;
+  /**
+   * Starts pulling for every pushed group of the region, handing each delivery to `scheduler`,
+   * which also hears of every acknowledgement through this gateway (it frees a push's slot).
+   */
+  startPush(scheduler: PushScheduler): void;
   /** Largest payload the server accepts with room left for our headers. */
   readonly maxPayloadBytes: number;
   /** Storage quotas per topic and namespace (checked by the broker on publish). */
@@ -279,6 +283,7 @@ export async function openJetStreamAdapter(
   await settings.start();
   settingsStore = settings;
   let pushFeeds: PushFeeds | undefined;
+  let pushScheduler: PushScheduler | undefined;
   const broker = new JetStreamBroker({
     records,
     cuts,
@@ -301,8 +306,8 @@ export async function openJetStreamAdapter(
     observe: o.observe,
     observeWriteFailure: o.observeWriteFailure,
     isConnected,
-    // Declared below (made when pushing starts): an acknowledgement frees its push's slot.
-    acked: (group, seq) => pushFeeds?.settled(group, seq),
+    // Given when pushing starts: an acknowledgement frees its push's slot.
+    acked: (group, seq) => pushScheduler?.settled(group, seq),
   });
   const failover =
     o.failover && o.failover.neighbours.length > 0
@@ -391,9 +396,10 @@ export async function openJetStreamAdapter(
     tenants,
     bodies,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
-    startPush(push, pushesInFlight) {
+    startPush(scheduler) {
+      pushScheduler ??= scheduler;
       pushFeeds ??= new PushFeeds({
-        ...(pushesInFlight ? { pushesInFlight } : {}),
+        scheduler,
         settings,
         nc,
         jsm,
@@ -401,10 +407,7 @@ export async function openJetStreamAdapter(
         feed: consumerFeed,
         region: o.region,
         log: o.log,
-        push,
         groupEpoch: (names) => epochs.epoch(names),
-        noteHoldback: async (group, seq) =>
-          broker.notePushHoldback(group, seq, (await broker.pushHoldbacks(group, seq)) + 1),
       });
       pushFeeds.start();
     },

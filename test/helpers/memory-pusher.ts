@@ -1,11 +1,18 @@
 // Push delivery on the in-memory storage ports (test/unit/queue/): a real push client and a real
-// HTTP endpoint on loopback, and the Pusher with the real signer over a memoryQueue.
+// HTTP endpoint on loopback, and the Pusher with the real signer over a memoryQueue; the push
+// scheduler fed by the twin's push feeds, with pushes the test ends itself.
 import { afterAll, beforeAll } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import { PushAddressPolicy } from "../../src/outbound/push-address-policy.js";
 import { PushClient } from "../../src/outbound/push-client.js";
 import { PushSigningKeys } from "../../src/outbound/push-signer.js";
+import type { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
+import { MemoryPushFeeds } from "../../src/memory/memory-push-feeds.js";
+import { NamespaceCounts } from "../../src/queue/admission/namespace-counts.js";
+import type { Delivery } from "../../src/queue/broker.js";
+import type { GroupAddress } from "../../src/queue/namespace.js";
 import { NO_PUSH_OBSERVER } from "../../src/queue/push-delivery/push-ports.js";
+import { PushScheduler } from "../../src/queue/push-delivery/push-scheduler.js";
 import { Pusher } from "../../src/queue/push-delivery/pusher.js";
 import {
   DEVELOPMENT_PUSH_URLS,
@@ -58,4 +65,80 @@ export function memoryPusher(memory: MemoryQueue, client: PushClient, secret: st
     inlineLimitBytes: 1_048_576,
     destinations: new PushDestinations(DEVELOPMENT_PUSH_URLS.map((u) => parsePushUrlPrefix(u))),
   });
+}
+
+/** A push the scheduler started, held open until the test ends it. */
+export interface OpenPush {
+  readonly group: GroupAddress;
+  readonly delivery: Delivery;
+  readonly text: string;
+  /** Ends the push (as the endpoint's answer would), settling nothing. */
+  end(): void;
+}
+
+export interface ScheduledPushes {
+  readonly scheduler: PushScheduler;
+  readonly feeds: MemoryPushFeeds;
+  /** Pushes started and not ended yet, oldest first. */
+  readonly open: OpenPush[];
+  /** The text of every message pushed, in the order the pushes started. */
+  readonly started: string[];
+}
+
+/**
+ * The gateway's PushScheduler over `memory`, fed by MemoryPushFeeds from `settings`, with a cap
+ * of `cap` pushes in flight per namespace. A push goes to `push` when given (the real Pusher,
+ * say) for the groups it answers true for in `passes`; the others stay open until the test ends
+ * them. Stop the feeds in the test's finally (`feeds.stop()`).
+ */
+export async function scheduledPushes(
+  memory: MemoryQueue,
+  settings: MemorySettingsStore,
+  options: {
+    readonly cap: number;
+    readonly push?: Pusher;
+    readonly passes?: (group: GroupAddress) => boolean;
+  },
+): Promise<ScheduledPushes> {
+  const open: OpenPush[] = [];
+  const started: string[] = [];
+  const scheduler = new PushScheduler({
+    push: (group, delivery, s) => {
+      const text = new TextDecoder().decode(delivery.message.payload);
+      started.push(text);
+      if (options.push && options.passes?.(group)) return options.push.push(group, delivery, s);
+      return new Promise<void>((resolve) => {
+        const p: OpenPush = {
+          group,
+          delivery,
+          text,
+          end: () => {
+            const at = open.indexOf(p);
+            if (at >= 0) open.splice(at, 1);
+            resolve();
+          },
+        };
+        open.push(p);
+      });
+    },
+    ledger: memory.broker,
+    pushesInFlight: new NamespaceCounts(options.cap),
+    now: memory.now,
+    log: createLogger("silent"),
+  });
+  const feeds = new MemoryPushFeeds({ broker: memory.broker, settings, scheduler });
+  await feeds.start();
+  return { scheduler, feeds, open, started };
+}
+
+/** Lets the scheduler, the feeds and the pushes run until `done` holds (at most `turns` turns). */
+export async function settle(
+  done: () => boolean | Promise<boolean>,
+  turns = 200,
+): Promise<boolean> {
+  for (let i = 0; i < turns; i++) {
+    if (await done()) return true;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return done();
 }

@@ -2,25 +2,26 @@
 // pushed group of the region (no gateway is special): from the settings documents it follows in
 // memory, with `prefix*` patterns expanded to the namespace's topics (existing ones, and new ones
 // as JetStream announces their streams), it opens a feed on each pushed group's durable consumer
-// and hands what arrives to the pusher. JetStream shares the work: the consumer's
-// `max_ack_pending` is the group's `push.maxConcurrency`, so all gateways together never have
-// more of its messages out than that; each gateway pulls only what it can push at once. Its
-// `ack_wait` is the push lease, so a push needs no lease request of its own.
+// and hands what arrives to the push scheduler (src/queue/push-delivery/push-scheduler.ts), which
+// decides what is pushed when. JetStream shares the work: the consumer's `max_ack_pending` is the
+// group's `push.maxConcurrency`, so all gateways together never have more of its messages out
+// than that; each gateway pulls only what the scheduler asks for. Its `ack_wait` is the push
+// lease, so a push needs no lease request of its own.
 import type { ConsumerUpdateConfig, JetStreamManager } from "@nats-io/jetstream";
 import { nanos, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
-import type { Delivery } from "../../queue/broker.js";
-import type { GroupAddress, Namespace } from "../../queue/namespace.js";
+import type { GroupAddress } from "../../queue/namespace.js";
+import type { GroupPushes } from "../../queue/push-delivery/group-pushes.js";
 import { pushLeaseMs } from "../../queue/push-delivery/push-lease.js";
+import type { PushScheduler } from "../../queue/push-delivery/push-scheduler.js";
 import type { PushedSettings } from "../../queue/push-delivery/pusher.js";
+import { pushedGroups } from "../../queue/push-delivery/pushed-groups.js";
 import type { SettingsStore } from "../../queue/settings/settings-store.js";
-import { appliesTo, patternPrefix } from "../../queue/settings/topic-pattern.js";
+import { patternPrefix } from "../../queue/settings/topic-pattern.js";
 import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
 import { ackWaitMsOf, type PushedConsumer, type Topology } from "../queue-state/topology.js";
-import { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
-import { tenantKeyOf } from "../../queue/admission/tenant.js";
 
 export interface PushFeedsDeps {
   readonly settings: SettingsStore;
@@ -30,19 +31,12 @@ export interface PushFeedsDeps {
   readonly feed: ConsumerFeed;
   readonly region: string;
   readonly log: Logger;
-  /** Pushes one delivery; resolves once it is settled or released. */
-  readonly push: (group: GroupAddress, d: Delivery, settings: PushedSettings) => Promise<void>;
+  /** Takes what the feeds bring and decides what is pushed when. */
+  readonly scheduler: Pick<PushScheduler, "join">;
   /** How often everything is looked at again (topics of patterns, missing topics, caps). */
   readonly resyncMs?: number;
-  /** Pushes in flight per namespace on this gateway, with its cap (0: none). */
-  readonly pushesInFlight?: NamespaceCounts;
   /** A group's epoch (moved by a seek or a removal): a held message of an older one is dropped. */
   readonly groupEpoch: (names: GroupNames) => number;
-  /**
-   * Counts a release of a held message that was never pushed (a push holdback), so that its
-   * next push gives the delivery count the handler would have seen had it not been held.
-   */
-  readonly noteHoldback: (group: GroupAddress, streamSeq: number) => Promise<void>;
 }
 
 const STREAM_CREATED = "$JS.EVENT.ADVISORY.STREAM.CREATED.>";
@@ -68,11 +62,9 @@ export class PushFeeds {
   #unlisten: (() => void) | null = null;
   #running = false;
   #resyncing: Promise<void> = Promise.resolve();
-  readonly #shares: NamespaceShares;
 
   constructor(deps: PushFeedsDeps) {
     this.#d = deps;
-    this.#shares = new NamespaceShares(deps.pushesInFlight ?? new NamespaceCounts(0));
   }
 
   start(): void {
@@ -109,17 +101,6 @@ export class PushFeeds {
     await Promise.all(runners.map((r) => r.drained()));
   }
 
-  /**
-   * A message of a pushed group was acknowledged through this gateway, its acknowledgement
-   * confirmed by the store: if this gateway is pushing it, the push's slots (the namespace's and
-   * the group's) are free now, before the endpoint's answer arrives. A push's handler acknowledges
-   * before it answers (`@vercel/queue` does), so the next message goes out while the endpoint
-   * finishes its answer, as JetStream's own `max_ack_pending` already lets it.
-   */
-  settled(group: GroupAddress, streamSeq: number): void {
-    this.#runners.get(runnerKey(group))?.settled(streamSeq);
-  }
-
   /** Pushed groups this gateway feeds now (for tests and metrics). */
   get groups(): number {
     return this.#runners.size;
@@ -147,7 +128,6 @@ export class PushFeeds {
       for (const [key, runner] of this.#runners) {
         if (desired.has(key)) continue;
         this.#runners.delete(key);
-        this.#shares.leave(runner);
         runner.close();
         void runner.drained().then(async () => {
           if (!(await uncap(this.#d, runner.names)) && !this.#runners.has(key)) {
@@ -161,11 +141,8 @@ export class PushFeeds {
       for (const [key, want] of desired) {
         let runner = this.#runners.get(key);
         if (!runner) {
-          runner = new GroupRunner(this.#d, want.group, want.settings, this.#shares, () =>
-            this.#lookAgain(),
-          );
+          runner = new GroupRunner(this.#d, want.group, want.settings, () => this.#lookAgain());
           this.#runners.set(key, runner);
-          this.#shares.join(runner);
         }
         await runner.ensure(want.settings);
       }
@@ -176,27 +153,11 @@ export class PushFeeds {
 
   /** Every concrete (namespace, topic, group) whose effective settings push. */
   async #desired(): Promise<Map<string, { group: GroupAddress; settings: PushedSettings }>> {
-    const entries = [...this.#d.settings.entries()];
-    if (!this.#listed && entries.some((e) => patternPrefix(e.topic) !== null)) {
+    const settings = this.#d.settings;
+    if (!this.#listed && [...settings.entries()].some((e) => patternPrefix(e.topic) !== null)) {
       await this.#listTopics();
     }
-    const out = new Map<string, { group: GroupAddress; settings: PushedSettings }>();
-    const add = (namespace: Namespace, topic: string, group: string) => {
-      const settings = this.#d.settings.effective(namespace, topic, group);
-      if (!settings?.push) return;
-      const address = { namespace, topic, group };
-      out.set(runnerKey(address), { group: address, settings: settings as PushedSettings });
-    };
-    for (const e of entries) {
-      if (patternPrefix(e.topic) === null) {
-        add(e.namespace, e.topic, e.group);
-        continue;
-      }
-      for (const topic of this.#topics.get(e.namespace.key) ?? []) {
-        if (appliesTo(e.topic, topic)) add(e.namespace, topic, e.group);
-      }
-    }
-    return out;
+    return pushedGroups(settings, (ns) => this.#topics.get(ns.key) ?? []);
   }
 
   /** Reads every topic of the region from its streams' descriptions. */
@@ -277,104 +238,6 @@ async function uncap(d: PushFeedsDeps, names: GroupNames): Promise<boolean> {
   }
 }
 
-/**
- * A namespace's pushes on this gateway share its cap (VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE). Below
- * it, a pushed group pulls at most its share of the free slots (rounded up); at it, each group
- * pulls one message ahead and holds it. A pulled message is pushed only while the namespace is
- * under its cap, and a freed slot goes to the oldest message held in the namespace (by the time it
- * became visible), whichever group it is of: the namespace's groups are served in publish order,
- * as one queue would serve them, and a freed slot is filled without waiting for a pull. So a
- * namespace whose endpoint never answers holds at most the cap of this gateway's pushes (and one
- * held message per group, whose lease is renewed when it is pushed). A push's slot frees at its
- * endpoint's answer or at its message's acknowledgement through this gateway, whichever is first.
- */
-class NamespaceShares {
-  readonly counts: NamespaceCounts;
-  readonly #groups = new Map<string, Set<GroupRunner>>();
-
-  constructor(counts: NamespaceCounts) {
-    this.counts = counts;
-  }
-
-  join(r: GroupRunner): void {
-    const ns = r.namespaceKey;
-    let set = this.#groups.get(ns);
-    if (!set) this.#groups.set(ns, (set = new Set()));
-    set.add(r);
-  }
-
-  leave(r: GroupRunner): void {
-    const set = this.#groups.get(r.namespaceKey);
-    set?.delete(r);
-    if (set?.size === 0) this.#groups.delete(r.namespaceKey);
-  }
-
-  /**
-   * What one of the namespace's groups may pull now, given what it could pull on its own and
-   * how many of its messages it holds: its share of the free slots, or one to hold at the cap.
-   */
-  demand(ns: string, own: number, held: number): number {
-    const cap = this.counts.cap;
-    if (cap === 0 || own <= 0) return own;
-    const free = this.counts.room(ns);
-    // Not a group's last slot of its own: what it holds, another gateway with room cannot push.
-    if (free <= 0) return held === 0 && own > 1 ? 1 : 0;
-    return Math.min(own, Math.ceil(free / (this.#groups.get(ns)?.size ?? 1)));
-  }
-
-  /** Pushes held messages, oldest first across the namespace's groups, while slots are free. */
-  dispatch(ns: string): void {
-    const groups = this.#groups.get(ns);
-    if (!groups) return;
-    const cap = this.counts.cap;
-    while (cap === 0 || this.counts.room(ns) > 0) {
-      let oldest: GroupRunner | null = null;
-      let oldestAt = Infinity;
-      for (const g of groups) {
-        const at = g.heldOrder();
-        if (at !== null && at < oldestAt) [oldest, oldestAt] = [g, at];
-      }
-      if (!oldest) return;
-      oldest.pushHeld();
-    }
-  }
-
-  started(ns: string): void {
-    this.counts.add(ns);
-  }
-
-  /** A push ended: the oldest held message takes the slot, and every group may pull again. */
-  ended(ns: string): void {
-    const wasFull = this.counts.cap > 0 && this.counts.room(ns) <= 0;
-    this.counts.release(ns);
-    if (!wasFull) return this.dispatch(ns);
-    // The slot may be the tenant's: each of its namespaces here may take it.
-    const tenant = tenantKeyOf(ns);
-    const siblings = [...this.#groups.keys()].filter((k) => k === ns || tenantKeyOf(k) === tenant);
-    for (const k of siblings) this.dispatch(k);
-    for (const k of siblings) for (const r of this.#groups.get(k) ?? []) r.wake();
-  }
-}
-
-/** A pulled message not yet pushed: its namespace is at its cap. */
-interface Held {
-  readonly msg: Msg;
-  readonly delivery: Delivery;
-  /**
-   * Its place in the namespace's order: when it became visible, or for a redelivery (a retry, an
-   * ended lease) when it was pulled, so that a failing group's retries, which keep their publish
-   * time, do not go before every other group's messages.
-   */
-  readonly order: number;
-  /**
-   * While held, its lease (JetStream's `ack_wait`, running from the pull) is renewed (`+WPI`) every
-   * half lease, and once more at its push, so that it lasts what the push's handle says.
-   */
-  renew: NodeJS.Timeout | null;
-  /** The group's epoch when pulled: after a seek its delivery belongs to no current consumer. */
-  readonly epoch: number;
-}
-
 /** A reply that may come after the connection closed (a stop, a renewal's last tick): ignored. */
 function respond(msg: Msg, what: string): void {
   try {
@@ -385,54 +248,42 @@ function respond(msg: Msg, what: string): void {
 }
 
 /**
- * One pushed group on this gateway: its consumer's cap and lease, and a feed sized to free push
- * slots (within its namespace's share).
+ * One pushed group on this gateway: its consumer's cap and lease, and a feed sized to what the
+ * push scheduler asks for; what the feed brings goes to the scheduler (its GroupPushes).
  */
 class GroupRunner {
   readonly #d: PushFeedsDeps;
-  readonly #group: GroupAddress;
   readonly names: GroupNames;
-  #settings: PushedSettings;
+  readonly #pushes: GroupPushes;
   #handle: FeedHandle | null = null;
   #cap: number | null = null;
   /** The consumer's `ack_wait` as last seen or set. */
   #ackWaitMs: number | null = null;
-  /** Pushes holding a slot (not yet answered, nor acknowledged through this gateway). */
-  #inFlight = 0;
-  /** Pushes whose request has not ended (acknowledged or not): what `drained()` waits for. */
-  #pushing = 0;
-  /** The slot of each push holding one, by stream sequence: freed once, by whichever comes first. */
-  readonly #slots = new Map<number, () => void>();
-  /** Pulled, waiting for a slot of the namespace (oldest first, as the stream gave them). */
-  readonly #held: Held[] = [];
   #closed = false;
   /** The lease and cap last noted in the topology for receives that make the consumer. */
   #noted: PushedConsumer | null = null;
-  readonly #idle: (() => void)[] = [];
   readonly #lookAgain: () => void;
-  readonly #shares: NamespaceShares;
-  readonly namespaceKey: string;
 
   constructor(
     d: PushFeedsDeps,
     group: GroupAddress,
     settings: PushedSettings,
-    shares: NamespaceShares,
     lookAgain: () => void,
   ) {
     this.#d = d;
-    this.#shares = shares;
-    this.namespaceKey = group.namespace.key;
     this.#lookAgain = lookAgain;
-    this.#group = group;
     this.names = groupNames(d.region, group);
-    this.#settings = settings;
+    const names = this.names;
+    this.#pushes = d.scheduler.join(group, settings, {
+      wake: () => this.#handle?.wake(),
+      epoch: () => d.groupEpoch(names),
+    });
   }
 
   /** Opens the feed once the topic exists, and keeps the consumer's cap and lease as configured. */
   async ensure(settings: PushedSettings): Promise<void> {
     if (this.#closed) return;
-    this.#settings = settings;
+    this.#pushes.update(settings);
     const pushed = {
       ackWaitMs: pushLeaseMs(settings.push),
       maxAckPending: settings.push.maxConcurrency,
@@ -450,14 +301,7 @@ class GroupRunner {
       await this.#setConfig(settings);
       if (this.#closed) return;
       this.#handle = this.#d.feed.open(this.names.stream, this.names.consumer, {
-        demand: () =>
-          this.#closed
-            ? 0
-            : this.#shares.demand(
-                this.namespaceKey,
-                this.#settings.push.maxConcurrency - this.#inFlight - this.#held.length,
-                this.#held.length,
-              ),
+        demand: () => (this.#closed ? 0 : this.#pushes.demand()),
         take: (msg) => this.#take(msg),
         gone: () => this.#gone(),
       });
@@ -470,26 +314,10 @@ class GroupRunner {
     this.#handle.wake();
   }
 
-  /** Slots may have freed: pull for them. */
-  wake(): void {
-    this.#handle?.wake();
-  }
-
+  /** Messages this gateway pulled and holds are given back; no more pulls. */
   close(): void {
     this.#closed = true;
-    for (const h of this.#held.splice(0)) {
-      if (h.renew) clearInterval(h.renew);
-      if (this.#stale(h)) continue;
-      // Another may push it now. Counted first as a holdback, so that the release does not add a
-      // delivery its handler never saw (a maxDeliveries of 1 would dead-letter it unpushed).
-      const seq = h.delivery.streamSeq;
-      void this.#d
-        .noteHoldback(this.#group, seq)
-        .catch((err: unknown) =>
-          this.#d.log.warn({ err, seq }, "push: holdback of a held message not counted"),
-        )
-        .then(() => respond(h.msg, "-NAK"));
-    }
+    this.#pushes.close();
     if (this.#noted) this.#d.topology.forgetPushed(this.names, this.#noted);
     this.#handle?.close();
     this.#handle = null;
@@ -497,8 +325,7 @@ class GroupRunner {
 
   /** Resolves once no push of this group is under way. */
   drained(): Promise<void> {
-    if (this.#pushing === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idle.push(resolve));
+    return this.#pushes.drained();
   }
 
   /**
@@ -527,110 +354,28 @@ class GroupRunner {
     this.#d.topology.noteAckWait(this.names, ackWaitMs);
     this.#cap = cap;
     this.#ackWaitMs = ackWaitMs;
+    this.#pushes.noteLease(ackWaitMs);
   }
 
   #take(msg: Msg): void {
-    const d = toDelivery(msg);
-    if (!d) {
+    const delivery = toDelivery(msg);
+    if (!delivery) {
       msg.respond("+TERM"); // not a queue message: take it out of the way
       return;
     }
-    const order = d.deliveryCount > 1 ? Date.now() : d.message.visibleAtMs;
-    const epoch = this.#d.groupEpoch(this.names);
-    const held: Held = { msg, delivery: d, order, renew: null, epoch };
-    this.#held.push(held);
-    this.#shares.dispatch(this.namespaceKey);
-    if (this.#held.includes(held)) {
-      // Still held: the namespace is at its cap. The shorter of the lease last seen and the one
-      // the settings ask for: another gateway may have shortened it since this one looked.
-      const leaseMs = Math.min(this.#ackWaitMs ?? Infinity, pushLeaseMs(this.#settings.push));
-      held.renew = setInterval(
-        () => {
-          if (this.#stale(held)) this.#drop(held);
-          else respond(msg, "+WPI");
-        },
-        Math.max(500, leaseMs / 2),
-      );
-      held.renew.unref();
-    }
-  }
-
-  /** Pulled before a seek (or the group's removal) moved its epoch: not to be pushed or renewed. */
-  #stale(h: Held): boolean {
-    return this.#d.groupEpoch(this.names) !== h.epoch;
-  }
-
-  /** Forgets a stale held message: its delivery is of a consumer that no longer exists. */
-  #drop(h: Held): void {
-    if (h.renew) clearInterval(h.renew);
-    const at = this.#held.indexOf(h);
-    if (at >= 0) this.#held.splice(at, 1);
-  }
-
-  /** The order of the oldest message this group holds (see `Held.order`); null: none held. */
-  heldOrder(): number | null {
-    return this.#held[0]?.order ?? null;
-  }
-
-  /** Pushes the oldest held message (its namespace has a free slot). */
-  pushHeld(): void {
-    const h = this.#held.shift();
-    if (!h) return;
-    if (this.#stale(h)) {
-      this.#drop(h); // the caller's loop goes on to the next oldest
-      return;
-    }
-    const d = h.delivery;
-    if (h.renew) {
-      clearInterval(h.renew);
-      respond(h.msg, "+WPI"); // its lease ran from the pull (or the last renewal)
-    }
-    this.#inFlight++;
-    this.#pushing++;
-    this.#shares.started(this.namespaceKey);
-    const seq = d.streamSeq;
-    let holding = true;
-    const free = () => {
-      if (!holding) return;
-      holding = false;
-      if (this.#slots.get(seq) === free) this.#slots.delete(seq);
-      this.#inFlight--;
-      this.#shares.ended(this.namespaceKey);
-      this.#handle?.wake();
-    };
-    this.#slots.set(seq, free);
-    if (this.#held.length === 0) this.#handle?.wake(); // one ahead again
-    void this.#d.push(this.#group, d, this.#settings).finally(() => {
-      free();
-      this.#pushing--;
-      if (this.#pushing === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    this.#pushes.take({
+      delivery,
+      renew: () => respond(msg, "+WPI"),
+      release: () => respond(msg, "-NAK"),
     });
-  }
-
-  /**
-   * Its message `streamSeq` was acknowledged (see `PushFeeds.settled`): a push of it frees its
-   * slot now. JetStream will not deliver an acknowledged message again, and a push that fails
-   * after it is not retried (its release finds nothing pending), so nothing is pushed twice.
-   */
-  settled(streamSeq: number): void {
-    // At most `maxConcurrency` pushes stay open past their acknowledgement: an endpoint that
-    // acknowledges and never answers then holds its slots again, as before, rather than taking
-    // a new request (and socket) per acknowledgement until its push timeout.
-    if (this.#pushing - this.#inFlight >= this.#settings.push.maxConcurrency) return;
-    this.#slots.get(streamSeq)?.();
   }
 
   /** The consumer (or its topic) went away: open again at the next look, if still wanted. */
   #gone(): void {
-    // Their consumer is gone, and their leases with it.
-    for (const h of this.#held.splice(0)) if (h.renew) clearInterval(h.renew);
+    this.#pushes.gone(); // their consumer is gone, and their leases with it
     this.#d.topology.forgetConsumer(this.names);
     this.#handle?.close();
     this.#handle = null;
     this.#lookAgain();
   }
-}
-
-function runnerKey(g: GroupAddress): string {
-  return JSON.stringify([g.namespace.key, g.topic, g.group]);
 }

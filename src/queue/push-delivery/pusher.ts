@@ -3,9 +3,9 @@
 // and settled by the outcome: a 2xx ends the push (and with `autoAck`
 // acknowledges); anything else makes the message visible again after the retry delay, unless
 // the handler already set its lease through the API, which wins; after a timeout the handler may
-// still run, so the message never comes back before the lease it holds ends. The pulling (which
-// groups, how many at once) is the NATS adapter's (src/nats/push-feeds/); see
-// docs/architecture.md, "Push delivery".
+// still run, so the message never comes back before the lease it holds ends. What is pushed when
+// is the PushScheduler's (push-scheduler.ts), the pulling the NATS adapter's (src/nats/push-feeds/);
+// see docs/architecture.md, "Push delivery".
 import type { Logger } from "../../logger.js";
 import type { Delivery, GroupCursor, PushLedger } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";

@@ -2,7 +2,10 @@
 // receives (429 too_many_waiters) and pushes in flight (a namespace whose endpoint never answers
 // holds no more than its share), each with Retry-After where a client is refused, counted in
 // vqs_tenant_limit_refusals_total and vqs_namespaces_at_cap, while another namespace is served;
-// a push frees its slot at its message's acknowledgement, before its endpoint answers.
+// a push frees its slot at its message's acknowledgement, before its endpoint answers, and a
+// message held at the cap stays leased (JetStream's `+WPI`). The push scheduler's rules (shares,
+// the order a freed slot is given in, holdbacks, a seek's held messages) are held on the twins in
+// test/unit/queue/push-scheduler-rules.test.ts.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { BufferTransport, QueueClient } from "@vercel/queue";
@@ -187,46 +190,6 @@ describe("caps per namespace on a gateway", () => {
     expect(await metric("vqs_namespaces_at_cap", 'cap="pushes_in_flight"')).toBe(1);
   });
 
-  it("hands a freed push slot to the namespace's oldest message, whichever of its groups", async () => {
-    const arrived: string[] = [];
-    const waiting: ServerResponse[] = [];
-    const order = await pushEndpoint((_req, body, res) => {
-      arrived.push(body);
-      waiting.push(res); // answered (200, autoAck) one at a time by the test
-    });
-    try {
-      const base = order.base;
-      const url = fx.gateways[0]!.url;
-      const token = await tokenOf("prj_push_order");
-      const [t1, t2] = [uniqueName(), uniqueName()];
-      for (const t of [t1, t2]) {
-        await api(url, token).publish(t, "make");
-        const put = await settingsApi(url, token).put(t, "g", {
-          push: { url: `${base}/${t}`, maxConcurrency: 5, autoAck: true, timeoutSeconds: 30 },
-        });
-        expect(put.status).toBeLessThan(300);
-      }
-      // Both slots (the cap, 2) taken by the two "make" messages; then, in publish order, across
-      // the two groups.
-      expect(await eventually(() => waiting.length === 2, 10_000)).toBe(true);
-      const published = ["a", "b", "c", "d", "e", "f"];
-      for (const [i, body] of published.entries()) {
-        await api(url, token).publish(i % 2 === 0 ? t2 : t1, body);
-        await sleep(20);
-      }
-      await sleep(300); // each group pulls one ahead
-      for (let n = 2; n < 2 + published.length; n++) {
-        waiting.shift()!.writeHead(200).end();
-        expect(await eventually(() => arrived.length > n, 10_000)).toBe(true);
-        await sleep(100);
-      }
-      expect(arrived.slice(2)).toEqual(published);
-    } finally {
-      for (const r of waiting) r.writeHead(200).end();
-      await order.close();
-    }
-  });
-
   it("keeps a message held at the cap leased while it waits, and pushes it once", async () => {
     const { blockers, pushed, ep } = await blockingEndpoint();
     try {
@@ -256,63 +219,6 @@ describe("caps per namespace on a gateway", () => {
     }
   });
 
-  it("releases a held message without counting a delivery, and drops one a seek skipped", async () => {
-    const { blockers, pushed, ep } = await blockingEndpoint();
-    try {
-      const base = ep.base;
-      const url = fx.gateways[0]!.url;
-      const token = await tokenOf("prj_push_release");
-      const [t1, t2, t3] = [uniqueName(), uniqueName(), uniqueName()];
-      const push = (path: string) => ({
-        push: { url: `${base}${path}`, autoAck: true, maxConcurrency: 5, timeoutSeconds: 30 },
-      });
-      const block = async () => {
-        for (const b of ["block 1", "block 2"]) await api(url, token).publish(t1, b);
-        expect(await eventually(() => blockers.length === 2, 10_000)).toBe(true);
-      };
-      const unblock = () => {
-        for (const r of blockers.splice(0)) r.writeHead(200).end();
-      };
-      expect((await settingsApi(url, token).put(t1, "g", push("/block"))).status).toBe(200);
-
-      // Held at the cap, then its group is no longer pushed: released (-NAK), but as a holdback,
-      // so its first push says delivery 1 and a maxDeliveries of 1 does not dead-letter it.
-      await block();
-      await api(url, token).publish(t2, "released");
-      const oneTry = { ...push("/count"), deadLetter: { topic: uniqueName(), maxDeliveries: 1 } };
-      expect((await settingsApi(url, token).put(t2, "g", oneTry)).status).toBe(200);
-      await sleep(1000); // pulled and held
-      expect((await settingsApi(url, token).put(t2, "g", { push: null })).status).toBe(200);
-      await sleep(1000);
-      expect((await settingsApi(url, token).put(t2, "g", oneTry)).status).toBe(200);
-      await sleep(500);
-      unblock();
-      expect(await eventually(() => pushed.length >= 1, 10_000)).toBe(true);
-      expect(pushed).toEqual(["released 1"]);
-
-      // Held at the cap, then its group is sought past it: never pushed (its delivery is of a
-      // consumer the seek replaced); what comes after the seek is.
-      await block();
-      await api(url, token).publish(t3, "skipped");
-      expect((await settingsApi(url, token).put(t3, "g", push("/count"))).status).toBe(200);
-      await sleep(1000); // pulled and held
-      const seek = await fetch(`${url}/api/v3/topic/${t3}/consumer/g/seek`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify({ to: "latest" }),
-      });
-      expect(seek.status).toBeLessThan(300);
-      await api(url, token).publish(t3, "after");
-      await sleep(500);
-      unblock();
-      expect(await eventually(() => pushed.length >= 2, 10_000)).toBe(true);
-      await sleep(1500);
-      expect(pushed).toEqual(["released 1", "after 1"]);
-    } finally {
-      for (const r of blockers) r.destroy();
-      await ep.close();
-    }
-  });
   it("frees a push's slot at its acknowledgement, before the endpoint answers, for at most maxConcurrency pushes; a push failing after its ack is not retried", async () => {
     const url = fx.gateways[0]!.url;
     const token = await tokenOf("prj_push_ack_slot");
