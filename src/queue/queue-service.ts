@@ -10,16 +10,16 @@ import type {
   UploadQuota,
 } from "./broker.js";
 import type { BodyRef, BodyStore, ByteSource, WrittenBody } from "./bodies.js";
-import { GroupAcks } from "./delivery/group-acks.js";
-import { GroupLeases } from "./delivery/group-leases.js";
-import { HandOut } from "./delivery/hand-out.js";
-import { MessageCopies } from "./delivery/message-copies.js";
+import type { GroupAcks } from "./delivery/group-acks.js";
+import type { GroupLeases } from "./delivery/group-leases.js";
+import type { HandOut } from "./delivery/hand-out.js";
+import type { MessageCopies } from "./delivery/message-copies.js";
 import type { ReceivedMessage } from "./delivery/received-message.js";
 import type { DelayedPublishCap } from "./admission/delayed-publish-cap.js";
 import { DownloadSlots, type DownloadSlot } from "./download-slots.js";
-import { IdLeases } from "./id-leases.js";
+import type { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
-import { LongPolls } from "./long-polls.js";
+import type { LongPolls } from "./long-polls.js";
 import { NamespaceCounts } from "./admission/namespace-counts.js";
 import {
   duplicateMessageId,
@@ -29,11 +29,11 @@ import {
 } from "./identity/message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
-import { NO_OBSERVER, type QueueObserver } from "./observer.js";
-import type { Logger } from "../logger.js";
+import type { QueueObserver } from "./observer.js";
 import { LIMITS, MAX_PULLS_AT_LIMIT } from "./limits.js";
 import type { ConsumerSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./identity/secret-keys.js";
+import type { QueueContext } from "./use-cases/queue-context.js";
 
 export interface PublishInput {
   /** An inline body; a large one is given to `publishStreamed` instead. */
@@ -61,22 +61,14 @@ export interface ReceiveOptions {
 }
 
 export interface QueueServiceDeps {
-  readonly broker: Broker;
-  readonly keys: SecretKeys;
-  readonly now: () => number;
-  readonly observer?: QueueObserver;
+  /** What the use cases share (createQueueContext); the pusher gets its parts from the same. */
+  readonly context: QueueContext;
   /** Regional failover; without it a publish the store cannot take answers 503. */
   readonly deferrer?: Deferrer;
-  /** A group's effective settings (push, retry, dead letters), from memory; null: none. */
-  readonly settingsOf?: (group: GroupAddress) => ConsumerSettings | null;
-  /** Where failures that reach no client are told (dead-lettering that must be retried). */
-  readonly log?: Pick<Logger, "warn">;
-  /** Waiting receives per namespace on this gateway; past it 429 too_many_waiters (0: none). */
-  readonly maxWaitersPerNamespace?: number;
+  /** Waiting receives per namespace on this gateway, capped (429 too_many_waiters past it). */
+  readonly waiters?: NamespaceCounts;
   /** Delayed publishes per second per namespace (429 delayed_publish_rate_limited past it). */
   readonly delayedPublishes?: DelayedPublishCap;
-  /** Where bodies above the inline limit are kept; without it they are refused. */
-  readonly bodies?: BodyStore;
   /** How many large bodies this gateway moves at once, and who hears of the numbers. */
   readonly largeStreams?: LargeStreams;
 }
@@ -144,15 +136,12 @@ export class QueueService {
   readonly #groupLeases: GroupLeases;
   readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly #copies: MessageCopies;
-  /** Hands pulled deliveries out: a receive's, and the pusher's (Pusher). */
-  readonly handOut: HandOut;
-  /** Acknowledges through a lease: an acknowledgement's, and the pusher's `autoAck` (PushSettlement). */
-  readonly acks: GroupAcks;
+  readonly #handOut: HandOut;
+  readonly #acks: GroupAcks;
   readonly #delayedPublishes: DelayedPublishCap | null;
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
-  /** Waiting receives per namespace, capped. */
-  readonly waiters: NamespaceCounts;
+  readonly #waiters: NamespaceCounts;
   readonly #bodies: BodyStore | null;
   readonly #maxUploads: number;
   #uploads = 0;
@@ -160,40 +149,27 @@ export class QueueService {
   readonly #onLargeStreams: (moving: number, waitingDownloads: number) => void;
 
   constructor(deps: QueueServiceDeps) {
-    this.#bodies = deps.bodies ?? null;
+    const ctx = deps.context;
+    this.#bodies = ctx.bodies;
     this.#maxUploads = deps.largeStreams?.maxUploads ?? Infinity;
     this.#onLargeStreams = deps.largeStreams?.onChange ?? (() => undefined);
     this.#downloads = new DownloadSlots(deps.largeStreams?.maxDownloads ?? Infinity, () =>
       this.#largeStreamsChanged(),
     );
     this.#deferrer = deps.deferrer ?? null;
-    this.#broker = deps.broker;
-    this.#keys = deps.keys;
-    this.#now = deps.now;
-    this.#observer = deps.observer ?? NO_OBSERVER;
-    this.#idLeases = new IdLeases(deps.broker, deps.now);
-    this.#groupLeases = new GroupLeases(deps.broker, this.#idLeases, deps.now);
-    this.#longPolls = new LongPolls(deps.broker, deps.now);
-    this.#settingsOf = deps.settingsOf ?? (() => null);
-    this.#copies = new MessageCopies({ broker: deps.broker, bodies: this.#bodies, now: deps.now });
-    this.handOut = new HandOut({
-      broker: deps.broker,
-      keys: deps.keys,
-      now: deps.now,
-      observer: this.#observer,
-      idLeases: this.#idLeases,
-      copies: this.#copies,
-      settingsOf: this.#settingsOf,
-      log: deps.log ?? null,
-    });
-    this.acks = new GroupAcks({
-      broker: deps.broker,
-      idLeases: this.#idLeases,
-      now: deps.now,
-      observer: this.#observer,
-    });
+    this.#broker = ctx.broker;
+    this.#keys = ctx.keys;
+    this.#now = ctx.now;
+    this.#observer = ctx.observer;
+    this.#idLeases = ctx.idLeases;
+    this.#groupLeases = ctx.groupLeases;
+    this.#longPolls = ctx.longPolls;
+    this.#settingsOf = ctx.settingsOf;
+    this.#copies = ctx.copies;
+    this.#handOut = ctx.handOut;
+    this.#acks = ctx.acks;
     this.#delayedPublishes = deps.delayedPublishes ?? null;
-    this.waiters = new NamespaceCounts(deps.maxWaitersPerNamespace ?? 0);
+    this.#waiters = deps.waiters ?? new NamespaceCounts(0);
   }
 
   /**
@@ -387,7 +363,7 @@ export class QueueService {
     // ID, dead-lettered, over the concurrency limit) means waiting on. A namespace with as many
     // waiters here as it may have is told so (nothing was leased by the look above).
     const ns = group.namespace.key;
-    if (!this.waiters.take(ns)) throw new AppError("too_many_waiters", { retryAfterSeconds: 1 });
+    if (!this.#waiters.take(ns)) throw new AppError("too_many_waiters", { retryAfterSeconds: 1 });
     try {
       const untilMs = this.#now() + waitMs;
       for (;;) {
@@ -397,7 +373,7 @@ export class QueueService {
         if (got.length > 0) return got;
       }
     } finally {
-      this.waiters.release(ns);
+      this.#waiters.release(ns);
     }
   }
 
@@ -535,11 +511,11 @@ export class QueueService {
         first = null;
         if (batch === null || batch.length === 0) break;
         taken.push(...batch);
-        live.push(...(await this.handOut.admit(group, batch, deadlineMs)));
+        live.push(...(await this.#handOut.admit(group, batch, deadlineMs)));
         if (!woken && batch.length < asked) break; // the group has nothing more right now
       }
       pulled();
-      await this.handOut.lease(group, live, leaseMs);
+      await this.#handOut.lease(group, live, leaseMs);
     } catch (err) {
       // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
       await Promise.allSettled(taken.map((d) => this.#broker.setLease(group, d, 0)));
@@ -550,11 +526,11 @@ export class QueueService {
       await Promise.allSettled(live.map((d) => this.#broker.setLease(group, d, 0)));
       return [];
     }
-    return live.map((d) => this.handOut.handOut(group, d, deadlineMs));
+    return live.map((d) => this.#handOut.handOut(group, d, deadlineMs));
   }
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
-    await this.acks.acknowledge(group, this.#decodeHandle(group, receiptHandle), undefined, true);
+    await this.#acks.acknowledge(group, this.#decodeHandle(group, receiptHandle), undefined, true);
   }
 
   /** Sets the lease to end `seconds` from now; returns the new deadline (now, for 0). */
@@ -571,7 +547,7 @@ export class QueueService {
         return { ...l, state: seconds === 0 ? "released" : "leased", deadlineMs };
       });
     } else {
-      await this.acks.assertCurrent(group, lease);
+      await this.#acks.assertCurrent(group, lease);
       // A pushed message's handler set its lease: the pusher must not override it afterwards.
       if (this.#settingsOf(group)?.push) {
         await this.#broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
@@ -653,7 +629,7 @@ export class QueueService {
       throw new AppError("message_dead_lettered");
     }
     this.#observer.delivered(lease.deliveryCount);
-    return this.handOut.received(group, found.message, lease);
+    return this.#handOut.received(group, found.message, lease);
   }
 
   /**
