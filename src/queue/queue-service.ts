@@ -1,14 +1,7 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
 import { AppError, isAppError } from "../errors.js";
-import type {
-  Broker,
-  Deferrer,
-  Delivery,
-  StoredMessage,
-  TraceContext,
-  UploadQuota,
-} from "./broker.js";
+import type { Broker, Deferrer, Delivery, StoredMessage, UploadQuota } from "./broker.js";
 import type { BodyRef, BodyStore, ByteSource, WrittenBody } from "./bodies.js";
 import type { GroupAcks } from "./delivery/group-acks.js";
 import type { GroupLeases } from "./delivery/group-leases.js";
@@ -21,12 +14,7 @@ import type { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import type { LongPolls } from "./long-polls.js";
 import { NamespaceCounts } from "./admission/namespace-counts.js";
-import {
-  duplicateMessageId,
-  newNonce,
-  parseMessageId,
-  storedMessageId,
-} from "./identity/message-id.js";
+import { parseMessageId, storedMessageId } from "./identity/message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
 import type { QueueObserver } from "./observer.js";
@@ -34,21 +22,7 @@ import { LIMITS, MAX_PULLS_AT_LIMIT } from "./limits.js";
 import type { ConsumerSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./identity/secret-keys.js";
 import type { QueueContext } from "./use-cases/queue-context.js";
-
-export interface PublishInput {
-  /** An inline body; a large one is given to `publishStreamed` instead. */
-  readonly payload: Uint8Array;
-  readonly contentType: string | null;
-  readonly retentionSeconds: number;
-  readonly delaySeconds: number;
-  readonly idempotencyKey: string | null;
-  readonly trace: TraceContext | null;
-}
-
-export type PublishResult =
-  | { readonly deferred: false; readonly messageId: string; readonly duplicate: boolean }
-  /** Stored in a neighbour region during a regional outage: delivered once home recovers. */
-  | { readonly deferred: true };
+import { Publishing, type PublishInput, type PublishResult } from "./use-cases/publish.js";
 
 export interface ReceiveOptions {
   readonly maxMessages: number;
@@ -138,7 +112,7 @@ export class QueueService {
   readonly #copies: MessageCopies;
   readonly #handOut: HandOut;
   readonly #acks: GroupAcks;
-  readonly #delayedPublishes: DelayedPublishCap | null;
+  readonly #publishing: Publishing;
   readonly #concurrencyTurns = new KeyedLock();
   readonly #longPolls: LongPolls;
   readonly #waiters: NamespaceCounts;
@@ -168,18 +142,15 @@ export class QueueService {
     this.#copies = ctx.copies;
     this.#handOut = ctx.handOut;
     this.#acks = ctx.acks;
-    this.#delayedPublishes = deps.delayedPublishes ?? null;
+    this.#publishing = new Publishing(ctx, {
+      deferrer: deps.deferrer,
+      delayedPublishes: deps.delayedPublishes,
+    });
     this.#waiters = deps.waiters ?? new NamespaceCounts(0);
   }
 
-  /**
-   * Stores a message. With an idempotency key, a publish while an earlier message with the key
-   * lives is dropped (201 with the duplicate's own ID); once that message has expired, the key
-   * stores a new one. The store decides this atomically (see docs/architecture.md).
-   */
-  async publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
-    if (input.delaySeconds > 0) this.#delayedPublishes?.take(topic.namespace.key);
-    return this.#publish(topic, input, null);
+  publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
+    return this.#publishing.publish(topic, input);
   }
 
   /**
@@ -200,7 +171,7 @@ export class QueueService {
     if (bodies.unsupportedReason) {
       throw new AppError("large_body_unsupported", { message: bodies.unsupportedReason });
     }
-    if (input.delaySeconds > 0) this.#delayedPublishes?.take(topic.namespace.key);
+    this.#publishing.takeDelayedTurn(topic, input.delaySeconds);
     // Checked before a byte is read: past the cap the client is told to come back.
     if (this.#uploads >= this.#maxUploads) {
       throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
@@ -237,7 +208,7 @@ export class QueueService {
     let result: PublishResult;
     try {
       const claim: BodyRef = { id: ref.id, length: ref.length, sha256: ref.sha256 };
-      result = await this.#publish(topic, { ...input, payload: EMPTY }, claim);
+      result = await this.#publishing.store(topic, { ...input, payload: EMPTY }, claim);
     } catch (err) {
       throw this.#notDeferred(err);
     }
@@ -304,48 +275,6 @@ export class QueueService {
 
   #largeStreamsChanged(): void {
     this.#onLargeStreams(this.#uploads + this.#downloads.used, this.#downloads.waiting);
-  }
-
-  async #publish(
-    topic: TopicAddress,
-    input: PublishInput,
-    body: BodyRef | null,
-  ): Promise<PublishResult> {
-    const nonce = newNonce();
-    const message = {
-      payload: input.payload,
-      ...(body ? { body } : {}),
-      contentType: input.contentType,
-      retentionSeconds: input.retentionSeconds,
-      delaySeconds: Math.min(input.delaySeconds, input.retentionSeconds),
-      idempotencyKey: input.idempotencyKey,
-      nonce,
-      trace: input.trace,
-    };
-    let outcome;
-    try {
-      outcome = await this.#broker.publish(topic, message);
-    } catch (err) {
-      // The home store cannot take it: a neighbour region keeps it until home recovers.
-      if (body || !this.#deferrer || !isAppError(err) || err.code !== "storage_unavailable") {
-        throw err;
-      }
-      await this.#deferrer.defer(topic, message);
-      this.#observer.deferred();
-      return { deferred: true };
-    }
-    // Waiting receives on this gateway that found no topic look again now (it may be new).
-    this.#longPolls.published(topic);
-    if (outcome.kind === "stored") {
-      this.#observer.published(false);
-      return { deferred: false, messageId: storedMessageId(outcome.seq, nonce), duplicate: false };
-    }
-    this.#observer.published(true);
-    return {
-      deferred: false,
-      messageId: duplicateMessageId(this.#keys.duplicateId, topic, outcome.originalSeq),
-      duplicate: true,
-    };
   }
 
   async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
