@@ -1,15 +1,14 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
-import { AppError, isAppError } from "../errors.js";
-import type { Broker, Deferrer, Delivery, StoredMessage, UploadQuota } from "./broker.js";
-import type { BodyRef, BodyStore, ByteSource, WrittenBody } from "./bodies.js";
+import { AppError } from "../errors.js";
+import type { Broker, Deferrer, Delivery, StoredMessage } from "./broker.js";
+import type { BodyRef, BodyStore } from "./bodies.js";
 import type { GroupAcks } from "./delivery/group-acks.js";
 import type { GroupLeases } from "./delivery/group-leases.js";
 import type { HandOut } from "./delivery/hand-out.js";
 import type { MessageCopies } from "./delivery/message-copies.js";
 import type { ReceivedMessage } from "./delivery/received-message.js";
 import type { DelayedPublishCap } from "./admission/delayed-publish-cap.js";
-import { DownloadSlots, type DownloadSlot } from "./download-slots.js";
 import type { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import type { LongPolls } from "./long-polls.js";
@@ -23,6 +22,12 @@ import type { ConsumerSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./identity/secret-keys.js";
 import type { QueueContext } from "./use-cases/queue-context.js";
 import { Publishing, type PublishInput, type PublishResult } from "./use-cases/publish.js";
+import {
+  LargeBodies,
+  type BodyReading,
+  type LargeStreams,
+  type StreamedBody,
+} from "./use-cases/large-bodies.js";
 
 export interface ReceiveOptions {
   readonly maxMessages: number;
@@ -47,52 +52,11 @@ export interface QueueServiceDeps {
   readonly largeStreams?: LargeStreams;
 }
 
-export interface LargeStreams {
-  /** Uploads taken at once; past it 503 large_body_busy before the body is read. */
-  readonly maxUploads: number;
-  /**
-   * Downloads streamed at once: past it receive by ID of a large message is refused (503
-   * large_body_busy, nothing leased) and a receive's large body waits for its turn.
-   */
-  readonly maxDownloads: number;
-  /** Bodies moving (uploads and downloads holding a slot), and downloads waiting for a slot. */
-  readonly onChange?: (moving: number, waitingDownloads: number) => void;
-}
-
-/** How a large body's download gets its slot (see `QueueService.openBody`). */
-export interface BodyReading {
-  /** A slot reserved for it (receive by ID): used, and released when the download ends. */
-  readonly slot?: DownloadSlot | undefined;
-  /** Waiting for a slot ends here (the message's lease deadline, on the service's clock). */
-  readonly untilMs: number;
-  /** The reader went away: a download waiting for its slot leaves the queue. */
-  readonly signal?: AbortSignal;
-}
-
-/** A body above the inline limit, as it arrives. */
-export interface StreamedBody {
-  readonly source: ByteSource;
-  /** Content-Length, when the client sent one. */
-  readonly declaredLength: number | null;
-  /** More bytes than this: 413, and nothing is left stored. */
-  readonly maxBytes: number;
-  /**
-   * Awaited once the body is stored, before its message is published: false removes the body
-   * and publishes nothing (a batch whose body broke after this part; 400 `invalid_batch`).
-   */
-  readonly commit?: Promise<boolean>;
-}
-
 /** Messages read from a dead-letter topic at a time by redrive. */
 const REDRIVE_BATCH = 100;
 
 /** How many pulls one receive may make to skip expired messages before answering. */
 const MAX_PULLS_PER_RECEIVE = 4;
-
-const EMPTY = new Uint8Array(0);
-
-const UPLOAD_TOO_LONG =
-  "This large body took longer to arrive than its message may wait for: its first chunks would expire before the message. Send it faster (VQS_MIN_UPLOAD_BYTES_PER_SECOND), or a batch's large parts in batches of their own.";
 
 /**
  * How long a receive by ID of a large message waits for a download slot before 503
@@ -105,7 +69,6 @@ export class QueueService {
   readonly #keys: SecretKeys;
   readonly #now: () => number;
   readonly #observer: QueueObserver;
-  readonly #deferrer: Deferrer | null;
   readonly #idLeases: IdLeases;
   readonly #groupLeases: GroupLeases;
   readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
@@ -117,20 +80,11 @@ export class QueueService {
   readonly #longPolls: LongPolls;
   readonly #waiters: NamespaceCounts;
   readonly #bodies: BodyStore | null;
-  readonly #maxUploads: number;
-  #uploads = 0;
-  readonly #downloads: DownloadSlots;
-  readonly #onLargeStreams: (moving: number, waitingDownloads: number) => void;
+  readonly #largeBodies: LargeBodies;
 
   constructor(deps: QueueServiceDeps) {
     const ctx = deps.context;
     this.#bodies = ctx.bodies;
-    this.#maxUploads = deps.largeStreams?.maxUploads ?? Infinity;
-    this.#onLargeStreams = deps.largeStreams?.onChange ?? (() => undefined);
-    this.#downloads = new DownloadSlots(deps.largeStreams?.maxDownloads ?? Infinity, () =>
-      this.#largeStreamsChanged(),
-    );
-    this.#deferrer = deps.deferrer ?? null;
     this.#broker = ctx.broker;
     this.#keys = ctx.keys;
     this.#now = ctx.now;
@@ -146,6 +100,7 @@ export class QueueService {
       deferrer: deps.deferrer,
       delayedPublishes: deps.delayedPublishes,
     });
+    this.#largeBodies = new LargeBodies(ctx, this.#publishing, deps.largeStreams);
     this.#waiters = deps.waiters ?? new NamespaceCounts(0);
   }
 
@@ -154,127 +109,20 @@ export class QueueService {
   }
 
   /**
-   * Publishes a body above the inline limit: the body goes to the body store first, chunk by
-   * chunk as it arrives, then the message that points at it (the commit point: a message whose
-   * body is partial is never visible). A duplicate of a keyed message removes the body it
-   * brought, so a retried keyed publish leaves one body. A message that may or may not have
-   * been stored (a timeout) keeps its body; the body store's sweep removes it if no message
-   * points at it.
+   * Publishes a body above the inline limit (LargeBodies.publishStreamed): the body first, then
+   * the message that points at it.
    */
-  async publishStreamed(
+  publishStreamed(
     topic: TopicAddress,
     input: Omit<PublishInput, "payload">,
     body: StreamedBody,
   ): Promise<PublishResult> {
-    const bodies = this.#bodies;
-    if (!bodies) throw new AppError("large_body_unsupported");
-    if (bodies.unsupportedReason) {
-      throw new AppError("large_body_unsupported", { message: bodies.unsupportedReason });
-    }
-    this.#publishing.takeDelayedTurn(topic, input.delaySeconds);
-    // Checked before a byte is read: past the cap the client is told to come back.
-    if (this.#uploads >= this.#maxUploads) {
-      throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
-    }
-    // The body counts against the storage quotas: a declared length without room is refused
-    // before a byte is read, a chunked body as soon as what it brought has none.
-    const quota = await this.#broker.uploadQuota(topic, body.declaredLength);
-    let ref: WrittenBody;
-    this.#uploading(1);
-    try {
-      ref = await bodies.write(topic, quotaCounted(body.source, quota), {
-        retentionSeconds: input.retentionSeconds,
-        maxBytes: body.maxBytes,
-        declaredLength: body.declaredLength,
-        messageLater: body.commit !== undefined,
-      });
-      quota.end(true);
-    } catch (err) {
-      quota.end(false);
-      throw this.#notDeferred(err);
-    } finally {
-      this.#uploading(-1);
-    }
-    if (body.commit && !(await body.commit)) {
-      await bodies.remove(topic, ref).catch(() => undefined);
-      throw new AppError("invalid_batch");
-    }
-    // Past this the body's first chunks would expire before its message (a batch read on long
-    // after this part): refused before the message, never a 201 for a body that breaks off.
-    if (this.#now() > ref.publishByMs) {
-      await bodies.remove(topic, ref).catch(() => undefined);
-      throw new AppError("request_timeout", { message: UPLOAD_TOO_LONG });
-    }
-    let result: PublishResult;
-    try {
-      const claim: BodyRef = { id: ref.id, length: ref.length, sha256: ref.sha256 };
-      result = await this.#publishing.store(topic, { ...input, payload: EMPTY }, claim);
-    } catch (err) {
-      throw this.#notDeferred(err);
-    }
-    if (!result.deferred && result.duplicate) {
-      await bodies.remove(topic, ref).catch(() => undefined);
-    } else {
-      await bodies.commit(topic, ref, input.retentionSeconds).catch(() => undefined);
-    }
-    return result;
+    return this.#largeBodies.publishStreamed(topic, input, body);
   }
 
-  /** A large body stays in its region's store: while that store is down, 503, not 202. */
-  #notDeferred(err: unknown): unknown {
-    if (this.#deferrer && isAppError(err) && err.code === "storage_unavailable") {
-      return new AppError("large_body_not_deferred", { cause: err, retryAfterSeconds: 5 });
-    }
-    return err;
-  }
-
-  /**
-   * The bytes of a large body, verified as they are read (a failure throws mid-way). The read
-   * holds a download slot: the one `reading` brings, or one it waits for in turn before the
-   * first chunk is asked for (so a waiting download holds no chunk). A download that gets none
-   * by `reading.untilMs` (the lease it was handed out with has ended) fails with
-   * large_body_busy, and one whose reader went away fails at once; neither changes the lease.
-   */
+  /** The bytes of a large body, read in a download slot (LargeBodies.openBody). */
   openBody(topic: TopicAddress, ref: BodyRef, reading: BodyReading): AsyncIterable<Uint8Array> {
-    const bodies = this.#bodies;
-    if (!bodies) {
-      reading.slot?.release();
-      throw new AppError("storage_unavailable");
-    }
-    return this.#download(() => bodies.read(topic, ref), reading);
-  }
-
-  async *#download(
-    read: () => AsyncIterable<Uint8Array>,
-    reading: BodyReading,
-  ): AsyncGenerator<Uint8Array> {
-    let slot = reading.slot ?? null;
-    try {
-      slot ??= await this.#downloads.take(
-        reading.untilMs - this.#now(),
-        reading.signal ?? null,
-        true,
-      );
-      if (slot === null || reading.signal?.aborted) {
-        throw new AppError("large_body_busy", {
-          message: reading.signal?.aborted
-            ? "The reader went away while its large body waited for a download slot."
-            : "No download slot (VQS_MAX_LARGE_DOWNLOADS) came free before the message's lease ended.",
-        });
-      }
-      yield* read();
-    } finally {
-      slot?.release();
-    }
-  }
-
-  #uploading(n: number): void {
-    this.#uploads += n;
-    this.#largeStreamsChanged();
-  }
-
-  #largeStreamsChanged(): void {
-    this.#onLargeStreams(this.#uploads + this.#downloads.used, this.#downloads.waiting);
+    return this.#largeBodies.openBody(topic, ref, reading);
   }
 
   async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
@@ -517,7 +365,10 @@ export class QueueService {
     // gateway at its cap refuses with nothing changed (the client comes back), never with a
     // message leased that it cannot stream. It waits its turn a little first: a pushed large
     // message's handler receives it by ID, and a refusal fails that push (a delivery counted).
-    const slot = await this.#downloads.take(RECEIVE_BY_ID_SLOT_WAIT_MS, options.signal ?? null);
+    const slot = await this.#largeBodies.takeDownloadSlot(
+      RECEIVE_BY_ID_SLOT_WAIT_MS,
+      options.signal ?? null,
+    );
     if (slot === null || options.signal?.aborted) {
       slot?.release();
       throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
@@ -635,12 +486,4 @@ function idOf(message: StoredMessage): string {
 
 function groupKey(group: GroupAddress): string {
   return JSON.stringify([group.namespace.key, group.topic, group.group]);
-}
-
-/** `source`, each piece counted against the quota before it is passed on (over it: throws). */
-async function* quotaCounted(source: ByteSource, quota: UploadQuota): AsyncGenerator<Uint8Array> {
-  for await (const piece of source) {
-    quota.add(piece.byteLength);
-    yield piece;
-  }
 }
