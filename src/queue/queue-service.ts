@@ -1,7 +1,7 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
 import { AppError } from "../errors.js";
-import type { Broker, Deferrer, Delivery, StoredMessage } from "./broker.js";
+import type { Broker, Deferrer, StoredMessage } from "./broker.js";
 import type { BodyRef, BodyStore } from "./bodies.js";
 import type { GroupAcks } from "./delivery/group-acks.js";
 import type { GroupLeases } from "./delivery/group-leases.js";
@@ -10,14 +10,12 @@ import type { MessageCopies } from "./delivery/message-copies.js";
 import type { ReceivedMessage } from "./delivery/received-message.js";
 import type { DelayedPublishCap } from "./admission/delayed-publish-cap.js";
 import type { IdLeases } from "./id-leases.js";
-import { KeyedLock } from "./keyed-lock.js";
-import type { LongPolls } from "./long-polls.js";
 import { NamespaceCounts } from "./admission/namespace-counts.js";
 import { parseMessageId, storedMessageId } from "./identity/message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
 import type { QueueObserver } from "./observer.js";
-import { LIMITS, MAX_PULLS_AT_LIMIT } from "./limits.js";
+import { LIMITS } from "./limits.js";
 import type { ConsumerSettings } from "./settings/consumer-settings.js";
 import type { SecretKeys } from "./identity/secret-keys.js";
 import type { QueueContext } from "./use-cases/queue-context.js";
@@ -28,16 +26,7 @@ import {
   type LargeStreams,
   type StreamedBody,
 } from "./use-cases/large-bodies.js";
-
-export interface ReceiveOptions {
-  readonly maxMessages: number;
-  readonly visibilityTimeoutSeconds: number;
-  readonly maxConcurrency: number | null;
-  /** With nothing to hand out at once, wait up to this long for a message (long polling). */
-  readonly waitSeconds?: number;
-  /** Aborts when the client hangs up: a waiting receive ends, and nothing stays leased. */
-  readonly signal?: AbortSignal;
-}
+import { Receiving, type ReceiveOptions } from "./use-cases/receive.js";
 
 export interface QueueServiceDeps {
   /** What the use cases share (createQueueContext); the pusher gets its parts from the same. */
@@ -54,9 +43,6 @@ export interface QueueServiceDeps {
 
 /** Messages read from a dead-letter topic at a time by redrive. */
 const REDRIVE_BATCH = 100;
-
-/** How many pulls one receive may make to skip expired messages before answering. */
-const MAX_PULLS_PER_RECEIVE = 4;
 
 /**
  * How long a receive by ID of a large message waits for a download slot before 503
@@ -76,9 +62,7 @@ export class QueueService {
   readonly #handOut: HandOut;
   readonly #acks: GroupAcks;
   readonly #publishing: Publishing;
-  readonly #concurrencyTurns = new KeyedLock();
-  readonly #longPolls: LongPolls;
-  readonly #waiters: NamespaceCounts;
+  readonly #receiving: Receiving;
   readonly #bodies: BodyStore | null;
   readonly #largeBodies: LargeBodies;
 
@@ -91,7 +75,6 @@ export class QueueService {
     this.#observer = ctx.observer;
     this.#idLeases = ctx.idLeases;
     this.#groupLeases = ctx.groupLeases;
-    this.#longPolls = ctx.longPolls;
     this.#settingsOf = ctx.settingsOf;
     this.#copies = ctx.copies;
     this.#handOut = ctx.handOut;
@@ -101,7 +84,7 @@ export class QueueService {
       delayedPublishes: deps.delayedPublishes,
     });
     this.#largeBodies = new LargeBodies(ctx, this.#publishing, deps.largeStreams);
-    this.#waiters = deps.waiters ?? new NamespaceCounts(0);
+    this.#receiving = new Receiving(ctx, deps.waiters ?? new NamespaceCounts(0));
   }
 
   publish(topic: TopicAddress, input: PublishInput): Promise<PublishResult> {
@@ -125,185 +108,19 @@ export class QueueService {
     return this.#largeBodies.openBody(topic, ref, reading);
   }
 
-  async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
-    const waitMs = (options.waitSeconds ?? 0) * 1000;
-    const spare = this.#longPolls.takeSpare(group);
-    // A group this gateway follows for waiting receives has its feed pulling already: a waiting
-    // receive joins it without a pull of its own, so clients that all come back at the end of
-    // their waits cost a pull per group, not one each (the feed hands out what is there).
-    if (waitMs === 0 || spare !== null || !this.#longPolls.following(group)) {
-      const now = await this.#receiveNow(group, options, spare);
-      if (now.length > 0 || waitMs === 0) return now;
-    }
-    // Long polling: wait for a delivery (one shared feed per group on this gateway), then hand
-    // it out like the first message of a pull; one that may not be handed out (expired, held by
-    // ID, dead-lettered, over the concurrency limit) means waiting on. A namespace with as many
-    // waiters here as it may have is told so (nothing was leased by the look above).
-    const ns = group.namespace.key;
-    if (!this.#waiters.take(ns)) throw new AppError("too_many_waiters", { retryAfterSeconds: 1 });
-    try {
-      const untilMs = this.#now() + waitMs;
-      for (;;) {
-        const d = await this.#longPolls.wait(group, untilMs, options.signal ?? null);
-        if (d === null) return [];
-        const got = await this.#receiveNow(group, options, d);
-        if (got.length > 0) return got;
-      }
-    } finally {
-      this.#waiters.release(ns);
-    }
+  /** Hands out what the group has (Receiving.receive), waiting for it with `waitSeconds`. */
+  receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
+    return this.#receiving.receive(group, options);
   }
 
   /** Answers every waiting receive of this gateway now (with nothing): it is shutting down. */
   stopWaiting(): void {
-    this.#longPolls.close();
+    this.#receiving.stopWaiting();
   }
 
   /** Waiting receives on this gateway. */
   get waitingReceives(): number {
-    return this.#longPolls.waiting;
-  }
-
-  /** A receive that does not wait; `first` is a delivery a waiting receive was woken with. */
-  async #receiveNow(
-    group: GroupAddress,
-    options: ReceiveOptions,
-    first: Delivery | null,
-  ): Promise<ReceivedMessage[]> {
-    if (options.maxConcurrency === null) {
-      return this.#receive(group, options, options.maxMessages, undefined, first);
-    }
-    // The in-flight count is read, then the pull made: receives of one group with a limit take
-    // turns on this gateway, so only receives racing through different gateways can overshoot.
-    const release = await this.#concurrencyTurns.acquire(groupKey(group));
-    try {
-      const progress = await this.#broker.progress(group);
-      // A delivery a waiting receive was woken with is already counted in flight.
-      const inFlight = (progress?.inFlight ?? 0) - (first ? 1 : 0);
-      if (inFlight >= options.maxConcurrency) {
-        const d = await this.#atLimit(
-          group,
-          progress?.inFlight ?? 0,
-          options.maxConcurrency,
-          first,
-        );
-        if (d === null) {
-          if (first) return []; // others took the group to its limit while this receive waited
-          throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
-        }
-        return await this.#receive(group, options, 1, release, d, 1);
-      }
-      return await this.#receive(
-        group,
-        options,
-        Math.min(options.maxMessages, options.maxConcurrency - inFlight),
-        release,
-        first,
-      );
-    } finally {
-      release();
-    }
-  }
-
-  /**
-   * At the limit by JetStream's count, which includes messages that are not in flight: those
-   * whose lease ran out and those released unseen here earlier ("bounces"), until they are
-   * delivered again. JetStream hands those out before new messages, so this pulls one at a time
-   * until the count without the redeliveries pulled is under the limit, one pulled is a message
-   * whose own lease ran out (handing it out adds nothing in flight), a new message comes (no more
-   * redeliveries are waiting), or nothing does: discounting only the one pulled would, with two
-   * bounces waiting, bounce them in turn for ever. With room, the lowest sequence pulled is handed
-   * out; every other one is released unseen and recorded as a bounce. `counted`: JetStream's
-   * count; `first`: a delivery a waiting receive was woken with (counted already). Null: nothing
-   * may be handed out.
-   */
-  async #atLimit(
-    group: GroupAddress,
-    counted: number,
-    limit: number,
-    first: Delivery | null,
-  ): Promise<Delivery | null> {
-    const held: Delivery[] = [];
-    let notInFlight = 0;
-    let ranOut: Delivery | null = null;
-    let fresh = false;
-    const look = async (d: Delivery, alreadyCounted: boolean) => {
-      held.push(d);
-      if (alreadyCounted || d.deliveryCount > 1) notInFlight++;
-      if (d.deliveryCount <= 1) fresh = true;
-      else if (counted - notInFlight >= limit && (await this.#leaseRanOut(group, d))) ranOut = d;
-    };
-    if (first) await look(first, true);
-    while (
-      counted - notInFlight >= limit &&
-      ranOut === null &&
-      !fresh &&
-      held.length < Math.min(MAX_PULLS_AT_LIMIT, counted - limit + 1)
-    ) {
-      const d = (await this.#broker.pull(group, 1))?.[0];
-      if (d === undefined) break;
-      await look(d, false);
-    }
-    held.sort((a, b) => a.streamSeq - b.streamSeq);
-    const pick = counted - notInFlight < limit ? held[0] : (ranOut ?? undefined);
-    for (const d of held) {
-      if (d === pick) continue;
-      // Recorded before the release: the message may come back at once, to any gateway.
-      await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
-      await this.#broker.setLease(group, d, 0);
-    }
-    return pick ?? null;
-  }
-
-  /**
-   * Whether `d` is a redelivery whose earlier delivery was handed out (its lease ran out or was
-   * released), so handing it out adds nothing in flight; not when that delivery was bounced at
-   * the concurrency limit (it was never in flight).
-   */
-  async #leaseRanOut(group: GroupAddress, d: Delivery): Promise<boolean> {
-    if (d.deliveryCount <= 1) return false;
-    return (await this.#broker.lastLimitBounce(group, d.streamSeq)) !== d.deliveryCount - 1;
-  }
-
-  /** `pulled` is told once the pulls are done (the turn of a limited receive ends there). */
-  async #receive(
-    group: GroupAddress,
-    options: ReceiveOptions,
-    want: number,
-    pulled: () => void = () => undefined,
-    first: Delivery | null = null,
-    maxPulls = MAX_PULLS_PER_RECEIVE,
-  ): Promise<ReceivedMessage[]> {
-    const leaseMs = options.visibilityTimeoutSeconds * 1000;
-    // Taken before the pull: the server's lease starts later, so a handle never claims more time
-    // than the server gives (the stale-handle check relies on it).
-    const deadlineMs = this.#now() + leaseMs;
-    const taken: Delivery[] = [];
-    const live: Delivery[] = [];
-    try {
-      for (let pulls = 0; pulls < maxPulls && live.length < want; pulls++) {
-        const asked = want - live.length;
-        const batch = first ? [first] : await this.#broker.pull(group, asked);
-        const woken = first !== null;
-        first = null;
-        if (batch === null || batch.length === 0) break;
-        taken.push(...batch);
-        live.push(...(await this.#handOut.admit(group, batch, deadlineMs)));
-        if (!woken && batch.length < asked) break; // the group has nothing more right now
-      }
-      pulled();
-      await this.#handOut.lease(group, live, leaseMs);
-    } catch (err) {
-      // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
-      await Promise.allSettled(taken.map((d) => this.#broker.setLease(group, d, 0)));
-      throw err;
-    }
-    if (options.signal?.aborted) {
-      // The client hung up while this receive waited or pulled: nothing stays leased to it.
-      await Promise.allSettled(live.map((d) => this.#broker.setLease(group, d, 0)));
-      return [];
-    }
-    return live.map((d) => this.#handOut.handOut(group, d, deadlineMs));
+    return this.#receiving.waitingReceives;
   }
 
   async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
@@ -482,8 +299,4 @@ export class QueueService {
 
 function idOf(message: StoredMessage): string {
   return storedMessageId(message.idSeq, message.nonce);
-}
-
-function groupKey(group: GroupAddress): string {
-  return JSON.stringify([group.namespace.key, group.topic, group.group]);
 }

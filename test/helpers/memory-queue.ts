@@ -5,7 +5,8 @@ import { beforeEach } from "vitest";
 import { isAppError } from "../../src/errors.js";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
 import { makeNamespace, type GroupAddress, type TopicAddress } from "../../src/queue/namespace.js";
-import { QueueService, type ReceiveOptions } from "../../src/queue/queue-service.js";
+import { QueueService } from "../../src/queue/queue-service.js";
+import type { ReceiveOptions } from "../../src/queue/use-cases/receive.js";
 import { deriveSecretKeys } from "../../src/queue/identity/secret-keys.js";
 import {
   createQueueContext,
