@@ -1,17 +1,15 @@
 // The queue's operations in domain terms: publish, receive, receive by ID, acknowledge and change
 // visibility. HTTP routes validate input and call these; the Broker port does the storage.
 import { AppError } from "../errors.js";
-import type { Broker, Deferrer, StoredMessage } from "./broker.js";
+import type { Broker, Deferrer } from "./broker.js";
 import type { BodyRef, BodyStore } from "./bodies.js";
 import type { GroupAcks } from "./delivery/group-acks.js";
 import type { GroupLeases } from "./delivery/group-leases.js";
-import type { HandOut } from "./delivery/hand-out.js";
 import type { MessageCopies } from "./delivery/message-copies.js";
 import type { ReceivedMessage } from "./delivery/received-message.js";
 import type { DelayedPublishCap } from "./admission/delayed-publish-cap.js";
 import type { IdLeases } from "./id-leases.js";
 import { NamespaceCounts } from "./admission/namespace-counts.js";
-import { parseMessageId, storedMessageId } from "./identity/message-id.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import { decodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
 import type { QueueObserver } from "./observer.js";
@@ -27,6 +25,7 @@ import {
   type StreamedBody,
 } from "./use-cases/large-bodies.js";
 import { Receiving, type ReceiveOptions } from "./use-cases/receive.js";
+import { ReceivingById } from "./use-cases/receive-by-id.js";
 
 export interface QueueServiceDeps {
   /** What the use cases share (createQueueContext); the pusher gets its parts from the same. */
@@ -44,12 +43,6 @@ export interface QueueServiceDeps {
 /** Messages read from a dead-letter topic at a time by redrive. */
 const REDRIVE_BATCH = 100;
 
-/**
- * How long a receive by ID of a large message waits for a download slot before 503
- * large_body_busy (downloads of 100 MB end within seconds; a waiting one holds no chunk).
- */
-const RECEIVE_BY_ID_SLOT_WAIT_MS = 5000;
-
 export class QueueService {
   readonly #broker: Broker;
   readonly #keys: SecretKeys;
@@ -59,12 +52,12 @@ export class QueueService {
   readonly #groupLeases: GroupLeases;
   readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly #copies: MessageCopies;
-  readonly #handOut: HandOut;
   readonly #acks: GroupAcks;
   readonly #publishing: Publishing;
   readonly #receiving: Receiving;
   readonly #bodies: BodyStore | null;
   readonly #largeBodies: LargeBodies;
+  readonly #receivingById: ReceivingById;
 
   constructor(deps: QueueServiceDeps) {
     const ctx = deps.context;
@@ -77,13 +70,13 @@ export class QueueService {
     this.#groupLeases = ctx.groupLeases;
     this.#settingsOf = ctx.settingsOf;
     this.#copies = ctx.copies;
-    this.#handOut = ctx.handOut;
     this.#acks = ctx.acks;
     this.#publishing = new Publishing(ctx, {
       deferrer: deps.deferrer,
       delayedPublishes: deps.delayedPublishes,
     });
     this.#largeBodies = new LargeBodies(ctx, this.#publishing, deps.largeStreams);
+    this.#receivingById = new ReceivingById(ctx, this.#largeBodies);
     this.#receiving = new Receiving(ctx, deps.waiters ?? new NamespaceCounts(0));
   }
 
@@ -151,82 +144,13 @@ export class QueueService {
     return new Date(deadlineMs);
   }
 
-  async receiveById(
+  /** Leases the message with this ID (ReceivingById.receiveById), wherever it is in the group. */
+  receiveById(
     group: GroupAddress,
     messageId: string,
     options: Omit<ReceiveOptions, "maxMessages">,
   ): Promise<ReceivedMessage> {
-    const parsed = parseMessageId(this.#keys.duplicateId, group, messageId);
-    if (parsed === null) throw new AppError("message_not_found");
-    if (parsed.kind === "duplicate") {
-      const original = await this.#broker.lookup(group, parsed.originalSeq);
-      if (original.kind === "missing" || this.#isExpired(original.message)) {
-        throw new AppError("message_not_found");
-      }
-      const originalMessageId = idOf(original.message);
-      throw new AppError("message_duplicate", {
-        message: `This message was a duplicate of ${originalMessageId}.`,
-        extra: { originalMessageId },
-      });
-    }
-    const found = await this.#broker.lookup(group, parsed.seq);
-    if (found.kind === "missing" || found.message.nonce !== parsed.nonce) {
-      throw new AppError("message_not_found");
-    }
-    if (this.#isExpired(found.message)) throw new AppError("message_not_found");
-    if (found.kind === "delayed") {
-      throw new AppError("message_not_available", { message: "The message is not visible yet." });
-    }
-    if (!found.message.body) return this.#receiveFoundById(group, found, options);
-    // A large body is streamed: its download slot is taken before anything is leased, so a
-    // gateway at its cap refuses with nothing changed (the client comes back), never with a
-    // message leased that it cannot stream. It waits its turn a little first: a pushed large
-    // message's handler receives it by ID, and a refusal fails that push (a delivery counted).
-    const slot = await this.#largeBodies.takeDownloadSlot(
-      RECEIVE_BY_ID_SLOT_WAIT_MS,
-      options.signal ?? null,
-    );
-    if (slot === null || options.signal?.aborted) {
-      slot?.release();
-      throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
-    }
-    try {
-      return { ...(await this.#receiveFoundById(group, found, options)), downloadSlot: slot };
-    } catch (err) {
-      slot.release();
-      throw err;
-    }
-  }
-
-  async #receiveFoundById(
-    group: GroupAddress,
-    found: { readonly streamSeq: number; readonly message: StoredMessage },
-    options: Omit<ReceiveOptions, "maxMessages">,
-  ): Promise<ReceivedMessage> {
-    const lease = await this.#idLeases.take(
-      group,
-      found.streamSeq,
-      options.visibilityTimeoutSeconds,
-      options.maxConcurrency,
-    );
-    const dl = this.#settingsOf(group)?.deadLetter;
-    if (dl && lease.deliveryCount > dl.maxDeliveries) {
-      // Leased by ID first, so nobody else has it while it moves; if this gateway dies now, the
-      // lease runs out and the next delivery moves it (the copy is stored once).
-      await this.#copies.toDeadLetter(
-        group,
-        found.message,
-        found.streamSeq,
-        lease.deliveryCount,
-        dl,
-      );
-      await this.#idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
-      this.#observer.deadLettered(group);
-      await this.#broker.noteDeadLettered(group).catch(() => undefined);
-      throw new AppError("message_dead_lettered");
-    }
-    this.#observer.delivered(lease.deliveryCount);
-    return this.#handOut.received(group, found.message, lease);
+    return this.#receivingById.receiveById(group, messageId, options);
   }
 
   /**
@@ -291,12 +215,4 @@ export class QueueService {
     if (lease === "stale") throw new AppError("receipt_handle_stale");
     return lease;
   }
-
-  #isExpired(message: StoredMessage): boolean {
-    return message.expiresAtMs <= this.#now();
-  }
-}
-
-function idOf(message: StoredMessage): string {
-  return storedMessageId(message.idSeq, message.nonce);
 }
