@@ -3,19 +3,13 @@
 import { AppError } from "../errors.js";
 import type { Broker, Deferrer } from "./broker.js";
 import type { BodyRef, BodyStore } from "./bodies.js";
-import type { GroupAcks } from "./delivery/group-acks.js";
-import type { GroupLeases } from "./delivery/group-leases.js";
 import type { MessageCopies } from "./delivery/message-copies.js";
 import type { ReceivedMessage } from "./delivery/received-message.js";
 import type { DelayedPublishCap } from "./admission/delayed-publish-cap.js";
-import type { IdLeases } from "./id-leases.js";
 import { NamespaceCounts } from "./admission/namespace-counts.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
-import { decodeReceiptHandle, type Lease } from "./identity/receipt-handle.js";
 import type { QueueObserver } from "./observer.js";
 import { LIMITS } from "./limits.js";
-import type { ConsumerSettings } from "./settings/consumer-settings.js";
-import type { SecretKeys } from "./identity/secret-keys.js";
 import type { QueueContext } from "./use-cases/queue-context.js";
 import { Publishing, type PublishInput, type PublishResult } from "./use-cases/publish.js";
 import {
@@ -26,6 +20,7 @@ import {
 } from "./use-cases/large-bodies.js";
 import { Receiving, type ReceiveOptions } from "./use-cases/receive.js";
 import { ReceivingById } from "./use-cases/receive-by-id.js";
+import { Leasing } from "./use-cases/leases.js";
 
 export interface QueueServiceDeps {
   /** What the use cases share (createQueueContext); the pusher gets its parts from the same. */
@@ -45,38 +40,30 @@ const REDRIVE_BATCH = 100;
 
 export class QueueService {
   readonly #broker: Broker;
-  readonly #keys: SecretKeys;
   readonly #now: () => number;
   readonly #observer: QueueObserver;
-  readonly #idLeases: IdLeases;
-  readonly #groupLeases: GroupLeases;
-  readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly #copies: MessageCopies;
-  readonly #acks: GroupAcks;
   readonly #publishing: Publishing;
   readonly #receiving: Receiving;
   readonly #bodies: BodyStore | null;
   readonly #largeBodies: LargeBodies;
   readonly #receivingById: ReceivingById;
+  readonly #leasing: Leasing;
 
   constructor(deps: QueueServiceDeps) {
     const ctx = deps.context;
     this.#bodies = ctx.bodies;
     this.#broker = ctx.broker;
-    this.#keys = ctx.keys;
     this.#now = ctx.now;
     this.#observer = ctx.observer;
-    this.#idLeases = ctx.idLeases;
-    this.#groupLeases = ctx.groupLeases;
-    this.#settingsOf = ctx.settingsOf;
     this.#copies = ctx.copies;
-    this.#acks = ctx.acks;
     this.#publishing = new Publishing(ctx, {
       deferrer: deps.deferrer,
       delayedPublishes: deps.delayedPublishes,
     });
     this.#largeBodies = new LargeBodies(ctx, this.#publishing, deps.largeStreams);
     this.#receivingById = new ReceivingById(ctx, this.#largeBodies);
+    this.#leasing = new Leasing(ctx);
     this.#receiving = new Receiving(ctx, deps.waiters ?? new NamespaceCounts(0));
   }
 
@@ -116,32 +103,14 @@ export class QueueService {
     return this.#receiving.waitingReceives;
   }
 
-  async acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
-    await this.#acks.acknowledge(group, this.#decodeHandle(group, receiptHandle), undefined, true);
+  /** Acknowledges the delivery the handle names (Leasing.acknowledge). */
+  acknowledge(group: GroupAddress, receiptHandle: string): Promise<void> {
+    return this.#leasing.acknowledge(group, receiptHandle);
   }
 
-  /** Sets the lease to end `seconds` from now; returns the new deadline (now, for 0). */
-  async changeVisibility(
-    group: GroupAddress,
-    receiptHandle: string,
-    seconds: number,
-  ): Promise<Date> {
-    const lease = this.#decodeHandle(group, receiptHandle);
-    const deadlineMs = this.#now() + seconds * 1000;
-    if (lease.kind === "id") {
-      await this.#idLeases.update(group, lease, (l) => {
-        if (l.state === "acked") throw new AppError("message_already_acknowledged");
-        return { ...l, state: seconds === 0 ? "released" : "leased", deadlineMs };
-      });
-    } else {
-      await this.#acks.assertCurrent(group, lease);
-      // A pushed message's handler set its lease: the pusher must not override it afterwards.
-      if (this.#settingsOf(group)?.push) {
-        await this.#broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
-      }
-      await this.#groupLeases.set(group, lease, deadlineMs);
-    }
-    return new Date(deadlineMs);
+  /** Sets the lease to end `seconds` from now (Leasing.changeVisibility); returns the deadline. */
+  changeVisibility(group: GroupAddress, receiptHandle: string, seconds: number): Promise<Date> {
+    return this.#leasing.changeVisibility(group, receiptHandle, seconds);
   }
 
   /** Leases the message with this ID (ReceivingById.receiveById), wherever it is in the group. */
@@ -205,14 +174,5 @@ export class QueueService {
     }
     this.#observer.redriven(moved);
     return { moved, remaining: (await this.#broker.countMessages(deadLetters)) ?? 0 };
-  }
-
-  #decodeHandle(group: GroupAddress, receiptHandle: string): Lease {
-    const epoch = this.#broker.groupEpoch(group);
-    const lease = decodeReceiptHandle(this.#keys.receiptHandle, group, receiptHandle, epoch);
-    if (lease === null) throw new AppError("invalid_receipt_handle");
-    // Handed out before the group's position was reset (seek) or the group deleted.
-    if (lease === "stale") throw new AppError("receipt_handle_stale");
-    return lease;
   }
 }
