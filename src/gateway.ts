@@ -15,6 +15,7 @@ import { connectNats } from "./nats/core/connection.js";
 import { openJetStreamAdapter, type JetStreamAdapter } from "./nats/jetstream-adapter.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
+import { createQueueContext } from "./queue/use-cases/queue-context.js";
 import { SettingsService } from "./queue/settings/settings-service.js";
 import type { SettingsStore } from "./queue/settings/settings-store.js";
 import { deriveSecretKeys } from "./queue/identity/secret-keys.js";
@@ -210,15 +211,21 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const secretKeys = deriveSecretKeys(secret, config.region);
   const budget = new DemandExchange(nc, config.region, logger);
   budget.start();
-  const queue = new QueueService({
+  // What the use cases share; the pusher is given the parts of it it needs (below).
+  const queueContext = createQueueContext({
     broker: jetstream.broker,
     keys: secretKeys,
     now: jetstream.now,
     observer: metrics.observer,
-    ...(jetstream.failover ? { deferrer: jetstream.failover } : {}),
     settingsOf: (g) => jetstream.settings.effective(g.namespace, g.topic, g.group),
     log: logger,
-    maxWaitersPerNamespace: config.maxWaitersPerNamespace,
+    bodies: jetstream.bodies,
+  });
+  const waiters = new NamespaceCounts(config.maxWaitersPerNamespace);
+  const queue = new QueueService({
+    context: queueContext,
+    ...(jetstream.failover ? { deferrer: jetstream.failover } : {}),
+    waiters,
     delayedPublishes: new DelayedPublishCap(
       config.maxDelayedPublishesPerSecond,
       {
@@ -227,7 +234,6 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       },
       jetstream.now,
     ),
-    bodies: jetstream.bodies,
     largeStreams: {
       maxUploads: config.maxLargeStreams,
       maxDownloads: config.maxLargeDownloads,
@@ -252,7 +258,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     config.pushAllowedUrlsTenants,
   );
   const pusher = new Pusher({
-    queue,
+    handOut: queueContext.handOut,
+    acks: queueContext.acks,
     broker: jetstream.broker,
     transport: pushClient,
     signer: pushKeys,
@@ -336,7 +343,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   );
   metrics.useNamespaceCaps({
     requests_in_flight: requestsInFlight,
-    waiters: queue.waiters,
+    waiters,
     pushes_in_flight: pushesInFlight,
   });
   return {

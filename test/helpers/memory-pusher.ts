@@ -48,7 +48,8 @@ export function usePushEndpoint(): PushEndpoint {
 /** A Pusher over `memory`, posting through `client`, signing with keys derived from `secret`. */
 export function memoryPusher(memory: MemoryQueue, client: PushClient, secret: string): Pusher {
   return new Pusher({
-    queue: memory.queue,
+    handOut: memory.context.handOut,
+    acks: memory.context.acks,
     broker: memory.broker,
     transport: client,
     signer: new PushSigningKeys({

@@ -5,12 +5,14 @@ import { beforeEach } from "vitest";
 import { isAppError } from "../../src/errors.js";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
 import { makeNamespace, type GroupAddress, type TopicAddress } from "../../src/queue/namespace.js";
-import {
-  QueueService,
-  type QueueServiceDeps,
-  type ReceiveOptions,
-} from "../../src/queue/queue-service.js";
+import { QueueService } from "../../src/queue/queue-service.js";
+import type { ReceiveOptions } from "../../src/queue/use-cases/receive.js";
 import { deriveSecretKeys } from "../../src/queue/identity/secret-keys.js";
+import {
+  createQueueContext,
+  type QueueContext,
+  type QueueContextDeps,
+} from "../../src/queue/use-cases/queue-context.js";
 
 /** The namespace of the rule files. */
 export const RULES_NAMESPACE = makeNamespace("team", "project", "production", null);
@@ -22,13 +24,15 @@ export const rulesGroup = (group: string): GroupAddress => ({
   group,
 });
 
-export type MemoryQueueOptions = Pick<QueueServiceDeps, "settingsOf"> & {
+export type MemoryQueueOptions = Pick<QueueContextDeps, "settingsOf"> & {
   readonly secret?: string;
 };
 
 export interface MemoryQueue {
   readonly broker: MemoryBroker;
   readonly queue: QueueService;
+  /** What the queue's use cases share (the pusher takes its parts from it, as in the gateway). */
+  readonly context: QueueContext;
   /** The time both see (ms); move it with `advance`. */
   readonly now: () => number;
   readonly advance: (ms: number) => void;
@@ -48,12 +52,13 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
   let clock = Date.parse("2026-01-05T10:00:00Z");
   const now = () => clock;
   const broker = new MemoryBroker({ now, defaultLeaseMs: 60_000, dedupWindowMs: 120_000 });
-  const queue = new QueueService({
+  const context = createQueueContext({
     broker,
     keys: deriveSecretKeys(options.secret ?? "memory-queue-secret-memory-queue-secret", "iad1"),
     now,
     ...(options.settingsOf ? { settingsOf: options.settingsOf } : {}),
   });
+  const queue = new QueueService({ context });
   const publish = (
     topic: TopicAddress,
     text: string,
@@ -70,6 +75,7 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
   return {
     broker,
     queue,
+    context,
     now,
     advance: (ms) => void (clock += ms),
     publish: (topic, text) => publish(topic, text),

@@ -12,6 +12,7 @@ import type { NewMessage } from "../../src/queue/broker.js";
 import { makeNamespace, type TopicAddress } from "../../src/queue/namespace.js";
 import { deriveSecretKeys } from "../../src/queue/identity/secret-keys.js";
 import { QueueService } from "../../src/queue/queue-service.js";
+import { createQueueContext } from "../../src/queue/use-cases/queue-context.js";
 
 const topic: TopicAddress = {
   namespace: makeNamespace("twin-team", "p", "production", null),
@@ -57,11 +58,9 @@ describe("a large publish on the twins", () => {
     const now = () => clock;
     const broker = new MemoryBroker({ now, defaultLeaseMs: 1000, dedupWindowMs: 120_000 });
     const bodies = new MemoryBodyStore({ now, chunkBytes: 16, uploadBoundSeconds: 100 });
+    const keys = deriveSecretKeys("memory-twins-secret-memory-twins-secret", "iad1");
     const queue = new QueueService({
-      broker,
-      bodies,
-      keys: deriveSecretKeys("memory-twins-secret-memory-twins-secret", "iad1"),
-      now,
+      context: createQueueContext({ broker, bodies, keys, now }),
     });
     const input = {
       contentType: null,

@@ -1,5 +1,5 @@
 // Acknowledging a delivery through its lease, and whether a handle is still current: shared by
-// QueueService (an acknowledgement or change of visibility through the API) and PushSettlement
+// Leasing (an acknowledgement or change of visibility through the API) and PushSettlement
 // (the pusher's `autoAck`), so both refuse a stale handle and count an acknowledgement the same way.
 import { AppError } from "../../errors.js";
 import type { GroupCursor, LeaseLedger } from "../broker.js";

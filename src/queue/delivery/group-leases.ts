@@ -1,5 +1,5 @@
 // Setting a group cursor's lease through a handle (a receive's change of visibility, the pusher's
-// release after a failed push): shared by QueueService and PushSettlement, so both cut a lease
+// release after a failed push): shared by Leasing and PushSettlement, so both cut a lease
 // short the same way.
 import type { GroupCursor, LeaseLedger } from "../broker.js";
 import type { IdLeases } from "../id-leases.js";

@@ -22,7 +22,7 @@ export class PushSettlement {
   readonly #groupLeases: GroupLeases;
   readonly #acks: Pick<GroupAcks, "acknowledge">;
 
-  /** `acks`: the receive path's (QueueService.acks), so an `autoAck` counts as its acks do. */
+  /** `acks`: the receive path's (QueueContext.acks), so an `autoAck` counts as its acks do. */
   constructor(
     broker: PushSettlementPorts,
     now: () => number,

@@ -11,7 +11,8 @@ import type { Delivery, GroupCursor, PushLedger } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";
 import type { ReceivedMessage } from "../delivery/received-message.js";
-import type { QueueService } from "../queue-service.js";
+import type { GroupAcks } from "../delivery/group-acks.js";
+import type { HandOut } from "../delivery/hand-out.js";
 import type { ConsumerSettings, PushSettings } from "../settings/consumer-settings.js";
 import { isPushUrlAllowed, type PushDestinations } from "../settings/push-destinations.js";
 import { pushRequest } from "./cloud-event.js";
@@ -27,7 +28,10 @@ import {
 import { retryDelaySeconds } from "./retry-delay.js";
 
 export interface PusherDeps {
-  readonly queue: QueueService;
+  /** Hands a pulled delivery out as a receive does (the receive path's, from the root). */
+  readonly handOut: Pick<HandOut, "pulled">;
+  /** Acknowledges as an acknowledgement through the API does (for `autoAck`). */
+  readonly acks: Pick<GroupAcks, "acknowledge">;
   /** The push records, and the cursor (to set a pushed message's lease). */
   readonly broker: PushLedger & Pick<GroupCursor, "setLease"> & PushSettlementPorts;
   readonly transport: PushTransport;
@@ -52,7 +56,7 @@ export class Pusher {
 
   constructor(deps: PusherDeps) {
     this.#d = deps;
-    this.#settle = new PushSettlement(deps.broker, deps.now, deps.queue.acks);
+    this.#settle = new PushSettlement(deps.broker, deps.now, deps.acks);
   }
 
   /**
@@ -104,7 +108,7 @@ export class Pusher {
     const leaseMs = pushLeaseMs(push);
     // Taken before the handle is made: a seek in between makes the autoAck's lease stale.
     const epoch = this.#settle.groupEpoch(group);
-    const handed = await this.#d.queue.handOut.pulled(group, [d], leaseMs);
+    const handed = await this.#d.handOut.pulled(group, [d], leaseMs);
     const out = handed[0];
     if (!out) return; // expired, or held by a lease taken by ID
     const { lease, message } = out;

@@ -11,7 +11,7 @@ import {
   type Namespace,
   type TopicAddress,
 } from "../../../src/queue/namespace.js";
-import type { ReceiveOptions } from "../../../src/queue/queue-service.js";
+import type { ReceiveOptions } from "../../../src/queue/use-cases/receive.js";
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
 import {
   errorCode as code,

@@ -3,7 +3,8 @@
 // dead-lettering. The same rules against a real nats-server: test/integration/messages/ and
 // test/integration/consumers/ (the in-memory ports keep to JetStream's contract: test/contract/).
 import { beforeEach, describe, expect, it } from "vitest";
-import type { QueueService, ReceiveOptions } from "../../../src/queue/queue-service.js";
+import type { QueueService } from "../../../src/queue/queue-service.js";
+import type { ReceiveOptions } from "../../../src/queue/use-cases/receive.js";
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
 import { errorCode as code, rulesGroup, useMemoryQueue } from "../../helpers/memory-queue.js";
 

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { isAppError } from "../../../src/errors.js";
 import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
 import type { ReceivedMessage } from "../../../src/queue/delivery/received-message.js";
-import type { ReceiveOptions } from "../../../src/queue/queue-service.js";
+import type { ReceiveOptions } from "../../../src/queue/use-cases/receive.js";
 import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
 
 const namespace = makeNamespace("team", "project", "production", null);

@@ -3,7 +3,7 @@
 // a Content-Type or idempotency key with anything else is refused, a trace field dropped.
 import { isHeaderValue, LIMITS } from "../../../queue/limits.js";
 import type { TraceContext } from "../../../queue/broker.js";
-import type { PublishInput } from "../../../queue/queue-service.js";
+import type { PublishInput } from "../../../queue/use-cases/publish.js";
 import { PUBLISH_CONTENT_TYPE, PUBLISH_HEADERS } from "../../../api/messages.js";
 import { checkedHeaders } from "../../validation.js";
 

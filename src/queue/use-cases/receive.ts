@@ -1,0 +1,162 @@
+// Receiving a group's messages: what a pull brings is handed out (expired ones skipped, leases
+// taken by ID honoured, dead letters moved), within the group's concurrency limit, and with
+// `waitSeconds` a receive that finds nothing waits on the group's shared feed (long-polls.ts).
+import { AppError } from "../../errors.js";
+import type { NamespaceCounts } from "../admission/namespace-counts.js";
+import type { Delivery } from "../broker.js";
+import type { ReceivedMessage } from "../delivery/received-message.js";
+import { KeyedLock } from "../keyed-lock.js";
+import type { GroupAddress } from "../namespace.js";
+import { pickAtLimit } from "./concurrency-limit.js";
+import type { QueueContext } from "./queue-context.js";
+
+export interface ReceiveOptions {
+  readonly maxMessages: number;
+  readonly visibilityTimeoutSeconds: number;
+  readonly maxConcurrency: number | null;
+  /** With nothing to hand out at once, wait up to this long for a message (long polling). */
+  readonly waitSeconds?: number;
+  /** Aborts when the client hangs up: a waiting receive ends, and nothing stays leased. */
+  readonly signal?: AbortSignal;
+}
+
+/** How many pulls one receive may make to skip expired messages before answering. */
+const MAX_PULLS_PER_RECEIVE = 4;
+
+export class Receiving {
+  readonly #ctx: QueueContext;
+  /** Waiting receives per namespace, capped. */
+  readonly #waiters: NamespaceCounts;
+  readonly #concurrencyTurns = new KeyedLock();
+
+  constructor(ctx: QueueContext, waiters: NamespaceCounts) {
+    this.#ctx = ctx;
+    this.#waiters = waiters;
+  }
+
+  async receive(group: GroupAddress, options: ReceiveOptions): Promise<ReceivedMessage[]> {
+    const waitMs = (options.waitSeconds ?? 0) * 1000;
+    const spare = this.#ctx.longPolls.takeSpare(group);
+    // A group this gateway follows for waiting receives has its feed pulling already: a waiting
+    // receive joins it without a pull of its own, so clients that all come back at the end of
+    // their waits cost a pull per group, not one each (the feed hands out what is there).
+    if (waitMs === 0 || spare !== null || !this.#ctx.longPolls.following(group)) {
+      const now = await this.#receiveNow(group, options, spare);
+      if (now.length > 0 || waitMs === 0) return now;
+    }
+    // Long polling: wait for a delivery (one shared feed per group on this gateway), then hand
+    // it out like the first message of a pull; one that may not be handed out (expired, held by
+    // ID, dead-lettered, over the concurrency limit) means waiting on. A namespace with as many
+    // waiters here as it may have is told so (nothing was leased by the look above).
+    const ns = group.namespace.key;
+    if (!this.#waiters.take(ns)) throw new AppError("too_many_waiters", { retryAfterSeconds: 1 });
+    try {
+      const untilMs = this.#ctx.now() + waitMs;
+      for (;;) {
+        const d = await this.#ctx.longPolls.wait(group, untilMs, options.signal ?? null);
+        if (d === null) return [];
+        const got = await this.#receiveNow(group, options, d);
+        if (got.length > 0) return got;
+      }
+    } finally {
+      this.#waiters.release(ns);
+    }
+  }
+
+  /** Answers every waiting receive of this gateway now (with nothing): it is shutting down. */
+  stopWaiting(): void {
+    this.#ctx.longPolls.close();
+  }
+
+  /** Waiting receives on this gateway. */
+  get waitingReceives(): number {
+    return this.#ctx.longPolls.waiting;
+  }
+
+  /** A receive that does not wait; `first` is a delivery a waiting receive was woken with. */
+  async #receiveNow(
+    group: GroupAddress,
+    options: ReceiveOptions,
+    first: Delivery | null,
+  ): Promise<ReceivedMessage[]> {
+    if (options.maxConcurrency === null) {
+      return this.#receive(group, options, options.maxMessages, undefined, first);
+    }
+    // The in-flight count is read, then the pull made: receives of one group with a limit take
+    // turns on this gateway, so only receives racing through different gateways can overshoot.
+    const release = await this.#concurrencyTurns.acquire(groupKey(group));
+    try {
+      const progress = await this.#ctx.broker.progress(group);
+      // A delivery a waiting receive was woken with is already counted in flight.
+      const inFlight = (progress?.inFlight ?? 0) - (first ? 1 : 0);
+      if (inFlight >= options.maxConcurrency) {
+        const d = await pickAtLimit(
+          this.#ctx.broker,
+          group,
+          progress?.inFlight ?? 0,
+          options.maxConcurrency,
+          first,
+        );
+        if (d === null) {
+          if (first) return []; // others took the group to its limit while this receive waited
+          throw new AppError("concurrency_limit_exceeded", { retryAfterSeconds: 1 });
+        }
+        return await this.#receive(group, options, 1, release, d, 1);
+      }
+      return await this.#receive(
+        group,
+        options,
+        Math.min(options.maxMessages, options.maxConcurrency - inFlight),
+        release,
+        first,
+      );
+    } finally {
+      release();
+    }
+  }
+
+  /** `pulled` is told once the pulls are done (the turn of a limited receive ends there). */
+  async #receive(
+    group: GroupAddress,
+    options: ReceiveOptions,
+    want: number,
+    pulled: () => void = () => undefined,
+    first: Delivery | null = null,
+    maxPulls = MAX_PULLS_PER_RECEIVE,
+  ): Promise<ReceivedMessage[]> {
+    const leaseMs = options.visibilityTimeoutSeconds * 1000;
+    // Taken before the pull: the server's lease starts later, so a handle never claims more time
+    // than the server gives (the stale-handle check relies on it).
+    const deadlineMs = this.#ctx.now() + leaseMs;
+    const taken: Delivery[] = [];
+    const live: Delivery[] = [];
+    try {
+      for (let pulls = 0; pulls < maxPulls && live.length < want; pulls++) {
+        const asked = want - live.length;
+        const batch = first ? [first] : await this.#ctx.broker.pull(group, asked);
+        const woken = first !== null;
+        first = null;
+        if (batch === null || batch.length === 0) break;
+        taken.push(...batch);
+        live.push(...(await this.#ctx.handOut.admit(group, batch, deadlineMs)));
+        if (!woken && batch.length < asked) break; // the group has nothing more right now
+      }
+      pulled();
+      await this.#ctx.handOut.lease(group, live, leaseMs);
+    } catch (err) {
+      // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
+      await Promise.allSettled(taken.map((d) => this.#ctx.broker.setLease(group, d, 0)));
+      throw err;
+    }
+    if (options.signal?.aborted) {
+      // The client hung up while this receive waited or pulled: nothing stays leased to it.
+      await Promise.allSettled(live.map((d) => this.#ctx.broker.setLease(group, d, 0)));
+      return [];
+    }
+    return live.map((d) => this.#ctx.handOut.handOut(group, d, deadlineMs));
+  }
+}
+
+function groupKey(group: GroupAddress): string {
+  return JSON.stringify([group.namespace.key, group.topic, group.group]);
+}
