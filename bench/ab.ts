@@ -37,7 +37,7 @@ const { values, positionals } = parseArgs({
   options: {
     mode: { type: "string", default: "receive" },
     slices: { type: "string", default: "20" },
-    // V8 profiles of gateway B in this directory (read them with `npm run bench:profile -- DIR`).
+    // V8 profiles of gateway B in this directory.
     "cpu-prof": { type: "string" },
     build: { type: "boolean", default: false },
   },

@@ -59,7 +59,7 @@ try {
   const { nats, gateway } = await servers.start({
     natsStore: join(root, "store"),
     natsLog: join(RESULTS, "nats-server.log"),
-    gatewayLog: join(RESULTS, "gateway-1.log"),
+    logFile: join(RESULTS, "gateway-1.log"),
     nodeFlags: values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
   });
   const nc = await connect({ servers: nats.url, name: "vqs-bench-push" });
