@@ -84,7 +84,7 @@ export async function batchScenario(
     if (!res.ok || refused) throw new Error(`large batch, ${kind}: HTTP ${res.status} ${text}`);
     await fetch(`${gw.url}/api/v3/topic/${topic}`, { method: "DELETE", headers: auth });
     return {
-      growthMiB: round((peak - before) / MiB, 1),
+      growthMiB: round((peak - before) / MiB, 2),
       mbps: round(body.length / MB / seconds, 1),
     };
   };
