@@ -21,7 +21,11 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import type { GatewayProcess, GatewayProcessOptions } from "./lib/gateways.js";
+import {
+  benchGatewayEnv,
+  type GatewayProcess,
+  type GatewayProcessOptions,
+} from "./lib/gateways.js";
 import { abPushSlices, type AbSyscalls } from "./lib/push/ab.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
@@ -58,25 +62,15 @@ const SLICE_MS = 1200;
 const dir = await mkdtemp(join(tmpdir(), "vqs-ab-"));
 const nats = await startBenchNats(join(dir, "store"), join(dir, "nats.log"));
 const issuer = await startBenchIssuer();
-const env = {
-  PORT: "0",
-  VQS_METRICS_PORT: "0",
-  HOST: "127.0.0.1",
-  NATS_URL: nats.url,
-  VQS_REGION: "bench1",
-  VQS_OIDC_JWKS_URL: issuer.jwksUrl,
-  VQS_OIDC_ISSUER: BENCH_ISSUER,
-  VQS_OIDC_AUDIENCE: BENCH_AUDIENCE,
-  VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
-  LOG_LEVEL: "warn",
-};
+// This checkout's benchmark environment for both (the other checkout's module starts its own).
+const env = benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE);
 const gateways: GatewayProcess[] = [];
 for (const [i, tree] of trees.entries()) {
   const lib = (await import(join(tree, "bench/lib/gateways.ts"))) as {
     startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess>;
   };
   // Push: a region each, or both gateways would push both groups (every gateway of a region does).
-  const region = mode === "push" ? { VQS_REGION: `bench${i + 1}` } : {};
+  const region: Record<string, string> = mode === "push" ? { VQS_REGION: `bench${i + 1}` } : {};
   const prof = values["cpu-prof"];
   gateways.push(
     await lib.startGatewayProcess({
