@@ -40,7 +40,7 @@ import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
 import { targetsTable, type Target } from "./lib/report.js";
 import { benchServers, elapsedLog, machineInfo } from "./lib/standalone.js";
 import type { Recorder } from "./lib/stats.js";
-import { percentiles, round, sleep } from "./lib/stats.js";
+import { median, percentiles, round, sleep } from "./lib/stats.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_DIR = dirname(BENCH_DIR);
@@ -176,12 +176,6 @@ interface Env {
 }
 
 const mbps = (bytes: number, ms: number) => round(bytes / MB / (ms / 1000), 1);
-const median = (xs: readonly number[]) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const t = performance.now();

@@ -7,7 +7,7 @@
 import type { GatewayProcess } from "../gateways.js";
 import type { Target } from "../report.js";
 import { sampleProc } from "../proc.js";
-import { round } from "../stats.js";
+import { median, round } from "../stats.js";
 import { watchRss } from "./memory.js";
 import type { GatewayTarget } from "./transfer.js";
 
@@ -101,7 +101,6 @@ export async function batchScenario(
     );
     out.push(pair);
   }
-  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
   const single = median(out.map((p) => p.single.growthMiB));
   const batch = median(out.map((p) => p.batch.growthMiB));
   return {
