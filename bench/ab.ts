@@ -31,7 +31,7 @@ import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats } from "./lib/nats-server.js";
-import { sampleProc } from "./lib/proc.js";
+import { boundRun, sampleProc } from "./lib/proc.js";
 import { startPushEndpoint } from "./lib/push/endpoints.js";
 import { sleep } from "./lib/stats.js";
 
@@ -65,6 +65,19 @@ const issuer = await startBenchIssuer();
 // This checkout's benchmark environment for both (the other checkout's module starts its own).
 const env = benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE);
 const gateways: GatewayProcess[] = [];
+const cleanup = async () => {
+  for (const g of gateways) await g.stop().catch(() => undefined);
+  await issuer.close().catch(() => undefined);
+  await nats.stop().catch(() => undefined);
+  await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+};
+// A signal, the time limit or a failure anywhere (a gateway that did not start, say) stops what
+// the run started.
+const endTimeLimit = boundRun(cleanup, 30 * 60_000, console.error);
+process.once("uncaughtException", (err) => {
+  console.error(err);
+  void cleanup().finally(() => process.exit(1));
+});
 for (const [i, tree] of trees.entries()) {
   const lib = (await import(join(tree, "bench/lib/gateways.ts"))) as {
     startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess>;
@@ -227,10 +240,8 @@ for (const i of [0, 1] as const) {
   );
 }
 
-for (const g of gateways) await g.stop();
-await issuer.close();
-await nats.stop();
-await rm(dir, { recursive: true, force: true });
+endTimeLimit();
+await cleanup();
 
 /** Stores `count` messages in the topic's stream directly, as the gateway would. */
 async function fillBacklog(count: number): Promise<void> {
