@@ -21,13 +21,17 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import type { GatewayProcess, GatewayProcessOptions } from "./lib/gateways.js";
+import {
+  benchGatewayEnv,
+  type GatewayProcess,
+  type GatewayProcessOptions,
+} from "./lib/gateways.js";
 import { abPushSlices, type AbSyscalls } from "./lib/push/ab.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats } from "./lib/nats-server.js";
-import { sampleProc } from "./lib/proc.js";
+import { boundRun, sampleProc } from "./lib/proc.js";
 import { startPushEndpoint } from "./lib/push/endpoints.js";
 import { sleep } from "./lib/stats.js";
 
@@ -37,7 +41,7 @@ const { values, positionals } = parseArgs({
   options: {
     mode: { type: "string", default: "receive" },
     slices: { type: "string", default: "20" },
-    // V8 profiles of gateway B in this directory (read them with `npm run bench:profile -- DIR`).
+    // V8 profiles of gateway B in this directory.
     "cpu-prof": { type: "string" },
     build: { type: "boolean", default: false },
   },
@@ -58,25 +62,28 @@ const SLICE_MS = 1200;
 const dir = await mkdtemp(join(tmpdir(), "vqs-ab-"));
 const nats = await startBenchNats(join(dir, "store"), join(dir, "nats.log"));
 const issuer = await startBenchIssuer();
-const env = {
-  PORT: "0",
-  VQS_METRICS_PORT: "0",
-  HOST: "127.0.0.1",
-  NATS_URL: nats.url,
-  VQS_REGION: "bench1",
-  VQS_OIDC_JWKS_URL: issuer.jwksUrl,
-  VQS_OIDC_ISSUER: BENCH_ISSUER,
-  VQS_OIDC_AUDIENCE: BENCH_AUDIENCE,
-  VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
-  LOG_LEVEL: "warn",
-};
+// This checkout's benchmark environment for both (the other checkout's module starts its own).
+const env = benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE);
 const gateways: GatewayProcess[] = [];
+const cleanup = async () => {
+  for (const g of gateways) await g.stop().catch(() => undefined);
+  await issuer.close().catch(() => undefined);
+  await nats.stop().catch(() => undefined);
+  await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+};
+// A signal, the time limit or a failure anywhere (a gateway that did not start, say) stops what
+// the run started.
+const endTimeLimit = boundRun(cleanup, 30 * 60_000, console.error);
+process.once("uncaughtException", (err) => {
+  console.error(err);
+  void cleanup().finally(() => process.exit(1));
+});
 for (const [i, tree] of trees.entries()) {
   const lib = (await import(join(tree, "bench/lib/gateways.ts"))) as {
     startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess>;
   };
   // Push: a region each, or both gateways would push both groups (every gateway of a region does).
-  const region = mode === "push" ? { VQS_REGION: `bench${i + 1}` } : {};
+  const region: Record<string, string> = mode === "push" ? { VQS_REGION: `bench${i + 1}` } : {};
   const prof = values["cpu-prof"];
   gateways.push(
     await lib.startGatewayProcess({
@@ -233,10 +240,8 @@ for (const i of [0, 1] as const) {
   );
 }
 
-for (const g of gateways) await g.stop();
-await issuer.close();
-await nats.stop();
-await rm(dir, { recursive: true, force: true });
+endTimeLimit();
+await cleanup();
 
 /** Stores `count` messages in the topic's stream directly, as the gateway would. */
 async function fillBacklog(count: number): Promise<void> {

@@ -33,7 +33,7 @@ async function main(): Promise<void> {
     const { nats, gateway } = await servers.start({
       natsStore: join(root, "nats"),
       natsLog: join(RESULTS, "nats-server.log"),
-      gatewayLog: join(RESULTS, "gateway-1.log"),
+      logFile: join(RESULTS, "gateway-1.log"),
     });
     const client = createHttpClient("node", [gateway.url]);
     const result = await bullmqScenario(

@@ -33,7 +33,7 @@ try {
   const { nats, gateway } = await servers.start({
     natsStore: join(root, "store"),
     natsLog: join(root, "nats-server.log"),
-    gatewayLog: join(root, "gateway.log"),
+    logFile: join(root, "gateway.log"),
     build: values.build,
   });
   const nc = await connect({ servers: nats.url, name: "vqs-bench-floor" });

@@ -6,15 +6,14 @@
 import { jetstream, jetstreamManager, type StreamConfig } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus, tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import type { GatewayProcess } from "./lib/gateways.js";
 import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient, type HttpClient } from "./lib/http-client.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
+import { batchLine, batchScenario, batchTarget } from "./lib/large/batch.js";
 import {
   createChunkStream,
   downloadChunks,
@@ -24,7 +23,6 @@ import {
   type ChunkStream,
 } from "./lib/large/chunks.js";
 import { watchPhase, type PhaseDiagnosis } from "./lib/large/diagnose.js";
-import { watchMachine, type MachineDiagnosis } from "./lib/large/machine-watch.js";
 import { settle, type Settled } from "./lib/large/settle.js";
 import { slope, watchMemory, watchRss } from "./lib/large/memory.js";
 import { findBodyStore } from "./lib/large/body-store.js";
@@ -36,12 +34,13 @@ import {
   uploadBody,
   type GatewayTarget,
 } from "./lib/large/transfer.js";
-import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import type { BenchNats } from "./lib/nats-server.js";
 import { numberOption } from "./lib/options.js";
 import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
 import { targetsTable, type Target } from "./lib/report.js";
+import { benchServers, elapsedLog, machineInfo } from "./lib/standalone.js";
 import type { Recorder } from "./lib/stats.js";
-import { percentiles, round, sleep } from "./lib/stats.js";
+import { median, percentiles, round, sleep } from "./lib/stats.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_DIR = dirname(BENCH_DIR);
@@ -64,24 +63,12 @@ const HELP = `npm run bench:large -- [options]
   --gateway-env K=V,..  extra environment of the gateway (e.g. its large-body settings)
   --settle-seconds <s>  before each scenario, sync and wait up to s for nats-server and the
                         gateway to go idle, reported (default 30; 0: no settling)
-  --latency-first       also run the latency scenario first, before the others (fresh store),
-                        reported beside the usual one (last)
-  --trace-gc            run the gateway with node --trace-gc --trace-incremental-marking (into results/large-gateway.log)
-  --gateway-node-flags <f>  node flags for the gateway, space-separated (V8's, e.g.
-                        --no-memory-reducer, which NODE_OPTIONS does not take)
-  --uploads-only        the throughput scenario without its downloads
-  --no-chunked          the throughput scenario without its chunked upload
-  --no-raw              the throughput scenario without its raw chunk uploads
   --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/
-                        (read it with npm run bench:profile)
-  --ab-env K=V,..       instead of the scenarios: a paired A/B of small-publish latency under
-                        the large uploads, gateway A as configured, gateway B with these extra
-                        variables, in slices A B B A ... (--ab-slices, default 8)
-  --only <list>         scenarios to run, of throughput,memory,latency (default all three)
+  --only <list>         scenarios to run, of throughput,memory,latency,batch (default all)
   --quick               --rounds 1, --small-seconds 5 (a check that everything runs)
   --out <file>          results file (default bench/results/large.json)`;
 
-const SCENARIOS = ["throughput", "memory", "latency"];
+const SCENARIOS = ["throughput", "memory", "latency", "batch"];
 
 interface Options {
   readonly sizeBytes: number;
@@ -96,17 +83,9 @@ interface Options {
   readonly loaders: number;
   readonly gatewayEnv: Record<string, string>;
   readonly only: ReadonlySet<string>;
-  readonly abEnv: Record<string, string> | null;
-  readonly abSlices: number;
   readonly quick: boolean;
   readonly cpuProf: boolean;
-  readonly traceGc: boolean;
-  readonly uploadsOnly: boolean;
-  readonly noChunked: boolean;
-  readonly noRaw: boolean;
-  readonly gatewayNodeFlags: readonly string[];
   readonly settleSeconds: number;
-  readonly latencyFirst: boolean;
   readonly out: string;
 }
 
@@ -124,18 +103,10 @@ function parseOptions(): Options {
       "small-seconds": { type: "string" },
       loaders: { type: "string", default: "4" },
       "gateway-env": { type: "string", default: "" },
-      only: { type: "string", default: "throughput,memory,latency" },
-      "ab-env": { type: "string" },
-      "ab-slices": { type: "string", default: "8" },
+      only: { type: "string", default: SCENARIOS.join(",") },
       quick: { type: "boolean", default: false },
       "cpu-prof": { type: "boolean", default: false },
-      "trace-gc": { type: "boolean", default: false },
-      "uploads-only": { type: "boolean", default: false },
-      "no-chunked": { type: "boolean", default: false },
-      "no-raw": { type: "boolean", default: false },
-      "gateway-node-flags": { type: "string", default: "" },
       "settle-seconds": { type: "string", default: "30" },
-      "latency-first": { type: "boolean", default: false },
       out: { type: "string", default: join(RESULTS, "large.json") },
       help: { type: "boolean", default: false },
     },
@@ -181,26 +152,15 @@ function parseOptions(): Options {
     loaders: Math.round(num("loaders", values.loaders, 1, 16)),
     gatewayEnv,
     only,
-    abEnv: values["ab-env"] === undefined ? null : envOption("ab-env", values["ab-env"]),
-    abSlices: Math.round(num("ab-slices", values["ab-slices"], 2, 64)),
     quick,
     cpuProf: values["cpu-prof"],
-    traceGc: values["trace-gc"],
-    uploadsOnly: values["uploads-only"],
-    noChunked: values["no-chunked"],
-    noRaw: values["no-raw"],
-    gatewayNodeFlags: values["gateway-node-flags"].split(" ").filter(Boolean),
     settleSeconds: num("settle-seconds", values["settle-seconds"], 0, 600),
-    latencyFirst: values["latency-first"],
     out: values.out,
   };
 }
 
 const started = performance.now();
-const log = (line: string) =>
-  process.stderr.write(
-    `[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`,
-  );
+const log = elapsedLog();
 
 interface Env {
   readonly nats: BenchNats;
@@ -216,12 +176,6 @@ interface Env {
 }
 
 const mbps = (bytes: number, ms: number) => round(bytes / MB / (ms / 1000), 1);
-const median = (xs: readonly number[]) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const t = performance.now();
@@ -282,13 +236,11 @@ async function throughput(
     const cpu: Record<string, { gateway: number; client: number }> = {};
     const pid = env.gateway.pid;
     const rawUp = async () =>
-      o.noRaw
-        ? NaN
-        : (
-            await charged(pid, cpu, "rawUpload", () =>
-              timed(() => uploadChunks(js, cs, `r${r}`, body, chunk)),
-            )
-          ).ms;
+      (
+        await charged(pid, cpu, "rawUpload", () =>
+          timed(() => uploadChunks(js, cs, `r${r}`, body, chunk)),
+        )
+      ).ms;
     const gwUp = async (contentLength: boolean, t: string) => {
       const { ms, value } = await charged(
         pid,
@@ -335,18 +287,15 @@ async function throughput(
       rawUpMs = await rawUp();
       gwUpMs = await gwUp(true, topic);
     }
-    const gwChunkedMs = o.noChunked ? NaN : await gwUp(false, `large-chunked-${r}`);
-    // --uploads-only: no downloads (to tell which way leaves the gateway in a given state).
-    if (o.uploadsOnly) {
-      rawDownMs = gwDownMs = NaN;
-    } else if (gatewayFirst) {
+    const gwChunkedMs = await gwUp(false, `large-chunked-${r}`);
+    if (gatewayFirst) {
       gwDownMs = await gwDown(false);
       rawDownMs = await rawDown();
     } else {
       rawDownMs = await rawDown();
       gwDownMs = await gwDown(false);
     }
-    const gwWireDownMs = o.uploadsOnly ? NaN : await gwDown(true);
+    const gwWireDownMs = await gwDown(true);
     await removeChunks(jsm, cs, `r${r}`);
     const res: RoundResult = {
       round: r,
@@ -589,28 +538,7 @@ async function smallPublishes(
 }
 
 /** A phase's diagnosis, with the small publisher's own event-loop delay. */
-type Diagnosis = PhaseDiagnosis & {
-  readonly publisherEventLoopDelayP99Ms: number;
-  readonly machine: MachineDiagnosis;
-  /** The gateway's heap and external memory (MiB) at the phase's start, garbage included. */
-  readonly gatewayMemoryAtStartMiB: { heapUsed: number; heapTotal: number; external: number };
-};
-
-async function gatewayMemory(gw: GatewayProcess): Promise<Diagnosis["gatewayMemoryAtStartMiB"]> {
-  const m = await gw.memoryNow();
-  const mib = (n: number | undefined) => round((n ?? NaN) / MiB, 1);
-  return { heapUsed: mib(m?.heapUsed), heapTotal: mib(m?.heapTotal), external: mib(m?.external) };
-}
-
-/** Names the bench's own processes in a phase's machine diagnosis. */
-function processLabels(env: Env, gateway: GatewayProcess): Map<number, string> {
-  return new Map([
-    [gateway.pid, "gateway"],
-    [env.nats.pid, "nats-server"],
-    [env.publisher.pid, "small-publisher"],
-    [process.pid, "bench-uploader"],
-  ]);
-}
+type Diagnosis = PhaseDiagnosis & { readonly publisherEventLoopDelayP99Ms: number };
 
 async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<LatencyPhase[]> {
   const phases: LatencyPhase[] = [];
@@ -640,15 +568,11 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
     return r;
   };
   const watched = async () => {
-    const gatewayMemoryAtStartMiB = await gatewayMemory(env.gateway);
-    const machine = await watchMachine(env.nats, processLabels(env, env.gateway));
     const watch = await watchPhase(env.gateway.metricsUrl, env.gateway.pid, env.nats);
     const run = await smallPublishes(o, env, env.gateway.url, "small");
     const diagnosis: Diagnosis = {
       ...(await watch.stop()),
       publisherEventLoopDelayP99Ms: run.eventLoopDelayP99Ms,
-      machine: await machine.stop(),
-      gatewayMemoryAtStartMiB,
     };
     return { recorder: run.recorder, diagnosis };
   };
@@ -704,166 +628,36 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
 }
 
 // ---------------------------------------------------------------------------------------------
-// --ab-env: small-publish latency under the large uploads, gateway A against gateway B (the same
-// settings plus --ab-env), in short slices A B B A ... so each pair sees nearly the same machine.
-
-interface AbSlice {
-  readonly side: "A" | "B";
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly errors: number;
-  readonly largeMB: number;
-  readonly diagnosis: Diagnosis;
-}
-
-async function latencyAb(
-  o: Options,
-  env: Env,
-  body: Buffer,
-  abEnv: Record<string, string>,
-): Promise<{
-  slices: AbSlice[];
-  p50Ratio: number;
-  p99Ratio: number;
-  largeMBRatio: number;
-  gatewayCpuRatio: number;
-}> {
-  const b = await env.startGateway(abEnv);
-  const bClient = createHttpClient("node", [b.url]);
-  try {
-    const sides = {
-      A: { gateway: env.gateway, api: env.api },
-      B: { gateway: b, api: new GatewayApi(bClient, env.target.token) },
-    };
-    // Both gateways get the same warm-up, a large upload and small publishes: B once started
-    // with no large upload behind it, where A had the run's probe, and came out ahead in both
-    // orientations of one A/B (docs/performance.md), so a single orientation was biased.
-    for (const side of Object.values(sides)) {
-      const target: GatewayTarget = { ...env.target, url: side.gateway.url };
-      const warm = await uploadBody(target, "ab-warm", body, { contentLength: true });
-      if (warm.status !== 201) throw new Error(`A/B warm-up: HTTP ${warm.status} ${warm.body}`);
-      await purgeTopic({ ...env, api: side.api }, "ab-warm");
-      await side.api.publish("small", Buffer.from("x"));
-      await smallPublishes({ ...o, smallSeconds: 1 }, env, side.gateway.url, "small");
-    }
-    if (o.settleSeconds > 0) {
-      await settle({ A: env.gateway.pid, B: b.pid, "nats-server": env.nats.pid }, o.settleSeconds);
-    }
-    const slices: AbSlice[] = [];
-    for (let i = 0; i < o.abSlices; i++) {
-      const which = i % 4 === 0 || i % 4 === 3 ? "A" : "B";
-      const side = sides[which];
-      const target: GatewayTarget = { ...env.target, url: side.gateway.url };
-      const abort = new AbortController();
-      const loaders = Array.from({ length: o.loaders }, async (_, w) => {
-        while (!abort.signal.aborted) {
-          const res = await uploadBody(target, `ab-${w}`, body, {
-            contentLength: true,
-            retentionSeconds: 60,
-            signal: abort.signal,
-          }).catch(() => null);
-          if (res?.status !== 201) await sleep(100);
-        }
-      });
-      await sleep(1000);
-      const gatewayMemoryAtStartMiB = await gatewayMemory(side.gateway);
-      const machine = await watchMachine(env.nats, processLabels(env, side.gateway));
-      const watch = await watchPhase(side.gateway.metricsUrl, side.gateway.pid, env.nats);
-      const run = await smallPublishes(o, env, side.gateway.url, "small");
-      const rec = run.recorder;
-      const diagnosis: Diagnosis = {
-        ...(await watch.stop()),
-        publisherEventLoopDelayP99Ms: run.eventLoopDelayP99Ms,
-        machine: await machine.stop(),
-        gatewayMemoryAtStartMiB,
-      };
-      abort.abort();
-      await Promise.all(loaders);
-      const p = percentiles(rec.samples);
-      const slice: AbSlice = {
-        side: which,
-        p50Ms: round(p.p50, 2),
-        p99Ms: round(p.p99, 2),
-        errors: rec.errors,
-        largeMB: diagnosis.largeInMBps,
-        diagnosis,
-      };
-      log(
-        `A/B slice ${i + 1} (${which}): p50 ${slice.p50Ms} ms, p99 ${slice.p99Ms} ms, ` +
-          `${slice.errors} errors; load average ${loadAverage()}\n        ${JSON.stringify(diagnosis)}`,
-      );
-      slices.push(slice);
-      for (let w = 0; w < o.loaders; w++) await purgeTopic({ ...env, api: side.api }, `ab-${w}`);
-      await sleep(500);
-    }
-    // Pairs of neighbouring slices (A B, B A, ...): the median of B/A.
-    const pairRatio = (f: (s: AbSlice) => number) => {
-      const ratios: number[] = [];
-      for (let i = 0; i + 1 < slices.length; i += 2) {
-        const x = slices[i]!;
-        const y = slices[i + 1]!;
-        const [a, bb] = x.side === "A" ? [x, y] : [y, x];
-        ratios.push(f(bb) / f(a));
-      }
-      return round(median(ratios), 2);
-    };
-    return {
-      slices,
-      p50Ratio: pairRatio((s) => s.p50Ms),
-      p99Ratio: pairRatio((s) => s.p99Ms),
-      largeMBRatio: pairRatio((s) => s.largeMB),
-      gatewayCpuRatio: pairRatio((s) => s.diagnosis.gatewayCpuPercent),
-    };
-  } finally {
-    bClient.close();
-    await b.stop();
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const o = parseOptions();
-  const root = await mkdtemp(join(tmpdir(), "vqs-bench-large-"));
-  const issuer = await startBenchIssuer();
-  let nats: BenchNats | null = null;
-  let gateway: GatewayProcess | null = null;
-  let nc: NatsConnection | null = null;
-  let client: HttpClient | null = null;
-  let publisher: SmallPublisher | null = null;
-  const cleanup = async () => {
-    client?.close();
-    await publisher?.stop().catch(() => undefined);
-    await nc?.close().catch(() => undefined);
-    await gateway?.stop().catch(() => undefined);
-    await nats?.stop().catch(() => undefined);
-    await issuer.close().catch(() => undefined);
-    await rm(root, { recursive: true, force: true }).catch(() => undefined);
-  };
-  const endTimeLimit = boundRun(cleanup, (o.quick ? 10 : 30) * 60_000, log);
+  const servers = await benchServers("vqs-bench-large-");
+  const endTimeLimit = boundRun(servers.cleanup, (o.quick ? 10 : 30) * 60_000, log);
   try {
     await mkdir(RESULTS, { recursive: true });
-    await writeFile(join(RESULTS, "large-gateway.log"), "");
-    nats = await startBenchNats(join(root, "store"), join(RESULTS, "large-nats-server.log"));
-    const natsUrl = nats.url;
-    const startGateway = (extra: Record<string, string> = {}) =>
-      startGatewayProcess({
-        env: benchGatewayEnv(natsUrl, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, {
-          ...o.gatewayEnv,
-          ...extra,
-        }),
-        logFile: join(RESULTS, "large-gateway.log"),
-        nodeFlags: [
-          ...(o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : []),
-          ...(o.traceGc ? ["--trace-gc", "--trace-incremental-marking"] : []),
-          ...o.gatewayNodeFlags,
-        ],
-      });
-    gateway = await startGateway();
-    nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
-    client = createHttpClient("node", [gateway.url]);
-    const target: GatewayTarget = { url: gateway.url, token: issuer.token, timeoutMs: 300_000 };
-    publisher = await startSmallPublisher();
+    const gatewayLog = join(RESULTS, "large-gateway.log");
+    await writeFile(gatewayLog, "");
+    const gatewayStart = (extra: Record<string, string> = {}) => ({
+      logFile: gatewayLog,
+      env: { ...o.gatewayEnv, ...extra },
+      nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : [],
+    });
+    const { nats, gateway } = await servers.start({
+      natsStore: join(servers.root, "store"),
+      natsLog: join(RESULTS, "large-nats-server.log"),
+      ...gatewayStart(),
+    });
+    const nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
+    servers.onCleanup(() => nc.close());
+    const client = createHttpClient("node", [gateway.url]);
+    servers.onCleanup(() => client.close());
+    const target: GatewayTarget = {
+      url: gateway.url,
+      token: servers.issuer.token,
+      timeoutMs: 300_000,
+    };
+    const publisher = await startSmallPublisher();
+    servers.onCleanup(() => publisher.stop());
     const env: Env = {
       nats,
       gateway,
@@ -871,17 +665,10 @@ async function main(): Promise<void> {
       nc,
       target,
       client,
-      api: new GatewayApi(client, issuer.token),
-      startGateway,
+      api: new GatewayApi(client, servers.issuer.token),
+      startGateway: (extra) => servers.startGateway(gatewayStart(extra)),
     };
-    const varz = await nats.varz();
-    const machine = {
-      cores: availableParallelism(),
-      cpuModel: cpus()[0]?.model ?? "unknown",
-      node: process.version,
-      nats: (typeof varz?.version === "string" ? varz.version : null) ?? nats.version,
-      loadAverageAtStart: loadAverage(),
-    };
+    const machine = await machineInfo(nats);
     log(
       `vqs bench:large: ${o.sizeBytes / MB} MB bodies; ${machine.cores} cores, nats-server ` +
         `${machine.nats}; load average ${machine.loadAverageAtStart}`,
@@ -914,29 +701,10 @@ async function main(): Promise<void> {
     await downloadChunks(jetstream(nc), cs, "warm", body.length, chunk);
     await removeChunks(jsm, cs, "warm");
 
-    if (o.abEnv) {
-      const ab = await latencyAb(o, env, body, o.abEnv);
-      const summary = {
-        tool: "vqs bench:large --ab-env",
-        startedAt: new Date(Date.now() - (performance.now() - started)).toISOString(),
-        options: { ...o, only: [...o.only] },
-        machine: { ...machine, loadAverageAtEnd: loadAverage() },
-        ...ab,
-      };
-      await mkdir(dirname(o.out), { recursive: true });
-      await writeFile(o.out, JSON.stringify(summary, null, 2) + "\n");
-      process.stdout.write(
-        `\nA/B of small publishes under ${o.loaders} large uploads, B = A + ` +
-          `${JSON.stringify(o.abEnv)}: p50 B/A ${ab.p50Ratio}, p99 B/A ${ab.p99Ratio}, ` +
-          `large MB/s B/A ${ab.largeMBRatio}, gateway CPU B/A ${ab.gatewayCpuRatio} (medians of ${Math.floor(ab.slices.length / 2)} ` +
-          `pairs); load average ${machine.loadAverageAtStart} -> ${loadAverage()}\n`,
-      );
-      return;
-    }
     // Each scenario starts from a settled machine; what settling took is reported.
     const settled: Record<string, Settled> = {};
     const settleBefore = async (scenario: string) => {
-      if (o.settleSeconds <= 0 || !gateway || !nats) return;
+      if (o.settleSeconds <= 0) return;
       const s = await settle({ gateway: gateway.pid, "nats-server": nats.pid }, o.settleSeconds);
       settled[scenario] = s;
       log(
@@ -944,12 +712,6 @@ async function main(): Promise<void> {
           `${s.idle ? "idle" : "the limit (not idle)"}; CPU s ${JSON.stringify(s.cpuSeconds)}`,
       );
     };
-    const runLatency = async (scenario: string) => {
-      await settleBefore(scenario);
-      return latencyScenario(o, env, body);
-    };
-    const latencyFirst =
-      o.latencyFirst && o.only.has("latency") ? await runLatency("latency (first)") : [];
     if (o.only.has("throughput")) await settleBefore("throughput");
     const tp = o.only.has("throughput")
       ? await throughput(o, env, cs, chunk, body, sha256)
@@ -958,7 +720,10 @@ async function main(): Promise<void> {
     const mem = o.only.has("memory")
       ? await memoryScenario(o, env, body, sha256)
       : { levels: [], slopeMiB: { upload: NaN, download: NaN }, slopesMiB: null };
-    const latency = o.only.has("latency") ? await runLatency("latency") : [];
+    if (o.only.has("latency")) await settleBefore("latency");
+    const latency = o.only.has("latency") ? await latencyScenario(o, env, body) : [];
+    if (o.only.has("batch")) await settleBefore("batch");
+    const batch = o.only.has("batch") ? await batchScenario(env, body, o.rounds, log) : null;
 
     const med = (f: (r: RoundResult) => number) => round(median(tp.rounds.map(f)), 1);
     const ratio = (a: (r: RoundResult) => number, b: (r: RoundResult) => number) =>
@@ -1004,7 +769,6 @@ async function main(): Promise<void> {
       return { idleP99, loadedP99, p99Ratio: round(loadedP99 / idleP99, 2) };
     };
     const { idleP99, loadedP99, p99Ratio } = p99Of(latency);
-    const first = latencyFirst.length ? p99Of(latencyFirst) : null;
     const worstPerTransfer = (kind: "upload" | "download") =>
       Math.max(
         ...mem.levels.filter((l) => l.kind === kind).map((l) => l.perTransferMiB),
@@ -1051,19 +815,13 @@ async function main(): Promise<void> {
         target: "<= 2x idle",
         value: p99Ratio,
         pass: p99Ratio <= 2,
-        ...(first
-          ? {
-              note:
-                `the same scenario run first, before the others: ${first.p99Ratio} ` +
-                `(${first.idleP99} -> ${first.loadedP99} ms)`,
-            }
-          : {}),
       },
     ];
     const targets = [
       ...(o.only.has("throughput") ? throughputTargets : []),
       ...(o.only.has("memory") ? memoryTargets : []),
       ...(o.only.has("latency") ? latencyTargets : []),
+      ...(batch ? [batchTarget(batch)] : []),
     ];
 
     const results = {
@@ -1087,13 +845,13 @@ async function main(): Promise<void> {
       throughput: { rounds: tp.rounds, ...summary, cpuSecondsPerBody: cpuPerBody },
       memory: mem,
       settled,
-      ...(first ? { smallPublishLatencyFirst: { phases: latencyFirst, ...first } } : {}),
       smallPublishLatency: {
         phases: latency,
         idleP99Ms: idleP99,
         loadedP99Ms: loadedP99,
         p99Ratio,
       },
+      batch,
       targets,
     };
     await mkdir(dirname(o.out), { recursive: true });
@@ -1155,6 +913,7 @@ async function main(): Promise<void> {
         "",
         ...latTable,
         "",
+        ...(batch ? [batchLine(batch), ""] : []),
         "Targets (ratios within this run):",
         "",
         targetsTable(targets),
@@ -1165,7 +924,7 @@ async function main(): Promise<void> {
     );
   } finally {
     endTimeLimit();
-    await cleanup();
+    await servers.cleanup();
   }
 }
 

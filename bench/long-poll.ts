@@ -9,20 +9,20 @@
 // Never part of `npm test`. All traffic stays on 127.0.0.1; every loop is bounded in count and time.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { readdirSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus, release, tmpdir, totalmem } from "node:os";
+import { readdirSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import type { GatewayProcess } from "./lib/gateways.js";
 import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
-import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import { openFilesLimit, type BenchNats } from "./lib/nats-server.js";
+import { numberOption } from "./lib/options.js";
 import { boundRun, loadAverage } from "./lib/proc.js";
 import { GROUP, ReceiverFleet, stampMessage, type FleetCounts } from "./lib/receiver-fleet.js";
 import { drive, type Processes, type ResourceUse } from "./lib/runner.js";
+import { benchServers, elapsedLog, machineInfo } from "./lib/standalone.js";
 import { percentiles, Recorder, round, sleep } from "./lib/stats.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -85,13 +85,7 @@ function parseOptions(): Options {
     process.exit(0);
   }
   const q = values.quick;
-  const num = (name: string, raw: string, min: number, max: number): number => {
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < min || n > max) {
-      throw new Error(`--${name} must be a number from ${min} to ${max} (got "${raw}")`);
-    }
-    return n;
-  };
+  const num = numberOption;
   const wanted = Math.round(num("waiters", values.waiters ?? (q ? "2000" : "10000"), 1, 1e6));
   const groups = Math.round(num("groups", values.groups ?? (q ? "20" : "100"), 1, 1000));
   return {
@@ -112,20 +106,7 @@ function parseOptions(): Options {
   };
 }
 
-const started = performance.now();
-function log(line: string): void {
-  const s = ((performance.now() - started) / 1000).toFixed(0).padStart(4);
-  process.stderr.write(`[${s}s] ${line}\n`);
-}
-
-function openFilesLimit(pid: number | "self"): number | null {
-  try {
-    const m = /Max open files\s+(\d+)/.exec(readFileSync(`/proc/${pid}/limits`, "utf8"));
-    return m ? Number(m[1]) : null;
-  } catch {
-    return null;
-  }
-}
+const log = elapsedLog();
 
 function openFiles(pid: number): number | null {
   try {
@@ -389,18 +370,11 @@ function latencyLine(l: LatencyResult): string {
 
 async function main(): Promise<void> {
   const o = parseOptions();
-  const hardLimitMs = (o.quick ? 5 : 12) * 60_000;
-  const root = await mkdtemp(join(tmpdir(), "vqs-bench-lp-"));
+  const servers = await benchServers("vqs-bench-lp-");
+  const endTimeLimit = boundRun(servers.cleanup, (o.quick ? 5 : 12) * 60_000, log);
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
   await writeFile(GATEWAY_LOG, "");
   await writeFile(NATS_LOG, "");
-  const stops: (() => Promise<void>)[] = [];
-  const cleanup = async () => {
-    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
-    await rm(root, { recursive: true, force: true }).catch(() => undefined);
-  };
-  const endTimeLimit = boundRun(cleanup, hardLimitMs, log);
-
   const startedAt = new Date();
   try {
     const selfLimit = openFilesLimit("self");
@@ -410,29 +384,19 @@ async function main(): Promise<void> {
           `(each needs a socket in this process and in the gateway)`,
       );
     }
-    const nats = await startBenchNats(join(root, "store"), NATS_LOG);
-    stops.push(() => nats.stop());
-    const issuer = await startBenchIssuer();
-    stops.push(() => issuer.close());
-    const gw = await startGatewayProcess({
-      env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
+    const { nats, gateway: gw } = await servers.start({
+      natsStore: join(servers.root, "store"),
+      natsLog: NATS_LOG,
       logFile: GATEWAY_LOG,
     });
-    stops.push(() => gw.stop());
+    const issuer = servers.issuer;
     const nc: NatsConnection = await connect({ servers: nats.url, name: "vqs-bench-long-poll" });
-    stops.push(() => nc.close());
+    servers.onCleanup(() => nc.close());
     const jsm = await jetstreamManager(nc);
     const procs: Processes = { gatewayPids: [gw.pid], natsPid: nats.pid };
-    const varz = await nats.varz();
     const machine = {
-      cores: availableParallelism(),
-      cpuModel: cpus()[0]?.model ?? "unknown",
-      memoryGB: round(totalmem() / 1024 ** 3, 1),
-      kernel: release(),
-      node: process.version,
-      nats: (typeof varz?.version === "string" ? varz.version : null) ?? nats.version,
+      ...(await machineInfo(nats)),
       openFilesLimit: { loadGenerator: selfLimit, gateway: openFilesLimit(gw.pid) },
-      loadAverageAtStart: loadAverage(),
     };
     log(
       `vqs long-poll bench (${o.quick ? "quick" : "full"}): ${o.waiters} waiters over ${o.groups} groups, ` +
@@ -501,7 +465,7 @@ async function main(): Promise<void> {
       pollMs: o.pollMs,
       maxMessages: 1,
     });
-    stops.push(() => fleet.stop());
+    servers.onCleanup(() => fleet.stop());
     let t = performance.now();
     await fleet.connect(256);
     const connectSeconds = round((performance.now() - t) / 1000, 1);
@@ -648,7 +612,7 @@ async function main(): Promise<void> {
     );
   } finally {
     endTimeLimit();
-    await cleanup();
+    await servers.cleanup();
   }
 }
 

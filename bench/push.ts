@@ -6,14 +6,13 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { mkdir, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient } from "./lib/http-client.js";
 import { boundRun } from "./lib/proc.js";
-import { benchServers, elapsedLog } from "./lib/standalone.js";
+import { benchServers, elapsedLog, machineInfo } from "./lib/standalone.js";
 import { pushScenario, pushTables, pushTargets } from "./lib/push/scenario.js";
 import { targetsTable } from "./lib/report.js";
 
@@ -59,15 +58,16 @@ try {
   const { nats, gateway } = await servers.start({
     natsStore: join(root, "store"),
     natsLog: join(RESULTS, "nats-server.log"),
-    gatewayLog: join(RESULTS, "gateway-1.log"),
+    logFile: join(RESULTS, "gateway-1.log"),
     nodeFlags: values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
   });
   const nc = await connect({ servers: nats.url, name: "vqs-bench-push" });
   const client = createHttpClient("node", [gateway.url]);
   const startedAt = new Date();
+  const machine = await machineInfo(nats);
   log(
-    `vqs bench:push (${values.quick ? "quick" : "full"}): ${availableParallelism()} cores (${cpus()[0]?.model ?? "?"}), ` +
-      `Node ${process.version}, nats-server ${nats.version}`,
+    `vqs bench:push (${values.quick ? "quick" : "full"}): ${machine.cores} cores (${machine.cpuModel}), ` +
+      `Node ${machine.node}, nats-server ${machine.nats}`,
   );
   const result = await pushScenario(
     {
@@ -91,12 +91,7 @@ try {
     mode: values.quick ? "quick" : "full",
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
-    machine: {
-      cores: availableParallelism(),
-      cpuModel: cpus()[0]?.model ?? "unknown",
-      node: process.version,
-      nats: nats.version,
-    },
+    machine,
     push: result,
     targets,
   };

@@ -7,7 +7,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus, release, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -50,6 +50,7 @@ import {
 } from "./lib/bullmq/scenario.js";
 import { floorScenario, floorTable, type FloorResult } from "./lib/floor/floor.js";
 import { drive, type Processes, type Window } from "./lib/runner.js";
+import { elapsedLog, machineInfo } from "./lib/standalone.js";
 import { Recorder, round, sleep } from "./lib/stats.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -166,11 +167,7 @@ function parseOptions(): Options {
   };
 }
 
-const started = performance.now();
-function log(line: string): void {
-  const s = ((performance.now() - started) / 1000).toFixed(0).padStart(4);
-  process.stderr.write(`[${s}s] ${line}\n`);
-}
+const log = elapsedLog();
 
 // ---------------------------------------------------------------------------------------------
 // The environment: one nats-server, the gateway process(es), the load generator's connections.
@@ -995,19 +992,7 @@ async function main(): Promise<void> {
     );
     const env = await startEnv(o, issuer, join(root, "main"));
     envs.push(env);
-    const varz = await env.nats.varz();
-    const machine = {
-      cores: availableParallelism(),
-      cpuModel: cpus()[0]?.model ?? "unknown",
-      memoryGB: round(totalmem() / 1024 ** 3, 1),
-      kernel: release(),
-      node: process.version,
-      nats: (typeof varz?.version === "string" ? varz.version : null) ?? env.nats.version,
-      natsGo: typeof varz?.go === "string" ? varz.go : null,
-      storage: `file store under ${tmpdir()}`,
-      natsMaxOpenFiles: env.nats.maxOpenFiles,
-      loadAverageAtStart: loadAverage(),
-    };
+    const machine = await machineInfo(env.nats);
     log(
       `machine: ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; load average ${machine.loadAverageAtStart}`,
     );

@@ -34,8 +34,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "50" },
     out: { type: "string", default: join(RESULTS, "workflow.json") },
     // V8 CPU profiles of each app process, in bench/results/profiles/workflow-<queue>/, and of
-    // the gateway, in bench/results/profiles/workflow-gateway/ (written when it stops)
-    // (read them with `npm run bench:profile -- <dir>`).
+    // the gateway, in bench/results/profiles/workflow-gateway/ (written when it stops).
     "cpu-prof": { type: "boolean", default: false },
     // App processes on each queue (the example server's WORKFLOW_APP_PROCESSES), sharing the
     // concurrency: graphile-worker's pool is split between them, vqs's namespace cap is theirs.

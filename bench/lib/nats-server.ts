@@ -102,7 +102,8 @@ export async function startBenchNats(storeDir: string, logFile: string): Promise
   };
 }
 
-function openFilesLimit(pid: number): number | null {
+/** A process's open-files limit (its /proc limits), or null when unknown. */
+export function openFilesLimit(pid: number | "self"): number | null {
   try {
     const m = /Max open files\s+(\d+)/.exec(readFileSync(`/proc/${pid}/limits`, "utf8"));
     return m ? Number(m[1]) : null;

@@ -1,12 +1,24 @@
-// What a standalone benchmark script (bench:push, bench:floor, bench:bullmq) starts around its
-// scenario: a temporary directory, the JWKS issuer, then a nats-server and one gateway process,
-// and the clean-up that stops whatever of them started and removes the directory.
+// What a benchmark script starts around its scenarios: a temporary directory, the JWKS issuer,
+// then a nats-server and gateway processes, and the clean-up that stops whatever of them started
+// (and whatever else the script registered) and removes the directory; plus the progress log and
+// the machine's description every results file carries.
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, cpus, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./gateways.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./issuer.js";
 import { startBenchNats, type BenchNats } from "./nats-server.js";
+import { loadAverage } from "./proc.js";
+import { round } from "./stats.js";
+
+export interface GatewayStart {
+  readonly logFile: string;
+  readonly nodeFlags?: readonly string[];
+  /** The gateway from the compiled build (what production runs), not the sources under tsx. */
+  readonly build?: boolean;
+  /** Variables on top of the benchmark gateway's environment. */
+  readonly env?: Record<string, string>;
+}
 
 export interface BenchServers {
   readonly root: string;
@@ -14,20 +26,21 @@ export interface BenchServers {
   nats: BenchNats | null;
   gateway: GatewayProcess | null;
   /** The nats-server (file store in `natsStore`), then the gateway trusting the issuer. */
-  readonly start: (o: {
-    readonly natsStore: string;
-    readonly natsLog: string;
-    readonly gatewayLog: string;
-    readonly nodeFlags?: readonly string[];
-    /** The gateway from the compiled build (what production runs), not the sources under tsx. */
-    readonly build?: boolean;
-  }) => Promise<{ nats: BenchNats; gateway: GatewayProcess }>;
+  readonly start: (
+    o: GatewayStart & { readonly natsStore: string; readonly natsLog: string },
+  ) => Promise<{ nats: BenchNats; gateway: GatewayProcess }>;
+  /** Another gateway on the started nats-server; the clean-up stops it if the caller did not. */
+  readonly startGateway: (o: GatewayStart) => Promise<GatewayProcess>;
+  /** Something else the clean-up closes (before the gateways and the nats-server). */
+  readonly onCleanup: (close: () => unknown) => void;
   readonly cleanup: () => Promise<void>;
 }
 
 export async function benchServers(prefix: string): Promise<BenchServers> {
   const root = await mkdtemp(join(tmpdir(), prefix));
   const issuer = await startBenchIssuer();
+  const gateways: GatewayProcess[] = [];
+  const closers: (() => unknown)[] = [];
   const s: BenchServers = {
     root,
     issuer,
@@ -35,16 +48,28 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
     gateway: null,
     start: async (o) => {
       const nats = (s.nats = await startBenchNats(o.natsStore, o.natsLog));
-      const gateway = (s.gateway = await startGatewayProcess({
-        env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
-        nodeFlags: o.nodeFlags ?? [],
-        build: o.build ?? false,
-        logFile: o.gatewayLog,
-      }));
+      const gateway = (s.gateway = await s.startGateway(o));
       return { nats, gateway };
     },
+    startGateway: async (o) => {
+      if (!s.nats) throw new Error("startGateway: no nats-server started");
+      const gateway = await startGatewayProcess({
+        env: benchGatewayEnv(s.nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, o.env),
+        nodeFlags: o.nodeFlags ?? [],
+        build: o.build ?? false,
+        logFile: o.logFile,
+      });
+      gateways.push(gateway);
+      return gateway;
+    },
+    onCleanup: (close) => void closers.push(close),
     cleanup: async () => {
-      await s.gateway?.stop().catch(() => undefined);
+      for (const close of closers.splice(0).reverse()) {
+        await Promise.resolve()
+          .then(close)
+          .catch(() => undefined);
+      }
+      await Promise.all(gateways.splice(0).map((g) => g.stop().catch(() => undefined)));
       await s.nats?.stop().catch(() => undefined);
       await issuer.close().catch(() => undefined);
       await rm(root, { recursive: true, force: true }).catch(() => undefined);
@@ -60,4 +85,21 @@ export function elapsedLog(): (line: string) => void {
     process.stderr.write(
       `[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`,
     );
+}
+
+/** The machine a run measured on, as every results file records it. */
+export async function machineInfo(nats: BenchNats) {
+  const varz = await nats.varz();
+  return {
+    cores: availableParallelism(),
+    cpuModel: cpus()[0]?.model ?? "unknown",
+    memoryGB: round(totalmem() / 1024 ** 3, 1),
+    kernel: release(),
+    node: process.version,
+    nats: (typeof varz?.version === "string" ? varz.version : null) ?? nats.version,
+    natsGo: typeof varz?.go === "string" ? varz.go : null,
+    storage: `file store under ${tmpdir()}`,
+    natsMaxOpenFiles: nats.maxOpenFiles,
+    loadAverageAtStart: loadAverage(),
+  };
 }

@@ -40,6 +40,14 @@ export function percentiles(samples: readonly number[]): Percentiles {
   return { p50: at(0.5), p99: at(0.99), max: s[s.length - 1] ?? NaN };
 }
 
+/** The median of the finite values (the mean of the middle two for an even count), or NaN. */
+export function median(xs: readonly number[]): number {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export function round(n: number, digits = 2): number {

@@ -4,7 +4,9 @@
 // arguments) starts a run, GET /runs/<runId> shows its status and result. The World is this
 // folder's (world.mjs), created once the port is known (its settings name the app's URL) and
 // installed before the bundles load: they take their queue handlers from it when loaded. A push
-// to the flow or step route is answered 401 unless its JWT verifies (push-verify.mjs).
+// to the flow or step route is answered 401 unless its JWT verifies (push-verify.mjs); under
+// another World (WORKFLOW_TARGET_WORLD, the benchmark's world-postgres) the routes are that
+// World's own, posted by its queue without a vqs token, and are not wrapped.
 // WORKFLOW_APP_PROCESSES=N (default 1) runs N such processes on the one port (node:cluster hands
 // connections out in turn), as replicas behind a load balancer would be: a Node process runs
 // its handlers on one thread, and a busy app needs more than one core.
@@ -25,7 +27,7 @@ const workflowIds = new Map();
 /** Path -> handler; empty until the World is installed (503 until then). */
 const routes = {};
 
-function load(appUrl) {
+function load(appUrl, verify) {
   const manifest = JSON.parse(readFileSync(join(DIR, "manifest.json"), "utf8"));
   for (const byName of Object.values(manifest.workflows)) {
     for (const [name, w] of Object.entries(byName)) workflowIds.set(name, w.workflowId);
@@ -36,12 +38,8 @@ function load(appUrl) {
     ["/.well-known/workflow/v1/flow", "flow.js"],
     ["/.well-known/workflow/v1/step", "step.js"],
   ]) {
-    routes[route] = verifiedRoute(require(join(DIR, file)).POST, {
-      settings,
-      token,
-      appUrl,
-      route,
-    });
+    const handler = require(join(DIR, file)).POST;
+    routes[route] = verify ? verifiedRoute(handler, { settings, token, appUrl, route }) : handler;
   }
 }
 
@@ -141,7 +139,7 @@ function serve() {
       world = createWorld({ appUrl });
       setWorld(world);
     }
-    load(appUrl);
+    load(appUrl, !process.env.WORKFLOW_TARGET_WORLD);
     await world.start();
     // One line the tests (and people) read: where the app listens (the primary's, with several).
     if (cluster.isWorker) process.send({ listening: appUrl });

@@ -64,7 +64,7 @@ function converted(schema: Annotated, value: string, part: Part): unknown {
 type Checked = { value: Record<string, unknown> } | { error: AppError };
 
 /** A checked value's name, schema and its check compiled once (Value.Check interprets the
- * schema on every call: about 1 µs of CPU per name, against 0.03 µs compiled; bench:checks). */
+ * schema on every call: about 1 µs of CPU per name, against 0.03 µs compiled). */
 type CheckedValue = readonly [name: string, schema: Annotated, check: (v: unknown) => boolean];
 
 /**

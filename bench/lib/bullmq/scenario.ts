@@ -17,7 +17,7 @@ import { freePort } from "../../../src/dev/nats-server-process.js";
 import type { GatewayApi } from "../gw.js";
 import { loadAverage, sampleProc, type ProcSample } from "../proc.js";
 import { startPushEndpoint, type PushEndpoint } from "../push/endpoints.js";
-import { round, sleep } from "../stats.js";
+import { median, round, sleep } from "../stats.js";
 
 const BENCH_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const IN_FLIGHT = 64;
@@ -220,12 +220,6 @@ async function publishAll(api: GatewayApi, topic: string, payload: Buffer, n: nu
     if (res.status !== 201) errors++;
   });
   if (errors) throw new Error(`${errors} publishes failed`);
-}
-
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 export async function bullmqScenario(ctx: BullmqContext, o: BullmqOptions): Promise<BullmqResult> {

@@ -54,8 +54,8 @@ export interface ChunkWriteOptions {
  * Lets the event loop take in I/O (other requests, NATS replies) before the next piece. A request
  * whose pieces are already buffered is read by `for await` in microtasks alone, so without this
  * an upload hashed, copied and published megabytes in one turn while small publishes waited: in
- * two paired A/Bs (bench:large --ab-env) a yield per piece took small-publish p99 under four
- * uploads to 0.30x and 0.57x, at the same ingest rate (docs/performance.md).
+ * two paired A/Bs a yield per piece took small-publish p99 under four uploads to 0.30x and
+ * 0.57x, at the same ingest rate (docs/performance.md, "Large bodies").
  */
 const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
 

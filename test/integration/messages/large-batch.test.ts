@@ -84,7 +84,7 @@ describe("large batch parts", () => {
     });
     const text = (s: string) => chunked(Buffer.from(s));
     // Test process = gateway + client + the 100 MB source: had the gateway held the part, the
-    // growth would pass it. Precise figures: npm run bench:large-batch.
+    // growth would pass it. Precise figures: npm run bench:large -- --only batch.
     global.gc?.();
     const before = process.memoryUsage().rss;
     let peak = before;
