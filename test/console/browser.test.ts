@@ -24,6 +24,7 @@ import { buildConsole, chromiumSkipReason, launchChromium } from "../helpers/pro
 import { useGateways } from "../helpers/fixture.js";
 import { startGateway } from "../helpers/gateway.js";
 import { api, sleep } from "../helpers/http.js";
+import { eventually } from "../helpers/wait.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SHOTS = join(ROOT, "test-results", "console");
@@ -114,16 +115,19 @@ beforeAll(async () => {
   });
   expect(leased.status).toBe(200);
   await leased.arrayBuffer();
-  await sleep(1200);
-  // The second delivery would be one too many: both move to payments-dead.
-  for (let i = 0; i < 20; i++) {
-    await (await q().receive("payments", "charger", { "vqs-max-messages": "10" })).arrayBuffer();
-    const dead = await fetch(`${base}/api/v3/topic/payments-dead`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
-    if (dead.status === 200 && ((await dead.json()) as { messages: number }).messages === 2) break;
-    await sleep(250);
-  }
+  // Once their 1 s leases run out, the second delivery would be one too many: both move to
+  // payments-dead.
+  await eventually(
+    async () => {
+      await (await q().receive("payments", "charger", { "vqs-max-messages": "10" })).arrayBuffer();
+      const dead = await fetch(`${base}/api/v3/topic/payments-dead`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      return dead.status === 200 && ((await dead.json()) as { messages: number }).messages === 2;
+    },
+    6000,
+    250,
+  );
 
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1366, height: 768 } });

@@ -24,6 +24,7 @@ import { RECEIPT_SECRET } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/processes/nats.js";
+import { eventually } from "../helpers/wait.js";
 
 const t0 = Date.now(); // before the tools' install, which is part of a cold run
 const skipReason = containerSkipReason();
@@ -360,7 +361,7 @@ describe.skipIf(skipReason !== null)("the container image", () => {
   it("turns ready against the host's nats-server", async () => {
     const deadline = Date.now() + 60_000;
     let status = 0;
-    while (Date.now() < deadline && (status = await readyz()) !== 200) await sleep(250);
+    await eventually(async () => (status = await readyz()) === 200, deadline - Date.now(), 250);
     if (status !== 200)
       throw new Error(`/readyz never turned 200 (last ${status}):\n${await logs()}`);
   }, 70_000);

@@ -8,6 +8,7 @@ import { sleep } from "../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/processes/nats.js";
 import { deferrerContract } from "./deferrer-contract.js";
+import { eventually } from "../helpers/wait.js";
 
 let home: TestNats;
 let neighbour: TestNats;
@@ -22,8 +23,7 @@ beforeAll(async () => {
     env: { VQS_FAILOVER_REGIONS: `sfo1=${neighbour.url}`, VQS_NATS_REQUEST_TIMEOUT_MS: "1000" },
   });
   // The neighbour is connected in the background: wait for it (a few seconds at most).
-  for (let i = 0; i < 100 && !failover().canDefer(); i++) await sleep(50);
-  expect(failover().canDefer()).toBe(true);
+  expect(await eventually(() => failover().canDefer(), 5000)).toBe(true);
 });
 
 afterAll(async () => {

@@ -13,6 +13,7 @@ import { startTestCluster, type TestCluster } from "../helpers/cluster.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, TEAM_A, type TestIssuer } from "../helpers/issuer.js";
+import { eventually, attemptUntil } from "../helpers/wait.js";
 
 let cluster: TestCluster;
 let issuer: TestIssuer;
@@ -21,24 +22,24 @@ let gw: TestGateway;
 beforeAll(async () => {
   cluster = await startTestCluster();
   issuer = await startIssuer();
-  for (let i = 0; i < 30 && !gw; i++) {
-    // The cluster elects its meta leader a moment after the servers start.
-    gw = await startGateway(cluster.url, issuer, {
-      // Leases of 5 s with the consumer's ack wait at 5 s: after a consumer-leader failover a
-      // lease falls back to the ack wait (NAK delays are not replicated on 2.9), so this keeps
-      // redeliveries of messages whose ack was lost within the test's drain time.
-      env: {
-        VQS_STREAM_REPLICAS: "3",
-        VQS_NATS_REQUEST_TIMEOUT_MS: "2000",
-        VQS_CONSUMER_ACK_WAIT_SECONDS: "5",
-        // A body store that each node has room for three times over (it is R3 too).
-        VQS_LARGE_BODY_STORE_BYTES: String(256 * 1024 * 1024),
-      },
-    }).catch(async () => {
-      await sleep(500);
-      return undefined as unknown as TestGateway;
-    });
-  }
+  // The cluster elects its meta leader a moment after the servers start.
+  gw = (await attemptUntil(
+    () =>
+      startGateway(cluster.url, issuer, {
+        // Leases of 5 s with the consumer's ack wait at 5 s: after a consumer-leader failover a
+        // lease falls back to the ack wait (NAK delays are not replicated on 2.9), so this keeps
+        // redeliveries of messages whose ack was lost within the test's drain time.
+        env: {
+          VQS_STREAM_REPLICAS: "3",
+          VQS_NATS_REQUEST_TIMEOUT_MS: "2000",
+          VQS_CONSUMER_ACK_WAIT_SECONDS: "5",
+          // A body store that each node has room for three times over (it is R3 too).
+          VQS_LARGE_BODY_STORE_BYTES: String(256 * 1024 * 1024),
+        },
+      }).catch(() => undefined),
+    (started) => started !== undefined,
+    { tries: 30, everyMs: 500 },
+  ))!;
 }, 60_000);
 
 afterAll(async () => {
@@ -60,11 +61,11 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
       return;
     }
     // The new cluster may still be placing its first streams: retry briefly.
-    let status = 0;
-    for (let i = 0; i < 20 && status !== 201; i++) {
-      status = (await q.publish(topic, body)).status;
-      if (status !== 201) await sleep(500);
-    }
+    const status = await attemptUntil(
+      async () => (await q.publish(topic, body)).status,
+      (s) => s === 201,
+      { tries: 20, everyMs: 500 },
+    );
     expect(status).toBe(201);
     // A new group's consumer may start on a replica still catching up, and a receive at once
     // then finds nothing (204): wait for the message, as a polling client would, for up to 30 s.
@@ -92,11 +93,11 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
     const q = api(gw.url, token);
     const topic = uniqueName("faults");
     // The new cluster may still be placing its first stream: retry the warm-up briefly.
-    let warm = 0;
-    for (let i = 0; i < 20 && warm !== 201; i++) {
-      warm = (await q.publish(topic, "warm-up")).status;
-      if (warm !== 201) await sleep(500);
-    }
+    const warm = await attemptUntil(
+      async () => (await q.publish(topic, "warm-up")).status,
+      (s) => s === 201,
+      { tries: 20, everyMs: 500 },
+    );
     expect(warm).toBe(201);
 
     const acked = new Set<string>();
@@ -153,18 +154,20 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
         }
         for (const p of await parts(res)) {
           const handle = p.headers.get("vqs-receipt-handle")!;
-          let ack = await timed("ack", () => q.ack(topic, "workers", handle));
           // A 503 means "not known": the +ACK may have taken effect although its reply was lost in
           // the failover, and then the message never comes back. Retry with the same handle, as a
           // client does (acknowledging twice answers 204; 409 if it was delivered again meanwhile).
           // Counting only the first answer left messages "missing" on 2.9.10 that were delivered
           // and acknowledged (docs/reliability.md, "late or gone").
-          for (let i = 0; i < 5 && (!ack || ack.status === 503); i++) {
-            await ack?.text();
-            await sleep(500);
-            ack = await timed("ack", () => q.ack(topic, "workers", handle));
-          }
-          await ack?.text();
+          const ack = await attemptUntil(
+            async () => {
+              const answer = await timed("ack", () => q.ack(topic, "workers", handle));
+              await answer?.text();
+              return answer;
+            },
+            (answer) => answer !== null && answer.status !== 503,
+            { tries: 6, everyMs: 500 },
+          );
           // Counted once acknowledged; a failed ack means the message comes back later.
           if (ack?.status === 204) received.add(p.headers.get("vqs-message-id")!);
         }
@@ -194,7 +197,7 @@ describe("a 3-node JetStream cluster losing one node at a time", () => {
     await sleep(1000);
     producing = false;
     await Promise.all(load.slice(0, 2));
-    for (let i = 0; i < 300 && [...acked].some((id) => !received.has(id)); i++) await sleep(100);
+    await eventually(() => [...acked].every((id) => received.has(id)), 30_000, 100);
     consuming = false;
     await Promise.all(load.slice(2));
 

@@ -13,6 +13,7 @@ import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { scrape } from "../helpers/metrics.js";
+import { eventually } from "../helpers/wait.js";
 
 const ROOT = process.getuid?.() === 0;
 const REQUEST_TIMEOUT_MS = 1000;
@@ -89,10 +90,7 @@ describe.skipIf(!ROOT)("a JetStream store whose disk fills up", () => {
     if (!recoveredWithoutRestart) {
       await nats.stop();
       nats = await startNatsServer(nats.options);
-      for (let i = 0; i < 40 && status !== 201; i++) {
-        await sleep(250);
-        status = await after();
-      }
+      await eventually(async () => (status = await after()) === 201, 10_000, 250);
     }
     console.log("full disk", {
       acked: acked.length,

@@ -10,10 +10,11 @@ import {
   killGatewayProcesses,
   spawnGateway as spawnOn,
 } from "../helpers/processes/gateway-process.js";
-import { api, parts, sleep, uniqueName } from "../helpers/http.js";
+import { api, parts, uniqueName } from "../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../helpers/processes/nats.js";
 import { startNatsServer, type NatsServerProcess } from "../../src/dev/nats-server-process.js";
+import { eventually } from "../helpers/wait.js";
 
 let nats: TestNats;
 let restarted: NatsServerProcess | null = null;
@@ -56,7 +57,7 @@ describe("gateway faults", () => {
       }
     };
     const workers = Array.from({ length: 20 }, worker);
-    for (let i = 0; i < 100 && statuses.filter((s) => s === 201).length < 200; i++) await sleep(20);
+    await eventually(() => statuses.filter((s) => s === 201).length >= 200, 2000, 20);
     a.child.kill("SIGKILL");
     await Promise.all(workers);
     expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(200);
@@ -70,14 +71,16 @@ describe("gateway faults", () => {
       keys.map(async (k, i) => {
         if (statuses[i] === 201) return;
         let status = -1;
-        do {
-          status = await publish(b.url, k).then(
-            (r) => r.status,
-            () => 0,
-          );
-          if (status === 201) return;
-          await sleep(200);
-        } while (Date.now() < giveUpAt);
+        const stored = await eventually(
+          async () =>
+            (status = await publish(b.url, k).then(
+              (r) => r.status,
+              () => 0,
+            )) === 201,
+          Math.max(0, giveUpAt - Date.now()),
+          200,
+        );
+        if (stored) return;
         throw new Error(`publish of ${k} kept failing (last answer: ${status})`);
       }),
     );
@@ -111,9 +114,16 @@ describe("gateway faults", () => {
     expect(held).toHaveLength(5);
     a.child.kill("SIGKILL");
     expect((await api(b.url, token).receive(topic, "workers")).status).toBe(204);
-    await sleep(2500);
-    const again = await parts(
-      await api(b.url, token).receive(topic, "workers", { "vqs-max-messages": "10" }),
+    // Back when the 2 s leases run out at the server.
+    const again: Awaited<ReturnType<typeof parts>> = [];
+    await eventually(
+      async () => {
+        const res = await api(b.url, token).receive(topic, "workers", { "vqs-max-messages": "10" });
+        again.push(...(res.status === 200 ? await parts(res) : []));
+        return again.length >= 5;
+      },
+      10_000,
+      100,
     );
     expect(again.map((p) => p.body.toString()).sort()).toEqual(["m0", "m1", "m2", "m3", "m4"]);
     expect(again.every((p) => p.headers.get("vqs-delivery-count") === "2")).toBe(true);
@@ -139,23 +149,22 @@ describe("gateway faults", () => {
     if (Date.now() < publishedAt + 7000) {
       expect((await api(b.url, token).receive(topic, "g")).status).toBe(204);
     }
-    await sleep(Math.max(0, publishedAt + 8500 - Date.now()));
     const seen = new Map<string, string | null>();
-    // A timer the killed gateway held unanswered comes back after the schedule consumer's ack
-    // wait (30 s): its message is that much late, never lost.
-    const deadline = Date.now() + 45_000;
-    while (Date.now() < deadline && seen.size < ids.length) {
-      const res = await api(b.url, token).receive(topic, "g", { "vqs-max-messages": "10" });
-      if (res.status === 204) {
-        await sleep(200);
-        continue;
-      }
-      for (const p of await parts(res)) {
-        const id = p.headers.get("vqs-message-id")!;
-        expect(seen.has(id)).toBe(false);
-        seen.set(id, p.headers.get("vqs-delivery-count"));
-      }
-    }
+    // Due 8 s after their publish. A timer the killed gateway held unanswered comes back after
+    // the schedule consumer's ack wait (30 s): its message is that much late, never lost.
+    await eventually(
+      async () => {
+        const res = await api(b.url, token).receive(topic, "g", { "vqs-max-messages": "10" });
+        for (const p of res.status === 200 ? await parts(res) : []) {
+          const id = p.headers.get("vqs-message-id")!;
+          expect(seen.has(id)).toBe(false);
+          seen.set(id, p.headers.get("vqs-delivery-count"));
+        }
+        return seen.size >= ids.length;
+      },
+      Math.max(0, publishedAt + 8500 - Date.now()) + 45_000,
+      200,
+    );
     expect([...seen.keys()].sort()).toEqual([...ids].sort());
     expect([...seen.values()].every((c) => c === "1")).toBe(true);
     b.child.kill("SIGKILL");

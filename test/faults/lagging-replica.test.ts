@@ -10,6 +10,7 @@ import { startTestCluster, type TestCluster } from "../helpers/cluster.js";
 import { startGateway, type TestGateway } from "../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
 import { startIssuer, TEAM_A, type TestIssuer } from "../helpers/issuer.js";
+import { attemptUntil } from "../helpers/wait.js";
 
 let cluster: TestCluster;
 let issuer: TestIssuer;
@@ -24,16 +25,14 @@ const RETRY_FOR_MS = 120_000;
 
 async function gatewayOn(urls: string): Promise<TestGateway> {
   // The cluster elects its meta leader a moment after the servers start.
-  for (let i = 0; ; i++) {
-    try {
-      const gw = await startGateway(urls, issuer, { env: ENV });
-      gateways.push(gw);
-      return gw;
-    } catch (err) {
-      if (i >= 30) throw err;
-      await sleep(500);
-    }
-  }
+  const started = await attemptUntil(
+    () => startGateway(urls, issuer, { env: ENV }).catch((err: unknown) => ({ err })),
+    (r) => !("err" in r),
+    { tries: 31, everyMs: 500 },
+  );
+  if ("err" in started) throw started.err;
+  gateways.push(started);
+  return started;
 }
 
 /** Runs `fn` over `items` with at most `width` calls in flight. */
@@ -68,11 +67,11 @@ describe("keyed publishes while a replica lags", () => {
     const token = await issuer.token();
     const topic = uniqueName("lag");
     const first = api((await gatewayOn(cluster.url)).url, token);
-    let warm = 0;
-    for (let i = 0; i < 20 && warm !== 201; i++) {
-      warm = (await first.publish(topic, "warm-up")).status;
-      if (warm !== 201) await sleep(500);
-    }
+    const warm = await attemptUntil(
+      async () => (await first.publish(topic, "warm-up")).status,
+      (s) => s === 201,
+      { tries: 20, everyMs: 500 },
+    );
     expect(warm).toBe(201);
     const ns = makeNamespace(
       TEAM_A.owner_id as string,

@@ -1,5 +1,5 @@
 // HTTP helpers for the consumer settings resource, and a poll for what spreads between gateways.
-import { sleep } from "./http.js";
+export { eventually } from "./wait.js";
 
 export function settingsApi(base: string, token: string, extra: Record<string, string> = {}) {
   const call = (method: string, path: string, body?: string) =>
@@ -26,14 +26,4 @@ export function settingsApi(base: string, token: string, extra: Record<string, s
       return ((await res.json()) as { settings: Record<string, unknown>[] }).settings;
     },
   };
-}
-
-/** Polls `probe` until it returns true, for up to `ms`; returns whether it did. */
-export async function eventually(probe: () => boolean | Promise<boolean>, ms = 5000) {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (await probe()) return true;
-    if (Date.now() > until) return false;
-    await sleep(50);
-  }
 }

@@ -9,12 +9,15 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { sleep } from "./http.js";
+import { eventually } from "./wait.js";
 
 export const EXAMPLE_DIR = fileURLToPath(new URL("../../examples/workflow", import.meta.url));
 /** The 5.x example app (its World, workflows and server). */
 export const EXAMPLE_5_DIR = fileURLToPath(new URL("../../examples/workflow-5", import.meta.url));
 /** What each build target writes last, whose age says whether the build is fresh. */
+/** The states a run stays in once it has ended. */
+const ENDED = ["completed", "failed", "cancelled"];
+
 const OUTPUT = {
   standalone: ".well-known/workflow/v1/manifest.json",
   "vercel-build-output-api": ".vercel/output/config.json",
@@ -29,16 +32,19 @@ export async function buildExampleApp(
 ): Promise<void> {
   const output = join(appDir, OUTPUT[target]);
   const lock = join(appDir, ".build.lock");
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    try {
-      mkdirSync(lock); // atomic: only one builder at a time
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`${lock} held for 3 minutes: remove it`);
-      await sleep(500);
-    }
-  }
+  const locked = await eventually(
+    () => {
+      try {
+        mkdirSync(lock); // atomic: only one builder at a time
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    180_000,
+    500,
+  );
+  if (!locked) throw new Error(`${lock} held for 3 minutes: remove it`);
   try {
     if (isFresh(appDir, output)) return;
     const r = spawnSync(
@@ -177,20 +183,16 @@ export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowA
     },
     run,
     async completed(runId, ms = 60_000) {
-      const deadline = Date.now() + ms;
-      for (;;) {
-        const state = await run(runId);
-        if (state.status === "completed") return state;
-        if (state.status === "failed" || state.status === "cancelled") {
-          throw new Error(`run ${runId} ${state.status}:\n${out.slice(-3000)}`);
-        }
-        if (Date.now() > deadline) {
-          throw new Error(
-            `run ${runId} still ${state.status} after ${ms} ms:\n${out.slice(-3000)}`,
-          );
-        }
-        await sleep(200);
-      }
+      let state = await run(runId);
+      const ended = await eventually(
+        async () => ENDED.includes((state = await run(runId)).status),
+        ms,
+        200,
+      );
+      if (state.status === "completed") return state;
+      if (!ended)
+        throw new Error(`run ${runId} still ${state.status} after ${ms} ms:\n${out.slice(-3000)}`);
+      throw new Error(`run ${runId} ${state.status}:\n${out.slice(-3000)}`);
     },
     async stepCounts() {
       const counts = new Map<string, number>();
@@ -219,9 +221,8 @@ export async function startWorkflowApp(o: WorkflowAppOptions): Promise<WorkflowA
     output: () => out,
     async stop() {
       if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
         child.kill("SIGTERM");
-        await Promise.race([exited, sleep(5000)]);
+        await eventually(() => child.exitCode !== null || child.signalCode !== null, 5000);
         if (child.exitCode === null) child.kill("SIGKILL");
       }
       await rm(dir, { recursive: true, force: true });

@@ -7,6 +7,7 @@ import type { RecordingClient } from "./client.js";
 import type { NemesisEnvironment } from "./lab/environment.js";
 import type { HistoryWriter } from "./check/history.js";
 import { NODE_HOSTS } from "./lab/nodes.js";
+import { eventually } from "../helpers/wait.js";
 
 export interface FaultContext {
   readonly env: NemesisEnvironment;
@@ -272,17 +273,13 @@ export function diskFull(ms: number, recoverMs = 30_000): Fault {
       let n = 0;
       // Probes go to the workload's own topic: its stream is the one that hit the full disk.
       const recovered = async (within: number) => {
-        const end = Date.now() + within;
-        while (Date.now() < end) {
+        const stored = async () => {
           const body = `probe-${Math.round(ctx.history.now())}`;
           const r = await ctx.client.publish("nemesis", n++ % 2, null, body, 0);
-          if (r.status === 201) {
-            ctx.noteStored(body);
-            return true;
-          }
-          await sleep(1000);
-        }
-        return false;
+          if (r.status === 201) ctx.noteStored(body);
+          return r.status === 201;
+        };
+        return eventually(stored, within, 1000);
       };
       let restartedNodes = false;
       let ok = await recovered(recoverMs);
@@ -317,16 +314,15 @@ export function diskFull(ms: number, recoverMs = 30_000): Fault {
 /** How long until the gateway's Date header is `offsetMs` off (within 3 s); null: never in 10 s. */
 async function clockStepSeen(url: string, offsetMs: number): Promise<number | null> {
   const start = Date.now();
-  while (Date.now() - start < 10_000) {
+  const stepped = async () => {
     const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }).catch(
       () => null,
     );
     const date = Date.parse(res?.headers.get("date") ?? "");
     await res?.text();
-    if (Math.abs(date - Date.now() - offsetMs) < 3000) return Date.now() - start;
-    await sleep(250);
-  }
-  return null;
+    return Math.abs(date - Date.now() - offsetMs) < 3000;
+  };
+  return (await eventually(stepped, 10_000, 250)) ? Date.now() - start : null;
 }
 
 const logFile = (ctx: FaultContext, host: string) => join(ctx.env.dir, host, "nats-server.log");

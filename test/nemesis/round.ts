@@ -13,6 +13,7 @@ import { groupOutstanding, inspectTopic, streamOf, type Inspection } from "./che
 import { startPushEndpoint, type PushEndpoint } from "./push-endpoint.js";
 import type { Schedule } from "./schedules.js";
 import { AUDIT_GROUP, GROUP, PUSH_GROUP, Workload } from "./workload.js";
+import { attemptUntil, eventually } from "../helpers/wait.js";
 
 export interface RoundOptions {
   readonly label: string;
@@ -55,11 +56,15 @@ export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promis
   });
   const client = new RecordingClient(history, env.gateways, o.topic, env.token);
   // The topic's stream is made by the first publish (a new R3 stream may take a moment).
-  for (let i = 0; i < 60; i++) {
-    const r = await client.publish("setup", i % 2, null, `warm-up-${i}`, 0);
-    if (r.status === 201) break;
-    await sleep(500);
-  }
+  let warmUps = 0;
+  await attemptUntil(
+    async () => {
+      const i = warmUps++;
+      return (await client.publish("setup", i % 2, null, `warm-up-${i}`, 0)).status;
+    },
+    (status) => status === 201,
+    { tries: 60, everyMs: 500 },
+  );
   const endpoint = await startPushEndpoint(history, {
     host: env.lab.hostAddress,
     group: PUSH_GROUP,
@@ -173,12 +178,13 @@ async function setUpPushedGroup(client: RecordingClient, endpoint: PushEndpoint)
     push: { url: endpoint.url, maxConcurrency: 4, timeoutSeconds: 5, autoAck: true },
     retry: { afterSeconds: 1 },
   };
-  let status = 0;
-  for (let i = 0; i < 30; i++) {
-    status = await client.putSettings(i % 2, PUSH_GROUP, settings).catch(() => 0);
-    if (status >= 200 && status < 300) return;
-    await sleep(500);
-  }
+  let tries = 0;
+  const status = await attemptUntil(
+    () => client.putSettings(tries++ % 2, PUSH_GROUP, settings).catch(() => 0),
+    (s) => s >= 200 && s < 300,
+    { tries: 30, everyMs: 500 },
+  );
+  if (status >= 200 && status < 300) return;
   throw new Error(`the pushed group's settings were not stored (last answer ${status})`);
 }
 
@@ -193,13 +199,16 @@ async function drainPushed(
   endpoint: PushEndpoint,
   deadline: number,
 ): Promise<{ notPushed: number; outstanding: number | null }> {
+  let notPushed = 0;
   let outstanding: number | null = null;
-  for (;;) {
-    const notPushed = workload.notIn(endpoint.done).length;
-    outstanding = await groupOutstanding(env.nodes.urls, topic, PUSH_GROUP).catch(() => null);
-    if ((notPushed === 0 && outstanding === 0) || Date.now() >= deadline) {
-      return { notPushed, outstanding };
-    }
-    await sleep(1000);
-  }
+  await eventually(
+    async () => {
+      notPushed = workload.notIn(endpoint.done).length;
+      outstanding = await groupOutstanding(env.nodes.urls, topic, PUSH_GROUP).catch(() => null);
+      return notPushed === 0 && outstanding === 0;
+    },
+    Math.max(0, deadline - Date.now()),
+    1000,
+  );
+  return { notPushed, outstanding };
 }

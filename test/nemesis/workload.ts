@@ -8,6 +8,7 @@
 import type { Complete } from "./check/history.js";
 import type { RecordingClient } from "./client.js";
 import { largePayload } from "./payload.js";
+import { eventually } from "../helpers/wait.js";
 
 export const GROUP = "workers";
 export const AUDIT_GROUP = "audit";
@@ -114,8 +115,7 @@ export class Workload {
 
   /** Keeps consuming until the group is done with every stored publish or the deadline passes. */
   async drain(deadlineMs: number): Promise<void> {
-    const end = Date.now() + deadlineMs;
-    while (Date.now() < end && this.missing().length > 0) await sleep(250);
+    await eventually(() => this.missing().length === 0, deadlineMs, 250);
     this.#consuming = false;
     await Promise.all(this.#consumers);
   }

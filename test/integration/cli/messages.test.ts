@@ -10,6 +10,7 @@ import type { RedriveReport } from "../../../src/cli/commands/dlq.js";
 import { runCli, startCli, type CliRun } from "../../helpers/cli.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, sleep, uniqueName } from "../../helpers/http.js";
+import { eventually } from "../../helpers/wait.js";
 
 const fx = useGateways(1);
 let token: string;
@@ -57,8 +58,17 @@ async function putSettings(topic: string, group: string, body: unknown): Promise
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   });
+  // Answered once stored; the gateway that stored it (the only one here) applies it at once.
   expect(res.status, await res.clone().text()).toBe(200);
-  await sleep(200); // the gateway follows the change
+}
+
+/** How many receives wait at the gateway (long polls, the tool's among them). */
+const waitingReceives = () => fx.gateways[0]!.gateway.queue.waitingReceives;
+
+/** The messages `topic` holds, as the management API counts them. */
+async function stored(topic: string): Promise<number> {
+  const res = await q().call("GET", topic);
+  return res.status === 200 ? ((await res.json()) as { messages: number }).messages : 0;
 }
 
 /**
@@ -77,8 +87,16 @@ async function deadLetters(topic: string, n: number): Promise<string> {
     });
     got += res.status === 200 ? (await res.text()).trim().split("\n").length : 0;
   }
-  await sleep(1200);
-  while ((await q().receive(topic, "workers", { "vqs-max-messages": "10" })).status !== 204);
+  // Once the leases run out, the next receive moves them.
+  const moved = await eventually(
+    async () => {
+      await (await q().receive(topic, "workers", { "vqs-max-messages": "10" })).arrayBuffer();
+      return (await stored(dlq)) === n;
+    },
+    15_000,
+    100,
+  );
+  expect(moved).toBe(true);
   return dlq;
 }
 
@@ -134,7 +152,15 @@ describe("vqs receive", () => {
       ["m1", true],
       ["m2", true],
     ]);
-    await sleep(1500); // past the 1 s leases: unacknowledged messages would be back
+    // Acknowledged at the gateway: none is leased any more, none waits.
+    const settled = async () => {
+      const res = await q().call("GET", `${topic}/consumers`);
+      const [g] = (
+        (await res.json()) as { consumerGroups: { inFlight: number; backlog: number }[] }
+      ).consumerGroups;
+      return g?.inFlight === 0 && g.backlog === 0;
+    };
+    expect(await eventually(settled, 10_000)).toBe(true);
     expect(await receiveJson([topic, "g", "--max", "10"])).toEqual([]);
   });
 
@@ -153,7 +179,7 @@ describe("vqs receive", () => {
     const waiting = startCli(["receive", topic, "g", "--wait", "20", "--json", "--ack"], {
       env: env(),
     });
-    await sleep(1500);
+    await expect.poll(waitingReceives, { timeout: 15_000 }).toBe(1);
     await publish(topic, "late");
     const late = await waiting.done;
     expect(late.code, late.stderr).toBe(0);
@@ -178,8 +204,12 @@ describe("vqs receive", () => {
     await putSettings(topic, "workers", { deadLetter: { topic: dlq, maxDeliveries: 1 } });
     const id = await publish(topic, "poison");
     expect(await receiveJson([topic, "workers", "--visibility", "1"])).toHaveLength(1);
-    await sleep(1200);
-    // Its second delivery moves it instead.
+    // Its second delivery, once the 1 s lease ran out, moves it instead.
+    const moved = async () => {
+      await (await q().receive(topic, "workers")).arrayBuffer();
+      return (await stored(dlq)) === 1;
+    };
+    expect(await eventually(moved, 15_000, 100)).toBe(true);
     expect(await receiveJson([topic, "workers"])).toEqual([]);
 
     const [copy] = await receiveJson([dlq, "ops", "--visibility", "0"]);
@@ -269,7 +299,7 @@ describe("vqs tail", () => {
     const topic = uniqueName("tail");
     const tail = startCli(["tail", topic], { env: env() });
     await tail.until((o) => o.stderr.includes("tailing"));
-    await sleep(1000); // inside its 20 s long poll
+    await expect.poll(waitingReceives, { timeout: 15_000 }).toBe(1); // inside its 20 s long poll
     const sent = Date.now();
     tail.child.kill("SIGINT");
     const r = await tail.done;
@@ -308,8 +338,11 @@ describe("vqs tail", () => {
     expect(bodies(printed(r.stdout))).toEqual(["only"]);
     expect(r.stderr).toContain("moves a message to");
     // Held by the tail's last release for 5 s, then the group's again.
-    await sleep(5500);
-    expect((await drain(topic, "billing")).map((m) => m.body)).toEqual(["only"]);
+    let back: { body: string }[] = [];
+    expect(
+      await eventually(async () => (back = await drain(topic, "billing")).length > 0, 15_000, 250),
+    ).toBe(true);
+    expect(back.map((m) => m.body)).toEqual(["only"]);
   });
 
   it("with --group and --ack, it consumes what it printed", async () => {

@@ -7,6 +7,7 @@ import { createLogger } from "../../../src/logger.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { startPushApp } from "../../helpers/push-app.js";
+import { eventually } from "../../helpers/wait.js";
 
 const lines: string[] = [];
 const fx = useGateways(1, {
@@ -415,8 +416,7 @@ describe("seek of a pushed group", () => {
 });
 
 async function until(ok: () => boolean, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok() && Date.now() < deadline) await sleep(50);
+  await eventually(ok, ms);
 }
 
 describe("purge and delete", () => {

@@ -3,9 +3,10 @@
 import { BufferTransport, PollingQueueClient } from "@vercel/queue";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
-import { sleep, uniqueName } from "../../helpers/http.js";
+import { uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { eventually } from "../../helpers/wait.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -138,12 +139,16 @@ describe("@vercel/queue PollingQueueClient against the gateway", () => {
     });
     expect(first.ok).toBe(true);
     expect(await drain(q, topic, "workers")).toEqual([]);
-    await sleep(1300);
+    // Back after the retry's 1 s.
     const seen: Seen[] = [];
-    await q.receive(topic, "workers", (payload, meta) => {
-      handler(payload, meta);
-      seen.push({ payload, ...meta });
-    });
+    const back = async () => {
+      await q.receive(topic, "workers", (payload, meta) => {
+        handler(payload, meta);
+        seen.push({ payload, ...meta });
+      });
+      return seen.length > 0;
+    };
+    expect(await eventually(back, 10_000, 100)).toBe(true);
     expect(attempts).toEqual([1, 2]);
     expect(seen[0]).toMatchObject({ messageId, deliveryCount: 2 });
     expect(await drain(q, topic, "workers")).toEqual([]);
@@ -167,8 +172,8 @@ describe("@vercel/queue PollingQueueClient against the gateway", () => {
     const topic = uniqueName("delayed");
     await q.send(topic, { later: true }, { delaySeconds: 1 });
     expect(await drain(q, topic, "g")).toEqual([]);
-    await sleep(2000);
-    const seen = await drain(q, topic, "g");
+    let seen: Seen[] = [];
+    await eventually(async () => (seen = await drain(q, topic, "g")).length > 0, 10_000, 100);
     expect(seen).toEqual([expect.objectContaining({ payload: { later: true }, deliveryCount: 1 })]);
   });
 

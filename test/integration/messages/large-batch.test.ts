@@ -8,10 +8,11 @@ import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { chunked, storedChunks } from "../../helpers/large-body.js";
-import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { api, errorCode, parts, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
 import { QueueClient, StreamTransport } from "@vercel/queue";
+import { eventually } from "../../helpers/wait.js";
 
 const MB = 1_000_000;
 
@@ -185,7 +186,7 @@ describe("large batch parts", () => {
     req.write(part("small"));
     req.write("--b-7\r\nContent-Type: application/octet-stream\r\n\r\n");
     req.write(randomBytes(8 * MB));
-    for (let i = 0; i < 200 && (await storedChunks(nc)) === before; i++) await sleep(50);
+    await eventually(async () => (await storedChunks(nc)) !== before, 10_000);
     expect(await storedChunks(nc)).toBeGreaterThan(before);
     req.destroy(); // the client goes
     await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
@@ -217,7 +218,7 @@ describe("large batch parts", () => {
     req.write(part("before the stall"));
     req.write("--b-7\r\nContent-Type: application/octet-stream\r\n\r\n");
     req.write(randomBytes(2 * MB));
-    for (let i = 0; i < 200 && (await storedChunks(nc)) === before; i++) await sleep(50);
+    await eventually(async () => (await storedChunks(nc)) !== before, 10_000);
     // The large part is refused before its body is read: the batch is refused whole (nothing
     // stored, Retry-After), and the rest of its body is not read.
     const busy = await sendBatch(

@@ -3,7 +3,8 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
-import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { api, parts, uniqueName } from "../../helpers/http.js";
+import { eventually } from "../../helpers/wait.js";
 
 const fx = useGateways(1);
 
@@ -17,11 +18,15 @@ describe("a delayed large publish", () => {
     expect(res.status).toBe(201);
     expect((await q.receive(topic, "g")).status).toBe(204);
     let got: Response | undefined;
-    for (let i = 0; i < 100 && got === undefined; i++) {
-      const r = await q.receive(topic, "g");
-      if (r.status === 200) got = r;
-      else await sleep(200);
-    }
+    await eventually(
+      async () => {
+        const r = await q.receive(topic, "g");
+        if (r.status === 200) got = r;
+        return got !== undefined;
+      },
+      20_000,
+      200,
+    );
     // Not before its delay (less a little for the clocks' rounding to whole seconds).
     expect(Date.now() - published).toBeGreaterThanOrEqual(1900);
     expect(got?.status).toBe(200);

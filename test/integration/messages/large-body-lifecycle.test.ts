@@ -19,6 +19,7 @@ import { parts, sleep, uniqueName } from "../../helpers/http.js";
 import { metricLines } from "../../helpers/metrics.js";
 import { AUDIENCE, ISSUER, TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
 import { publishStored } from "../../helpers/large-body.js";
+import { eventually } from "../../helpers/wait.js";
 
 const MB = 1_000_000;
 const NS = TEAM_A_NAMESPACE;
@@ -56,7 +57,7 @@ async function halfUpload(gatewayUrl: string, topic: string) {
   });
   req.on("error", () => undefined);
   req.write(randomBytes(8 * MB));
-  for (let i = 0; i < 200 && (await chunksOf(topic)) === 0; i++) await sleep(50);
+  await eventually(async () => (await chunksOf(topic)) > 0, 10_000);
   expect(await chunksOf(topic)).toBeGreaterThan(0);
   return req;
 }

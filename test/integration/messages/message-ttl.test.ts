@@ -13,6 +13,7 @@ import { useConnectedGateway } from "../../helpers/fixture.js";
 import { startGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { currentNatsServerBinary } from "../../helpers/processes/nats.js";
+import { eventually } from "../../helpers/wait.js";
 
 const f = useConnectedGateway({}, { bin: currentNatsServerBinary() });
 
@@ -143,8 +144,13 @@ describe("per-message TTL (nats-server 2.11+)", () => {
     const topic = uniqueName("ttl-delay");
     const q = api(f.gw.url, await f.issuer.token());
     await publishShort(topic, "soon", 4, 1);
-    await sleep(1500);
-    const got = await parts(await q.receive(topic, "g"));
+    let got: Awaited<ReturnType<typeof parts>> = [];
+    const due = async () => {
+      const res = await q.receive(topic, "g");
+      got = res.status === 200 ? await parts(res) : [];
+      return got.length > 0;
+    };
+    expect(await eventually(due, 10_000, 100)).toBe(true);
     expect(got.map((p) => p.body.toString())).toEqual(["soon"]);
     expect(await storedOnSubject(topic, "f.>")).toBe(1);
     await expect

@@ -26,6 +26,7 @@ import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { eventually } from "../../helpers/wait.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -111,11 +112,15 @@ describe("timers across namespaces", () => {
     await jsm.streams.purge(TIMER_STREAM);
     await jetstream(nc).publish(SCHEDULE_SUBJECT, timer!.data);
     let got: string[] = [];
-    for (let i = 0; i < 40 && !got.includes("from the old version"); i++) {
-      await sleep(250);
-      const res = await q.receive(topic, "g", { "vqs-max-messages": "10" });
-      if (res.status === 200) got = got.concat((await parts(res)).map((p) => p.body.toString()));
-    }
+    await eventually(
+      async () => {
+        const res = await q.receive(topic, "g", { "vqs-max-messages": "10" });
+        if (res.status === 200) got = got.concat((await parts(res)).map((p) => p.body.toString()));
+        return got.includes("from the old version");
+      },
+      10_000,
+      250,
+    );
     expect(got).toContain("from the old version");
     const old = await jsm.consumers.info(SCHEDULE_STREAM, SCHEDULE_CONSUMER);
     expect(old.num_pending + old.num_ack_pending).toBe(0);
@@ -150,16 +155,19 @@ describe("timers across namespaces", () => {
     // would be measured too).
     let quietMs = -1;
     let floodMs = -1;
-    while ((quietMs < 0 || floodMs < 0) && Date.now() - started < 60_000) {
-      const [quietReady, floodReady] = await Promise.all([
-        readyCount(quietProject, quietTopic),
-        readyCount(floodProject, floodTopic),
-      ]);
-      const at = Date.now() - started;
-      if (quietMs < 0 && quietReady > 0) quietMs = at;
-      if (floodMs < 0 && floodReady >= TOTAL) floodMs = at;
-      await sleep(50);
-    }
+    await eventually(
+      async () => {
+        const [quietReady, floodReady] = await Promise.all([
+          readyCount(quietProject, quietTopic),
+          readyCount(floodProject, floodTopic),
+        ]);
+        const at = Date.now() - started;
+        if (quietMs < 0 && quietReady > 0) quietMs = at;
+        if (floodMs < 0 && floodReady >= TOTAL) floodMs = at;
+        return quietMs >= 0 && floodMs >= 0;
+      },
+      Math.max(0, started + 60_000 - Date.now()),
+    );
     const q = api(second.url, await issuer.token({ project_id: quietProject }));
     const res = await q.receive(quietTopic, "g", { "vqs-wait-seconds": "20" });
     expect((await parts(res)).map((p) => p.body.toString())).toEqual(["quiet"]);
@@ -196,16 +204,19 @@ describe("timers across namespaces", () => {
     let mateMs = -1;
     let floodMs = -1;
     let floodAtMate = -1;
-    while ((mateMs < 0 || floodMs < 0) && Date.now() - published < 60_000) {
-      const [mateReady, floodReady] = await Promise.all([
-        readyCount(mateProject, mateTopic),
-        readyCount(floodProject, floodTopic),
-      ]);
-      const at = Date.now() - published;
-      if (mateMs < 0 && mateReady > 0) [mateMs, floodAtMate] = [at, floodReady];
-      if (floodMs < 0 && floodReady >= TOTAL) floodMs = at;
-      await sleep(50);
-    }
+    await eventually(
+      async () => {
+        const [mateReady, floodReady] = await Promise.all([
+          readyCount(mateProject, mateTopic),
+          readyCount(floodProject, floodTopic),
+        ]);
+        const at = Date.now() - published;
+        if (mateMs < 0 && mateReady > 0) [mateMs, floodAtMate] = [at, floodReady];
+        if (floodMs < 0 && floodReady >= TOTAL) floodMs = at;
+        return mateMs >= 0 && floodMs >= 0;
+      },
+      Math.max(0, published + 60_000 - Date.now()),
+    );
     expect(mateMs, "shard-mate's timer never moved").toBeGreaterThanOrEqual(0);
     expect(floodMs, "flood not all moved within a minute").toBeGreaterThanOrEqual(0);
     // 300 due at once at 50 a second take some 5 s; the shard-mate's timer does not wait for them.
@@ -240,15 +251,19 @@ describe("timers across namespaces", () => {
     expect(Date.now() - published, "publishing took longer than the delay").toBeLessThan(5000);
     let floodMs = -1;
     let floodAtMate = -1;
-    while ((floodAtMate < 0 || floodMs < 0) && Date.now() - published < 60_000) {
-      const [mateReady, floodReady] = await Promise.all([
-        readyCount(mateProject, mateTopic),
-        readyCount(floodProject, floodTopic),
-      ]);
-      if (floodAtMate < 0 && mateReady > 0) floodAtMate = floodReady;
-      if (floodMs < 0 && floodReady >= TOTAL) floodMs = Date.now() - published;
-      await sleep(20);
-    }
+    await eventually(
+      async () => {
+        const [mateReady, floodReady] = await Promise.all([
+          readyCount(mateProject, mateTopic),
+          readyCount(floodProject, floodTopic),
+        ]);
+        if (floodAtMate < 0 && mateReady > 0) floodAtMate = floodReady;
+        if (floodMs < 0 && floodReady >= TOTAL) floodMs = Date.now() - published;
+        return floodAtMate >= 0 && floodMs >= 0;
+      },
+      Math.max(0, published + 60_000 - Date.now()),
+      20,
+    );
     expect(floodAtMate, "shard-mate's timer never moved").toBeGreaterThanOrEqual(0);
     expect(floodMs, "flood not all moved within a minute").toBeGreaterThanOrEqual(0);
     // Without the measured budget the loop moves the flood's 2,000 in stream order, the

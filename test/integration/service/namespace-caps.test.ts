@@ -50,8 +50,10 @@ describe("caps per namespace on a gateway", () => {
     await parts(await a.receive(topic, "g"));
     await parts(await b.receive(topic, "g"));
     const wait = { "vqs-wait-seconds": "3" };
+    // A's two waiters (its cap) and one of B's, all waiting.
     const waiting = [a.receive(topic, "g", wait), a.receive(topic, "g", wait)];
-    await sleep(300);
+    const bWaiting = b.receive(topic, "g", wait);
+    await expect.poll(() => fx.gateways[0]!.gateway.queue.waitingReceives).toBe(3);
     const refused = await a.receive(topic, "g", wait);
     expect(refused.status).toBe(429);
     expect(await errorCode(refused)).toBe("too_many_waiters");
@@ -59,8 +61,6 @@ describe("caps per namespace on a gateway", () => {
     expect(await metric("vqs_namespaces_at_cap", 'cap="waiters"')).toBe(1);
     // A receive that does not wait is served; so is another namespace's waiting receive.
     expect((await a.receive(topic, "g")).status).toBe(204);
-    const bWaiting = b.receive(topic, "g", wait);
-    await sleep(200);
     await b.publish(topic, "for b");
     const got = await parts(await bWaiting);
     expect(got.map((p) => p.body.toString())).toEqual(["for b"]);
@@ -85,7 +85,9 @@ describe("caps per namespace on a gateway", () => {
       trickle(url, await tokenOf("prj_inflight_a"), t1),
       trickle(url, await tokenOf("prj_inflight_a"), t2),
     ];
-    await sleep(300);
+    await expect
+      .poll(() => metric("vqs_namespaces_at_cap", 'cap="requests_in_flight"'), { timeout: 10_000 })
+      .toBe(1);
     const refused = await a.publish(t1, "one too many");
     expect(refused.status).toBe(429);
     expect(await errorCode(refused)).toBe("too_many_requests_in_flight");

@@ -149,14 +149,15 @@ describe("short-lived topics under a pushed pattern", () => {
     releaseHeld();
     await allHandled(ids);
     let status = 0;
-    for (const until = Date.now() + 30_000; status !== 201 && Date.now() < until;) {
-      await sleep(250);
+    const admitted = async () => {
       const res = await gw.publish("hold_more", JSON.stringify({ id: "hold_more" }), {
         "content-type": "application/json",
       });
       status = res.status;
       if (status !== 201) expect(await errorCode(res)).toBe("topic_limit_reached");
-    }
+      return status === 201;
+    };
+    await eventually(admitted, 30_000, 250);
     expect(status).toBe(201);
     await allHandled(["hold_more"]);
     const gone = await eventually(async () => (await topicCount()) === 0, 30_000);

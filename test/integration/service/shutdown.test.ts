@@ -11,6 +11,7 @@ import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { eventually } from "../../helpers/wait.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -147,7 +148,8 @@ describe("graceful shutdown", () => {
     const load = [producer(), producer(), producer(), consumer(), consumer()];
     // The stop comes once the load runs: some publishes answered 201 already (one second was
     // enough alone, not always with other suites taking the cores).
-    for (let i = 0; i < 200 && (i < 20 || acked.size <= 20); i++) await sleep(50);
+    const loadStarted = Date.now();
+    await eventually(() => Date.now() - loadStarted >= 1000 && acked.size > 20, 10_000);
     const before = acked.size;
     await shutDown(gateways[0]!.gateway, { delayMs: 1000, log: createLogger("silent") });
     await sleep(1000);
@@ -155,7 +157,7 @@ describe("graceful shutdown", () => {
     stubborn = false;
     await Promise.all([...load.slice(0, 3), direct]);
     // Drain: everything answered 201 must come out, through the gateway still running.
-    for (let i = 0; i < 300 && [...acked].some((id) => !received.has(id)); i++) await sleep(50);
+    await eventually(() => [...acked].every((id) => received.has(id)), 15_000);
     consuming = false;
     stopPolling = true;
     await Promise.all([...load.slice(3), polling]);

@@ -4,9 +4,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer } from "../../../src/dev/nats-server-process.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
-import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { api, errorCode, parts, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { startTestNats, type TestNats } from "../../helpers/processes/nats.js";
+import { eventually } from "../../helpers/wait.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -44,11 +45,15 @@ describe("storage outage", () => {
     expect(status).toBe(503);
     // The stalled pull's message is released on arrival, not left leased to nobody for 60 s.
     let got: string[] = [];
-    for (let i = 0; i < 30 && got.length === 0; i++) {
-      const res = await q.receive(topic, "g");
-      if (res.status === 200) got = (await parts(res)).map((p) => p.body.toString());
-      else await sleep(100);
-    }
+    await eventually(
+      async () => {
+        const res = await q.receive(topic, "g");
+        if (res.status === 200) got = (await parts(res)).map((p) => p.body.toString());
+        return got.length > 0;
+      },
+      3000,
+      100,
+    );
     expect(got).toEqual(["m1"]);
   });
 
@@ -69,11 +74,11 @@ describe("storage outage", () => {
 
     const restarted = await startNatsServer(nats.options);
     try {
-      let ready = false;
-      for (let i = 0; i < 50 && !ready; i++) {
-        ready = (await fetch(`${gw.url}/readyz`)).status === 200;
-        if (!ready) await sleep(200);
-      }
+      const ready = await eventually(
+        async () => (await fetch(`${gw.url}/readyz`)).status === 200,
+        10_000,
+        200,
+      );
       expect(ready).toBe(true);
       expect((await q.publish(topic, "after")).status).toBe(201);
       const got = await parts(await q.receive(topic, "g", { "vqs-max-messages": "10" }));

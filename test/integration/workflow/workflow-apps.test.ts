@@ -1,11 +1,11 @@
 // The real Workflow DevKit on vqs: the example app (examples/workflow), built by Workflow's own
 // builder, runs with the World shipped there (queue: world-vercel's createQueue() through
 // /queues-proxy; storage: world-postgres on a throwaway PostgreSQL cluster), pushed to by a
-// gateway process. Steps in sequence, a step that throws once and is retried, sleep() resuming on
-// time, a 1.5 MB run input (above the 1 MiB inline limit: a large body), 100 concurrent runs
-// with every step run exactly once, a gateway restart in the middle of runs, a token that
-// rotates under the running app, and a step longer than its push timeout running once. The app
-// runs as two processes on one port, except the one with the short push timeout.
+// gateway process. Steps in sequence, a step that throws once and is retried, a workflow's sleep
+// resuming on time, a 1.5 MB run input (above the 1 MiB inline limit: a large body), 100
+// concurrent runs with every step run exactly once, a gateway restart in the middle of runs, a
+// token that rotates under the running app, and a step longer than its push timeout running
+// once. The app runs as two processes on one port, except the one with the short push timeout.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../src/dev/nats-server-process.js";
 import { sleep } from "../../helpers/http.js";
@@ -24,6 +24,7 @@ import {
   type WorkflowApp,
 } from "../../helpers/workflow-app.js";
 import { scrape } from "../../helpers/metrics.js";
+import { eventually } from "../../helpers/wait.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -87,7 +88,7 @@ describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storag
     expect(counts.get("retry after")).toBe(1);
   });
 
-  it("resumes after sleep() on time", async () => {
+  it("resumes after a workflow's sleep on time", async () => {
     const run = await app.completed(await app.start("sleeper", ["nap", 3]));
     const { before, after } = run.output as { before: number; after: number };
     // Not before its time; late by no more than a generous bound (a loaded machine).
@@ -130,8 +131,10 @@ describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storag
         i % 2 ? app.start("sequence", [`r${i}`, 5]) : app.start("sleeper", [`r${i}`, 2]),
       ),
     );
-    await sleep(300);
-    // A graceful restart on the same address (what a rolling update does to one gateway).
+    // Once the runs are under way, a graceful restart on the same address (what a rolling
+    // update does to one gateway).
+    const started = async () => [...(await app.stepCounts()).keys()].some((k) => k.startsWith("r"));
+    expect(await eventually(started, 30_000, 100)).toBe(true);
     const exited = new Promise((r) => gateway.child.once("exit", r));
     gateway.child.kill("SIGTERM");
     await exited;
