@@ -4,6 +4,8 @@ import { namespaceLabel } from "./queue/namespace.js";
 import { NamespaceCounts } from "./queue/admission/namespace-counts.js";
 import { DemandExchange } from "./nats/core/demand-exchange.js";
 import { DelayedPublishCap } from "./queue/admission/delayed-publish-cap.js";
+import { FairShare } from "./queue/admission/fair-share.js";
+import { fairAdmin, fairBroker } from "./queue/admission/fair-ports.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
@@ -209,8 +211,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const secretKeys = deriveSecretKeys(secret, config.region);
   const budget = new DemandExchange(nc, config.region, logger);
   budget.start();
+  // Tenants' operations toward the store, shared fairly (fair-share.ts); the pusher's are its own.
+  const fairShare = new FairShare();
   const queue = new QueueService({
-    broker: jetstream.broker,
+    broker: fairBroker(jetstream.broker, fairShare),
     keys: secretKeys,
     now: jetstream.now,
     observer: metrics.observer,
@@ -269,8 +273,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     tenants: jetstream.tenants,
   });
   const management = new ManagementService({
-    admin: jetstream.admin,
-    broker: jetstream.broker,
+    admin: fairAdmin(jetstream.admin, fairShare),
+    broker: fairBroker(jetstream.broker, fairShare),
     settings: jetstream.settings,
     duplicateIdKey: secretKeys.duplicateId,
     now: jetstream.now,

@@ -1,0 +1,154 @@
+// Fair share of the store among tenants on one gateway. Every operation a tenant's request sends
+// toward the store (a publish or batch part, a receive's pull, a receive by ID, a management
+// read or change) takes a slot for its duration: at most PER_TENANT slots per tenant and TOTAL
+// for the gateway. An operation without a slot waits (nothing is refused here: the requests in
+// flight per namespace and tenant, namespace-caps.ts, already bound how many can wait), in its
+// tenant's FIFO queue, and a freed slot goes to the tenants with waiting work in turn (round
+// robin). So a tenant's flood holds PER_TENANT operations in the gateway's event loop and on its
+// NATS connection, not thousands, and another tenant's publish waits behind at most those.
+//
+// Acknowledging and extending never wait here: they settle what was already handed out (a
+// delay would only cause redeliveries), each follows a delivery that took a slot, and none is
+// refused anywhere else either.
+
+/** Operations in flight toward the store per tenant on this gateway. */
+export const PER_TENANT = 8;
+/** Operations in flight toward the store on this gateway, all tenants together. */
+export const TOTAL = 256;
+
+interface Line {
+  inFlight: number;
+  /** Grants of waiting operations, oldest first (from `head` on). */
+  readonly waiting: (() => void)[];
+  head: number;
+  /** Whether the tenant is in the turn order (it has waiting work). */
+  queued: boolean;
+}
+
+export interface FairShareFigures {
+  readonly inFlight: number;
+  readonly waiting: number;
+  readonly tenants: number;
+}
+
+export class FairShare {
+  readonly #total: number;
+  readonly #perTenant: number;
+  readonly #lines = new Map<string, Line>();
+  /** Tenants with waiting work, in turn order (from `#turnHead` on). */
+  #turns: string[] = [];
+  #turnHead = 0;
+  #inFlight = 0;
+  #waiting = 0;
+
+  constructor(total = TOTAL, perTenant = PER_TENANT) {
+    if (!(total >= 1 && perTenant >= 1)) throw new RangeError("fair share bounds must be >= 1");
+    this.#total = total;
+    this.#perTenant = perTenant;
+  }
+
+  /** Runs `op` holding one of `tenant`'s slots; waits for the slot first when none is free. */
+  async run<T>(tenant: string, op: () => Promise<T>): Promise<T> {
+    const line = this.#line(tenant);
+    if (!this.#mayGo(line)) await this.#wait(tenant, line);
+    else this.#take(line);
+    try {
+      return await op();
+    } finally {
+      this.#release(tenant, line);
+    }
+  }
+
+  get figures(): FairShareFigures {
+    return { inFlight: this.#inFlight, waiting: this.#waiting, tenants: this.#lines.size };
+  }
+
+  #line(tenant: string): Line {
+    let line = this.#lines.get(tenant);
+    if (!line) {
+      line = { inFlight: 0, waiting: [], head: 0, queued: false };
+      this.#lines.set(tenant, line);
+    }
+    return line;
+  }
+
+  /** A slot now: the tenant has room, the gateway has room, and no one of it waits before it. */
+  #mayGo(line: Line): boolean {
+    return (
+      line.inFlight < this.#perTenant &&
+      this.#inFlight < this.#total &&
+      line.head === line.waiting.length
+    );
+  }
+
+  #take(line: Line): void {
+    line.inFlight++;
+    this.#inFlight++;
+  }
+
+  #wait(tenant: string, line: Line): Promise<void> {
+    this.#waiting++;
+    const granted = new Promise<void>((resolve) => line.waiting.push(resolve));
+    if (!line.queued) this.#enqueue(tenant, line);
+    // A tenant below its bound waits only for the gateway's: it may already be its turn.
+    this.#dispatch();
+    return granted;
+  }
+
+  #enqueue(tenant: string, line: Line): void {
+    line.queued = true;
+    this.#turns.push(tenant);
+  }
+
+  #release(tenant: string, line: Line): void {
+    line.inFlight--;
+    this.#inFlight--;
+    // A tenant that was at its bound left the turn order: its freed slot brings it back, last.
+    if (!line.queued && line.head < line.waiting.length) this.#enqueue(tenant, line);
+    this.#dispatch();
+    if (line.inFlight === 0 && !line.queued && line.head === line.waiting.length) {
+      this.#lines.delete(tenant);
+    }
+  }
+
+  /** Gives free slots to waiting work, one tenant's oldest operation at a time, in turn. */
+  #dispatch(): void {
+    while (this.#inFlight < this.#total && this.#turnHead < this.#turns.length) {
+      const tenant = this.#turns[this.#turnHead++]!;
+      const line = this.#lines.get(tenant)!;
+      if (line.inFlight >= this.#perTenant) {
+        line.queued = false; // back in turn when one of its slots frees (#release)
+        continue;
+      }
+      const grant = line.waiting[line.head]!;
+      line.waiting[line.head++] = noop;
+      this.#waiting--;
+      this.#take(line);
+      if (line.head < line.waiting.length) {
+        this.#turns.push(tenant);
+        if (line.head > COMPACT_PAST && line.head * 2 > line.waiting.length) {
+          line.waiting.splice(0, line.head);
+          line.head = 0;
+        }
+      } else {
+        line.queued = false;
+        line.waiting.length = 0;
+        line.head = 0;
+      }
+      grant();
+    }
+    // The turn order's consumed head is dropped once it is most of the array.
+    if (this.#turnHead === this.#turns.length) {
+      this.#turns = [];
+      this.#turnHead = 0;
+    } else if (this.#turnHead > COMPACT_PAST && this.#turnHead * 2 > this.#turns.length) {
+      this.#turns = this.#turns.slice(this.#turnHead);
+      this.#turnHead = 0;
+    }
+  }
+}
+
+/** Consumed queue heads longer than this are cut off. */
+const COMPACT_PAST = 1024;
+
+function noop(): void {}

@@ -1,0 +1,96 @@
+// The fair share of the store among tenants (src/queue/admission/fair-share.ts): bounded work
+// in flight per tenant and per gateway, waiting work served round robin across tenants, FIFO
+// within a tenant, and nothing refused.
+import { describe, expect, it } from "vitest";
+import { FairShare } from "../../../src/queue/admission/fair-share.js";
+
+/** An operation the test finishes by hand; `started` tells whether it got its slot. */
+function held() {
+  let finish!: () => void;
+  const op = { started: false, done: new Promise<void>((r) => (finish = r)), finish };
+  return op;
+}
+
+/** Lets granted operations start (grants resolve promises). */
+const settle = () => new Promise<void>((r) => setImmediate(r));
+
+function start(share: FairShare, tenant: string, order: string[], name: string) {
+  const op = held();
+  const result = share.run(tenant, () => {
+    op.started = true;
+    order.push(name);
+    return op.done.then(() => name);
+  });
+  return Object.assign(op, { result });
+}
+
+describe("fair share", () => {
+  it("bounds a tenant's operations in flight and starts the next as one ends, in order", async () => {
+    const share = new FairShare(100, 2);
+    const order: string[] = [];
+    const ops = Array.from({ length: 5 }, (_, i) => start(share, "a", order, `a${i}`));
+    await settle();
+    expect(order).toEqual(["a0", "a1"]);
+    expect(share.figures).toEqual({ inFlight: 2, waiting: 3, tenants: 1 });
+    ops[1]!.finish();
+    await expect(ops[1]!.result).resolves.toBe("a1");
+    await settle();
+    expect(order).toEqual(["a0", "a1", "a2"]);
+    for (const op of ops) op.finish();
+    await Promise.all(ops.map((o) => o.result));
+    expect(order).toEqual(["a0", "a1", "a2", "a3", "a4"]);
+    expect(share.figures).toEqual({ inFlight: 0, waiting: 0, tenants: 0 });
+  });
+
+  it("gives a quiet tenant a slot at once beside a tenant at its bound with thousands waiting", async () => {
+    const share = new FairShare(100, 4);
+    const order: string[] = [];
+    const flood = Array.from({ length: 2000 }, (_, i) => start(share, "a", order, `a${i}`));
+    const quiet = start(share, "b", order, "b0");
+    await settle();
+    expect(quiet.started).toBe(true);
+    expect(order).toEqual(["a0", "a1", "a2", "a3", "b0"]);
+    quiet.finish();
+    await quiet.result;
+    for (const op of flood) op.finish();
+    await Promise.all(flood.map((o) => o.result));
+    expect(share.figures.inFlight).toBe(0);
+  });
+
+  it("serves waiting tenants in turn when the gateway's slots are the bound", async () => {
+    const share = new FairShare(2, 10);
+    const order: string[] = [];
+    const ops = new Map<string, ReturnType<typeof start>>();
+    for (const name of ["a0", "a1", "a2", "a3", "b0", "b1", "c0"]) {
+      ops.set(name, start(share, name[0]!, order, name));
+    }
+    await settle();
+    expect(order).toEqual(["a0", "a1"]);
+    // Each freed slot goes to the next tenant in turn with waiting work: a, b, c, a, b.
+    for (const name of ["a0", "a1", "a2", "b0", "c0", "a3", "b1"]) {
+      ops.get(name)!.finish();
+      await ops.get(name)!.result;
+      await settle();
+    }
+    expect(order).toEqual(["a0", "a1", "a2", "b0", "c0", "a3", "b1"]);
+    expect(share.figures).toEqual({ inFlight: 0, waiting: 0, tenants: 0 });
+  });
+
+  it("frees the slot of an operation that fails, and passes its error on", async () => {
+    const share = new FairShare(1, 1);
+    const order: string[] = [];
+    const failing = share.run("a", () => Promise.reject(new Error("store down")));
+    const next = start(share, "b", order, "b0");
+    await expect(failing).rejects.toThrow("store down");
+    await settle();
+    expect(next.started).toBe(true);
+    next.finish();
+    await next.result;
+    expect(share.figures.inFlight).toBe(0);
+  });
+
+  it("refuses bounds below one", () => {
+    expect(() => new FairShare(0, 1)).toThrow(RangeError);
+    expect(() => new FairShare(1, 0)).toThrow(RangeError);
+  });
+});
