@@ -117,6 +117,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
     maxPushGroups: config.metricsMaxGroups,
   });
+  // Tenants' operations toward the store, and due timers' moves, shared fairly (fair-share.ts).
+  const fairShare = new FairShare(localNow);
   const jetstream = await openJetStreamAdapter(nc, {
     region: config.region,
     replicas: config.streamReplicas,
@@ -130,6 +132,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
     timerMovesPerSecondPerNamespace: config.maxTimerMovesPerSecondPerNamespace,
+    timerShare: (key, op) => fairShare.run(key, op),
     // The count caps hold for the tenant's sum as well as for each deployment.
     tenantCaps: {
       topics: config.maxTopicsPerNamespace,
@@ -211,8 +214,6 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const secretKeys = deriveSecretKeys(secret, config.region);
   const budget = new DemandExchange(nc, config.region, logger);
   budget.start();
-  // Tenants' operations toward the store, shared fairly (fair-share.ts); the pusher's are its own.
-  const fairShare = new FairShare();
   const queue = new QueueService({
     broker: fairBroker(jetstream.broker, fairShare),
     keys: secretKeys,

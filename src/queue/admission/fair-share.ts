@@ -5,7 +5,10 @@
 // flight per namespace and tenant, namespace-caps.ts, already bound how many can wait), in its
 // tenant's FIFO queue, and a freed slot goes to the tenants with waiting work in turn (round
 // robin). So a tenant's flood holds PER_TENANT operations in the gateway's event loop and on its
-// NATS connection, not thousands, and another tenant's publish waits behind at most those.
+// NATS connection, not thousands, and another tenant's publish waits behind at most those. A
+// tenant alone (no other began an operation within SHARED_MS) may have ALONE: its batches keep
+// their throughput where the store's round trip is long, and once another tenant comes it is cut
+// back to PER_TENANT as its operations end.
 //
 // Acknowledging and extending never wait here: they settle what was already handed out (a
 // delay would only cause redeliveries), each follows a delivery that took a slot, and none is
@@ -13,8 +16,18 @@
 
 /** Operations in flight toward the store per tenant on this gateway. */
 export const PER_TENANT = 8;
+/** Operations in flight toward the store per tenant while no other tenant has any. */
+export const ALONE = 64;
 /** Operations in flight toward the store on this gateway, all tenants together. */
 export const TOTAL = 256;
+/** How long a tenant's operation makes the others share (ms). */
+export const SHARED_MS = 1000;
+
+export interface FairShareBounds {
+  readonly total: number;
+  readonly perTenant: number;
+  readonly alone: number;
+}
 
 interface Line {
   inFlight: number;
@@ -34,6 +47,11 @@ export interface FairShareFigures {
 export class FairShare {
   readonly #total: number;
   readonly #perTenant: number;
+  readonly #alone: number;
+  readonly #now: () => number;
+  /** The tenant that began an operation last, and when; the last other one before it, and when. */
+  #last = { tenant: "", at: -Infinity };
+  #other = { tenant: "", at: -Infinity };
   readonly #lines = new Map<string, Line>();
   /** Tenants with waiting work, in turn order (from `#turnHead` on). */
   #turns: string[] = [];
@@ -41,16 +59,28 @@ export class FairShare {
   #inFlight = 0;
   #waiting = 0;
 
-  constructor(total = TOTAL, perTenant = PER_TENANT) {
-    if (!(total >= 1 && perTenant >= 1)) throw new RangeError("fair share bounds must be >= 1");
+  constructor(
+    now: () => number,
+    { total, perTenant, alone }: FairShareBounds = {
+      total: TOTAL,
+      perTenant: PER_TENANT,
+      alone: ALONE,
+    },
+  ) {
+    if (!(total >= 1 && perTenant >= 1 && alone >= perTenant)) {
+      throw new RangeError("fair share bounds must be >= 1, and alone >= perTenant");
+    }
+    this.#now = now;
     this.#total = total;
     this.#perTenant = perTenant;
+    this.#alone = alone;
   }
 
   /** Runs `op` holding one of `tenant`'s slots; waits for the slot first when none is free. */
   async run<T>(tenant: string, op: () => Promise<T>): Promise<T> {
+    this.#began(tenant);
     const line = this.#line(tenant);
-    if (!this.#mayGo(line)) await this.#wait(tenant, line);
+    if (!this.#mayGo(tenant, line)) await this.#wait(tenant, line);
     else this.#take(line);
     try {
       return await op();
@@ -63,6 +93,21 @@ export class FairShare {
     return { inFlight: this.#inFlight, waiting: this.#waiting, tenants: this.#lines.size };
   }
 
+  #began(tenant: string): void {
+    const at = this.#now();
+    if (this.#last.tenant === tenant) this.#last.at = at;
+    else {
+      this.#other = this.#last;
+      this.#last = { tenant, at };
+    }
+  }
+
+  /** A tenant's bound now: PER_TENANT if another tenant began an operation lately, else ALONE. */
+  #bound(tenant: string): number {
+    const other = this.#last.tenant === tenant ? this.#other : this.#last;
+    return other.at >= this.#now() - SHARED_MS ? this.#perTenant : this.#alone;
+  }
+
   #line(tenant: string): Line {
     let line = this.#lines.get(tenant);
     if (!line) {
@@ -73,9 +118,9 @@ export class FairShare {
   }
 
   /** A slot now: the tenant has room, the gateway has room, and no one of it waits before it. */
-  #mayGo(line: Line): boolean {
+  #mayGo(tenant: string, line: Line): boolean {
     return (
-      line.inFlight < this.#perTenant &&
+      line.inFlight < this.#bound(tenant) &&
       this.#inFlight < this.#total &&
       line.head === line.waiting.length
     );
@@ -116,7 +161,7 @@ export class FairShare {
     while (this.#inFlight < this.#total && this.#turnHead < this.#turns.length) {
       const tenant = this.#turns[this.#turnHead++]!;
       const line = this.#lines.get(tenant)!;
-      if (line.inFlight >= this.#perTenant) {
+      if (line.inFlight >= this.#bound(tenant)) {
         line.queued = false; // back in turn when one of its slots frees (#release)
         continue;
       }

@@ -56,7 +56,7 @@ describe("fair share of the store among tenants", () => {
       }
     });
     try {
-      expect(await eventually(() => stored > 10 * CONNECTIONS, 60_000)).toBe(true);
+      expect(await eventually(() => stored > 4 * CONNECTIONS, 60_000)).toBe(true);
       for (let i = 0; i < PROBES; i++) {
         await js.publish(`${MARKERS}.b`, String(i));
         expect((await b.publish(topicB, `b${i}`)).status).toBe(201);
@@ -77,5 +77,5 @@ describe("fair share of the store among tenants", () => {
     // Without the fair share B's publish waited behind most of A's 64 (one per connection);
     // with it behind A's PER_TENANT in flight, and those A is given in turn meanwhile.
     expect(median).toBeLessThan(3 * PER_TENANT);
-  });
+  }, 120_000);
 });

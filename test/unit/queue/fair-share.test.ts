@@ -2,7 +2,9 @@
 // in flight per tenant and per gateway, waiting work served round robin across tenants, FIFO
 // within a tenant, and nothing refused.
 import { describe, expect, it } from "vitest";
-import { FairShare } from "../../../src/queue/admission/fair-share.js";
+import { FairShare, SHARED_MS } from "../../../src/queue/admission/fair-share.js";
+
+const clock = () => 0;
 
 /** An operation the test finishes by hand; `started` tells whether it got its slot. */
 function held() {
@@ -26,7 +28,7 @@ function start(share: FairShare, tenant: string, order: string[], name: string) 
 
 describe("fair share", () => {
   it("bounds a tenant's operations in flight and starts the next as one ends, in order", async () => {
-    const share = new FairShare(100, 2);
+    const share = new FairShare(clock, { total: 100, perTenant: 2, alone: 2 });
     const order: string[] = [];
     const ops = Array.from({ length: 5 }, (_, i) => start(share, "a", order, `a${i}`));
     await settle();
@@ -43,7 +45,7 @@ describe("fair share", () => {
   });
 
   it("gives a quiet tenant a slot at once beside a tenant at its bound with thousands waiting", async () => {
-    const share = new FairShare(100, 4);
+    const share = new FairShare(clock, { total: 100, perTenant: 4, alone: 4 });
     const order: string[] = [];
     const flood = Array.from({ length: 2000 }, (_, i) => start(share, "a", order, `a${i}`));
     const quiet = start(share, "b", order, "b0");
@@ -58,7 +60,7 @@ describe("fair share", () => {
   });
 
   it("serves waiting tenants in turn when the gateway's slots are the bound", async () => {
-    const share = new FairShare(2, 10);
+    const share = new FairShare(clock, { total: 2, perTenant: 10, alone: 10 });
     const order: string[] = [];
     const ops = new Map<string, ReturnType<typeof start>>();
     for (const name of ["a0", "a1", "a2", "a3", "b0", "b1", "c0"]) {
@@ -77,7 +79,7 @@ describe("fair share", () => {
   });
 
   it("frees the slot of an operation that fails, and passes its error on", async () => {
-    const share = new FairShare(1, 1);
+    const share = new FairShare(clock, { total: 1, perTenant: 1, alone: 1 });
     const order: string[] = [];
     const failing = share.run("a", () => Promise.reject(new Error("store down")));
     const next = start(share, "b", order, "b0");
@@ -89,8 +91,37 @@ describe("fair share", () => {
     expect(share.figures.inFlight).toBe(0);
   });
 
-  it("refuses bounds below one", () => {
-    expect(() => new FairShare(0, 1)).toThrow(RangeError);
-    expect(() => new FairShare(1, 0)).toThrow(RangeError);
+  it("lets a tenant alone have more in flight, and cuts it back once another tenant comes", async () => {
+    let now = 0;
+    const share = new FairShare(() => now, { total: 100, perTenant: 2, alone: 4 });
+    const order: string[] = [];
+    const a = Array.from({ length: 10 }, (_, i) => start(share, "a", order, `a${i}`));
+    await settle();
+    expect(order).toEqual(["a0", "a1", "a2", "a3"]);
+    now += 10;
+    const b = start(share, "b", order, "b0");
+    expect(b.started).toBe(true);
+    // A holds 4; while B is about, each of A's that ends starts another only below 2.
+    for (const op of a.slice(0, 3)) op.finish();
+    await Promise.all(a.slice(0, 3).map((o) => o.result));
+    await settle();
+    expect(order).toEqual(["a0", "a1", "a2", "a3", "b0", "a4"]);
+    b.finish();
+    await b.result;
+    // A second after B's last operation began, A is alone again: a freed slot fills it up to 4.
+    now += SHARED_MS + 1;
+    a[3]!.finish();
+    await a[3]!.result;
+    await settle();
+    expect(order).toEqual(["a0", "a1", "a2", "a3", "b0", "a4", "a5", "a6", "a7"]);
+    for (const op of a) op.finish();
+    await Promise.all(a.map((o) => o.result));
+    expect(share.figures).toEqual({ inFlight: 0, waiting: 0, tenants: 0 });
+  });
+
+  it("refuses bounds below one, and a bound alone below the shared one", () => {
+    expect(() => new FairShare(clock, { total: 0, perTenant: 1, alone: 1 })).toThrow(RangeError);
+    expect(() => new FairShare(clock, { total: 1, perTenant: 0, alone: 0 })).toThrow(RangeError);
+    expect(() => new FairShare(clock, { total: 9, perTenant: 4, alone: 2 })).toThrow(RangeError);
   });
 });
