@@ -132,7 +132,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
     timerMovesPerSecondPerNamespace: config.maxTimerMovesPerSecondPerNamespace,
-    timerShare: (key, op) => fairShare.run(key, op),
+    timerShare: (key, op) => fairShare.run(key, op, false),
     // The count caps hold for the tenant's sum as well as for each deployment.
     tenantCaps: {
       topics: config.maxTopicsPerNamespace,

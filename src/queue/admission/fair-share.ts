@@ -8,7 +8,11 @@
 // NATS connection, not thousands, and another tenant's publish waits behind at most those. A
 // tenant alone (no other began an operation within SHARED_MS) may have ALONE: its batches keep
 // their throughput where the store's round trip is long, and once another tenant comes it is cut
-// back to PER_TENANT as its operations end.
+// back to PER_TENANT as its operations end. Past PER_TENANT a tenant may have one more than the
+// busiest other tenant (up to ALONE): when answers are slow (a starved gateway) a quiet tenant
+// needs more than PER_TENANT in flight for its own rate, and then it gets them, rather than
+// queueing behind itself while the flood holds as many. Due timers (`raises` false) never raise
+// another's bound: a namespace's timers and its own requests would raise each other's.
 //
 // Acknowledging and extending never wait here: they settle what was already handed out (a
 // delay would only cause redeliveries), each follows a delivery that took a slot, and none is
@@ -31,6 +35,8 @@ export interface FairShareBounds {
 
 interface Line {
   inFlight: number;
+  /** Whether its operations in flight let other tenants have as many (see above). */
+  raises: boolean;
   /** Grants of waiting operations, oldest first (from `head` on). */
   readonly waiting: (() => void)[];
   head: number;
@@ -77,9 +83,9 @@ export class FairShare {
   }
 
   /** Runs `op` holding one of `tenant`'s slots; waits for the slot first when none is free. */
-  async run<T>(tenant: string, op: () => Promise<T>): Promise<T> {
+  async run<T>(tenant: string, op: () => Promise<T>, raises = true): Promise<T> {
     this.#began(tenant);
-    const line = this.#line(tenant);
+    const line = this.#line(tenant, raises);
     if (!this.#mayGo(tenant, line)) await this.#wait(tenant, line);
     else this.#take(line);
     try {
@@ -105,19 +111,24 @@ export class FairShare {
   /** A tenant's bound now: PER_TENANT if another tenant began an operation lately, else ALONE. */
   #bound(tenant: string): number {
     const other = this.#last.tenant === tenant ? this.#other : this.#last;
-    return other.at >= this.#now() - SHARED_MS ? this.#perTenant : this.#alone;
+    if (other.at < this.#now() - SHARED_MS) return this.#alone;
+    let busiest = 0;
+    for (const [t, line] of this.#lines) {
+      if (line.raises && t !== tenant && line.inFlight > busiest) busiest = line.inFlight;
+    }
+    return Math.min(this.#alone, Math.max(this.#perTenant, busiest + 1));
   }
 
-  #line(tenant: string): Line {
+  #line(tenant: string, raises: boolean): Line {
     let line = this.#lines.get(tenant);
     if (!line) {
-      line = { inFlight: 0, waiting: [], head: 0, queued: false };
+      line = { inFlight: 0, raises, waiting: [], head: 0, queued: false };
       this.#lines.set(tenant, line);
     }
     return line;
   }
 
-  /** A slot now: the tenant has room, the gateway has room, and no one of it waits before it. */
+  /** A slot now: the tenant has room, the gateway has room, and none of its own waits before it. */
   #mayGo(tenant: string, line: Line): boolean {
     return (
       line.inFlight < this.#bound(tenant) &&

@@ -16,13 +16,17 @@ function held() {
 /** Lets granted operations start (grants resolve promises). */
 const settle = () => new Promise<void>((r) => setImmediate(r));
 
-function start(share: FairShare, tenant: string, order: string[], name: string) {
+function start(share: FairShare, tenant: string, order: string[], name: string, raises = true) {
   const op = held();
-  const result = share.run(tenant, () => {
-    op.started = true;
-    order.push(name);
-    return op.done.then(() => name);
-  });
+  const result = share.run(
+    tenant,
+    () => {
+      op.started = true;
+      order.push(name);
+      return op.done.then(() => name);
+    },
+    raises,
+  );
   return Object.assign(op, { result });
 }
 
@@ -116,6 +120,26 @@ describe("fair share", () => {
     expect(order).toEqual(["a0", "a1", "a2", "a3", "b0", "a4", "a5", "a6", "a7"]);
     for (const op of a) op.finish();
     await Promise.all(a.map((o) => o.result));
+    expect(share.figures).toEqual({ inFlight: 0, waiting: 0, tenants: 0 });
+  });
+
+  it("lets a tenant with slow answers have one more than the busiest other, not queue behind itself", async () => {
+    const share = new FairShare(clock, { total: 100, perTenant: 2, alone: 10 });
+    const order: string[] = [];
+    const b0 = start(share, "b", order, "b0");
+    const a = Array.from({ length: 5 }, (_, i) => start(share, "a", order, `a${i}`));
+    const timers = Array.from({ length: 5 }, (_, i) =>
+      start(share, "timers a", order, `t${i}`, false),
+    );
+    await settle();
+    // A (with B about, holding 1) gets 2; its timers one more than A, and raise no one's bound.
+    expect(order).toEqual(["b0", "a0", "a1", "t0", "t1", "t2"]);
+    const more = [1, 2, 3].map((i) => start(share, "b", order, `b${i}`));
+    await settle();
+    // B may have one more than A's 2; its fourth waits.
+    expect(order).toEqual(["b0", "a0", "a1", "t0", "t1", "t2", "b1", "b2"]);
+    for (const op of [b0, ...more, ...a, ...timers]) op.finish();
+    await Promise.all([b0, ...more, ...a, ...timers].map((o) => o.result));
     expect(share.figures).toEqual({ inFlight: 0, waiting: 0, tenants: 0 });
   });
 
