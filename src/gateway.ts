@@ -4,6 +4,8 @@ import { namespaceLabel } from "./queue/namespace.js";
 import { NamespaceCounts } from "./queue/admission/namespace-counts.js";
 import { DemandExchange } from "./nats/core/demand-exchange.js";
 import { DelayedPublishCap } from "./queue/admission/delayed-publish-cap.js";
+import { FairShare } from "./queue/admission/fair-share.js";
+import { fairAdmin, fairBroker } from "./queue/admission/fair-ports.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
@@ -117,6 +119,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     groupStatsRefreshMs: config.metricsRefreshSeconds * 1000,
     maxPushGroups: config.metricsMaxGroups,
   });
+  // Tenants' operations toward the store, and due timers' moves, shared fairly (fair-share.ts).
+  const fairShare = new FairShare(localNow);
   const jetstream = await openJetStreamAdapter(nc, {
     region: config.region,
     replicas: config.streamReplicas,
@@ -130,6 +134,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     maxTopicsPerNamespace: config.maxTopicsPerNamespace,
     maxGroupsPerNamespace: config.maxGroupsPerNamespace,
     timerMovesPerSecondPerNamespace: config.maxTimerMovesPerSecondPerNamespace,
+    timerShare: (key, op) => fairShare.run(key, op, false),
     // The count caps hold for the tenant's sum as well as for each deployment.
     tenantCaps: {
       topics: config.maxTopicsPerNamespace,
@@ -213,7 +218,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   budget.start();
   // What the use cases share; the pusher is given the parts of it it needs (below).
   const queueContext = createQueueContext({
-    broker: jetstream.broker,
+    broker: fairBroker(jetstream.broker, fairShare),
     keys: secretKeys,
     now: jetstream.now,
     observer: metrics.observer,
@@ -277,8 +282,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     tenants: jetstream.tenants,
   });
   const management = new ManagementService({
-    admin: jetstream.admin,
-    broker: jetstream.broker,
+    admin: fairAdmin(jetstream.admin, fairShare),
+    broker: fairBroker(jetstream.broker, fairShare),
     settings: jetstream.settings,
     duplicateIdKey: secretKeys.duplicateId,
     now: jetstream.now,

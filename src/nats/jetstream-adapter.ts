@@ -55,6 +55,8 @@ export interface JetStreamAdapterOptions {
   readonly maxGroupsPerNamespace: number;
   /** Timer moves per second per namespace on this gateway (0: none). */
   readonly timerMovesPerSecondPerNamespace: number;
+  /** The fair share due timers' moves run in (delay-scheduler.ts); none: they run at once. */
+  readonly timerShare?: <T>(key: string, op: () => Promise<T>) => Promise<T>;
   /** Caps per tenant, all its deployments together (src/queue/admission). */
   readonly tenantCaps: TenantCaps;
   /** Storage quotas (see storage-quotas.ts). */
@@ -242,6 +244,7 @@ export async function openJetStreamAdapter(
     maxAgeMs: o.maxAgeMs,
     messageTtl,
     movesPerSecondPerNamespace: o.timerMovesPerSecondPerNamespace,
+    ...(o.timerShare ? { share: o.timerShare } : {}),
   });
   const records = new LeaseRecords(js, {
     replicas: o.replicas,

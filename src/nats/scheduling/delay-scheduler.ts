@@ -85,6 +85,12 @@ export interface DelaySchedulerDeps {
   readonly messageTtl: boolean;
   /** Timer moves per second per namespace on this gateway (0: none); see move-budget.ts. */
   readonly movesPerSecondPerNamespace: number;
+  /**
+   * Runs a due timer's move in the gateway's fair share (src/queue/admission/fair-share.ts), on
+   * a line of its namespace's timers: a namespace whose timers come due by the thousand has a
+   * few moves toward NATS at once, and other namespaces' moves and requests go in turn with them.
+   */
+  readonly share?: <T>(key: string, op: () => Promise<T>) => Promise<T>;
 }
 
 const BATCH = 32;
@@ -331,11 +337,20 @@ export class DelayScheduler {
     // Before any read: a namespace past its budget costs a -NAK per timer, not a move. Its
     // namespace is the parked subject's second token (`vqs.<namespace>.<topic>.d`).
     const seq = parseAckSubject(msg.reply ?? "")?.streamSeq ?? 0;
-    const over = this.#moves.delayMs(timer.p.split(".")[1] ?? "", seq);
+    const namespace = timer.p.split(".")[1] ?? "";
+    const over = this.#moves.delayMs(namespace, seq);
     if (over > 0) {
       this.#nak(msg, over);
       return false;
     }
+    const share = this.#d.share;
+    return share
+      ? share(`timers ${namespace}`, () => this.#moveDue(msg, timer))
+      : this.#moveDue(msg, timer);
+  }
+
+  /** Moves a timer's parked message (true) unless it is gone, not due yet, or moved already. */
+  async #moveDue(msg: Msg, timer: MoveTimer): Promise<boolean> {
     const parked = await this.#parked(timer);
     const message = parked
       ? decodeMessage(parked.seq, rfc3339ToMs(parked.timestamp), parked.header, parked.data)
