@@ -21,6 +21,7 @@ import { IdLeases } from "./id-leases.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { LongPolls } from "./long-polls.js";
 import { NamespaceCounts } from "./admission/namespace-counts.js";
+import { largeBodyBusy, tooManyWaiters } from "./admission/refusals.js";
 import {
   duplicateMessageId,
   newNonce,
@@ -227,7 +228,7 @@ export class QueueService {
     if (input.delaySeconds > 0) this.#delayedPublishes?.take(topic.namespace.key);
     // Checked before a byte is read: past the cap the client is told to come back.
     if (this.#uploads >= this.#maxUploads) {
-      throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
+      throw largeBodyBusy();
     }
     // The body counts against the storage quotas: a declared length without room is refused
     // before a byte is read, a chunked body as soon as what it brought has none.
@@ -309,11 +310,11 @@ export class QueueService {
         true,
       );
       if (slot === null || reading.signal?.aborted) {
-        throw new AppError("large_body_busy", {
-          message: reading.signal?.aborted
+        throw largeBodyBusy(
+          reading.signal?.aborted
             ? "The reader went away while its large body waited for a download slot."
             : "No download slot (VQS_MAX_LARGE_DOWNLOADS) came free before the message's lease ended.",
-        });
+        );
       }
       yield* read();
     } finally {
@@ -387,7 +388,7 @@ export class QueueService {
     // ID, dead-lettered, over the concurrency limit) means waiting on. A namespace with as many
     // waiters here as it may have is told so (nothing was leased by the look above).
     const ns = group.namespace.key;
-    if (!this.waiters.take(ns)) throw new AppError("too_many_waiters", { retryAfterSeconds: 1 });
+    if (!this.waiters.take(ns)) throw tooManyWaiters();
     try {
       const untilMs = this.#now() + waitMs;
       for (;;) {
@@ -615,7 +616,7 @@ export class QueueService {
     const slot = await this.#downloads.take(RECEIVE_BY_ID_SLOT_WAIT_MS, options.signal ?? null);
     if (slot === null || options.signal?.aborted) {
       slot?.release();
-      throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
+      throw largeBodyBusy();
     }
     try {
       return { ...(await this.#receiveFoundById(group, found, options)), downloadSlot: slot };

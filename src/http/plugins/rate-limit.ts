@@ -17,7 +17,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
-import { AppError, ERRORS } from "../../errors.js";
+import { ERRORS, type AppError } from "../../errors.js";
+import { rateLimited } from "../../queue/admission/refusals.js";
 import { TenantWindows } from "../../queue/admission/tenant-windows.js";
 
 export interface RateLimitOptions {
@@ -175,7 +176,7 @@ function installByteLimit(app: FastifyInstance, opts: RateLimitOptions): void {
     if (buckets.size > MAX_TENANTS) buckets.delete(buckets.keys().next().value!);
     if (b.level > 0 && b.level + bytes > share) {
       const retryAfterSeconds = Math.max(1, Math.ceil((b.level + bytes - share) / share));
-      return new AppError("rate_limited", { retryAfterSeconds });
+      return rateLimited(retryAfterSeconds);
     }
     b.level += bytes;
     return null;
