@@ -131,8 +131,11 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     messageTtl: config.messageTtl,
     consumerInactiveSeconds: config.consumerInactiveSeconds,
     maxLeaseMs: LIMITS.visibilityTimeoutSeconds.max * 1000,
-    maxTopicsPerNamespace: config.maxTopicsPerNamespace,
-    maxGroupsPerNamespace: config.maxGroupsPerNamespace,
+    namespaceCaps: {
+      topics: config.maxTopicsPerNamespace,
+      groups: config.maxGroupsPerNamespace,
+      settings: config.maxSettingsPerNamespace,
+    },
     timerMovesPerSecondPerNamespace: config.maxTimerMovesPerSecondPerNamespace,
     timerShare: (key, op) => fairShare.run(key, op, false),
     // The count caps hold for the tenant's sum as well as for each deployment.
@@ -278,8 +281,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const settings = new SettingsService({
     store: jetstream.settings,
     pushDestinations,
-    maxPerNamespace: config.maxSettingsPerNamespace,
-    tenants: jetstream.tenants,
+    admission: jetstream.admission,
   });
   const management = new ManagementService({
     admin: fairAdmin(jetstream.admin, fairShare),

@@ -32,6 +32,7 @@ import { StorageQuotas, type StorageQuotaOptions } from "./queue-state/storage-q
 import { JetStreamUsage } from "./queue-state/tenant-usage.js";
 import { TenantAdmission, type TenantCaps } from "../queue/admission/tenant-admission.js";
 import type { PushScheduler } from "../queue/push-delivery/push-scheduler.js";
+import { StoreAdmission, type NamespaceCaps } from "../queue/admission/store-admission.js";
 
 export interface JetStreamAdapterOptions {
   /** Neighbour regions for failover, and how to connect to them. */
@@ -51,12 +52,12 @@ export interface JetStreamAdapterOptions {
   readonly consumerInactiveSeconds: number;
   /** The longest lease a receipt handle can carry. */
   readonly maxLeaseMs: number;
-  readonly maxTopicsPerNamespace: number;
-  readonly maxGroupsPerNamespace: number;
   /** Timer moves per second per namespace on this gateway (0: none). */
   readonly timerMovesPerSecondPerNamespace: number;
   /** The fair share due timers' moves run in (delay-scheduler.ts); none: they run at once. */
   readonly timerShare?: <T>(key: string, op: () => Promise<T>) => Promise<T>;
+  /** Caps per namespace, each deployment alone (src/queue/admission). */
+  readonly namespaceCaps: NamespaceCaps;
   /** Caps per tenant, all its deployments together (src/queue/admission). */
   readonly tenantCaps: TenantCaps;
   /** Storage quotas (see storage-quotas.ts). */
@@ -131,6 +132,8 @@ export interface JetStreamAdapter {
   readonly quotas: StorageQuotas;
   /** Caps per tenant (topics, groups, settings, bytes, deployments). */
   readonly tenants: TenantAdmission;
+  /** What a namespace and its tenant may create: topics, groups, settings documents. */
+  readonly admission: StoreAdmission;
   /** Bodies above the inline limit, in their own stream. */
   readonly bodies: JetStreamBodies;
   /** Per-group figures of this region, at most `max` groups. */
@@ -204,14 +207,12 @@ export async function openJetStreamAdapter(
   const clock = new ServerClock();
   const now = o.now ?? clock.now;
   let settingsStore: SettingsBucket | null = null;
-  const tenants = new TenantAdmission(
-    o.tenantCaps,
-    new JetStreamUsage(jsm, o.region, () => settingsStore),
-    now,
-  );
+  const usage = new JetStreamUsage(jsm, o.region, () => settingsStore);
+  const tenants = new TenantAdmission(o.tenantCaps, usage, now);
+  const admission = new StoreAdmission(o.namespaceCaps, usage, tenants, now);
   const topology = new Topology(jsm, {
     now,
-    tenants,
+    admission,
     allowMsgTtl: messageTtl,
     replicas: o.replicas,
     maxAgeMs: o.maxAgeMs,
@@ -219,8 +220,6 @@ export async function openJetStreamAdapter(
     maxMsgBytes: maxPayload,
     ackWaitMs: o.defaultLeaseMs,
     inactiveThresholdMs: o.consumerInactiveSeconds * 1000,
-    maxTopicsPerNamespace: o.maxTopicsPerNamespace,
-    maxGroupsPerNamespace: o.maxGroupsPerNamespace,
     topicHardMaxBytes: o.quotas.hardMaxBytes,
   });
   const bodyChunkBytes = Math.min(BODY_CHUNK_BYTES, maxPayload - HEADER_RESERVE);
@@ -351,6 +350,7 @@ export async function openJetStreamAdapter(
     maxAgeMs: o.maxAgeMs + BODY_AGE_MARGIN_MS,
     maxStoreBytes: o.largeBodies.maxStoreBytes,
     namespaceShareBytes: o.largeBodies.namespaceShareBytes,
+    tenantDeployments: (key) => tenants.deployments(key),
     ingestBytesPerSecond: o.largeBodies.ingestBytesPerSecond,
     requestTimeoutMs: o.requestTimeoutMs,
     orphanGraceMs: o.largeBodies.orphanGraceMs,
@@ -397,6 +397,7 @@ export async function openJetStreamAdapter(
     maxPayloadBytes: maxPayload - HEADER_RESERVE,
     quotas,
     tenants,
+    admission,
     bodies,
     groupStats: (max) => readGroupStats(jsm, o.region, max, now),
     startPush(scheduler) {

@@ -5,8 +5,8 @@
 // `too_many_requests_in_flight` with Retry-After. Acknowledging and extending are never counted
 // nor refused, as with the rate limit: refusing them would only cause redeliveries.
 import type { FastifyInstance } from "fastify";
-import { AppError } from "../../errors.js";
 import type { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
+import { tooManyRequestsInFlight } from "../../queue/admission/refusals.js";
 import { LIMITED_ROUTES } from "./rate-limit.js";
 
 export function installNamespaceCaps(app: FastifyInstance, inFlight: NamespaceCounts): void {
@@ -14,9 +14,7 @@ export function installNamespaceCaps(app: FastifyInstance, inFlight: NamespaceCo
   app.addHook("preParsing", async (request, reply) => {
     if (!LIMITED_ROUTES.has(request.routeOptions.url ?? "")) return;
     const ns = request.namespace.key;
-    if (!inFlight.take(ns)) {
-      throw new AppError("too_many_requests_in_flight", { retryAfterSeconds: 1 });
-    }
+    if (!inFlight.take(ns)) throw tooManyRequestsInFlight();
     // The response's 'close' comes once it is sent or the connection is gone, whichever is first.
     reply.raw.once("close", () => inFlight.release(ns));
   });

@@ -17,7 +17,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
-import { AppError, ERRORS } from "../../errors.js";
+import { ERRORS, type AppError } from "../../errors.js";
+import { TenantByteBuckets } from "../../queue/admission/tenant-byte-buckets.js";
 import { TenantWindows } from "../../queue/admission/tenant-windows.js";
 
 export interface RateLimitOptions {
@@ -97,13 +98,13 @@ export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): 
     const refusedOn = new WeakMap<Socket, Refused>();
     /** Counts the request in its tenant's window; answers 429 when the window is full. */
     const decide = (req: FastifyRequest, reply: FastifyReply, tenant: string, limit: number) => {
-      const w = windows.count(tenant, WINDOW_MS);
+      const share = opts.budget.share(tenant, "requests", limit);
+      const retryAfterSeconds = windows.admit(tenant, share, WINDOW_MS);
       const socket = req.raw.socket as Socket | null;
-      if (w.current <= opts.budget.share(tenant, "requests", limit)) {
+      if (retryAfterSeconds === null) {
         if (socket) refusedOn.delete(socket);
         return false;
       }
-      const retryAfterSeconds = Math.max(1, Math.ceil(w.ttl / 1000));
       if (socket) refusedOn.set(socket, { tenant, untilMs: Date.now() + retryAfterSeconds * 1000 });
       opts.onRefused();
       void reply
@@ -159,26 +160,11 @@ export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): 
  */
 function installByteLimit(app: FastifyInstance, opts: RateLimitOptions): void {
   if (opts.bytesPerSecond === 0) return;
-  const buckets = new Map<string, { level: number; at: number }>();
+  const buckets = new TenantByteBuckets(MAX_TENANTS, Date.now);
   /** Takes `bytes` for the tenant, or answers the refusal (Retry-After: until it has drained). */
   const take = (tenant: string, bytes: number): AppError | null => {
     opts.budget.note(tenant, "bytes", bytes);
-    const share = opts.budget.share(tenant, "bytes", opts.bytesPerSecond);
-    const now = Date.now();
-    let b = buckets.get(tenant);
-    if (b)
-      buckets.delete(tenant); // re-inserted: the map's order is least recently used first
-    else b = { level: 0, at: now };
-    b.level = Math.max(0, b.level - ((now - b.at) / 1000) * share);
-    b.at = now;
-    buckets.set(tenant, b);
-    if (buckets.size > MAX_TENANTS) buckets.delete(buckets.keys().next().value!);
-    if (b.level > 0 && b.level + bytes > share) {
-      const retryAfterSeconds = Math.max(1, Math.ceil((b.level + bytes - share) / share));
-      return new AppError("rate_limited", { retryAfterSeconds });
-    }
-    b.level += bytes;
-    return null;
+    return buckets.take(tenant, bytes, opts.budget.share(tenant, "bytes", opts.bytesPerSecond));
   };
   app.addHook("preParsing", (req, _reply, payload, done) => {
     if (!LIMITED_ROUTES.has(req.routeOptions.url ?? "") || req.method !== "POST") return done();

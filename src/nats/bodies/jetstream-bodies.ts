@@ -34,6 +34,7 @@ import {
   bodyTopicPrefix,
 } from "../core/naming.js";
 import { IngestBudget } from "./ingest-budget.js";
+import { LargeBodyShare } from "../../queue/admission/large-body-share.js";
 import {
   COMMIT_HEADER,
   NAMESPACE_HEADER,
@@ -64,8 +65,10 @@ export interface JetStreamBodiesOptions {
   readonly maxAgeMs: number;
   /** The whole store's byte limit (`max_bytes`); 0: none. */
   readonly maxStoreBytes: number;
-  /** What one namespace may store; 0: no share. */
+  /** What one namespace, and one tenant, may store; 0: no share. */
   readonly namespaceShareBytes: number;
+  /** Namespace keys of a tenant's live deployments, by a namespace key of the tenant. */
+  readonly tenantDeployments: (namespaceKey: string) => Promise<ReadonlySet<string>>;
   /** Bytes per second this gateway takes in, all uploads together; 0: any. */
   readonly ingestBytesPerSecond: number;
   readonly requestTimeoutMs: number;
@@ -129,6 +132,7 @@ export class JetStreamBodies implements BodyStore {
   readonly #o: JetStreamBodiesOptions;
   readonly #sweep: OrphanSweep;
   readonly #budget: IngestBudget;
+  readonly #share: LargeBodyShare;
   #ready: Promise<void> | null = null;
   #sweeping: Promise<SweepResult> | null = null;
   #timer: NodeJS.Timeout | null = null;
@@ -140,6 +144,12 @@ export class JetStreamBodies implements BodyStore {
     this.#o = o;
     this.unsupportedReason = o.unsupportedReason;
     this.#budget = new IngestBudget(o.ingestBytesPerSecond);
+    this.#share = new LargeBodyShare({
+      shareBytes: o.namespaceShareBytes,
+      usage: { largeBodyBytes: (key) => this.#namespaceUsage(key) },
+      deployments: o.tenantDeployments,
+      now: o.now,
+    });
     this.#sweep = new OrphanSweep({
       jsm: o.jsm,
       chunkBytes: o.chunkBytes,
@@ -196,12 +206,10 @@ export class JetStreamBodies implements BodyStore {
     await this.#ensureStream();
     const id = randomBytes(16).toString("hex");
     const subject = this.#subject(topic, id);
-    // The namespace's share: what it stores now (whole chunks) plus what this body brings.
-    const share = this.#o.namespaceShareBytes;
-    const used = share > 0 ? await this.#namespaceUsage(topic) : 0;
-    const overShare = (bytes: number) => share > 0 && used + bytes > share;
-    if (overShare(o.declaredLength ?? 0)) throw new AppError("large_body_share_exceeded");
-    let written = 0;
+    // The namespace's and the tenant's shares: what they store now (whole chunks) plus what
+    // this body brings.
+    const hold = await this.#share.open(topic.namespace.key, o.declaredLength ?? 0);
+    let stored = false;
     try {
       const { length, sha256, publishByMs } = await writeChunks(source, {
         requests: this.#o.requests,
@@ -223,16 +231,18 @@ export class JetStreamBodies implements BodyStore {
         timeoutMs: this.#o.requestTimeoutMs,
         namespaceLabel: namespaceLabel(topic.namespace),
         onBytes: async (n) => {
-          written += n;
-          if (overShare(written)) throw new AppError("large_body_share_exceeded");
+          hold.add(n);
           await this.#budget.take(n);
           this.#o.observeBytes("in", n);
         },
       });
+      stored = true;
       return { id, length, sha256, publishByMs };
     } catch (err) {
       await this.#purge(subject).catch(() => undefined);
       throw toBodyWriteError(err);
+    } finally {
+      hold.end(stored);
     }
   }
 
@@ -333,10 +343,11 @@ export class JetStreamBodies implements BodyStore {
   }
 
   /** Bytes of large bodies the topic's namespace stores (in whole chunks: an upper bound). */
-  async #namespaceUsage(topic: TopicAddress): Promise<number> {
+  /** Bytes of a namespace's large bodies in the store (whole chunks). */
+  async #namespaceUsage(namespaceKey: string): Promise<number> {
     try {
       const info = await this.#o.jsm.streams.info(BODY_STREAM, {
-        subjects_filter: bodyNamespaceFilter(this.#o.region, topic.namespace),
+        subjects_filter: bodyNamespaceFilter(this.#o.region, { key: namespaceKey }),
       });
       let chunks = 0;
       for (const n of Object.values(info.state.subjects ?? {})) chunks += n;

@@ -48,7 +48,8 @@ import { groupNames, topicNames, type GroupNames, type TopicNames } from "../cor
 import type { PullClient } from "../pulls/pull-client.js";
 import type { Topology } from "./topology.js";
 import type { TenantAdmission } from "../../queue/admission/tenant-admission.js";
-import { QUOTA_RETRY_AFTER_SECONDS, type StorageQuotas } from "./storage-quotas.js";
+import type { StorageQuotas } from "./storage-quotas.js";
+import { topicFull } from "../../queue/admission/byte-quotas.js";
 
 export interface JetStreamBrokerDeps {
   readonly nc: NatsConnection;
@@ -154,10 +155,7 @@ export class JetStreamBroker implements Broker {
         () => new RequestTimeoutError(`a publish to ${names.stream}`, ms),
       ).catch((err: unknown) => {
         if (isStreamFull(err)) {
-          throw new AppError("topic_full", {
-            cause: err,
-            retryAfterSeconds: QUOTA_RETRY_AFTER_SECONDS,
-          });
+          throw topicFull(err);
         }
         if (!isAppError(err)) this.#d.observeWriteFailure(writeFailureCause(err));
         throw err;

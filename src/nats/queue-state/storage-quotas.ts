@@ -1,12 +1,13 @@
-// Storage quotas per topic and per namespace, checked by the gateway before a publish against
-// usage read from stream info (one listing of the namespace's streams, and its large bodies'
-// chunks in the body store) at most every refreshMs, plus what this gateway stored since: a
-// publish costs no round trip. A large body is counted as it streams in (`upload`). Gateways together can
-// overshoot a limit by what the others store within one refresh. A hard per-topic limit is
-// JetStream's own (max_bytes, topology.ts, opt-in since JetStream reserves it). See
-// docs/architecture.md, "Admission" ("Why not one NATS account per namespace").
+// The bytes behind the storage quotas per topic and per namespace, kept for the check before a
+// publish (admission decides: src/queue/admission/byte-quotas.ts): usage read from stream info
+// (one listing of the namespace's streams, and its large bodies' chunks in the body store) at
+// most every refreshMs, plus what this gateway stored since: a publish costs no round trip. A
+// large body is counted as it streams in (`upload`). Gateways together can overshoot a limit by
+// what the others store within one refresh. A hard per-topic limit is JetStream's own
+// (max_bytes, topology.ts, opt-in since JetStream reserves it). See docs/architecture.md,
+// "Admission" ("Why not one NATS account per namespace").
 import { JetStreamApiCodes, type JetStreamManager } from "@nats-io/jetstream";
-import { AppError } from "../../errors.js";
+import { admitNamespaceBytes } from "../../queue/admission/byte-quotas.js";
 import type { UploadQuota } from "../../queue/broker.js";
 import { isApiError } from "../core/errors.js";
 import { BODY_STREAM, bodyNamespaceFilter } from "../core/naming.js";
@@ -25,9 +26,6 @@ export interface StorageQuotaOptions {
   /** Bytes of one large-body chunk; 0: no body store (large bodies are not counted). */
   readonly bodyChunkBytes: number;
 }
-
-/** What a client over a quota is told to wait: space frees as messages expire. */
-export const QUOTA_RETRY_AFTER_SECONDS = 30;
 
 /** Namespaces whose usage is remembered (the least recently refreshed forgotten first). */
 const MAX_NAMESPACES = 10_000;
@@ -163,7 +161,6 @@ export class StorageQuotas {
   }
 
   #check(u: Usage, stream: string, bytes: number): void {
-    const limit = u.limit;
     const topicLimit = this.#o.topicMaxBytes;
     let uploading = 0;
     let topicUploading = 0;
@@ -171,21 +168,16 @@ export class StorageQuotas {
       uploading += up.written - up.counted;
       if (up.stream === stream) topicUploading += up.written - up.counted;
     }
-    const topicUsed =
-      (u.streams.get(stream) ?? 0) + (u.streamsSince.get(stream) ?? 0) + topicUploading;
-    if (topicLimit > 0 && topicUsed + bytes > topicLimit) {
-      throw new AppError("topic_full", {
-        retryAfterSeconds: QUOTA_RETRY_AFTER_SECONDS,
-        extra: { limitBytes: topicLimit, usedBytes: topicUsed },
-      });
-    }
-    const used = u.bytes + u.since + uploading;
-    if (limit > 0 && used + bytes > limit) {
-      throw new AppError("storage_quota_exceeded", {
-        retryAfterSeconds: QUOTA_RETRY_AFTER_SECONDS,
-        extra: { limitBytes: limit, usedBytes: used },
-      });
-    }
+    admitNamespaceBytes(
+      {
+        topicUsed:
+          (u.streams.get(stream) ?? 0) + (u.streamsSince.get(stream) ?? 0) + topicUploading,
+        topicLimit,
+        namespaceUsed: u.bytes + u.since + uploading,
+        namespaceLimit: u.limit,
+      },
+      bytes,
+    );
   }
 
   /** Counts a stored message until the next read of the namespace's usage includes it. */

@@ -3,10 +3,12 @@
 // groups and bytes at once, and the settings bucket this gateway follows in memory counts its
 // settings documents. A read under way is shared by every tenant that asks meanwhile, so a
 // region listing runs at most once at a time per gateway, whatever the number of tenants asking.
+// A namespace's own counts (its caps) come from a listing of its streams by subject.
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { tenantKeyOf } from "../../queue/admission/tenant.js";
-import type { TenantUsage, UsagePort } from "../../queue/admission/usage.js";
+import type { NamespaceUsagePort, TenantUsage, UsagePort } from "../../queue/admission/usage.js";
 import type { SettingsStore } from "../../queue/settings/settings-store.js";
+import { namespaceFilter } from "../core/naming.js";
 
 /** Subjects of every topic stream (`vqs.<namespace hash>.<topic hash>.>`). */
 const TOPIC_STREAMS = "vqs.*.*.>";
@@ -27,7 +29,7 @@ const empty = (): Counts => ({
   deployments: new Set(),
 });
 
-export class JetStreamUsage implements UsagePort {
+export class JetStreamUsage implements UsagePort, NamespaceUsagePort {
   readonly #jsm: JetStreamManager;
   readonly #region: string;
   readonly #settings: () => SettingsStore | null;
@@ -49,6 +51,20 @@ export class JetStreamUsage implements UsagePort {
       counts.deployments.add(entry.namespace.key);
     }
     return counts;
+  }
+
+  async countTopics(namespaceKey: string): Promise<number> {
+    let topics = 0;
+    const filter = namespaceFilter(this.#region, { key: namespaceKey });
+    for await (const name of this.#jsm.streams.names(filter)) if (name) topics++;
+    return topics;
+  }
+
+  async countGroups(namespaceKey: string): Promise<number> {
+    let groups = 0;
+    const filter = namespaceFilter(this.#region, { key: namespaceKey });
+    for await (const info of this.#jsm.streams.list(filter)) groups += info.state.consumer_count;
+    return groups;
   }
 
   #readStreams(): Promise<Map<string, Counts>> {

@@ -11,8 +11,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { AppError } from "../../errors.js";
-import type { TenantAdmission } from "../../queue/admission/tenant-admission.js";
+import type { StoreAdmission } from "../../queue/admission/store-admission.js";
 import { isApiError } from "../core/errors.js";
 import type { GroupNames, TopicNames } from "../core/naming.js";
 import { closedAt, CLOSE_STALE_MS, reopen } from "./topic-closing.js";
@@ -31,9 +30,6 @@ export interface TopologyOptions {
   readonly ackWaitMs: number;
   /** Idle consumer groups are removed after this long. */
   readonly inactiveThresholdMs: number;
-  /** Caps per namespace (0: none), checked when a topic's stream or a group's consumer is made. */
-  readonly maxTopicsPerNamespace: number;
-  readonly maxGroupsPerNamespace: number;
   /**
    * Hard byte limit of every topic stream (max_bytes with discard new; 0: none). JetStream
    * reserves it on creation, so the sum over all topics must fit the store (storage-quotas.ts).
@@ -41,8 +37,11 @@ export interface TopologyOptions {
   readonly topicHardMaxBytes: number;
   /** Server time (estimated), to tell a close left behind (topic-closing.ts). */
   readonly now?: () => number;
-  /** The caps per tenant (all its deployments together), asked after the namespace's. */
-  readonly tenants?: TenantAdmission;
+  /**
+   * Admission of a new topic's stream or group's consumer (the caps per namespace and per
+   * tenant), asked before either is made.
+   */
+  readonly admission?: Pick<StoreAdmission, "admitTopic" | "admitGroup">;
 }
 
 /**
@@ -51,8 +50,6 @@ export interface TopologyOptions {
  */
 const MISSING_TTL_MS = 500;
 const MAX_MISSING = 10_000;
-/** How long a namespace's topic or group count under its cap is reused (see #checkTopicCap). */
-const CAP_COUNT_REUSE_MS = 1000;
 
 /** The lease (`ack_wait`) and cap (`max_ack_pending`) a push feed gives the consumer it makes. */
 export interface PushedConsumer {
@@ -70,9 +67,6 @@ export class Topology {
   /** The push lease and cap of each group this gateway pushes (its feed notes them). */
   readonly #pushed = new Map<string, PushedConsumer>();
   readonly #missing = new Map<string, number>();
-  /** Each namespace's topic and group counts as last read (plus creations since), for the caps. */
-  readonly #topicCounts = new Map<string, { count: number; at: number }>();
-  readonly #groupCounts = new Map<string, { count: number; at: number }>();
 
   constructor(jsm: JetStreamManager, opts: TopologyOptions) {
     this.#jsm = jsm;
@@ -249,7 +243,7 @@ export class Topology {
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
     }
-    await this.#checkTopicCap(names);
+    await this.#opts.admission?.admitTopic(names.namespaceKey);
     const maxAge = nanos(this.#opts.maxAgeMs);
     try {
       await this.#jsm.streams.add({
@@ -288,7 +282,7 @@ export class Topology {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
     }
-    await this.#checkGroupCap(names);
+    await this.#opts.admission?.admitGroup(names.namespaceKey);
     const ackWaitMs = pushed?.ackWaitMs ?? this.#opts.ackWaitMs;
     try {
       await this.#jsm.consumers.add(names.stream, {
@@ -313,78 +307,6 @@ export class Topology {
       this.noteAckWait(names, ackWaitMsOf(info.config));
       return true;
     }
-  }
-
-  /**
-   * The namespace's topics, counted by subject. A count under the cap is reused for a second
-   * (with this gateway's own creations added), so a namespace creating topics by the thousand
-   * (one per Workflow run) does not list its streams for each; a refusal is always decided on a
-   * fresh count. Creations racing through several gateways may each see room for one more, so
-   * the cap can be overshot by what the other gateways create within that second.
-   */
-  async #checkTopicCap(names: TopicNames): Promise<void> {
-    await this.#checkNamespaceTopicCap(names);
-    await this.#opts.tenants?.admitTopic(names.namespaceKey);
-  }
-
-  async #checkNamespaceTopicCap(names: TopicNames): Promise<void> {
-    const cap = this.#opts.maxTopicsPerNamespace;
-    if (cap === 0) return;
-    await this.#admit(
-      this.#topicCounts,
-      names.namespaceFilter,
-      cap,
-      "topic_limit_reached",
-      async () => {
-        let topics = 0;
-        for await (const name of this.#jsm.streams.names(names.namespaceFilter)) if (name) topics++;
-        return topics;
-      },
-    );
-  }
-
-  async #checkGroupCap(names: GroupNames): Promise<void> {
-    await this.#checkNamespaceGroupCap(names);
-    await this.#opts.tenants?.admitGroup(names.namespaceKey);
-  }
-
-  async #checkNamespaceGroupCap(names: GroupNames): Promise<void> {
-    const cap = this.#opts.maxGroupsPerNamespace;
-    if (cap === 0) return;
-    await this.#admit(
-      this.#groupCounts,
-      names.namespaceFilter,
-      cap,
-      "group_limit_reached",
-      async () => {
-        let groups = 0;
-        for await (const info of this.#jsm.streams.list(names.namespaceFilter)) {
-          groups += info.state.consumer_count;
-        }
-        return groups;
-      },
-    );
-  }
-
-  async #admit(
-    counts: Map<string, { count: number; at: number }>,
-    filter: string,
-    cap: number,
-    code: "topic_limit_reached" | "group_limit_reached",
-    count: () => Promise<number>,
-  ): Promise<void> {
-    const seen = counts.get(filter);
-    if (seen && Date.now() - seen.at < CAP_COUNT_REUSE_MS && seen.count < cap) {
-      seen.count++;
-      return;
-    }
-    const now = await count();
-    if (now >= cap) {
-      counts.delete(filter);
-      throw new AppError(code, { extra: { limit: cap } });
-    }
-    if (counts.size >= MAX_MISSING) counts.clear(); // bounded: one entry per namespace
-    counts.set(filter, { count: now + 1, at: Date.now() });
   }
 
   #once<T>(cache: Map<string, Promise<T>>, key: string, create: () => Promise<T>): Promise<T> {

@@ -9,6 +9,7 @@
 // Gateways creating at once may each see room for one more, so a cap can be overshot by what
 // the others admit within that time (as with the per-namespace caps).
 import { AppError } from "../../errors.js";
+import { admitTenantBytes } from "./byte-quotas.js";
 import { tenantKeyOf } from "./tenant.js";
 import type { TenantUsage, UsagePort } from "./usage.js";
 
@@ -31,8 +32,6 @@ export const TENANT_COUNT_REUSE_MS = 2000;
 export const TENANT_BYTES_REFRESH_MS = 5000;
 /** What a client refused a new deployment is told to wait: deployments end as topics go. */
 export const DEPLOYMENT_RETRY_AFTER_SECONDS = 60;
-/** What a client over the byte cap is told to wait: space frees as messages expire. */
-export const BYTES_RETRY_AFTER_SECONDS = 30;
 /** Tenants whose usage is remembered (the least recently read forgotten first). */
 const MAX_TENANTS = 10_000;
 
@@ -118,6 +117,14 @@ export class TenantAdmission {
     return undefined;
   }
 
+  /** Namespace keys of the tenant's live deployments (a read under its reuse time serves). */
+  async deployments(namespaceKey: string): Promise<ReadonlySet<string>> {
+    const tenant = tenantKeyOf(namespaceKey);
+    let known = this.#known.get(tenant);
+    if (!known || this.#now() - known.at >= TENANT_COUNT_REUSE_MS) known = await this.#read(tenant);
+    return known.deployments;
+  }
+
   /** Counts bytes this gateway stored until the next read includes them. */
   stored(namespaceKey: string, bytes: number): void {
     const known = this.#known.get(tenantKeyOf(namespaceKey));
@@ -197,12 +204,5 @@ function fromUsage(u: TenantUsage, at: number): Known {
 }
 
 function checkBytes(known: Known, bytes: number, limit: number): void {
-  if (known.bytes + bytes > limit) {
-    throw new AppError("storage_quota_exceeded", {
-      message:
-        "This tenant's topics, all its deployments together, hold as many bytes as the service allows (VQS_TENANT_MAX_BYTES); space frees as messages expire. Retry after the Retry-After seconds.",
-      retryAfterSeconds: BYTES_RETRY_AFTER_SECONDS,
-      extra: { limitBytes: limit, usedBytes: known.bytes, scope: "tenant" },
-    });
-  }
+  admitTenantBytes(known.bytes, bytes, limit);
 }

@@ -27,6 +27,15 @@ export class TenantWindows {
     return { current: w.current, ttl: timeWindow - (now - w.startMs) };
   }
 
+  /**
+   * Counts one request against a window of `max`: null when it is within, else the refusal's
+   * Retry-After seconds (what is left of the window, at least 1).
+   */
+  admit(key: string, max: number, timeWindow: number): number | null {
+    const w = this.count(key, timeWindow);
+    return w.current <= max ? null : Math.max(1, Math.ceil(w.ttl / 1000));
+  }
+
   /** Takes up to `n` more from the tenant's window of `max`; answers how many it took. */
   take(key: string, n: number, max: number, timeWindow: number): number {
     const w = this.#window(key, this.#now(), timeWindow);

@@ -19,3 +19,16 @@ export interface UsagePort {
   /** Reads the tenant's usage now (a read already under way is shared). */
   readTenant(tenantKey: string): Promise<TenantUsage>;
 }
+
+/** Counts of one namespace in the store, read now: what its own caps are compared with. */
+export interface NamespaceUsagePort {
+  countTopics(namespaceKey: string): Promise<number>;
+  /** Consumer groups, all the namespace's topics together. */
+  countGroups(namespaceKey: string): Promise<number>;
+}
+
+/** What large bodies hold in the store, read now. */
+export interface LargeBodyUsagePort {
+  /** Bytes of the namespace's large bodies (whole chunks, uploads under way included). */
+  largeBodyBytes(namespaceKey: string): Promise<number>;
+}

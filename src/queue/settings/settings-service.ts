@@ -2,7 +2,7 @@
 // settings documents. Routes parse the path and body and call these; the SettingsStore port
 // keeps the documents.
 import { AppError } from "../../errors.js";
-import type { TenantAdmission } from "../admission/tenant-admission.js";
+import type { StoreAdmission } from "../admission/store-admission.js";
 import type { Namespace } from "../namespace.js";
 import type { SettingsEntry } from "./consumer-settings.js";
 import type { PushDestinations } from "./push-destinations.js";
@@ -21,10 +21,8 @@ export interface SettingsServiceDeps {
   readonly store: SettingsStore;
   /** Where each namespace's pushes may go. */
   readonly pushDestinations: PushDestinations;
-  /** Documents per namespace; 0: no cap. */
-  readonly maxPerNamespace: number;
-  /** The caps per tenant (its documents and deployments, all deployments together). */
-  readonly tenants?: Pick<TenantAdmission, "admitSettings">;
+  /** The caps on documents per namespace and per tenant (and the tenant's deployments). */
+  readonly admission?: Pick<StoreAdmission, "admitSettings">;
 }
 
 export function targetText(target: TopicTarget): string {
@@ -47,17 +45,12 @@ export class SettingsService {
     const prefixes = this.#d.pushDestinations.prefixesFor(at.namespace);
     const settings = parseSettings(body, at.target, prefixes);
     const topic = targetText(at.target);
-    const max = this.#d.maxPerNamespace;
-    // The count is this gateway's copy; at the cap, only a replacement may be stored, which
-    // takes a current read to tell. Puts racing through several gateways can overshoot by
-    // the number of racers, as with the topic and group caps.
-    if (max > 0 && this.#d.store.count(at.namespace) >= max) {
-      if (!(await this.#d.store.get(at.namespace, topic, at.group))) {
-        throw new AppError("settings_limit_reached");
-      }
-    }
-    await this.#d.tenants?.admitSettings(at.namespace.key, async () =>
-      Boolean(await this.#d.store.get(at.namespace, topic, at.group)),
+    // The count is this gateway's copy; at a cap, only a replacement may be stored, which
+    // takes a current read to tell.
+    await this.#d.admission?.admitSettings(
+      at.namespace.key,
+      this.#d.store.count(at.namespace),
+      async () => Boolean(await this.#d.store.get(at.namespace, topic, at.group)),
     );
     return this.#d.store.put(at.namespace, topic, at.group, settings);
   }

@@ -2,6 +2,7 @@
 // message is stored (the commit point), and a download reads it back verified, each holding one
 // of the gateway's slots for large bodies in motion (uploads capped, downloads capped and queued).
 import { AppError, isAppError } from "../../errors.js";
+import { largeBodyBusy } from "../admission/refusals.js";
 import type { BodyRef, ByteSource, WrittenBody } from "../bodies.js";
 import type { UploadQuota } from "../broker.js";
 import { DownloadSlots, type DownloadSlot } from "../download-slots.js";
@@ -90,7 +91,7 @@ export class LargeBodies {
     this.#publishing.takeDelayedTurn(topic, input.delaySeconds);
     // Checked before a byte is read: past the cap the client is told to come back.
     if (this.#uploads >= this.#maxUploads) {
-      throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
+      throw largeBodyBusy();
     }
     // The body counts against the storage quotas: a declared length without room is refused
     // before a byte is read, a chunked body as soon as what it brought has none.
@@ -172,11 +173,11 @@ export class LargeBodies {
         true,
       );
       if (slot === null || reading.signal?.aborted) {
-        throw new AppError("large_body_busy", {
-          message: reading.signal?.aborted
+        throw largeBodyBusy(
+          reading.signal?.aborted
             ? "The reader went away while its large body waited for a download slot."
             : "No download slot (VQS_MAX_LARGE_DOWNLOADS) came free before the message's lease ended.",
-        });
+        );
       }
       yield* read();
     } finally {

@@ -2,6 +2,7 @@
 // the concurrency limit like the cursor's), the dead-letter move past `maxDeliveries`, and for a
 // large body a download slot reserved before anything is leased.
 import { AppError } from "../../errors.js";
+import { largeBodyBusy } from "../admission/refusals.js";
 import type { StoredMessage } from "../broker.js";
 import type { ReceivedMessage } from "../delivery/received-message.js";
 import { parseMessageId, storedMessageId } from "../identity/message-id.js";
@@ -63,7 +64,7 @@ export class ReceivingById {
     );
     if (slot === null || options.signal?.aborted) {
       slot?.release();
-      throw new AppError("large_body_busy", { retryAfterSeconds: 1 });
+      throw largeBodyBusy();
     }
     try {
       return { ...(await this.#receiveFoundById(group, found, options)), downloadSlot: slot };

@@ -2,6 +2,7 @@
 // taken by ID honoured, dead letters moved), within the group's concurrency limit, and with
 // `waitSeconds` a receive that finds nothing waits on the group's shared feed (long-polls.ts).
 import { AppError } from "../../errors.js";
+import { tooManyWaiters } from "../admission/refusals.js";
 import type { NamespaceCounts } from "../admission/namespace-counts.js";
 import type { Delivery } from "../broker.js";
 import type { ReceivedMessage } from "../delivery/received-message.js";
@@ -49,7 +50,7 @@ export class Receiving {
     // ID, dead-lettered, over the concurrency limit) means waiting on. A namespace with as many
     // waiters here as it may have is told so (nothing was leased by the look above).
     const ns = group.namespace.key;
-    if (!this.#waiters.take(ns)) throw new AppError("too_many_waiters", { retryAfterSeconds: 1 });
+    if (!this.#waiters.take(ns)) throw tooManyWaiters();
     try {
       const untilMs = this.#ctx.now() + waitMs;
       for (;;) {

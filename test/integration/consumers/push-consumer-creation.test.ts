@@ -27,8 +27,6 @@ const gateway = (jsm: JetStreamManager) =>
     maxMsgBytes: 1024 * 1024,
     ackWaitMs: 60_000,
     inactiveThresholdMs: 3_600_000,
-    maxTopicsPerNamespace: 0,
-    maxGroupsPerNamespace: 0,
     topicHardMaxBytes: 0,
   });
 

@@ -21,6 +21,17 @@ describe("tenant windows", () => {
     expect(w.take("a", 5, 4, 1000)).toBe(0);
   });
 
+  it("admits requests within the window's limit, and refuses with what is left of it", () => {
+    let now = 0;
+    const w = new TenantWindows(10, () => now);
+    expect(w.admit("a", 2, 1000)).toBeNull();
+    expect(w.admit("a", 2, 1000)).toBeNull();
+    now += 200;
+    expect(w.admit("a", 2, 1000)).toBe(1); // 800 ms left: at least 1 s
+    expect(w.admit("b", 2, 1000)).toBeNull();
+    expect(new TenantWindows(10, () => 0).admit("a", 0, 3000)).toBe(3);
+  });
+
   it("forgets the least recently used tenant past its bound", () => {
     const w = new TenantWindows(2, () => 0);
     w.count("a", 1000);

@@ -4,14 +4,15 @@
 // past the share, 503 peek_busy with Retry-After, so concurrent full peeks cannot exhaust the heap.
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
-import { AppError } from "../../../errors.js";
 import {
   PEEK_PAGE_BYTES,
   type ManagementService,
 } from "../../../queue/management/management-service.js";
 import { PEEK } from "../../openapi/management-routes.js";
 import { LIMITS } from "../../../queue/limits.js";
-import { ByteBudget, heapShare } from "../../byte-budget.js";
+import { ByteBudget } from "../../../queue/admission/byte-budget.js";
+import { peekBusy } from "../../../queue/admission/refusals.js";
+import { heapShare } from "../../heap-share.js";
 
 /**
  * Full pages in memory at once: a page's payloads stand about four times in the heap while it is
@@ -28,9 +29,7 @@ export function peekRoute(app: FastifyInstance, management: ManagementService): 
       const { limit = LIMITS.peekLimit.default, payload, after = null } = request.query;
       const full = payload === "full";
       if (full) {
-        if (!budget.tryTake(PEEK_PAGE_BYTES)) {
-          throw new AppError("peek_busy", { retryAfterSeconds: 1 });
-        }
+        if (!budget.tryTake(PEEK_PAGE_BYTES)) throw peekBusy();
         let held = true;
         const release = () => {
           if (held) budget.release(PEEK_PAGE_BYTES);

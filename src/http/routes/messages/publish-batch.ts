@@ -19,7 +19,9 @@ import { abortable, type BodyLimits } from "../../encoding/publish-body.js";
 import type { PartsLimit } from "../../plugins/rate-limit.js";
 import { refuseUnread } from "../../plugins/linger-close.js";
 import { uploadSignal } from "../../plugins/upload-watchdog.js";
-import { ByteBudget, heapShare } from "../../byte-budget.js";
+import { ByteBudget } from "../../../queue/admission/byte-budget.js";
+import { batchBusy, rateLimited } from "../../../queue/admission/refusals.js";
+import { heapShare } from "../../heap-share.js";
 import type { TopicAddress } from "../../../queue/namespace.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
@@ -135,7 +137,7 @@ class BatchRun {
   /** Takes a piece's bytes from the gateway's held budget before it is kept; 503 past it. */
   async #hold(bytes: number): Promise<void> {
     if (!(await this.held.take(bytes, HELD_WAIT_MS))) {
-      throw new AppError("batch_busy", { retryAfterSeconds: 1 });
+      throw batchBusy();
     }
     this.#taken += bytes;
   }
@@ -202,7 +204,7 @@ class BatchRun {
       }
     }
     const publish = async (): Promise<BatchResult> => {
-      if (!allowed) throw new AppError("rate_limited", { retryAfterSeconds: 1 });
+      if (!allowed) throw rateLimited();
       const input = publishInput(headers, EMPTY);
       return answer(
         await this.queue.publishStreamed(this.topic, input, {
@@ -228,7 +230,7 @@ class BatchRun {
 
   async #inline(p: Held, allowed: boolean): Promise<BatchResult> {
     try {
-      if (!allowed) throw new AppError("rate_limited", { retryAfterSeconds: 1 });
+      if (!allowed) throw rateLimited();
       if (p.payload.length > this.limits.maxBytes) throw new AppError("payload_too_large");
       return answer(await this.queue.publish(this.topic, publishInput(p.headers, p.payload)));
     } catch (err) {

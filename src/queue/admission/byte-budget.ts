@@ -1,14 +1,7 @@
 // A gateway-wide budget of bytes held in memory at once by one kind of work (full-payload peek
 // pages, inline parts held by batch publishes): a request takes its bytes before it reads them and
 // gives them back when its answer is written, so N requests together cannot hold more than the
-// budget, however many come at once. The size is a share of the V8 heap the process was given
-// (`--max-old-space-size`, or what Node chose from the container's memory), never a setting.
-import { getHeapStatistics } from "node:v8";
-
-/** `1 / divisor` of the V8 heap limit, at least `floor` bytes. */
-export function heapShare(divisor: number, floor: number): number {
-  return Math.max(floor, Math.floor(getHeapStatistics().heap_size_limit / divisor));
-}
+// budget, however many come at once. Its size is a share of the heap (src/http/heap-share.ts).
 
 export class ByteBudget {
   #free: number;
