@@ -19,9 +19,8 @@ const nats = await startBenchNats(join(dir, "store"), join(dir, "nats.log"));
 const issuer = await startBenchIssuer();
 const gw = await startGatewayProcess({
   // A short duplicate window, so what stays is what every live key costs after it.
-  env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, {
-    VQS_DEDUP_WINDOW_SECONDS: "2",
-  }),
+  env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
+  options: { dedupWindowSeconds: 2 },
 
   logFile: join(dir, "gateway.log"),
 });

@@ -75,10 +75,10 @@ async function main(): Promise<void> {
       VQS_RATE_LIMIT_PER_SECOND: "1000000",
       VQS_RATE_LIMIT_TEAMS: "team_refused=1",
       VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_full=1",
-      // The cost of a refusal, not how many there are: a held request (the default 200 ms after
-      // a refusal on its connection) would spread the idle gateway's own CPU over a few of them.
-      VQS_RATE_LIMIT_HOLD_MS: "0",
     }),
+    // The cost of a refusal, not how many there are: a held request (production's 200 ms after
+    // a refusal on its connection) would spread the idle gateway's own CPU over a few of them.
+    options: { rateLimitHoldMs: 0 },
   });
   const accepted = await issuer.token({ project_id: "prj_accepted" }, { expiresIn: "1h" });
   const refused = await issuer.token(
