@@ -10,7 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { randomBytes, createHash } from "node:crypto";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import {
+  benchGatewayEnv,
+  benchGatewaySettings,
+  startGatewayProcess,
+  type GatewayProcess,
+} from "./lib/gateways.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
 import { startBenchNats } from "./lib/nats-server.js";
 import { sampleProc } from "./lib/proc.js";
@@ -47,9 +52,11 @@ const issuer = await startBenchIssuer();
 const gateways: GatewayProcess[] = [];
 try {
   for (const extra of [envOf(values["a-env"]), envOf(values["b-env"])]) {
+    const settings = benchGatewaySettings(extra);
     gateways.push(
       await startGatewayProcess({
-        env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, extra),
+        env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, settings.env),
+        options: settings.options,
         logFile: join(dir, "gateways.log"),
       }),
     );

@@ -11,7 +11,12 @@ import { availableParallelism, cpus, tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import {
+  benchGatewayEnv,
+  benchGatewaySettings,
+  startGatewayProcess,
+  type GatewayProcess,
+} from "./lib/gateways.js";
 import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient, type HttpClient } from "./lib/http-client.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
@@ -61,7 +66,7 @@ const HELP = `npm run bench:large -- [options]
   --small-rate <n>      small publishes a second in the latency scenario (default 100)
   --small-seconds <s>   each latency phase's length (default 10)
   --loaders <n>         concurrent large uploads in the loaded phase (default 4)
-  --gateway-env K=V,..  extra environment of the gateway (e.g. its large-body settings)
+  --gateway-env K=V,..  extra settings of the gateway: VARIABLE=v, or a fixed value by its Config field (largeBodyWindow=2)
   --settle-seconds <s>  before each scenario, sync and wait up to s for nats-server and the
                         gateway to go idle, reported (default 30; 0: no settling)
   --latency-first       also run the latency scenario first, before the others (fresh store),
@@ -846,12 +851,11 @@ async function main(): Promise<void> {
     await writeFile(join(RESULTS, "large-gateway.log"), "");
     nats = await startBenchNats(join(root, "store"), join(RESULTS, "large-nats-server.log"));
     const natsUrl = nats.url;
-    const startGateway = (extra: Record<string, string> = {}) =>
-      startGatewayProcess({
-        env: benchGatewayEnv(natsUrl, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, {
-          ...o.gatewayEnv,
-          ...extra,
-        }),
+    const startGateway = (extra: Record<string, string> = {}) => {
+      const settings = benchGatewaySettings({ ...o.gatewayEnv, ...extra });
+      return startGatewayProcess({
+        env: benchGatewayEnv(natsUrl, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, settings.env),
+        options: settings.options,
         logFile: join(RESULTS, "large-gateway.log"),
         nodeFlags: [
           ...(o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : []),
@@ -859,6 +863,7 @@ async function main(): Promise<void> {
           ...o.gatewayNodeFlags,
         ],
       });
+    };
     gateway = await startGateway();
     nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
     client = createHttpClient("node", [gateway.url]);
