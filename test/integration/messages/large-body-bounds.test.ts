@@ -152,7 +152,7 @@ describe("large-body bounds", () => {
     slow.req.destroy();
   });
 
-  it("holds large ingest to VQS_LARGE_INGEST_BYTES_PER_SECOND", async () => {
+  it("holds large ingest to largeIngestBytesPerSecond", async () => {
     const gw = await gateway({ largeIngestBytesPerSecond: 4 * MB });
     const q = api(gw.url, await issuer.token());
     const started = performance.now();
