@@ -60,7 +60,7 @@ const HELP = `npm run bench:large -- [options]
   --small-rate <n>      small publishes a second in the latency scenario (default 100)
   --small-seconds <s>   each latency phase's length (default 10)
   --loaders <n>         concurrent large uploads in the loaded phase (default 4)
-  --gateway-env K=V,..  extra environment of the gateway (e.g. its large-body settings)
+  --gateway-env K=V,..  extra settings of the gateway: VARIABLE=v, or a fixed value by its Config field (largeBodyWindow=2)
   --settle-seconds <s>  before each scenario, sync and wait up to s for nats-server and the
                         gateway to go idle, reported (default 30; 0: no settling)
   --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/

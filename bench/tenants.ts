@@ -606,7 +606,9 @@ async function main(): Promise<void> {
     VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",
     VQS_MAX_TOPICS_PER_NAMESPACE: "0",
     VQS_MAX_GROUPS_PER_NAMESPACE: "0",
-    ...(args["delayed-cap"] ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: args["delayed-cap"] } : {}),
+    ...(args["delayed-cap"]
+      ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: args["delayed-cap"] }
+      : {}),
   };
   const gws = await Promise.all(Array.from({ length: gatewayCount }, (_, i) => startGw(i)));
   const urls = gws.map((g) => g.url).join(",");

@@ -7,7 +7,7 @@ export interface PushVerifierOptions {
   readonly jwksUrl?: string;
   /** The gateway's base URL: its /.well-known/jwks.json is used. */
   readonly gatewayUrl?: string;
-  /** The tokens' `iss`: the gateway's VQS_PUSH_ISSUER (default `urn:vqs:<region>`). */
+  /** The tokens' `iss`: the gateway's push issuer, `urn:vqs:<region>`. */
   readonly issuer: string;
   /** The app's own namespace, `team/project/environment[/deployment]` (parts percent-encoded). */
   readonly namespace: string;

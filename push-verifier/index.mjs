@@ -1,7 +1,7 @@
 // Checks that a push came from the app's own vqs queue, for the app that receives it: the JWT in
 // `Authorization: Bearer` (ES256) against the gateway's GET /.well-known/jwks.json (cached by
 // jose; a key ID it does not know yet makes it fetch the set again, so rotated keys are picked
-// up), its `iss` (VQS_PUSH_ISSUER, default `urn:vqs:<region>`), its `aud` (the push URL the
+// up), its `iss` (`urn:vqs:<region>`), its `aud` (the push URL the
 // group's settings name), its `exp`, and its `sub`: namespace, topic and group, each
 // URI-encoded and joined by "/". The namespace must be the app's own, and the topic and group
 // the ones the CloudEvent's headers name, so that a push another tenant points at this app's
@@ -49,7 +49,8 @@ export function createPushVerifier(options) {
     options.jwksUrl ??
     (options.gatewayUrl ? new URL("/.well-known/jwks.json", options.gatewayUrl).href : null);
   if (!jwksUrl) throw new TypeError("createPushVerifier needs jwksUrl or gatewayUrl");
-  if (!options.issuer) throw new TypeError("createPushVerifier needs the issuer (VQS_PUSH_ISSUER)");
+  if (!options.issuer)
+    throw new TypeError("createPushVerifier needs the issuer (urn:vqs:<region>)");
   const ns = namespaceParts(options.namespace);
   const keys =
     options.keys ??

@@ -154,12 +154,12 @@ export interface Config {
   readonly pushTokenSeconds: number;
   readonly dataDir: string;
   readonly logLevel: string;
-  /** Fastify's two info lines per request ("incoming request", "request completed"); VQS_REQUEST_LOGS. */
+  /** Fastify's two info lines per request ("incoming request", "request completed"). */
   readonly requestLogs: boolean;
   readonly shutdownGraceSeconds: number;
   readonly shutdownDelaySeconds: number;
   /**
-   * GET /metrics is served on a listener of its own (VQS_METRICS_HOST:VQS_METRICS_PORT), never on
+   * GET /metrics is served on a listener of its own (HOST:VQS_METRICS_PORT), never on
    * the API port: its labels name every tenant's namespaces, topics and groups.
    */
   readonly metricsPort: number;
@@ -169,11 +169,59 @@ export interface Config {
   /** The web console at /console (VQS_CONSOLE; on in development, off in production). */
   readonly console: boolean;
   /**
-   * V8's old-generation growing factor as a percentage over 1 (VQS_HEAP_GROWING_PERCENT; 0: V8's
+   * V8's old-generation growing factor as a percentage over 1 (0: V8's
    * own heuristic). See docs/architecture.md, "Garbage collection under large transfers".
    */
   readonly heapGrowingPercent: number;
 }
+
+/**
+ * Values no operator sets: fixed here, not read from the environment (docs/configuration.md,
+ * "Fixed values"). Tests and the benchmark pass other values in process: `startGateway`'s
+ * `config`, or `startGatewayProcess`'s `options` (a JSON argument of src/dev/gateway-process.ts).
+ */
+export const FIXED = {
+  oidcClockToleranceSeconds: 5,
+  /** Bodies up to this size travel inside their NATS message (lowered to fit max_payload). */
+  inlineBodyBytes: 1_048_576,
+  largeBodyWindow: 8,
+  largeBodyReadWindow: 4,
+  largeBodyOrphanGraceSeconds: 300,
+  largeBodyTtlMarginSeconds: 300,
+  largeBodySweepSeconds: 300,
+  largeBodyNamespacePercent: 25,
+  largeIngestBytesPerSecond: 50_000_000,
+  minUploadBytesPerSecond: 65_536,
+  minUploadWindowSeconds: 60,
+  minDownloadBytesPerSecond: 65_536,
+  minDownloadWindowSeconds: 60,
+  maxBatchBytes: 16 * 1_048_576,
+  requestTimeoutMs: 5000,
+  // Racing publishes of one idempotency key within this window share one stored copy; a
+  // publish retried after a gateway crash is deduplicated within it (see architecture.md).
+  dedupWindowSeconds: 120,
+  messageTtl: "auto" as "auto" | "off",
+  rateLimitHoldMs: 200,
+  topicHardMaxBytes: 0,
+  topicIdleSeconds: 86_400,
+  settledTopicSeconds: 120,
+  maxSettingsPerNamespace: 1000,
+  maxTimerMovesPerSecondPerNamespace: 1000,
+  pushInlineLimitBytes: 1_048_576,
+  pushTokenSeconds: 300,
+  // The lease a receive gets without an extra -NAK round trip, and what every lease falls back
+  // to after a consumer-leader failover (NAK delays do not survive it on nats-server 2.9).
+  consumerAckWaitSeconds: 60,
+  // At least the longest TTL plus an hour: a removed group that comes back replays only
+  // messages it never received.
+  consumerInactiveSeconds: 14 * 86_400,
+  requestLogs: true,
+  shutdownGraceSeconds: 25,
+  shutdownDelaySeconds: 2,
+  metricsMaxGroups: 1000,
+  metricsRefreshSeconds: 15,
+  heapGrowingPercent: 300,
+} as const;
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -216,6 +264,7 @@ export function loadConfig(env: Env): Config {
   };
 
   const production = env.NODE_ENV === "production";
+  const host = str("HOST") ?? "0.0.0.0";
   const region = str("VQS_REGION") ?? "dev1";
   if (!/^[a-z0-9][a-z0-9-]{0,30}$/.test(region)) {
     problems.push(`VQS_REGION must be a short lowercase region code like "iad1" (got "${region}")`);
@@ -237,7 +286,7 @@ export function loadConfig(env: Env): Config {
         jwksUrl,
         issuers,
         audiences,
-        clockToleranceSeconds: int("VQS_OIDC_CLOCK_TOLERANCE_SECONDS", 5, 0, 300),
+        clockToleranceSeconds: FIXED.oidcClockToleranceSeconds,
       };
     }
   } else if (production) {
@@ -297,7 +346,7 @@ export function loadConfig(env: Env): Config {
   const config: Config = {
     production,
     port: int("PORT", 8080, 0, 65535),
-    host: str("HOST") ?? "0.0.0.0",
+    host,
     natsServers: natsUrl.length ? natsUrl : null,
     natsCredsFile: str("NATS_CREDS_FILE"),
     natsUser: str("NATS_USER"),
@@ -314,40 +363,34 @@ export function loadConfig(env: Env): Config {
     operatorClaim: str("VQS_OPERATOR_CLAIM"),
     receiptSecret,
     maxMessageBytes: int("VQS_MAX_MESSAGE_BYTES", 100_000_000, 1, 1_000_000_000),
-    inlineBodyBytes: int("VQS_INLINE_BODY_BYTES", 1_048_576, 1024, 64 * 1_048_576),
-    largeBodyWindow: int("VQS_LARGE_BODY_WINDOW", 8, 1, 64),
-    largeBodyReadWindow: int("VQS_LARGE_BODY_READ_WINDOW", 4, 1, 64),
+    inlineBodyBytes: FIXED.inlineBodyBytes,
+    largeBodyWindow: FIXED.largeBodyWindow,
+    largeBodyReadWindow: FIXED.largeBodyReadWindow,
     largeBodyStoreBytes: int("VQS_LARGE_BODY_STORE_BYTES", 10 * 1024 ** 3, 0, 2 ** 50),
-    largeBodyOrphanGraceSeconds: int("VQS_LARGE_BODY_ORPHAN_GRACE_SECONDS", 300, 120, 86_400),
-    largeBodyTtlMarginSeconds: int("VQS_LARGE_BODY_TTL_MARGIN_SECONDS", 300, 1, 3600),
-    largeBodySweepSeconds: int("VQS_LARGE_BODY_SWEEP_SECONDS", 300, 10, 86_400),
-    largeBodyNamespacePercent: int("VQS_LARGE_BODY_NAMESPACE_PERCENT", 25, 1, 100),
-    maxLargeStreams: int("VQS_MAX_LARGE_STREAMS", 16, 1, 10_000),
+    largeBodyOrphanGraceSeconds: FIXED.largeBodyOrphanGraceSeconds,
+    largeBodyTtlMarginSeconds: FIXED.largeBodyTtlMarginSeconds,
+    largeBodySweepSeconds: FIXED.largeBodySweepSeconds,
+    largeBodyNamespacePercent: FIXED.largeBodyNamespacePercent,
+    maxLargeStreams: int(renamed(env, "VQS_MAX_LARGE_UPLOADS"), 16, 1, 10_000),
     maxLargeDownloads: int("VQS_MAX_LARGE_DOWNLOADS", 16, 1, 10_000),
-    largeIngestBytesPerSecond: int("VQS_LARGE_INGEST_BYTES_PER_SECOND", 50_000_000, 0, 2 ** 40),
-    minUploadBytesPerSecond: int("VQS_MIN_UPLOAD_BYTES_PER_SECOND", 65_536, 1, 2 ** 40),
-    minUploadWindowSeconds: int("VQS_MIN_UPLOAD_WINDOW_SECONDS", 60, 10, 3600),
-    minDownloadBytesPerSecond: int("VQS_MIN_DOWNLOAD_BYTES_PER_SECOND", 65_536, 1, 2 ** 40),
-    minDownloadWindowSeconds: int("VQS_MIN_DOWNLOAD_WINDOW_SECONDS", 60, 10, 3600),
-    maxBatchBytes: int("VQS_MAX_BATCH_BYTES", 16 * 1_048_576, 1024, 256 * 1_048_576),
+    largeIngestBytesPerSecond: FIXED.largeIngestBytesPerSecond,
+    minUploadBytesPerSecond: FIXED.minUploadBytesPerSecond,
+    minUploadWindowSeconds: FIXED.minUploadWindowSeconds,
+    minDownloadBytesPerSecond: FIXED.minDownloadBytesPerSecond,
+    minDownloadWindowSeconds: FIXED.minDownloadWindowSeconds,
+    maxBatchBytes: FIXED.maxBatchBytes,
     streamReplicas: int("VQS_STREAM_REPLICAS", 1, 1, 5),
-    requestTimeoutMs: int("VQS_NATS_REQUEST_TIMEOUT_MS", 5000, 100, 60_000),
-    // At least the longest TTL plus an hour: a removed group that comes back replays only
-    // messages it never received.
-    // The lease a receive gets without an extra -NAK round trip, and what every lease falls back
-    // to after a consumer-leader failover (NAK delays do not survive it on nats-server 2.9).
-    // Racing publishes of one idempotency key within this window share one stored copy; a
-    // publish retried after a gateway crash is deduplicated within it (see architecture.md).
-    dedupWindowSeconds: int("VQS_DEDUP_WINDOW_SECONDS", 120, 1, 86_400),
-    messageTtl: oneOf("VQS_MESSAGE_TTL", ["auto", "off"] as const, "auto"),
+    requestTimeoutMs: FIXED.requestTimeoutMs,
+    dedupWindowSeconds: FIXED.dedupWindowSeconds,
+    messageTtl: FIXED.messageTtl,
     rateLimitPerSecond: int("VQS_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
     rateLimitTeams: teamLimits("VQS_RATE_LIMIT_TEAMS", str("VQS_RATE_LIMIT_TEAMS"), 7, problems),
     rateLimitBytesPerSecond: int("VQS_RATE_LIMIT_BYTES_PER_SECOND", 0, 0, 2 ** 50),
-    rateLimitHoldMs: int("VQS_RATE_LIMIT_HOLD_MS", 200, 0, 1000),
+    rateLimitHoldMs: FIXED.rateLimitHoldMs,
     maxTopicsPerNamespace: int("VQS_MAX_TOPICS_PER_NAMESPACE", 1000, 0, 1_000_000),
     maxGroupsPerNamespace: int("VQS_MAX_GROUPS_PER_NAMESPACE", 5000, 0, 10_000_000),
     topicMaxBytes: int("VQS_TOPIC_MAX_BYTES", 1 << 30, 0, 2 ** 50),
-    topicHardMaxBytes: int("VQS_TOPIC_HARD_MAX_BYTES", 0, 0, 2 ** 50),
+    topicHardMaxBytes: FIXED.topicHardMaxBytes,
     namespaceMaxBytes: int("VQS_NAMESPACE_MAX_BYTES", 10 * (1 << 30), 0, 2 ** 50),
     namespaceMaxBytesTeams: teamLimits(
       "VQS_NAMESPACE_MAX_BYTES_TEAMS",
@@ -359,17 +402,17 @@ export function loadConfig(env: Env): Config {
     maxDeploymentsPerTenant: int("VQS_MAX_DEPLOYMENTS_PER_TENANT", 32, 0, 1_000_000),
     maxRequestsInFlightPerNamespace: int("VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE", 1000, 0, 1e7),
     maxWaitersPerNamespace: int("VQS_MAX_WAITERS_PER_NAMESPACE", 1000, 0, 1e7),
-    maxDelayedPublishesPerSecond: int("VQS_MAX_DELAYED_PUBLISHES_PER_SECOND", 1000, 0, 1e9),
-    maxTimerMovesPerSecondPerNamespace: int(
-      "VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE",
+    maxDelayedPublishesPerSecond: int(
+      renamed(env, "VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE"),
       1000,
       0,
       1e9,
     ),
+    maxTimerMovesPerSecondPerNamespace: FIXED.maxTimerMovesPerSecondPerNamespace,
     maxPushesInFlightPerNamespace: int("VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE", 256, 0, 1e7),
-    topicIdleSeconds: int("VQS_TOPIC_IDLE_SECONDS", 86_400, 60, 365 * 86_400),
-    settledTopicSeconds: int("VQS_SETTLED_TOPIC_SECONDS", 120, 0, 86_400),
-    maxSettingsPerNamespace: int("VQS_MAX_SETTINGS_PER_NAMESPACE", 1000, 0, 1_000_000),
+    topicIdleSeconds: FIXED.topicIdleSeconds,
+    settledTopicSeconds: FIXED.settledTopicSeconds,
+    maxSettingsPerNamespace: FIXED.maxSettingsPerNamespace,
     pushAllowedUrls: pushAllowedUrls(
       list("VQS_PUSH_ALLOWED_URLS"),
       tenantPushUrls.size > 0,
@@ -382,28 +425,23 @@ export function loadConfig(env: Env): Config {
       production,
       problems,
     ),
-    pushInlineLimitBytes: int("VQS_PUSH_INLINE_LIMIT_BYTES", 1_048_576, 0, 64 * 1_048_576),
+    pushInlineLimitBytes: FIXED.pushInlineLimitBytes,
     pushSigningKeyIds: keyIds(list("VQS_PUSH_SIGNING_KEY_IDS"), problems),
-    pushIssuer: str("VQS_PUSH_ISSUER") ?? `urn:vqs:${region}`,
-    pushTokenSeconds: int("VQS_PUSH_TOKEN_SECONDS", 300, 30, 3600),
-    consumerAckWaitSeconds: int("VQS_CONSUMER_ACK_WAIT_SECONDS", 60, 1, 3600),
-    consumerInactiveSeconds: int(
-      "VQS_CONSUMER_INACTIVE_SECONDS",
-      14 * 86_400,
-      608_400,
-      365 * 86_400,
-    ),
+    pushIssuer: `urn:vqs:${region}`,
+    pushTokenSeconds: FIXED.pushTokenSeconds,
+    consumerAckWaitSeconds: FIXED.consumerAckWaitSeconds,
+    consumerInactiveSeconds: FIXED.consumerInactiveSeconds,
     dataDir: str("VQS_DATA_DIR") ?? ".data",
     logLevel: str("LOG_LEVEL") ?? "info",
-    requestLogs: oneOf("VQS_REQUEST_LOGS", ["on", "off"] as const, "on") === "on",
-    shutdownGraceSeconds: int("VQS_SHUTDOWN_GRACE_SECONDS", 25, 0, 3600),
-    shutdownDelaySeconds: int("VQS_SHUTDOWN_DELAY_SECONDS", 2, 0, 600),
+    requestLogs: FIXED.requestLogs,
+    shutdownGraceSeconds: FIXED.shutdownGraceSeconds,
+    shutdownDelaySeconds: FIXED.shutdownDelaySeconds,
     metricsPort: int("VQS_METRICS_PORT", 9464, 0, 65535),
-    metricsHost: str("VQS_METRICS_HOST") ?? str("HOST") ?? "0.0.0.0",
-    metricsMaxGroups: int("VQS_METRICS_MAX_GROUPS", 1000, 0, 1_000_000),
-    metricsRefreshSeconds: int("VQS_METRICS_REFRESH_SECONDS", 15, 1, 3600),
+    metricsHost: host,
+    metricsMaxGroups: FIXED.metricsMaxGroups,
+    metricsRefreshSeconds: FIXED.metricsRefreshSeconds,
     console: oneOf("VQS_CONSOLE", ["on", "off"] as const, production ? "off" : "on") === "on",
-    heapGrowingPercent: int("VQS_HEAP_GROWING_PERCENT", 300, 0, 1000),
+    heapGrowingPercent: FIXED.heapGrowingPercent,
   };
   if (config.metricsPort !== 0 && config.metricsPort === config.port) {
     problems.push(`VQS_METRICS_PORT must differ from PORT (both ${config.port})`);
@@ -412,6 +450,29 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);
   }
   return Object.freeze(config);
+}
+
+/** Settings renamed in this release, new name to old: the old one still works until the next. */
+export const RENAMED: Readonly<Record<string, string>> = {
+  VQS_MAX_LARGE_UPLOADS: "VQS_MAX_LARGE_STREAMS",
+  VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: "VQS_MAX_DELAYED_PUBLISHES_PER_SECOND",
+};
+
+/** The variable to read for a renamed setting: its new name, else its old one when only that is set. */
+function renamed(env: Env, name: string): string {
+  const old = RENAMED[name]!;
+  return env[name]?.trim() || !env[old]?.trim() ? name : old;
+}
+
+/** A warning for each old name set (src/main.ts logs them at start). */
+export function renamedSettingWarnings(env: Env): string[] {
+  return Object.entries(RENAMED)
+    .filter(([, old]) => env[old]?.trim())
+    .map(([name, old]) =>
+      env[name]?.trim()
+        ? `${old} is ignored: ${name}, its new name, is set`
+        : `${old} is renamed ${name}; the old name stops working in the next release`,
+    );
 }
 
 /** `team=limit,team=limit` (VQS_RATE_LIMIT_TEAMS, VQS_NAMESPACE_MAX_BYTES_TEAMS). */

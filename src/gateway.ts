@@ -191,7 +191,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     metrics.useDeferredCount(() => failover.waiting());
   }
   metrics.useGroupStats(() => jetstream.groupStats(config.metricsMaxGroups));
-  // The namespaces holding the most bytes, at most VQS_METRICS_MAX_GROUPS of them.
+  // The namespaces holding the most bytes, at most metricsMaxGroups of them.
   metrics.useNamespaceStorage(async () =>
     (await jetstream.admin.namespaces())
       .sort((a, b) => b.bytes - a.bytes)
@@ -207,7 +207,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   if (inlineBodyBytes < config.inlineBodyBytes) {
     logger.warn(
       { configured: config.inlineBodyBytes, effective: inlineBodyBytes },
-      "VQS_INLINE_BODY_BYTES is above what the NATS server's max_payload allows; using the smaller",
+      "The inline body limit is above what the NATS server's max_payload allows; using the smaller",
     );
   }
   // Without a body store (a server older than 2.11) nothing above the inline limit is taken; a

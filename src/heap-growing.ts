@@ -1,4 +1,4 @@
-// The gateway process's old-generation growing factor (VQS_HEAP_GROWING_PERCENT), set once at
+// The gateway process's old-generation growing factor (heapGrowingPercent, fixed), set once at
 // start. Large bodies pass through a gateway as short-lived external buffers (socket reads, NATS
 // writes) that V8 counts against the old generation's limit until the next full collection. V8
 // sets that limit from the live heap and how fast the old generation grows on its own, which a

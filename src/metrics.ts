@@ -30,7 +30,7 @@ export type GroupStatsProvider = () => Promise<{ stats: GroupStat[]; truncated: 
 export interface MetricsOptions {
   /** The per-group gauges are read from the store at most this often. */
   readonly groupStatsRefreshMs: number;
-  /** Most groups in the per-group push health gauges (VQS_METRICS_MAX_GROUPS). */
+  /** Most groups in the per-group push health gauges (metricsMaxGroups). */
   readonly maxPushGroups?: number;
 }
 

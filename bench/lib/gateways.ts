@@ -1,6 +1,8 @@
 // Gateway processes for the benchmark: the shared starter (src/dev/spawn-gateway.ts: URLs for the
 // load generator's round-robin, process IDs for CPU readings, heap statistics) and the benchmark
 // gateway's environment. bench:ab loads this module from another checkout, so it keeps its exports.
+import type { Config } from "../../src/config.js";
+
 export {
   startGatewayProcess,
   type GatewayProcess,
@@ -34,4 +36,24 @@ export function benchGatewayEnv(
     VQS_MAX_DEPLOYMENTS_PER_TENANT: "0",
     ...extra,
   };
+}
+
+/**
+ * KEY=VALUE settings of a bench command line (--gateway-env, --ab-env, ...) split in two: an
+ * environment variable (a KEY in capitals) and a value production fixes, by its Config field (a
+ * camelCase KEY such as largeBodyWindow=2; numbers and true/false are parsed), which goes to the
+ * gateway process's options.
+ */
+export function benchGatewaySettings(settings: Record<string, string>): {
+  env: Record<string, string>;
+  options: Partial<Config>;
+} {
+  const env: Record<string, string> = {};
+  const options: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(settings)) {
+    if (/^[A-Z]/.test(key)) env[key] = value;
+    else if (/^\d+$/.test(value)) options[key] = Number(value);
+    else options[key] = value === "true" ? true : value === "false" ? false : value;
+  }
+  return { env, options };
 }

@@ -5,7 +5,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, cpus, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./gateways.js";
+import {
+  benchGatewayEnv,
+  benchGatewaySettings,
+  startGatewayProcess,
+  type GatewayProcess,
+} from "./gateways.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./issuer.js";
 import { startBenchNats, type BenchNats } from "./nats-server.js";
 import { loadAverage } from "./proc.js";
@@ -53,8 +58,17 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
     },
     startGateway: async (o) => {
       if (!s.nats) throw new Error("startGateway: no nats-server started");
+      // Upper-case keys are environment variables, the others the gateway's fixed values.
+      const settings = benchGatewaySettings(o.env ?? {});
       const gateway = await startGatewayProcess({
-        env: benchGatewayEnv(s.nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE, o.env),
+        env: benchGatewayEnv(
+          s.nats.url,
+          issuer.jwksUrl,
+          BENCH_ISSUER,
+          BENCH_AUDIENCE,
+          settings.env,
+        ),
+        options: settings.options,
         nodeFlags: o.nodeFlags ?? [],
         build: o.build ?? false,
         logFile: o.logFile,

@@ -9,16 +9,21 @@
 //   <- {type: "waiting"} -> {type: "waiting", waiting}     (waiting receives now; no GC)
 //   <- {type: "stop"} or SIGTERM: closes the gateway and exits (a --cpu-prof profile is written)
 // Exits by itself when the parent goes away.
-import { loadConfig } from "../config.js";
+// Its one argument, when given, is JSON of settings the environment does not give (fields of
+// Config, such as {"consumerAckWaitSeconds": 5}): the tests' and the benchmark's way to shorten
+// what production fixes (docs/testing.md). Production's entry, src/main.ts, takes none.
+import { loadConfig, renamedSettingWarnings, type Config } from "../config.js";
 import { createGateway } from "../gateway.js";
 import { setHeapGrowing } from "../heap-growing.js";
 import { createLogger } from "../logger.js";
 
-const config = loadConfig(process.env);
+const options = JSON.parse(process.argv[2] ?? "{}") as Partial<Config>;
+const config: Config = { ...loadConfig(process.env), ...options };
 if (!config.natsServers) throw new Error("gateway-process needs NATS_URL");
 // As src/main.ts does: the benchmark measures the gateway as production runs it.
 setHeapGrowing(config.heapGrowingPercent);
 const logger = createLogger(config.logLevel);
+for (const warning of renamedSettingWarnings(process.env)) logger.warn(warning);
 const gateway = await createGateway({ config, logger, natsServers: config.natsServers });
 const { url, metricsUrl } = await gateway.listen();
 

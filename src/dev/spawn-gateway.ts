@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
+import type { Config } from "../config.js";
 
 const DEV_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_DIR = dirname(dirname(DEV_DIR));
@@ -30,6 +31,8 @@ export interface GatewayProcess {
 
 export interface GatewayProcessOptions {
   readonly env: Record<string, string>;
+  /** Settings the environment does not give (see gateway-process.ts), over loadConfig's. */
+  readonly options?: Partial<Config>;
   /** Extra Node.js flags (e.g. --cpu-prof). */
   readonly nodeFlags?: readonly string[];
   /**
@@ -53,7 +56,7 @@ export async function startGatewayProcess(o: GatewayProcessOptions): Promise<Gat
     throw new Error(`${entry[0]} is missing: run \`npm run build\` first`);
   }
   const node = [process.execPath, "--expose-gc", ...(o.nodeFlags ?? []), ...entry];
-  const argv = [...(o.wrapper ?? []), ...node];
+  const argv = [...(o.wrapper ?? []), ...node, ...(o.options ? [JSON.stringify(o.options)] : [])];
   const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
     cwd: REPO_DIR,
     env: { ...process.env, ...o.env, NODE_ENV: "" },

@@ -20,7 +20,8 @@ beforeAll(async () => {
   neighbour = await startTestNats();
   issuer = await startIssuer();
   gw = await startGateway(home.url, issuer, {
-    env: { VQS_FAILOVER_REGIONS: `sfo1=${neighbour.url}`, VQS_NATS_REQUEST_TIMEOUT_MS: "1000" },
+    env: { VQS_FAILOVER_REGIONS: `sfo1=${neighbour.url}` },
+    config: { requestTimeoutMs: 1000 },
   });
   // The neighbour is connected in the background: wait for it (a few seconds at most).
   expect(await eventually(() => failover().canDefer(), 5000)).toBe(true);

@@ -7,7 +7,7 @@ import { brokerContract } from "./broker-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
-const fixture = useGateways(1, { env: { VQS_CONSUMER_ACK_WAIT_SECONDS: "1" } });
+const fixture = useGateways(1, { config: { consumerAckWaitSeconds: 1 } });
 
 brokerContract("JetStream", {
   broker: () => fixture.gateways[0]!.gateway.jetstream.broker,

@@ -31,11 +31,10 @@ beforeAll(async () => {
         // redeliveries of messages whose ack was lost within the test's drain time.
         env: {
           VQS_STREAM_REPLICAS: "3",
-          VQS_NATS_REQUEST_TIMEOUT_MS: "2000",
-          VQS_CONSUMER_ACK_WAIT_SECONDS: "5",
           // A body store that each node has room for three times over (it is R3 too).
           VQS_LARGE_BODY_STORE_BYTES: String(256 * 1024 * 1024),
         },
+        config: { requestTimeoutMs: 2000, consumerAckWaitSeconds: 5 },
       }).catch(() => undefined),
     (started) => started !== undefined,
     { tries: 30, everyMs: 500 },

@@ -23,7 +23,8 @@ beforeAll(async () => {
   neighbour = await startTestNats();
   issuer = await startIssuer();
   gwHome = await startGateway(home.url, issuer, {
-    env: { VQS_FAILOVER_REGIONS: `sfo1=${neighbour.url}`, VQS_NATS_REQUEST_TIMEOUT_MS: "1000" },
+    env: { VQS_FAILOVER_REGIONS: `sfo1=${neighbour.url}` },
+    config: { requestTimeoutMs: 1000 },
   });
   gwNeighbour = await startGateway(neighbour.url, issuer, { env: { VQS_REGION: "sfo1" } });
 });

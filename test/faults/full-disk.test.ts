@@ -35,7 +35,7 @@ beforeAll(async () => {
   nats = await startNatsServer({ storeDir: join(disk, "store"), maxFileStore: 1024 ** 3 });
   issuer = await startIssuer();
   gw = await startGateway(nats.url, issuer, {
-    env: { VQS_NATS_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) },
+    config: { requestTimeoutMs: REQUEST_TIMEOUT_MS },
   });
 }, 60_000);
 

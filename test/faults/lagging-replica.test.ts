@@ -16,7 +16,7 @@ let cluster: TestCluster;
 let issuer: TestIssuer;
 const gateways: TestGateway[] = [];
 
-const ENV = { VQS_STREAM_REPLICAS: "3", VQS_NATS_REQUEST_TIMEOUT_MS: "3000" };
+const ENV = { VQS_STREAM_REPLICAS: "3" };
 /** How long the follower is paused while keys (and filler, to deepen its backlog) are written. */
 const PAUSE_MS = 8000;
 const PAD = "p".repeat(1024);
@@ -26,7 +26,10 @@ const RETRY_FOR_MS = 120_000;
 async function gatewayOn(urls: string): Promise<TestGateway> {
   // The cluster elects its meta leader a moment after the servers start.
   const started = await attemptUntil(
-    () => startGateway(urls, issuer, { env: ENV }).catch((err: unknown) => ({ err })),
+    () =>
+      startGateway(urls, issuer, { env: ENV, config: { requestTimeoutMs: 3000 } }).catch(
+        (err: unknown) => ({ err }),
+      ),
     (r) => !("err" in r),
     { tries: 31, everyMs: 500 },
   );

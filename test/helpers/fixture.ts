@@ -82,7 +82,7 @@ export function useConnectedGateway(
 
 /**
  * A gateway whose large bodies are seen expiring and orphaned in seconds: a body outlives its
- * message's retention by a second (VQS_LARGE_BODY_TTL_MARGIN_SECONDS), an uncommitted body is an
+ * message's retention by a second (largeBodyTtlMarginSeconds), an uncommitted body is an
  * orphan a second after its last chunk, and the sweep runs only when a test asks.
  */
 export function useLargeBodyGateway(): ConnectedFixture {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, FIXED, loadConfig, renamedSettingWarnings } from "../../src/config.js";
 
 const oidc = {
   VQS_OIDC_JWKS_URL: "https://oidc.example/jwks",
@@ -40,10 +40,8 @@ describe("configuration", () => {
       VQS_RATE_LIMIT_PER_SECOND: "50",
       VQS_RATE_LIMIT_TEAMS: "team_big=500, team_small=5",
       VQS_MAX_TOPICS_PER_NAMESPACE: "0",
-      VQS_TOPIC_IDLE_SECONDS: "3600",
-      VQS_DEDUP_WINDOW_SECONDS: "300",
-      VQS_MESSAGE_TTL: "off",
-      VQS_LARGE_BODY_READ_WINDOW: "6",
+      VQS_MAX_LARGE_UPLOADS: "3",
+      VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: "7",
     });
     expect(c.natsServers).toEqual(["nats://a:4222", "nats://b:4222"]);
     expect(c.oidc).toMatchObject({
@@ -60,14 +58,9 @@ describe("configuration", () => {
       rateLimitPerSecond: 50,
       maxTopicsPerNamespace: 0,
       maxGroupsPerNamespace: 5000,
-      topicIdleSeconds: 3600,
-      dedupWindowSeconds: 300,
-      messageTtl: "off",
-      largeBodyWindow: 8,
-      largeBodyReadWindow: 6,
+      maxLargeStreams: 3,
+      maxDelayedPublishesPerSecond: 7,
     });
-    // A download reads ahead half of what an upload keeps in flight unless told otherwise.
-    expect(loadConfig({})).toMatchObject({ largeBodyWindow: 8, largeBodyReadWindow: 4 });
     expect([...c.rateLimitTeams]).toEqual([
       ["team_big", 500],
       ["team_small", 5],
@@ -100,18 +93,52 @@ describe("configuration", () => {
     expect(loadConfig({ ...production, VQS_CONSOLE: "on" }).console).toBe(true);
   });
 
-  it("fixes V8's heap growing factor at 300 % unless told otherwise (0: V8's own)", () => {
-    expect(loadConfig({}).heapGrowingPercent).toBe(300);
-    expect(loadConfig({ VQS_HEAP_GROWING_PERCENT: "0" }).heapGrowingPercent).toBe(0);
-    expect(loadConfig({ VQS_HEAP_GROWING_PERCENT: "150" }).heapGrowingPercent).toBe(150);
+  it("fixes what no operator sets, whatever the environment says", () => {
+    const set = {
+      VQS_HEAP_GROWING_PERCENT: "0",
+      VQS_CONSUMER_ACK_WAIT_SECONDS: "1",
+      VQS_MESSAGE_TTL: "off",
+      VQS_LARGE_BODY_READ_WINDOW: "6",
+      VQS_METRICS_HOST: "127.0.0.1",
+      VQS_PUSH_ISSUER: "urn:other",
+    };
+    expect(loadConfig(set)).toEqual(loadConfig({}));
+    expect(loadConfig({})).toMatchObject({
+      ...(({ oidcClockToleranceSeconds: _, ...rest }) => rest)(FIXED),
+      oidc: null,
+      pushIssuer: "urn:vqs:dev1",
+      metricsHost: "0.0.0.0",
+    });
+    // A download reads ahead half of what an upload keeps in flight; V8's old generation may
+    // grow to four times the live heap.
+    expect(FIXED).toMatchObject({ largeBodyWindow: 8, largeBodyReadWindow: 4 });
+    expect(FIXED.heapGrowingPercent).toBe(300);
+    expect(loadConfig(oidc).oidc?.clockToleranceSeconds).toBe(FIXED.oidcClockToleranceSeconds);
   });
 
-  it("serves the metrics on a port of their own, 9464 and the API's host unless told otherwise", () => {
+  it("still reads a renamed setting's old name, with a warning, the new name winning", () => {
+    const old = { VQS_MAX_LARGE_STREAMS: "4", VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "9" };
+    expect(loadConfig(old)).toMatchObject({ maxLargeStreams: 4, maxDelayedPublishesPerSecond: 9 });
+    expect(renamedSettingWarnings(old)).toEqual([
+      "VQS_MAX_LARGE_STREAMS is renamed VQS_MAX_LARGE_UPLOADS; the old name stops working in the next release",
+      "VQS_MAX_DELAYED_PUBLISHES_PER_SECOND is renamed VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE; the old name stops working in the next release",
+    ]);
+    const both = { ...old, VQS_MAX_LARGE_UPLOADS: "5" };
+    expect(loadConfig(both).maxLargeStreams).toBe(5);
+    expect(renamedSettingWarnings(both)[0]).toBe(
+      "VQS_MAX_LARGE_STREAMS is ignored: VQS_MAX_LARGE_UPLOADS, its new name, is set",
+    );
+    expect(renamedSettingWarnings({ VQS_MAX_LARGE_UPLOADS: "5" })).toEqual([]);
+    expect(() => loadConfig({ VQS_MAX_LARGE_STREAMS: "0" })).toThrow(/VQS_MAX_LARGE_STREAMS must/);
+  });
+
+  it("serves the metrics on a port of their own, 9464 unless told otherwise, on the API's host", () => {
     expect(loadConfig({})).toMatchObject({ port: 8080, metricsPort: 9464, metricsHost: "0.0.0.0" });
     expect(loadConfig({ HOST: "10.0.0.5" }).metricsHost).toBe("10.0.0.5");
-    expect(
-      loadConfig({ HOST: "0.0.0.0", VQS_METRICS_HOST: "127.0.0.1", VQS_METRICS_PORT: "9100" }),
-    ).toMatchObject({ metricsHost: "127.0.0.1", metricsPort: 9100 });
+    expect(loadConfig({ HOST: "127.0.0.1", VQS_METRICS_PORT: "9100" })).toMatchObject({
+      metricsHost: "127.0.0.1",
+      metricsPort: 9100,
+    });
     // Both ephemeral (tests) is no clash; the same fixed port is.
     expect(loadConfig({ PORT: "0", VQS_METRICS_PORT: "0" }).metricsPort).toBe(0);
     expect(() => loadConfig({ PORT: "9464" })).toThrow(/VQS_METRICS_PORT must differ from PORT/);
@@ -131,13 +158,9 @@ describe("configuration", () => {
       { VQS_STREAM_REPLICAS: "0" },
       { VQS_RATE_LIMIT_TEAMS: "team_a:5" },
       { VQS_RATE_LIMIT_TEAMS: "team_a=-1" },
-      { VQS_TOPIC_IDLE_SECONDS: "10" },
-      { VQS_MESSAGE_TTL: "yes" },
       { VQS_CONSOLE: "true" },
-      { VQS_LARGE_BODY_READ_WINDOW: "0" },
-      { VQS_LARGE_BODY_READ_WINDOW: "65" },
-      { VQS_HEAP_GROWING_PERCENT: "1001" },
-      { VQS_HEAP_GROWING_PERCENT: "1.5" },
+      { VQS_MAX_LARGE_UPLOADS: "0" },
+      { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: "-1" },
     ]) {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
     }

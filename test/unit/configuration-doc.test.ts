@@ -100,6 +100,6 @@ describe("the configuration reference (docs/configuration.md)", () => {
       const shown = /^`(\d+)`/.exec(documented.get(name) ?? "");
       expect(shown?.[1], `${name}'s default`).toBe(String(integerDefault(name, range)));
     }
-    expect(integers).toBeGreaterThanOrEqual(20);
+    expect(integers).toBeGreaterThanOrEqual(15);
   });
 });

@@ -144,22 +144,13 @@ servers have (null: not checked); 0 store bytes is no limit and reserves nothing
 {{- end }}
 {{- /*
 Shutdown timeline: preStop sleep, then SIGTERM; the app turns readiness 503,
-waits config.shutdownDelaySeconds, closes the listener and drains, all within
-config.shutdownGraceSeconds counted from SIGTERM (the delay is part of the
-grace). So the delay must be shorter than the grace (else the grace timer ends
-the process before it drains), and the pod's terminationGracePeriodSeconds must
-exceed preStop + grace.
+waits 2 s, closes the listener and drains, all within 25 s counted from SIGTERM
+(fixed in the app). So the pod's terminationGracePeriodSeconds must exceed
+preStop + 25.
 */}}
-{{- $grace := int .Values.config.shutdownGraceSeconds }}
-{{- $delay := 2 }}
-{{- if not (or (kindIs "invalid" .Values.config.shutdownDelaySeconds) (eq (toString .Values.config.shutdownDelaySeconds) "")) }}
-{{- $delay = int .Values.config.shutdownDelaySeconds }}
-{{- end }}
+{{- $grace := 25 }}
 {{- $preStop := int .Values.preStopSleepSeconds }}
-{{- if and (gt $grace 0) (ge $delay $grace) }}
-{{- fail (printf "config.shutdownDelaySeconds (%d, app default 2 when unset) must be less than config.shutdownGraceSeconds (%d): the delay is part of the grace period" $delay $grace) }}
-{{- end }}
 {{- if le (int .Values.terminationGracePeriodSeconds) (add $grace $preStop) }}
-{{- fail (printf "terminationGracePeriodSeconds (%d) must be greater than preStopSleepSeconds + config.shutdownGraceSeconds (%d; the grace includes config.shutdownDelaySeconds)" (int .Values.terminationGracePeriodSeconds) (add $grace $preStop)) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be greater than preStopSleepSeconds + 25 s, the app's shutdown grace (%d)" (int .Values.terminationGracePeriodSeconds) (add $grace $preStop)) }}
 {{- end }}
 {{- end }}

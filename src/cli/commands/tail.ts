@@ -52,7 +52,7 @@ export function tailCommand(program: Command, contextOf: ContextOf): void {
         "Its own group is new each run and starts at the topic's oldest unexpired message: the",
         "older ones are acknowledged in that group unshown (nobody else reads it). The tail",
         "deletes that group when it ends (Ctrl-C, --count, an error); a second Ctrl-C or a",
-        "killed tail leaves it until it has been unused for VQS_CONSUMER_INACTIVE_SECONDS.",
+        "killed tail leaves it until it has been unused for 14 days.",
       ].join("\n"),
     )
     .action(async (topic: string, _o: TailFlags, c: Command) => {

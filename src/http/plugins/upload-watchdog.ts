@@ -1,4 +1,4 @@
-// The minimum upload rate (VQS_MIN_UPLOAD_BYTES_PER_SECOND) instead of a fixed request timeout:
+// The minimum upload rate (minUploadBytesPerSecond, fixed) instead of a fixed request timeout:
 // a request body must bring at least the rate's worth of bytes in every 60 s, however long it
 // is, so a 100 MB upload over a slow link finishes and a trickled body (slowloris) does not hold
 // a connection for ever. One timer per gateway looks at the bodies under way every 5 s (a quarter window at most). A

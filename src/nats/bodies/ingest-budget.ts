@@ -1,4 +1,4 @@
-// The byte-rate budget of large-body ingest on one gateway (VQS_LARGE_INGEST_BYTES_PER_SECOND):
+// The byte-rate budget of large-body ingest on one gateway (largeIngestBytesPerSecond):
 // a token bucket shared by every upload. An upload that finds it empty waits, which stops it
 // reading its request (TCP pushes back on the client), so small messages keep the gateway's
 // CPU and NATS's attention.

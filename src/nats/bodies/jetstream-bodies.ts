@@ -80,7 +80,7 @@ export interface JetStreamBodiesOptions {
    */
   readonly ttlMarginSeconds: number;
   /**
-   * The minimum upload rate (VQS_MIN_UPLOAD_BYTES_PER_SECOND, over its window): what bounds how
+   * The minimum upload rate (minUploadBytesPerSecond, over its window): what bounds how
    * long an upload may last, which its chunks' TTL must cover (`uploadBoundMs`).
    */
   readonly minUploadBytesPerSecond: number;

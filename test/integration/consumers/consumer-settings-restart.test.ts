@@ -20,9 +20,7 @@ beforeAll(async () => {
   nats = await startTestNats();
   issuer = await startIssuer();
   for (let i = 0; i < 2; i++) {
-    gateways.push(
-      await startGateway(nats.url, issuer, { env: { VQS_NATS_REQUEST_TIMEOUT_MS: "1000" } }),
-    );
+    gateways.push(await startGateway(nats.url, issuer, { config: { requestTimeoutMs: 1000 } }));
   }
 });
 

@@ -285,7 +285,7 @@ describe("consumer settings", () => {
 
   it("caps the documents of a namespace, still letting existing ones be replaced", async () => {
     const capped = await startGateway(f.nats.url, f.issuer, {
-      env: { VQS_MAX_SETTINGS_PER_NAMESPACE: "2" },
+      config: { maxSettingsPerNamespace: 2 },
     });
     try {
       const c = settingsApi(capped.url, await f.issuer.token({ owner_id: uniqueName("team") }));

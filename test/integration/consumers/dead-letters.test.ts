@@ -24,7 +24,7 @@ beforeAll(async () => {
   app = await startPushApp(fx.gateways[0]!.url, token);
   proxy = await startNatsProxy(fx.nats.port);
   proxied = await startGateway(proxy.url, fx.issuer, {
-    env: { VQS_NATS_REQUEST_TIMEOUT_MS: "1000" },
+    config: { requestTimeoutMs: 1000 },
   });
 });
 

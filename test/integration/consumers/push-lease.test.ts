@@ -180,7 +180,7 @@ describe("a pushed group's consumer", () => {
       hold = false;
       await becomes({ ackWait: 22_000, cap: 5, pending: 0 }, 30_000);
 
-      // No longer pushed: the defaults of a polled group (no cap, VQS_CONSUMER_ACK_WAIT_SECONDS).
+      // No longer pushed: the defaults of a polled group (no cap, consumerAckWaitSeconds).
       const del = await q().call("DELETE", `${topic}/consumer/workers/settings`);
       expect(del.status).toBe(204);
       await becomes({ ackWait: 60_000, cap: -1 });

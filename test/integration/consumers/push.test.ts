@@ -9,7 +9,7 @@ import { api, sleep, uniqueName } from "../../helpers/http.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 
 const INLINE_LIMIT = 2048;
-const fx = useGateways(1, { env: { VQS_PUSH_INLINE_LIMIT_BYTES: String(INLINE_LIMIT) } });
+const fx = useGateways(1, { config: { pushInlineLimitBytes: INLINE_LIMIT } });
 let app: PushApp;
 let token: string;
 

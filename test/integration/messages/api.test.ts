@@ -670,7 +670,7 @@ describe("health and metrics", () => {
   });
 
   it("caps the per-group series and says so", async () => {
-    const capped = await startGateway(nats.url, issuer, { env: { VQS_METRICS_MAX_GROUPS: "1" } });
+    const capped = await startGateway(nats.url, issuer, { config: { metricsMaxGroups: 1 } });
     try {
       const topic = uniqueName();
       await publishOk(topic, "x");

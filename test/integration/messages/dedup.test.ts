@@ -112,11 +112,11 @@ describe("idempotency keys", () => {
   it("deletes a key's record by its timer when its message expires, so records are bounded by live keys", async () => {
     offsetMs = 0;
     const topic = uniqueName("records");
-    // The timers' way (VQS_MESSAGE_TTL=off, as on servers without per-message TTL). a, b and
+    // The timers' way (messageTtl: "off", as on servers without per-message TTL). a, b and
     // this gateway stop handling timers; once the keys are stored, a fourth gateway whose clock
     // runs 2 minutes ahead finds their timers due at once. (Started earlier, it would look at
     // each key before its record was written: the timer is added before the message is stored.)
-    const timed = await startGateway(nats.url, issuer, { env: { VQS_MESSAGE_TTL: "off" } });
+    const timed = await startGateway(nats.url, issuer, { config: { messageTtl: "off" } });
     const q = api(timed.url, await issuer.token());
     await Promise.all([a, b, timed].map((g) => g.gateway.jetstream.scheduler.stop()));
     let ahead: TestGateway | undefined;

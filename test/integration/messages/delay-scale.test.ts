@@ -6,10 +6,8 @@ import { api, parts, uniqueName } from "../../helpers/http.js";
 
 // 20,000 delayed messages as fast as they go: no cap on delayed publishes per second.
 const env = useGateways(2, {
-  env: {
-    VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "0",
-    VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE: "0",
-  },
+  env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: "0" },
+  config: { maxTimerMovesPerSecondPerNamespace: 0 },
 });
 
 const DELAYED = 20_000;

@@ -10,7 +10,7 @@ import { api, errorCode, errorCodeOf, parts, uniqueName } from "../../helpers/ht
 import { TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
 
 /** Bodies above 1 KiB go to the body store: a batch part's streamed path is tried too. */
-const f = useGateways(1, { env: { VQS_INLINE_BODY_BYTES: "1024" } });
+const f = useGateways(1, { config: { inlineBodyBytes: 1024 } });
 
 /** U+010D U+010A: CR LF once each character is cut to its low byte (latin1). */
 const FORGED = "text/plain\u010d\u010aVqs-Receipt-Handle: forged\u010d\u010aContent-Length: 1";

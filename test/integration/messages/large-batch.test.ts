@@ -31,7 +31,8 @@ beforeAll(async () => {
   issuer = await startIssuer();
   gw = await startGateway(nats.url, issuer);
   small = await startGateway(nats.url, issuer, {
-    env: { VQS_MAX_MESSAGE_BYTES: String(5 * MB), VQS_MAX_BATCH_BYTES: String(MB) },
+    env: { VQS_MAX_MESSAGE_BYTES: String(5 * MB) },
+    config: { maxBatchBytes: MB },
   });
   strict = await startGateway(nats.url, issuer, {
     config: { maxLargeStreams: 1, minUploadBytesPerSecond: MB, minUploadWindowSeconds: 2 },
@@ -147,7 +148,7 @@ describe("large batch parts", () => {
     await expect.poll(() => storedChunks(nc), { timeout: 10_000 }).toBe(before);
   });
 
-  it("refuses a batch whose inline parts pass VQS_MAX_BATCH_BYTES together with 413, storing none", async () => {
+  it("refuses a batch whose inline parts pass maxBatchBytes together with 413, storing none", async () => {
     const topic = uniqueName();
     const body = Buffer.concat([part("a".repeat(600_000)), part("b".repeat(600_000)), END]);
     const res = await sendBatch(small.url, topic, body, 64 * 1024);

@@ -462,7 +462,7 @@ describe("large bodies through the real @vercel/queue client", () => {
     }
     expect(stalled).toBeLessThan(20 * MB);
     // What the gateway has asked NATS for or holds for this reader: at most the read window
-    // (VQS_LARGE_BODY_READ_WINDOW, 4 chunks by default), however long the reader stalls; the
+    // (largeBodyReadWindow, 4 chunks), however long the reader stalls; the
     // count of chunks, not a time.
     const aheadSeries = "vqs_large_body_read_ahead_chunks";
     const ahead = await metricValue(gw100.metricsUrl, aheadSeries);

@@ -56,7 +56,7 @@ async function upload(url: string, topic: string, length: number, token?: string
 }
 
 describe("large-body bounds", () => {
-  it("answers 503 large_body_busy with Retry-After past VQS_MAX_LARGE_STREAMS; small ones go on", async () => {
+  it("answers 503 large_body_busy with Retry-After past VQS_MAX_LARGE_UPLOADS; small ones go on", async () => {
     const gw = await gateway({ maxLargeStreams: 1 });
     const q = api(gw.url, await issuer.token());
     const topic = uniqueName();
@@ -152,7 +152,7 @@ describe("large-body bounds", () => {
     slow.req.destroy();
   });
 
-  it("holds large ingest to VQS_LARGE_INGEST_BYTES_PER_SECOND", async () => {
+  it("holds large ingest to largeIngestBytesPerSecond", async () => {
     const gw = await gateway({ largeIngestBytesPerSecond: 4 * MB });
     const q = api(gw.url, await issuer.token());
     const started = performance.now();

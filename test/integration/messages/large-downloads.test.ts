@@ -12,7 +12,7 @@ import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js"
 import { metricValue, settledMetricValue } from "../../helpers/metrics.js";
 
 const MB = 1_000_000;
-/** VQS_LARGE_BODY_READ_WINDOW's default: the chunks one download may hold. */
+/** largeBodyReadWindow (fixed): the chunks one download may hold. */
 const READ_WINDOW = 4;
 
 const fx = useGateways(1, { config: { maxLargeDownloads: 1, largeIngestBytesPerSecond: 0 } });
@@ -227,7 +227,7 @@ describe("the cap on large downloads (VQS_MAX_LARGE_DOWNLOADS)", () => {
   });
 });
 
-describe("the minimum download rate (VQS_MIN_DOWNLOAD_BYTES_PER_SECOND)", () => {
+describe("the minimum download rate (minDownloadBytesPerSecond)", () => {
   it("closes a reader that stops reading, freeing its slot, and lets a slow but legal one finish byte-exact", async () => {
     // A gateway of its own on the same NATS: 1 MB/s over 2 s windows, one download at a time.
     const gw = await startGateway(fx.nats.url, fx.issuer, {

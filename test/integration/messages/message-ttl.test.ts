@@ -166,7 +166,7 @@ describe("per-message TTL (nats-server 2.11+)", () => {
 
   it("turns it on for a topic stream made without it", async () => {
     const topic = uniqueName("ttl-old");
-    const old = await startGateway(f.nats.url, f.issuer, { env: { VQS_MESSAGE_TTL: "off" } });
+    const old = await startGateway(f.nats.url, f.issuer, { config: { messageTtl: "off" } });
     try {
       const token = await f.issuer.token();
       expect((await api(old.url, token).publish(topic, "before")).status).toBe(201);

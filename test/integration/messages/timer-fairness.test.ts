@@ -22,6 +22,7 @@ import {
   topicNames,
 } from "../../../src/nats/core/naming.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
+import type { Config } from "../../../src/config.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, parts, sleep, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
@@ -62,10 +63,11 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
+async function gateway(config: Partial<Config> = {}): Promise<TestGateway> {
   // The flood is the point here: no cap on delayed publishes per second.
   const g = await startGateway(nats.url, issuer, {
-    env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "0", ...env },
+    env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: "0" },
+    config,
   });
   gateways.push(g);
   return g;
@@ -188,7 +190,7 @@ describe("timers across namespaces", () => {
     const TOTAL = 300;
     // The budget is per gateway: the earlier tests' gateways (default budget) would move too.
     for (const g of gateways.splice(0)) await g.close();
-    const gw = await gateway({ VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE: String(BUDGET) });
+    const gw = await gateway({ maxTimerMovesPerSecondPerNamespace: BUDGET });
     const floodProject = "prj_due_flood";
     const mateProject = shardMateOf(floodProject);
     const flood = api(gw.url, await issuer.token({ project_id: floodProject }));
@@ -233,7 +235,7 @@ describe("timers across namespaces", () => {
     const TOTAL = 2000;
     for (const g of gateways.splice(0)) await g.close();
     // A budget no loop reaches: only the measured throughput can hold the flood back.
-    const gw = await gateway({ VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE: "1000000" });
+    const gw = await gateway({ maxTimerMovesPerSecondPerNamespace: 1_000_000 });
     const floodProject = "prj_fast_flood";
     const mateProject = shardMateOf(floodProject);
     const flood = api(gw.url, await issuer.token({ project_id: floodProject }));

@@ -203,7 +203,7 @@ describe("batch publish on a pod-sized heap", () => {
   it("bounds the inline parts all batches of the gateway hold at once: 503 batch_busy past it", async () => {
     const gw = await spawnGateway(nats.url, issuer, {}, POD_HEAP);
     const token = await issuer.token();
-    // 15 parts of 1 MB: within one batch's VQS_MAX_BATCH_BYTES (16 MiB), held until the end.
+    // 15 parts of 1 MB: within one batch's maxBatchBytes (16 MiB), held until the end.
     const parts15 = Buffer.concat(Array.from({ length: 15 }, () => part(randomBytes(1_000_000))));
     const holders = Array.from({ length: 3 }, () => openBatch(gw.url, token, uniqueName("holder")));
     try {

@@ -139,10 +139,10 @@ describe("idle clean-up", () => {
     expect(got.map((p) => p.body.toString()).sort()).toEqual(["one", "two"]);
   });
 
-  it("removes an empty topic not published to for VQS_TOPIC_IDLE_SECONDS, and recreates it on publish", async () => {
+  it("removes an empty topic not published to for topicIdleSeconds, and recreates it on publish", async () => {
     let offsetMs = 0;
     const gw = await gateway({
-      env: { VQS_TOPIC_IDLE_SECONDS: "60" },
+      config: { topicIdleSeconds: 60 },
       now: () => Date.now() + offsetMs,
     });
     const q = api(gw.url, await issuer.token({ project_id: "prj_sweep" }));

@@ -1,6 +1,6 @@
 // Structured logs: one JSON object per line, every request line carries its request ID (also
 // sent back as x-request-id), and neither bearer tokens nor receipt handles appear in full;
-// VQS_REQUEST_LOGS=off drops the two lines of every request, not its errors.
+// requestLogs: false (the benchmark's, fixed on in production) drops the two lines of every request, not its errors.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/logger.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
@@ -51,10 +51,10 @@ describe("logs", () => {
     expect(all).toContain(`/lease/${handle.slice(0, 8)}…`);
   });
 
-  it("without request lines (VQS_REQUEST_LOGS=off), a request logs only its errors", async () => {
+  it("without request lines (requestLogs: false), a request logs only its errors", async () => {
     const quiet: string[] = [];
     const logger = createLogger("info", { write: (line: string) => void quiet.push(line) });
-    const gw2 = await startGateway(nats.url, issuer, { logger, env: { VQS_REQUEST_LOGS: "off" } });
+    const gw2 = await startGateway(nats.url, issuer, { logger, config: { requestLogs: false } });
     try {
       const q = api(gw2.url, await issuer.token());
       const topic = uniqueName();

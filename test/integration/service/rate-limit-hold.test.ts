@@ -1,4 +1,4 @@
-// The rate limit's hold (VQS_RATE_LIMIT_HOLD_MS) on a real gateway: a tenant that sends again at
+// The rate limit's hold (rateLimitHoldMs, fixed in production) on a real gateway: a tenant that sends again at
 // once on the connection that just answered it 429 has that request held before it is decided, so
 // a client ignoring Retry-After gets a few refusals a second per connection, not thousands; the
 // refused requests' unread bodies do not break the keep-alive connection; another tenant on the
@@ -15,9 +15,9 @@ const fx = useGateways(1, {
   env: {
     VQS_RATE_LIMIT_PER_SECOND: "1000",
     VQS_RATE_LIMIT_TEAMS: "team_hold=2",
-    VQS_RATE_LIMIT_HOLD_MS: String(HOLD_MS),
     VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_full=1",
   },
+  config: { rateLimitHoldMs: HOLD_MS },
 });
 
 interface Answer {

@@ -1,6 +1,6 @@
 // Short-lived topics under a pushed pattern (Workflow DevKit 5.x makes one per run): removed once
 // settled (every group acknowledged every message, nothing delayed, nothing leased) and unused
-// for VQS_SETTLED_TOPIC_SECONDS, and not before, so a namespace at its topic cap refuses a new
+// for settledTopicSeconds, and not before, so a namespace at its topic cap refuses a new
 // topic until its topics settle; a publish racing a removal is stored and delivered; and a
 // removed topic's large bodies go with it, but not the body of an upload to it under way.
 // Thousands of real Workflow runs through a capped namespace: world-5-sequential-replays.test.ts.
@@ -21,7 +21,8 @@ import { eventually } from "../../helpers/settings.js";
 
 const CAP = 300;
 const fx = useGateways(1, {
-  env: { VQS_SETTLED_TOPIC_SECONDS: "1", VQS_MAX_TOPICS_PER_NAMESPACE: String(CAP) },
+  env: { VQS_MAX_TOPICS_PER_NAMESPACE: String(CAP) },
+  config: { settledTopicSeconds: 1 },
 });
 let app: PushApp;
 let token: string;

@@ -16,7 +16,7 @@ let gw: TestGateway;
 beforeAll(async () => {
   nats = await startTestNats();
   issuer = await startIssuer();
-  gw = await startGateway(nats.url, issuer, { env: { VQS_NATS_REQUEST_TIMEOUT_MS: "1000" } });
+  gw = await startGateway(nats.url, issuer, { config: { requestTimeoutMs: 1000 } });
 });
 
 afterAll(async () => {

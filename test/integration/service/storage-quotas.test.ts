@@ -2,7 +2,7 @@
 // namespace quota gets 429 topic_full / storage_quota_exceeded with Retry-After, while another
 // namespace publishes and receives normally, the store never fills, nothing stored is lost, a
 // raised quota takes effect, a restarted gateway keeps the quotas, and JetStream's own hard
-// per-topic limit (VQS_TOPIC_HARD_MAX_BYTES) answers the same 429 topic_full.
+// per-topic limit (topicHardMaxBytes) answers the same 429 topic_full.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerProcess } from "../../../src/dev/nats-server-process.js";
 import { namespaceFilter } from "../../../src/nats/core/naming.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
+import type { Config } from "../../../src/config.js";
 import { startGateway, type TestGateway } from "../../helpers/gateway.js";
 import { api, errorCode, parts, uniqueName } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
@@ -45,8 +46,11 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function gateway(env: Record<string, string>): Promise<TestGateway> {
-  const g = await startGateway(nats.url, issuer, { env });
+async function gateway(
+  env: Record<string, string>,
+  config?: Partial<Config>,
+): Promise<TestGateway> {
+  const g = await startGateway(nats.url, issuer, { env, ...(config ? { config } : {}) });
   gateways.push(g);
   return g;
 }
@@ -167,11 +171,13 @@ describe("storage quotas", () => {
   });
 
   it("answers JetStream's own hard topic limit with 429 topic_full, keeping what is stored", async () => {
-    const gw = await gateway({
-      VQS_TOPIC_MAX_BYTES: "0",
-      VQS_NAMESPACE_MAX_BYTES: "0",
-      VQS_TOPIC_HARD_MAX_BYTES: "100000",
-    });
+    const gw = await gateway(
+      {
+        VQS_TOPIC_MAX_BYTES: "0",
+        VQS_NAMESPACE_MAX_BYTES: "0",
+      },
+      { topicHardMaxBytes: 100_000 },
+    );
     const q = api(gw.url, await issuer.token({ owner_id: "team_q", project_id: "prj_hard" }));
     const topic = uniqueName();
     const filled = await fill(q, topic);

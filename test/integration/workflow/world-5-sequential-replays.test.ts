@@ -3,7 +3,7 @@
 // (flow pushes at maxConcurrency 1, as the builder declares in that mode). Thousands of real runs
 // of the 5.x example app (examples/workflow-5: built by the 5.x builder, its World) pass through
 // a namespace whose topic cap is far below their number: they can all complete only because each
-// settled topic is removed while the others run (VQS_SETTLED_TOPIC_SECONDS=1); none is left.
+// settled topic is removed while the others run (settledTopicSeconds: 1); none is left.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,7 +33,7 @@ const DEPLOYMENT = "dpl_replays";
 // of a shared machine does not set the pace (nats-server spent 3 times the CPU on it).
 const fx = useGateways(
   1,
-  { env: { VQS_SETTLED_TOPIC_SECONDS: "1", VQS_MAX_TOPICS_PER_NAMESPACE: String(CAP) } },
+  { env: { VQS_MAX_TOPICS_PER_NAMESPACE: String(CAP) }, config: { settledTopicSeconds: 1 } },
   { tmpDir: memoryTmpDir() },
 );
 const NS = makeNamespace(

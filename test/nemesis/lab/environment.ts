@@ -2,6 +2,7 @@
 // nats-server nodes, a token issuer on the bridge's address, and two gateway processes (which may
 // push to the bridge's address, where each round's push endpoint listens).
 import { join } from "node:path";
+import type { Config } from "../../../src/config.js";
 import { AUDIENCE, ISSUER, startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import { GATEWAY_HOSTS, startGateways, type NemesisGateway } from "./gateways.js";
 import { createLab, type Lab } from "./lab.js";
@@ -35,12 +36,16 @@ export interface EnvironmentOptions {
  */
 export const NEMESIS_GATEWAY_ENV: Record<string, string> = {
   VQS_STREAM_REPLICAS: "3",
-  VQS_NATS_REQUEST_TIMEOUT_MS: "2000",
-  VQS_CONSUMER_ACK_WAIT_SECONDS: "5",
   // The large-body store's byte limit must fit the nodes' JetStream storage (2 GiB here, 4x the
   // 512 MiB disks): at the 10 GiB default no node can place the store, and every large publish
   // is refused (503).
   VQS_LARGE_BODY_STORE_BYTES: String(256 * 1024 * 1024),
+};
+
+/** What production fixes, shortened as above (passed to each gateway process in its argument). */
+export const NEMESIS_GATEWAY_OPTIONS: Partial<Config> = {
+  requestTimeoutMs: 2000,
+  consumerAckWaitSeconds: 5,
 };
 
 export async function startEnvironment(o: EnvironmentOptions): Promise<NemesisEnvironment> {
@@ -71,6 +76,7 @@ export async function startEnvironment(o: EnvironmentOptions): Promise<NemesisEn
               VQS_PUSH_ALLOWED_URLS: `http://${lab.hostAddress}:*`,
               ...o.gatewayEnv,
             },
+            options: NEMESIS_GATEWAY_OPTIONS,
           })),
         );
       } catch (err) {

@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { Config } from "../../../src/config.js";
 import { startGatewayProcess, type GatewayProcess } from "../../../src/dev/spawn-gateway.js";
 import type { Lab } from "./lab.js";
 
@@ -36,6 +37,8 @@ export interface GatewaysOptions {
   readonly audience: string;
   /** Extra settings (short ack wait, request timeout...). */
   readonly env: Record<string, string>;
+  /** Settings the environment does not give (spawn-gateway.ts's `options`). */
+  readonly options?: Partial<Config>;
 }
 
 export async function startGateways(lab: Lab, o: GatewaysOptions): Promise<NemesisGateway[]> {
@@ -81,6 +84,7 @@ async function startOne(
   const start = () =>
     startGatewayProcess({
       env,
+      ...(o.options ? { options: o.options } : {}),
       logFile: join(o.dir, `${host}.log`),
       wrapper: lab.wrapper(host),
     });

@@ -1,5 +1,5 @@
-// The minimum download rate (VQS_MIN_DOWNLOAD_BYTES_PER_SECOND over
-// VQS_MIN_DOWNLOAD_WINDOW_SECONDS): a large body is streamed as its reader takes it, in one of
+// The minimum download rate (minDownloadBytesPerSecond over
+// minDownloadWindowSeconds): a large body is streamed as its reader takes it, in one of
 // the gateway's few download slots (VQS_MAX_LARGE_DOWNLOADS), so a reader that stops reading
 // without going away would hold its slot, and the read window's chunks, for as long as its
 // connection stays open. Counted from the body's first chunk (a wait for a slot is not the

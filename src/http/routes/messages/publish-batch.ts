@@ -4,7 +4,7 @@
 // part counts as a request in the tenant's rate limit: the parts the budget has no room for fail
 // alone with 429 rate_limited (retryable), the first ones stored. The body streams: a part above
 // the inline limit goes to the body store as it arrives (like a large single publish), the
-// inline parts are held (VQS_MAX_BATCH_BYTES per batch, and a share of the heap for all batches
+// inline parts are held (maxBatchBytes per batch, and a share of the heap for all batches
 // of the gateway together: 503 batch_busy past it), and no message is published before the body
 // has been read whole: a batch cut off stores nothing. A large part refused before its end (too
 // large, rate-limited, no room) is not read on: the batch is refused whole with the part's error,
@@ -55,7 +55,7 @@ const HELD_WAIT_MS = 1_000;
 /**
  * Inline parts held by all batches of the gateway at once: 1/8 of the V8 heap (two whole batches
  * of the default 16 MiB for the chart's 256 MB heap), and at least what one batch may hold (its
- * VQS_MAX_BATCH_BYTES, with the part and the socket read under way).
+ * maxBatchBytes, with the part and the socket read under way).
  */
 export function gatewayHeldBytes(maxBatchBytes: number, inlineBytes: number): number {
   return heapShare(8, maxBatchBytes + inlineBytes + 64 * 1024);
