@@ -464,8 +464,58 @@ function renamed(env: Env, name: string): string {
   return env[name]?.trim() || !env[old]?.trim() ? name : old;
 }
 
-/** A warning for each old name set (src/main.ts logs them at start). */
+/**
+ * Variables earlier releases read whose values are now fixed (`FIXED`): one set is ignored,
+ * with a warning at start, so an operator's old chart or manifest is told rather than silently
+ * obeyed in part.
+ */
+export const RETIRED: readonly string[] = [
+  "VQS_CONSUMER_ACK_WAIT_SECONDS",
+  "VQS_CONSUMER_INACTIVE_SECONDS",
+  "VQS_DEDUP_WINDOW_SECONDS",
+  "VQS_HEAP_GROWING_PERCENT",
+  "VQS_INLINE_BODY_BYTES",
+  "VQS_LARGE_BODY_NAMESPACE_PERCENT",
+  "VQS_LARGE_BODY_ORPHAN_GRACE_SECONDS",
+  "VQS_LARGE_BODY_READ_WINDOW",
+  "VQS_LARGE_BODY_SWEEP_SECONDS",
+  "VQS_LARGE_BODY_TTL_MARGIN_SECONDS",
+  "VQS_LARGE_BODY_WINDOW",
+  "VQS_LARGE_INGEST_BYTES_PER_SECOND",
+  "VQS_MAX_BATCH_BYTES",
+  "VQS_MAX_SETTINGS_PER_NAMESPACE",
+  "VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE",
+  "VQS_MESSAGE_TTL",
+  "VQS_METRICS_HOST",
+  "VQS_METRICS_MAX_GROUPS",
+  "VQS_METRICS_REFRESH_SECONDS",
+  "VQS_MIN_DOWNLOAD_BYTES_PER_SECOND",
+  "VQS_MIN_DOWNLOAD_WINDOW_SECONDS",
+  "VQS_MIN_UPLOAD_BYTES_PER_SECOND",
+  "VQS_MIN_UPLOAD_WINDOW_SECONDS",
+  "VQS_NATS_REQUEST_TIMEOUT_MS",
+  "VQS_OIDC_CLOCK_TOLERANCE_SECONDS",
+  "VQS_PUSH_INLINE_LIMIT_BYTES",
+  "VQS_PUSH_ISSUER",
+  "VQS_PUSH_TOKEN_SECONDS",
+  "VQS_RATE_LIMIT_HOLD_MS",
+  "VQS_REQUEST_LOGS",
+  "VQS_SETTLED_TOPIC_SECONDS",
+  "VQS_SHUTDOWN_DELAY_SECONDS",
+  "VQS_SHUTDOWN_GRACE_SECONDS",
+  "VQS_TOPIC_HARD_MAX_BYTES",
+  "VQS_TOPIC_IDLE_SECONDS",
+];
+
+/** A warning for each old or retired name set (src/main.ts logs them at start). */
 export function renamedSettingWarnings(env: Env): string[] {
+  const retired = RETIRED.filter((name) => env[name]?.trim()).map(
+    (name) => `${name} is no longer read: its value is fixed (docs/configuration.md)`,
+  );
+  return [...retired, ...renamedWarnings(env)];
+}
+
+function renamedWarnings(env: Env): string[] {
   return Object.entries(RENAMED)
     .filter(([, old]) => env[old]?.trim())
     .map(([name, old]) =>

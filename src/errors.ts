@@ -213,7 +213,7 @@ export const ERRORS = {
   delayed_publish_rate_limited: {
     status: 429,
     message:
-      "This namespace has published as many delayed messages this second as the service allows in this region (VQS_MAX_DELAYED_PUBLISHES_PER_SECOND); retry after the Retry-After seconds.",
+      "This namespace has published as many delayed messages this second as the service allows in this region (VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE); retry after the Retry-After seconds.",
   },
   rate_limited: {
     status: 429,
@@ -235,7 +235,7 @@ export const ERRORS = {
   large_body_busy: {
     status: 503,
     message:
-      "This gateway is transferring as many large bodies as it allows (VQS_MAX_LARGE_STREAMS uploads, VQS_MAX_LARGE_DOWNLOADS downloads); retry shortly.",
+      "This gateway is transferring as many large bodies as it allows (VQS_MAX_LARGE_UPLOADS uploads, VQS_MAX_LARGE_DOWNLOADS downloads); retry shortly.",
   },
   peek_busy: {
     status: 503,

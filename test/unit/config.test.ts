@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, FIXED, loadConfig, renamedSettingWarnings } from "../../src/config.js";
+import {
+  ConfigError,
+  FIXED,
+  loadConfig,
+  renamedSettingWarnings,
+  RETIRED,
+} from "../../src/config.js";
 
 const oidc = {
   VQS_OIDC_JWKS_URL: "https://oidc.example/jwks",
@@ -130,6 +136,19 @@ describe("configuration", () => {
     );
     expect(renamedSettingWarnings({ VQS_MAX_LARGE_UPLOADS: "5" })).toEqual([]);
     expect(() => loadConfig({ VQS_MAX_LARGE_STREAMS: "0" })).toThrow(/VQS_MAX_LARGE_STREAMS must/);
+  });
+
+  it("warns of a retired variable set, and ignores it (its value is fixed)", () => {
+    const env = { VQS_CONSUMER_ACK_WAIT_SECONDS: "1", VQS_MESSAGE_TTL: "off" };
+    expect(loadConfig(env).consumerAckWaitSeconds).toBe(FIXED.consumerAckWaitSeconds);
+    expect(renamedSettingWarnings(env)).toEqual([
+      "VQS_CONSUMER_ACK_WAIT_SECONDS is no longer read: its value is fixed (docs/configuration.md)",
+      "VQS_MESSAGE_TTL is no longer read: its value is fixed (docs/configuration.md)",
+    ]);
+    // Every retired name is one loadConfig no longer reads.
+    for (const name of RETIRED) {
+      expect(loadConfig({ [name]: "not a value" })).toEqual(loadConfig({}));
+    }
   });
 
   it("serves the metrics on a port of their own, 9464 unless told otherwise, on the API's host", () => {
