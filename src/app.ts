@@ -12,7 +12,7 @@ import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
 import { installNamespaceCaps } from "./http/plugins/namespace-caps.js";
-import type { NamespaceCounts } from "./queue/admission/namespace-counts.js";
+import type { NamespaceCounts } from "./queue/admission/in-flight/namespace-counts.js";
 import { installOpenApi } from "./http/openapi/plugin.js";
 import { acknowledgeRoute } from "./http/routes/messages/acknowledge.js";
 import { changeVisibilityRoutes } from "./http/routes/messages/change-visibility.js";

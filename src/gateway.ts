@@ -1,11 +1,11 @@
 // Composes one gateway from its configuration: NATS connection -> JetStream adapter -> queue
 // service -> HTTP app. Used by main.ts and by the tests, which run real gateways in-process.
 import { namespaceLabel } from "./queue/namespace.js";
-import { NamespaceCounts } from "./queue/admission/namespace-counts.js";
+import { NamespaceCounts } from "./queue/admission/in-flight/namespace-counts.js";
 import { DemandExchange } from "./nats/core/demand-exchange.js";
-import { DelayedPublishCap } from "./queue/admission/delayed-publish-cap.js";
-import { FairShare } from "./queue/admission/fair-share.js";
-import { fairAdmin, fairBroker } from "./queue/admission/fair-ports.js";
+import { DelayedPublishCap } from "./queue/admission/rates/delayed-publish-cap.js";
+import { FairShare } from "./queue/admission/in-flight/fair-share.js";
+import { fairAdmin, fairBroker } from "./queue/admission/in-flight/fair-ports.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";

@@ -1,4 +1,4 @@
-// The size of a gateway-wide byte budget (src/queue/admission/byte-budget.ts): a share of the V8
+// The size of a gateway-wide byte budget (src/queue/admission/in-flight/byte-budget.ts): a share of the V8
 // heap the process was given (`--max-old-space-size`, or what Node chose from the container's
 // memory), never a setting.
 import { getHeapStatistics } from "node:v8";

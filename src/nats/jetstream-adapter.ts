@@ -30,9 +30,9 @@ import { groupNames } from "./core/naming.js";
 import { appliesTo, patternPrefix } from "../queue/settings/topic-pattern.js";
 import { StorageQuotas, type StorageQuotaOptions } from "./queue-state/storage-quotas.js";
 import { JetStreamUsage } from "./queue-state/tenant-usage.js";
-import { TenantAdmission, type TenantCaps } from "../queue/admission/tenant-admission.js";
+import { TenantAdmission, type TenantCaps } from "../queue/admission/stored/tenant-admission.js";
 import type { PushScheduler } from "../queue/push-delivery/push-scheduler.js";
-import { StoreAdmission, type NamespaceCaps } from "../queue/admission/store-admission.js";
+import { StoreAdmission, type NamespaceCaps } from "../queue/admission/stored/store-admission.js";
 
 export interface JetStreamAdapterOptions {
   /** Neighbour regions for failover, and how to connect to them. */

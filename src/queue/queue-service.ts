@@ -4,8 +4,8 @@
 import type { Deferrer } from "./broker.js";
 import type { BodyRef } from "./bodies.js";
 import type { ReceivedMessage } from "./delivery/received-message.js";
-import type { DelayedPublishCap } from "./admission/delayed-publish-cap.js";
-import { NamespaceCounts } from "./admission/namespace-counts.js";
+import type { DelayedPublishCap } from "./admission/rates/delayed-publish-cap.js";
+import { NamespaceCounts } from "./admission/in-flight/namespace-counts.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
 import type { QueueContext } from "./use-cases/queue-context.js";
 import { Publishing, type PublishInput, type PublishResult } from "./use-cases/publish.js";

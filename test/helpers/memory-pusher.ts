@@ -8,7 +8,7 @@ import { PushClient } from "../../src/outbound/push-client.js";
 import { PushSigningKeys } from "../../src/outbound/push-signer.js";
 import type { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
 import { MemoryPushFeeds } from "../../src/memory/memory-push-feeds.js";
-import { NamespaceCounts } from "../../src/queue/admission/namespace-counts.js";
+import { NamespaceCounts } from "../../src/queue/admission/in-flight/namespace-counts.js";
 import type { Delivery } from "../../src/queue/broker.js";
 import type { GroupAddress } from "../../src/queue/namespace.js";
 import { NO_PUSH_OBSERVER } from "../../src/queue/push-delivery/push-ports.js";

@@ -6,7 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, type AppDeps } from "../../src/app.js";
-import { NamespaceCounts } from "../../src/queue/admission/namespace-counts.js";
+import { NamespaceCounts } from "../../src/queue/admission/in-flight/namespace-counts.js";
 import { createTokenVerifier, remoteKeySet } from "../../src/auth/token-verifier.js";
 import { createLogger } from "../../src/logger.js";
 import { createMetrics } from "../../src/metrics.js";

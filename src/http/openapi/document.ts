@@ -14,7 +14,7 @@ const UNUSED = new Proxy(
   },
 );
 
-import { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
+import { NamespaceCounts } from "../../queue/admission/in-flight/namespace-counts.js";
 
 /** The application with every route, ready; close it when done. */
 export async function openApiApp(): Promise<FastifyInstance> {

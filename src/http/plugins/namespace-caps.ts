@@ -5,7 +5,7 @@
 // `too_many_requests_in_flight` with Retry-After. Acknowledging and extending are never counted
 // nor refused, as with the rate limit: refusing them would only cause redeliveries.
 import type { FastifyInstance } from "fastify";
-import type { NamespaceCounts } from "../../queue/admission/namespace-counts.js";
+import type { NamespaceCounts } from "../../queue/admission/in-flight/namespace-counts.js";
 import { tooManyRequestsInFlight } from "../../queue/admission/refusals.js";
 import { LIMITED_ROUTES } from "./rate-limit.js";
 

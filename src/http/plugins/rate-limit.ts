@@ -18,8 +18,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import { ERRORS, type AppError } from "../../errors.js";
-import { TenantByteBuckets } from "../../queue/admission/tenant-byte-buckets.js";
-import { TenantWindows } from "../../queue/admission/tenant-windows.js";
+import { TenantByteBuckets } from "../../queue/admission/rates/tenant-byte-buckets.js";
+import { TenantWindows } from "../../queue/admission/rates/tenant-windows.js";
 
 export interface RateLimitOptions {
   /** Requests per second per tenant in the region; 0 turns the limit off. */

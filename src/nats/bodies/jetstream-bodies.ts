@@ -34,7 +34,7 @@ import {
   bodyTopicPrefix,
 } from "../core/naming.js";
 import { IngestBudget } from "./ingest-budget.js";
-import { LargeBodyShare } from "../../queue/admission/large-body-share.js";
+import { LargeBodyShare } from "../../queue/admission/stored/large-body-share.js";
 import {
   COMMIT_HEADER,
   NAMESPACE_HEADER,

@@ -47,9 +47,9 @@ import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
 import type { Topology } from "./topology.js";
-import type { TenantAdmission } from "../../queue/admission/tenant-admission.js";
+import type { TenantAdmission } from "../../queue/admission/stored/tenant-admission.js";
 import type { StorageQuotas } from "./storage-quotas.js";
-import { topicFull } from "../../queue/admission/byte-quotas.js";
+import { topicFull } from "../../queue/admission/stored/byte-quotas.js";
 
 export interface JetStreamBrokerDeps {
   readonly nc: NatsConnection;

@@ -1,5 +1,5 @@
 // The bytes behind the storage quotas per topic and per namespace, kept for the check before a
-// publish (admission decides: src/queue/admission/byte-quotas.ts): usage read from stream info
+// publish (admission decides: src/queue/admission/stored/byte-quotas.ts): usage read from stream info
 // (one listing of the namespace's streams, and its large bodies' chunks in the body store) at
 // most every refreshMs, plus what this gateway stored since: a publish costs no round trip. A
 // large body is counted as it streams in (`upload`). Gateways together can overshoot a limit by
@@ -7,7 +7,7 @@
 // (max_bytes, topology.ts, opt-in since JetStream reserves it). See docs/architecture.md,
 // "Admission" ("Why not one NATS account per namespace").
 import { JetStreamApiCodes, type JetStreamManager } from "@nats-io/jetstream";
-import { admitNamespaceBytes } from "../../queue/admission/byte-quotas.js";
+import { admitNamespaceBytes } from "../../queue/admission/stored/byte-quotas.js";
 import type { UploadQuota } from "../../queue/broker.js";
 import { isApiError } from "../core/errors.js";
 import { BODY_STREAM, bodyNamespaceFilter } from "../core/naming.js";

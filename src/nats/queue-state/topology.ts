@@ -11,7 +11,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import type { StoreAdmission } from "../../queue/admission/store-admission.js";
+import type { StoreAdmission } from "../../queue/admission/stored/store-admission.js";
 import { isApiError } from "../core/errors.js";
 import type { GroupNames, TopicNames } from "../core/naming.js";
 import { closedAt, CLOSE_STALE_MS, reopen } from "./topic-closing.js";

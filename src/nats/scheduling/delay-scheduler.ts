@@ -86,7 +86,7 @@ export interface DelaySchedulerDeps {
   /** Timer moves per second per namespace on this gateway (0: none); see move-budget.ts. */
   readonly movesPerSecondPerNamespace: number;
   /**
-   * Runs a due timer's move in the gateway's fair share (src/queue/admission/fair-share.ts), on
+   * Runs a due timer's move in the gateway's fair share (src/queue/admission/in-flight/fair-share.ts), on
    * a line of its namespace's timers: a namespace whose timers come due by the thousand has a
    * few moves toward NATS at once, and other namespaces' moves and requests go in turn with them.
    */

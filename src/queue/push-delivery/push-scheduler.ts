@@ -13,7 +13,7 @@
 // one held message per group. What a group's consumer allows at once across gateways
 // (`maxConcurrency`) is the store's to enforce; see docs/architecture.md, "Push delivery".
 import type { Logger } from "../../logger.js";
-import { NamespaceCounts } from "../admission/namespace-counts.js";
+import { NamespaceCounts } from "../admission/in-flight/namespace-counts.js";
 import { tenantKeyOf } from "../admission/tenant.js";
 import type { PushLedger } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";

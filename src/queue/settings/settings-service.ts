@@ -2,7 +2,7 @@
 // settings documents. Routes parse the path and body and call these; the SettingsStore port
 // keeps the documents.
 import { AppError } from "../../errors.js";
-import type { StoreAdmission } from "../admission/store-admission.js";
+import type { StoreAdmission } from "../admission/stored/store-admission.js";
 import type { Namespace } from "../namespace.js";
 import type { SettingsEntry } from "./consumer-settings.js";
 import type { PushDestinations } from "./push-destinations.js";

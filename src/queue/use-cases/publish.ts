@@ -2,7 +2,7 @@
 // idempotency key), or kept by a neighbour region while the home store is down. A large body's
 // message is stored the same way once its body is (large-bodies.ts).
 import { isAppError } from "../../errors.js";
-import type { DelayedPublishCap } from "../admission/delayed-publish-cap.js";
+import type { DelayedPublishCap } from "../admission/rates/delayed-publish-cap.js";
 import type { BodyRef } from "../bodies.js";
 import type { Deferrer, TraceContext } from "../broker.js";
 import { duplicateMessageId, newNonce, storedMessageId } from "../identity/message-id.js";

@@ -3,7 +3,7 @@
 // `waitSeconds` a receive that finds nothing waits on the group's shared feed (long-polls.ts).
 import { AppError } from "../../errors.js";
 import { tooManyWaiters } from "../admission/refusals.js";
-import type { NamespaceCounts } from "../admission/namespace-counts.js";
+import type { NamespaceCounts } from "../admission/in-flight/namespace-counts.js";
 import type { Delivery } from "../broker.js";
 import type { ReceivedMessage } from "../delivery/received-message.js";
 import { KeyedLock } from "../keyed-lock.js";

@@ -1,11 +1,11 @@
-// Fair share of the store among tenants (src/queue/admission/fair-share.ts): a tenant flooding a
+// Fair share of the store among tenants (src/queue/admission/in-flight/fair-share.ts): a tenant flooding a
 // gateway with publishes on many connections holds only its share of the operations toward NATS,
 // so another tenant's publish goes beside a few of the flood's, not behind all of them. Decided by
 // the order in which the server stored the messages (its timestamps), not by durations.
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import { topicNames } from "../../../src/nats/core/naming.js";
-import { PER_TENANT } from "../../../src/queue/admission/fair-share.js";
+import { PER_TENANT } from "../../../src/queue/admission/in-flight/fair-share.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 import { useConnectedGateway } from "../../helpers/fixture.js";
 import { api, uniqueName } from "../../helpers/http.js";

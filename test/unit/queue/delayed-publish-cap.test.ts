@@ -1,7 +1,7 @@
 // The delayed-publish cap on an injected clock: per namespace, and per tenant all its
 // deployments together, in one-second windows.
 import { describe, expect, it } from "vitest";
-import { DelayedPublishCap } from "../../../src/queue/admission/delayed-publish-cap.js";
+import { DelayedPublishCap } from "../../../src/queue/admission/rates/delayed-publish-cap.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 
 const ns = (deployment: string, project = "prj") =>

@@ -1,8 +1,8 @@
-// The fair share of the store among tenants (src/queue/admission/fair-share.ts): bounded work
+// The fair share of the store among tenants (src/queue/admission/in-flight/fair-share.ts): bounded work
 // in flight per tenant and per gateway, waiting work served round robin across tenants, FIFO
 // within a tenant, and nothing refused.
 import { describe, expect, it } from "vitest";
-import { FairShare, SHARED_MS } from "../../../src/queue/admission/fair-share.js";
+import { FairShare, SHARED_MS } from "../../../src/queue/admission/in-flight/fair-share.js";
 
 const clock = () => 0;
 

@@ -3,8 +3,8 @@
 // uploads on this gateway count as they write, and a refusal is decided on a fresh read.
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../../src/errors.js";
-import { LargeBodyShare } from "../../../src/queue/admission/large-body-share.js";
-import { TENANT_BYTES_REFRESH_MS } from "../../../src/queue/admission/tenant-admission.js";
+import { LargeBodyShare } from "../../../src/queue/admission/stored/large-body-share.js";
+import { TENANT_BYTES_REFRESH_MS } from "../../../src/queue/admission/stored/tenant-admission.js";
 import { tenantKeyOf } from "../../../src/queue/admission/tenant.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 

@@ -1,7 +1,7 @@
 // Counts on one gateway (requests in flight, waiters, pushes): the cap holds for the namespace
 // and for its tenant, all its deployments together.
 import { describe, expect, it } from "vitest";
-import { NamespaceCounts } from "../../../src/queue/admission/namespace-counts.js";
+import { NamespaceCounts } from "../../../src/queue/admission/in-flight/namespace-counts.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 
 const ns = (deployment: string | null, project = "prj") =>

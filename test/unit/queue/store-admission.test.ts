@@ -8,7 +8,7 @@ import {
   NAMESPACE_COUNT_REUSE_MS,
   StoreAdmission,
   type NamespaceCaps,
-} from "../../../src/queue/admission/store-admission.js";
+} from "../../../src/queue/admission/stored/store-admission.js";
 import type { NamespaceUsagePort } from "../../../src/queue/admission/usage.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 

@@ -8,7 +8,7 @@ import {
   TENANT_COUNT_REUSE_MS,
   TenantAdmission,
   type TenantCaps,
-} from "../../../src/queue/admission/tenant-admission.js";
+} from "../../../src/queue/admission/stored/tenant-admission.js";
 import { tenantKey, tenantKeyOf } from "../../../src/queue/admission/tenant.js";
 import type { TenantUsage, UsagePort } from "../../../src/queue/admission/usage.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";

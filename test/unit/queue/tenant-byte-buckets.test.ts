@@ -2,7 +2,7 @@
 // a body larger than a second's share is taken into an empty bucket and holds the next ones back
 // until it drains, and the refusal's Retry-After is the time the excess takes to drain.
 import { describe, expect, it } from "vitest";
-import { TenantByteBuckets } from "../../../src/queue/admission/tenant-byte-buckets.js";
+import { TenantByteBuckets } from "../../../src/queue/admission/rates/tenant-byte-buckets.js";
 
 describe("tenant byte buckets", () => {
   it("takes what fits, refuses the rest until it drains, tenant by tenant", () => {

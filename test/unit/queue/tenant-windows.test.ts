@@ -1,6 +1,6 @@
 // The rate limit's one-second windows per tenant, on an injected clock.
 import { describe, expect, it } from "vitest";
-import { TenantWindows } from "../../../src/queue/admission/tenant-windows.js";
+import { TenantWindows } from "../../../src/queue/admission/rates/tenant-windows.js";
 
 describe("tenant windows", () => {
   it("counts a tenant's requests in its window, and starts a new one when it ends", () => {

@@ -10,7 +10,7 @@ import {
 } from "../../../queue/management/management-service.js";
 import { PEEK } from "../../openapi/management-routes.js";
 import { LIMITS } from "../../../queue/limits.js";
-import { ByteBudget } from "../../../queue/admission/byte-budget.js";
+import { ByteBudget } from "../../../queue/admission/in-flight/byte-budget.js";
 import { peekBusy } from "../../../queue/admission/refusals.js";
 import { heapShare } from "../../heap-share.js";
 

@@ -19,7 +19,7 @@ import { abortable, type BodyLimits } from "../../encoding/publish-body.js";
 import type { PartsLimit } from "../../plugins/rate-limit.js";
 import { refuseUnread } from "../../plugins/linger-close.js";
 import { uploadSignal } from "../../plugins/upload-watchdog.js";
-import { ByteBudget } from "../../../queue/admission/byte-budget.js";
+import { ByteBudget } from "../../../queue/admission/in-flight/byte-budget.js";
 import { batchBusy, rateLimited } from "../../../queue/admission/refusals.js";
 import { heapShare } from "../../heap-share.js";
 import type { TopicAddress } from "../../../queue/namespace.js";

@@ -8,10 +8,10 @@
 // the thousand does not read the store for each; a refusal is always decided on a fresh read.
 // Gateways creating at once may each see room for one more, so a cap can be overshot by what
 // the others admit within that time (as with the per-namespace caps).
-import { AppError } from "../../errors.js";
+import { AppError } from "../../../errors.js";
 import { admitTenantBytes } from "./byte-quotas.js";
-import { tenantKeyOf } from "./tenant.js";
-import type { TenantUsage, UsagePort } from "./usage.js";
+import { tenantKeyOf } from "../tenant.js";
+import type { TenantUsage, UsagePort } from "../usage.js";
 
 export interface TenantCaps {
   /** Topics of a tenant (0: none). */

@@ -4,8 +4,8 @@
 // and later moving it, whatever its shard, and a batch lets one request carry 100 of them. The
 // regional budget is shared out like the rate limits: each gateway allows its part, in
 // proportion to its part of the namespace's demand (src/nats/core/demand-exchange.ts).
-import { AppError } from "../../errors.js";
-import { tenantKeyOf } from "./tenant.js";
+import { AppError } from "../../../errors.js";
+import { tenantKeyOf } from "../tenant.js";
 
 /** This gateway's part of a regional budget, and where demand is counted. */
 export interface DelayedDemand {

@@ -4,11 +4,11 @@
 // store's own, unchanged: acknowledging, extending, the ledgers that follow a delivery, and what
 // the pusher and the gateway's own loops do. A gated call never makes another (the store does
 // not see these wrappers), so slots are never held while waiting for a slot.
-import type { Broker } from "../broker.js";
-import type { Namespace, TopicAddress } from "../namespace.js";
-import type { QueueAdmin } from "../management/queue-admin.js";
+import type { Broker } from "../../broker.js";
+import type { Namespace, TopicAddress } from "../../namespace.js";
+import type { QueueAdmin } from "../../management/queue-admin.js";
 import type { FairShare } from "./fair-share.js";
-import { tenantKeyOf } from "./tenant.js";
+import { tenantKeyOf } from "../tenant.js";
 
 /** Publishes (single, batch parts, dead-letter copies), receive pulls, receive by ID, peeks. */
 const BROKER_GATED = [

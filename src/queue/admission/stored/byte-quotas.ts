@@ -2,7 +2,7 @@
 // tenant hold (429 topic_full / storage_quota_exceeded, Retry-After 30 s: space frees as messages
 // expire). The adapters count the bytes (src/nats/queue-state/storage-quotas.ts reads stream
 // info; tenant-admission.ts keeps the tenant's sum); only the comparison and the answer are here.
-import { AppError } from "../../errors.js";
+import { AppError } from "../../../errors.js";
 
 /** What a client over a byte quota is told to wait: space frees as messages expire. */
 export const QUOTA_RETRY_AFTER_SECONDS = 30;

@@ -3,8 +3,8 @@
 // when the bucket is empty (a body larger than a second's budget then holds the tenant's next
 // requests back until its bytes have drained); otherwise 429 rate_limited, with a Retry-After of
 // the time the excess takes to drain.
-import type { AppError } from "../../errors.js";
-import { rateLimited } from "./refusals.js";
+import type { AppError } from "../../../errors.js";
+import { rateLimited } from "../refusals.js";
 
 export class TenantByteBuckets {
   readonly #max: number;

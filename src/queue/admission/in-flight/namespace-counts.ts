@@ -3,7 +3,7 @@
 // together), so that neither one deployment nor one token spread over invented deployment IDs
 // can take all of a gateway's slots of a kind. Only namespaces and tenants with something
 // counted are kept: the maps are bounded by what is in flight.
-import { tenantKeyOf } from "./tenant.js";
+import { tenantKeyOf } from "../tenant.js";
 
 export class NamespaceCounts {
   readonly #cap: number;

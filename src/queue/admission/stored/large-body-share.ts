@@ -9,10 +9,10 @@
 // TENANT_BYTES_REFRESH_MS with this gateway's uploads added as they write; a refusal is decided
 // on a fresh read. Uploads racing through other gateways can overshoot by what they write within
 // that time.
-import { AppError } from "../../errors.js";
+import { AppError } from "../../../errors.js";
 import { TENANT_BYTES_REFRESH_MS } from "./tenant-admission.js";
-import { tenantKeyOf } from "./tenant.js";
-import type { LargeBodyUsagePort } from "./usage.js";
+import { tenantKeyOf } from "../tenant.js";
+import type { LargeBodyUsagePort } from "../usage.js";
 
 export interface LargeBodyShareOptions {
   /** Bytes one namespace, and one tenant, may hold; 0: no share. */

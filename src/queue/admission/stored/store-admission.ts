@@ -8,9 +8,9 @@
 // namespace creating topics by the thousand (one per Workflow run) does not list its streams for
 // each; a refusal is always decided on a fresh count. Creations racing through several gateways
 // may each see room for one more, so a cap can be overshot by what the others create meanwhile.
-import { AppError } from "../../errors.js";
+import { AppError } from "../../../errors.js";
 import type { TenantAdmission } from "./tenant-admission.js";
-import type { NamespaceUsagePort } from "./usage.js";
+import type { NamespaceUsagePort } from "../usage.js";
 
 export interface NamespaceCaps {
   /** Topics of a namespace (0: none). */
