@@ -57,7 +57,8 @@ describe("gateway faults", () => {
       }
     };
     const workers = Array.from({ length: 20 }, worker);
-    await eventually(() => statuses.filter((s) => s === 201).length >= 200, 2000, 20);
+    // The kill comes once 200 are answered, however long a loaded machine takes to get there.
+    await eventually(() => statuses.filter((s) => s === 201).length >= 200, 60_000, 20);
     a.child.kill("SIGKILL");
     await Promise.all(workers);
     expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(200);
