@@ -2,11 +2,11 @@
 // clock: a tenant spread over many deployment IDs holds no more than one namespace's share, its
 // uploads on this gateway count as they write, and a refusal is decided on a fresh read.
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../../src/errors.js";
 import { LargeBodyShare } from "../../../src/queue/admission/stored/large-body-share.js";
 import { TENANT_BYTES_REFRESH_MS } from "../../../src/queue/admission/stored/tenant-admission.js";
 import { tenantKeyOf } from "../../../src/queue/admission/tenant.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
+import { refusal, refused } from "../../helpers/refusal.js";
 
 const ns = (deployment: string | null, project = "prj") =>
   makeNamespace("team", project, "production", deployment).key;
@@ -38,26 +38,6 @@ function setup(shareBytes: number) {
     reads: () => reads,
     advance: (ms: number) => (now += ms),
   };
-}
-
-function refused(f: () => unknown): AppError {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error("admitted");
-}
-
-async function refusal(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error("admitted");
 }
 
 describe("the large-body share", () => {

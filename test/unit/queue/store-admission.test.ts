@@ -3,7 +3,6 @@
 // while with this gateway's admissions added, a refusal is decided on a fresh count, and the
 // settings cap lets a replacement through.
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../../src/errors.js";
 import {
   NAMESPACE_COUNT_REUSE_MS,
   StoreAdmission,
@@ -11,6 +10,7 @@ import {
 } from "../../../src/queue/admission/stored/store-admission.js";
 import type { NamespaceUsagePort } from "../../../src/queue/admission/usage.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
+import { refusal } from "../../helpers/refusal.js";
 
 /** A store as the port shows it: topics and groups per namespace, changed by the test. */
 class FakeCounts implements NamespaceUsagePort {
@@ -47,16 +47,6 @@ function setup(caps: Partial<NamespaceCaps> = {}) {
     () => now,
   );
   return { admission, counts, tenantAsked, advance: (ms: number) => (now += ms) };
-}
-
-async function refusal(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error("admitted");
 }
 
 describe("store admission per namespace", () => {

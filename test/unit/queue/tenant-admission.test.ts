@@ -12,6 +12,7 @@ import {
 import { tenantKey, tenantKeyOf } from "../../../src/queue/admission/tenant.js";
 import type { TenantUsage, UsagePort } from "../../../src/queue/admission/usage.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
+import { refusal } from "../../helpers/refusal.js";
 
 /** A store as the port shows it: what each tenant holds, changed by the test. */
 class FakeUsage implements UsagePort {
@@ -69,16 +70,6 @@ function setup(caps: Partial<TenantCaps> = {}) {
     usage.add(nsKey, "settings");
   };
   return { usage, admission, topic, settings, advance: (ms: number) => (now += ms) };
-}
-
-async function refusal(p: Promise<unknown> | undefined): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error("admitted");
 }
 
 describe("tenant keys", () => {
