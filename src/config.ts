@@ -508,7 +508,7 @@ export const RETIRED: readonly string[] = [
 ];
 
 /** A warning for each old or retired name set (src/main.ts logs them at start). */
-export function renamedSettingWarnings(env: Env): string[] {
+export function settingWarnings(env: Env): string[] {
   const retired = RETIRED.filter((name) => env[name]?.trim()).map(
     (name) => `${name} is no longer read: its value is fixed (docs/configuration.md)`,
   );

@@ -1,6 +1,6 @@
 // Process entry: config -> (embedded NATS, development auth) -> gateway -> listen -> shutdown.
 import { join } from "node:path";
-import { ConfigError, loadConfig, renamedSettingWarnings } from "./config.js";
+import { ConfigError, loadConfig, settingWarnings } from "./config.js";
 import { DEV_AUDIENCE, DEV_ISSUER, devIssuer } from "./dev/dev-issuer.js";
 import { startNatsServer, type NatsServerProcess } from "./dev/nats-server-process.js";
 import { createGateway, type GatewayOptions } from "./gateway.js";
@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   }
   setHeapGrowing(config.heapGrowingPercent);
   const logger = createLogger(config.logLevel);
-  for (const warning of renamedSettingWarnings(process.env)) logger.warn(warning);
+  for (const warning of settingWarnings(process.env)) logger.warn(warning);
 
   let embedded: NatsServerProcess | null = null;
   let servers = config.natsServers;

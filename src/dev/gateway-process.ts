@@ -12,7 +12,7 @@
 // Its one argument, when given, is JSON of settings the environment does not give (fields of
 // Config, such as {"consumerAckWaitSeconds": 5}): the tests' and the benchmark's way to shorten
 // what production fixes (docs/testing.md). Production's entry, src/main.ts, takes none.
-import { loadConfig, renamedSettingWarnings, type Config } from "../config.js";
+import { loadConfig, settingWarnings, type Config } from "../config.js";
 import { createGateway } from "../gateway.js";
 import { setHeapGrowing } from "../heap-growing.js";
 import { createLogger } from "../logger.js";
@@ -23,7 +23,7 @@ if (!config.natsServers) throw new Error("gateway-process needs NATS_URL");
 // As src/main.ts does: the benchmark measures the gateway as production runs it.
 setHeapGrowing(config.heapGrowingPercent);
 const logger = createLogger(config.logLevel);
-for (const warning of renamedSettingWarnings(process.env)) logger.warn(warning);
+for (const warning of settingWarnings(process.env)) logger.warn(warning);
 const gateway = await createGateway({ config, logger, natsServers: config.natsServers });
 const { url, metricsUrl } = await gateway.listen();
 

@@ -1,11 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  ConfigError,
-  FIXED,
-  loadConfig,
-  renamedSettingWarnings,
-  RETIRED,
-} from "../../src/config.js";
+import { ConfigError, FIXED, loadConfig, settingWarnings, RETIRED } from "../../src/config.js";
 
 const oidc = {
   VQS_OIDC_JWKS_URL: "https://oidc.example/jwks",
@@ -125,23 +119,23 @@ describe("configuration", () => {
   it("still reads a renamed setting's old name, with a warning, the new name winning", () => {
     const old = { VQS_MAX_LARGE_STREAMS: "4", VQS_MAX_DELAYED_PUBLISHES_PER_SECOND: "9" };
     expect(loadConfig(old)).toMatchObject({ maxLargeStreams: 4, maxDelayedPublishesPerSecond: 9 });
-    expect(renamedSettingWarnings(old)).toEqual([
+    expect(settingWarnings(old)).toEqual([
       "VQS_MAX_LARGE_STREAMS is renamed VQS_MAX_LARGE_UPLOADS; the old name stops working in the next release",
       "VQS_MAX_DELAYED_PUBLISHES_PER_SECOND is renamed VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE; the old name stops working in the next release",
     ]);
     const both = { ...old, VQS_MAX_LARGE_UPLOADS: "5" };
     expect(loadConfig(both).maxLargeStreams).toBe(5);
-    expect(renamedSettingWarnings(both)[0]).toBe(
+    expect(settingWarnings(both)[0]).toBe(
       "VQS_MAX_LARGE_STREAMS is ignored: VQS_MAX_LARGE_UPLOADS, its new name, is set",
     );
-    expect(renamedSettingWarnings({ VQS_MAX_LARGE_UPLOADS: "5" })).toEqual([]);
+    expect(settingWarnings({ VQS_MAX_LARGE_UPLOADS: "5" })).toEqual([]);
     expect(() => loadConfig({ VQS_MAX_LARGE_STREAMS: "0" })).toThrow(/VQS_MAX_LARGE_STREAMS must/);
   });
 
   it("warns of a retired variable set, and ignores it (its value is fixed)", () => {
     const env = { VQS_CONSUMER_ACK_WAIT_SECONDS: "1", VQS_MESSAGE_TTL: "off" };
     expect(loadConfig(env).consumerAckWaitSeconds).toBe(FIXED.consumerAckWaitSeconds);
-    expect(renamedSettingWarnings(env)).toEqual([
+    expect(settingWarnings(env)).toEqual([
       "VQS_CONSUMER_ACK_WAIT_SECONDS is no longer read: its value is fixed (docs/configuration.md)",
       "VQS_MESSAGE_TTL is no longer read: its value is fixed (docs/configuration.md)",
     ]);
