@@ -15,7 +15,9 @@ export function installNamespaceCaps(app: FastifyInstance, inFlight: NamespaceCo
     if (!LIMITED_ROUTES.has(request.routeOptions.url ?? "")) return;
     const ns = request.namespace.key;
     if (!inFlight.take(ns)) throw tooManyRequestsInFlight();
-    // The response's 'close' comes once it is sent or the connection is gone, whichever is first.
-    reply.raw.once("close", () => inFlight.release(ns));
+    // The response's 'close' comes once it is sent or the connection is gone, whichever is first;
+    // a client gone during authentication had its 'close' already.
+    if (reply.raw.closed) inFlight.release(ns);
+    else reply.raw.once("close", () => inFlight.release(ns));
   });
 }
