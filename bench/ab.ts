@@ -6,7 +6,7 @@
 // keyed (publish with a new idempotency key each), duplicate (publish with a key whose message
 // lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again), push
 // (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/push/ab.ts).
-// `--build`: both gateways from their checkout's compiled build (`npm run build` in each first),
+// `--build`: both gateways from their checkout's compiled build (`npm run build:bench` in each first),
 // as production runs them, rather than from the sources under tsx.
 //
 // Why: on a shared VM the speed of the whole machine drifts by ±30 % within minutes (neighbours,

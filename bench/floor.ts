@@ -4,7 +4,7 @@
 // multiple of the floor; the answer is the median of the rounds' multiples (after a warm-up round). One round lasts about
 // 15 s, so a round sees nearly one machine even when neighbours come and go, which a single
 // measurement inside `npm run bench` does not. `--build` measures the gateway as production runs
-// it, from the compiled build (`npm run build` first), rather than from the sources under tsx.
+// it, compiled (`npm run build:bench` first), rather than from the sources under tsx.
 // Everything on 127.0.0.1, bounded.
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
