@@ -97,7 +97,7 @@ for (const [i, tree] of trees.entries()) {
 
 const topic = "ab";
 const payload = Buffer.alloc(1024, 120);
-const apis = gateways.map((g) => new GatewayApi(createHttpClient("node", [g.url]), issuer.token));
+const apis = gateways.map((g) => new GatewayApi(createHttpClient([g.url]), issuer.token));
 if (mode !== "push" && (await apis[0]!.publish(topic, payload)).status !== 201)
   throw new Error("first publish failed");
 // Enough for each group at 8,000 msg/s through its warm-up and its half of the slices.

@@ -39,7 +39,7 @@ try {
   const nc = await connect({ servers: nats.url, name: "vqs-bench-floor" });
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const client = createHttpClient("node", [gateway.url]);
+  const client = createHttpClient([gateway.url]);
   const api = new GatewayApi(client, issuer.token);
   const payload = randomBytes(1024);
   const ops = ["publish", "receive", "ack"] as const;
@@ -54,7 +54,6 @@ try {
         api,
         procs: { gatewayPids: [gateway.pid], natsPid: nats.pid },
         token: issuer.token,
-        http: "node",
         fill: async (topic, n) => {
           const s = await topicStream({ api, jsm }, topic, payload);
           await fillStream(js, s, payload, n, 120, s.makeHeaders);
