@@ -325,6 +325,8 @@ try {
   const gateway = await startGatewayProcess({
     env: benchGatewayEnv(nats.url, issuer.jwksUrl, ISSUER, AUDIENCE, {
       VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
+      // The region the example app's push verifier expects by default (urn:vqs:iad1).
+      VQS_REGION: "iad1",
       LOG_LEVEL: "info",
     }),
     // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
