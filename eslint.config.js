@@ -30,6 +30,7 @@ export default tseslint.config(
   {
     ignores: [
       "dist/**",
+      "dist-bench/**",
       "node_modules/**",
       ".data/**",
       ".scratch/**",

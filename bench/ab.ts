@@ -6,7 +6,7 @@
 // keyed (publish with a new idempotency key each), duplicate (publish with a key whose message
 // lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again), push
 // (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/push/ab.ts).
-// `--build`: both gateways from their checkout's compiled build (`npm run build` in each first),
+// `--build`: both gateways from their checkout's compiled build (`npm run build:bench` in each first),
 // as production runs them, rather than from the sources under tsx.
 //
 // Why: on a shared VM the speed of the whole machine drifts by ±30 % within minutes (neighbours,
@@ -97,7 +97,7 @@ for (const [i, tree] of trees.entries()) {
 
 const topic = "ab";
 const payload = Buffer.alloc(1024, 120);
-const apis = gateways.map((g) => new GatewayApi(createHttpClient("node", [g.url]), issuer.token));
+const apis = gateways.map((g) => new GatewayApi(createHttpClient([g.url]), issuer.token));
 if (mode !== "push" && (await apis[0]!.publish(topic, payload)).status !== 201)
   throw new Error("first publish failed");
 // Enough for each group at 8,000 msg/s through its warm-up and its half of the slices.

@@ -35,7 +35,7 @@ async function main(): Promise<void> {
       natsLog: join(RESULTS, "nats-server.log"),
       logFile: join(RESULTS, "gateway-1.log"),
     });
-    const client = createHttpClient("node", [gateway.url]);
+    const client = createHttpClient([gateway.url]);
     const result = await bullmqScenario(
       {
         api: new GatewayApi(client, issuer.token),

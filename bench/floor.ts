@@ -4,7 +4,7 @@
 // multiple of the floor; the answer is the median of the rounds' multiples (after a warm-up round). One round lasts about
 // 15 s, so a round sees nearly one machine even when neighbours come and go, which a single
 // measurement inside `npm run bench` does not. `--build` measures the gateway as production runs
-// it, from the compiled build (`npm run build` first), rather than from the sources under tsx.
+// it, compiled (`npm run build:bench` first), rather than from the sources under tsx.
 // Everything on 127.0.0.1, bounded.
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -39,7 +39,7 @@ try {
   const nc = await connect({ servers: nats.url, name: "vqs-bench-floor" });
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const client = createHttpClient("node", [gateway.url]);
+  const client = createHttpClient([gateway.url]);
   const api = new GatewayApi(client, issuer.token);
   const payload = randomBytes(1024);
   const ops = ["publish", "receive", "ack"] as const;
@@ -54,7 +54,6 @@ try {
         api,
         procs: { gatewayPids: [gateway.pid], natsPid: nats.pid },
         token: issuer.token,
-        http: "node",
         fill: async (topic, n) => {
           const s = await topicStream({ api, jsm }, topic, payload);
           await fillStream(js, s, payload, n, 120, s.makeHeaders);

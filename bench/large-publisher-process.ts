@@ -38,7 +38,7 @@ const apis = new Map<string, GatewayApi>();
 async function run(r: RunRequest): Promise<RunResult> {
   let api = apis.get(r.url);
   if (!api) {
-    api = new GatewayApi(createHttpClient("node", [r.url]), r.token);
+    api = new GatewayApi(createHttpClient([r.url]), r.token);
     apis.set(r.url, api);
   }
   const delay = monitorEventLoopDelay({ resolution: 10 });

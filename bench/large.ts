@@ -22,7 +22,6 @@ import {
   type ChunkOptions,
   type ChunkStream,
 } from "./lib/large/chunks.js";
-import { watchPhase, type PhaseDiagnosis } from "./lib/large/diagnose.js";
 import { settle, type Settled } from "./lib/large/settle.js";
 import { slope, watchMemory, watchRss } from "./lib/large/memory.js";
 import { findBodyStore } from "./lib/large/body-store.js";
@@ -52,14 +51,10 @@ const HELP = `npm run bench:large -- [options]
   --size-mb <n>         body size in MB of 10^6 bytes (default 100)
   --rounds <n>          paired raw/gateway rounds of upload and download (default 3)
   --concurrency <list>  concurrent transfers of the memory scenario (default 1,2,4)
-  --memory-kinds <list> the memory scenario's transfers, of upload,download (default both)
   --memory-repeats <n>  fresh-gateway runs of each memory level; slopes over their medians
                         (default 1; 3 for a figure to quote)
-  --chunk-kib <n>       the baseline's chunk size in KiB (default: the gateway's, else 1024)
-  --window <n>          the baseline's publishes in flight / chunks read ahead (default 8)
   --small-rate <n>      small publishes a second in the latency scenario (default 100)
   --small-seconds <s>   each latency phase's length (default 10)
-  --loaders <n>         concurrent large uploads in the loaded phase (default 4)
   --gateway-env K=V,..  extra settings of the gateway: VARIABLE=v, or a fixed value by its Config field (largeBodyWindow=2)
   --settle-seconds <s>  before each scenario, sync and wait up to s for nats-server and the
                         gateway to go idle, reported (default 30; 0: no settling)
@@ -69,18 +64,19 @@ const HELP = `npm run bench:large -- [options]
   --out <file>          results file (default bench/results/large.json)`;
 
 const SCENARIOS = ["throughput", "memory", "latency", "batch"];
+const MEMORY_KINDS = ["upload", "download"] as const;
+/** The baseline's publishes in flight and chunks read ahead: the gateway's (largeBodyWindow). */
+const BASELINE_WINDOW = 8;
+/** Concurrent large uploads in the latency scenario's loaded phase. */
+const LOADERS = 4;
 
 interface Options {
   readonly sizeBytes: number;
   readonly rounds: number;
   readonly concurrency: readonly number[];
-  readonly memoryKinds: readonly ("upload" | "download")[];
   readonly memoryRepeats: number;
-  readonly chunkKiB: number | null;
-  readonly window: number;
   readonly smallRate: number;
   readonly smallSeconds: number;
-  readonly loaders: number;
   readonly gatewayEnv: Record<string, string>;
   readonly only: ReadonlySet<string>;
   readonly quick: boolean;
@@ -95,13 +91,9 @@ function parseOptions(): Options {
       "size-mb": { type: "string", default: "100" },
       rounds: { type: "string" },
       concurrency: { type: "string", default: "1,2,4" },
-      "memory-kinds": { type: "string", default: "upload,download" },
       "memory-repeats": { type: "string", default: "1" },
-      "chunk-kib": { type: "string" },
-      window: { type: "string", default: "8" },
       "small-rate": { type: "string", default: "100" },
       "small-seconds": { type: "string" },
-      loaders: { type: "string", default: "4" },
       "gateway-env": { type: "string", default: "" },
       only: { type: "string", default: SCENARIOS.join(",") },
       quick: { type: "boolean", default: false },
@@ -137,19 +129,9 @@ function parseOptions(): Options {
     concurrency: values.concurrency
       .split(",")
       .map((s) => Math.round(num("concurrency", s.trim(), 1, 16))),
-    memoryKinds: values["memory-kinds"].split(",").map((s) => {
-      const kind = s.trim();
-      if (kind !== "upload" && kind !== "download") {
-        throw new Error(`--memory-kinds: "${kind}" is neither upload nor download`);
-      }
-      return kind;
-    }),
     memoryRepeats: Math.round(num("memory-repeats", values["memory-repeats"], 1, 9)),
-    chunkKiB: values["chunk-kib"] ? num("chunk-kib", values["chunk-kib"], 1, 8192) : null,
-    window: Math.round(num("window", values.window, 1, 256)),
     smallRate: num("small-rate", values["small-rate"], 1, 2000),
     smallSeconds: num("small-seconds", values["small-seconds"] ?? (quick ? "5" : "10"), 1, 120),
-    loaders: Math.round(num("loaders", values.loaders, 1, 16)),
     gatewayEnv,
     only,
     quick,
@@ -399,7 +381,7 @@ async function memoryScenario(
     if (res.receiptHandle) await acknowledge(target, downloadTopic, name, res.receiptHandle);
   };
   const mib = (bytes: number) => round(bytes / MiB, 1);
-  for (const kind of o.memoryKinds) {
+  for (const kind of MEMORY_KINDS) {
     for (const k of o.concurrency) {
       for (const pass of ["as-is", "gc"] as const)
         for (let r = 0; r < o.memoryRepeats; r++) {
@@ -520,8 +502,6 @@ interface LatencyPhase {
   readonly maxMs: number;
   readonly largeUploads?: number;
   readonly largeMBps?: number;
-  /** Where the time went (see bench/lib/large/diagnose.ts). */
-  readonly diagnosis?: Diagnosis;
 }
 
 /**
@@ -536,9 +516,6 @@ async function smallPublishes(
 ): Promise<{ recorder: Recorder; eventLoopDelayP99Ms: number }> {
   return env.publisher.run(url, env.target.token, topic, o.smallRate, o.smallSeconds);
 }
-
-/** A phase's diagnosis, with the small publisher's own event-loop delay. */
-type Diagnosis = PhaseDiagnosis & { readonly publisherEventLoopDelayP99Ms: number };
 
 async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<LatencyPhase[]> {
   const phases: LatencyPhase[] = [];
@@ -562,20 +539,11 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
         `(${r.published} published, ${r.errors} errors)` +
         (extra.largeUploads !== undefined
           ? `; ${extra.largeUploads} large uploads at ${extra.largeMBps} MB/s in all`
-          : "") +
-        (extra.diagnosis ? `\n        ${JSON.stringify(extra.diagnosis)}` : ""),
+          : ""),
     );
     return r;
   };
-  const watched = async () => {
-    const watch = await watchPhase(env.gateway.metricsUrl, env.gateway.pid, env.nats);
-    const run = await smallPublishes(o, env, env.gateway.url, "small");
-    const diagnosis: Diagnosis = {
-      ...(await watch.stop()),
-      publisherEventLoopDelayP99Ms: run.eventLoopDelayP99Ms,
-    };
-    return { recorder: run.recorder, diagnosis };
-  };
+  const watched = async () => (await smallPublishes(o, env, env.gateway.url, "small")).recorder;
   // A first publish creates the topic, which is not what is measured; a short warm-up at the
   // same rate lets the gateway's code settle (JIT) before the idle phase.
   await env.api.publish("small", Buffer.from("x"));
@@ -585,14 +553,13 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
     env.gateway.url,
     "small",
   );
-  const idle = await watched();
-  phases.push(summarize("idle", idle.recorder, { diagnosis: idle.diagnosis }));
+  phases.push(summarize("idle", await watched()));
 
   let stop = false;
   let uploads = 0;
   let uploadErrors = 0;
   const t0 = performance.now();
-  const loaders = Array.from({ length: o.loaders }, async (_, w) => {
+  const loaders = Array.from({ length: LOADERS }, async (_, w) => {
     for (let i = 0; !stop && i < 10_000; i++) {
       const res = await uploadBody(env.target, `load-${w}`, body, {
         contentLength: true,
@@ -607,7 +574,7 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
   });
   // Let every loader get going before measuring.
   await sleep(1000);
-  const { recorder: loaded, diagnosis } = await watched();
+  const loaded = await watched();
   stop = true;
   const loadSeconds = (performance.now() - t0) / 1000;
   await Promise.all(loaders);
@@ -616,14 +583,12 @@ async function latencyScenario(o: Options, env: Env, body: Buffer): Promise<Late
       largeUploads: uploads,
       largeMBps: round((uploads * body.length) / MB / ((performance.now() - t0) / 1000), 1),
       ...(uploadErrors ? { errors: loaded.errors } : {}),
-      diagnosis,
     }),
   );
   if (uploadErrors) log(`  ${uploadErrors} large uploads failed in ${loadSeconds.toFixed(0)} s`);
-  for (let w = 0; w < o.loaders; w++) await purgeTopic(env, `load-${w}`);
+  for (let w = 0; w < LOADERS; w++) await purgeTopic(env, `load-${w}`);
   await sleep(1000);
-  const again = await watched();
-  phases.push(summarize("idle again", again.recorder, { diagnosis: again.diagnosis }));
+  phases.push(summarize("idle again", await watched()));
   return phases;
 }
 
@@ -649,7 +614,7 @@ async function main(): Promise<void> {
     });
     const nc = await connect({ servers: nats.url, name: "vqs-bench-large" });
     servers.onCleanup(() => nc.close());
-    const client = createHttpClient("node", [gateway.url]);
+    const client = createHttpClient([gateway.url]);
     servers.onCleanup(() => client.close());
     const target: GatewayTarget = {
       url: gateway.url,
@@ -687,7 +652,7 @@ async function main(): Promise<void> {
     }
     const jsm = await jetstreamManager(nc);
     const store = await findBodyStore(jsm);
-    const chunkBytes = o.chunkKiB ? o.chunkKiB * 1024 : (store?.chunkBytes ?? MiB);
+    const chunkBytes = store?.chunkBytes ?? MiB;
     log(
       store
         ? `gateway body store: stream ${store.stream}, chunks of ${store.chunkBytes} bytes`
@@ -695,7 +660,7 @@ async function main(): Promise<void> {
     );
     const like: Partial<StreamConfig> | null = store?.config ?? null;
     const cs = await createChunkStream(jsm, "BENCH_LARGE", like);
-    const chunk: ChunkOptions = { chunkBytes, window: o.window, timeoutMs: 120_000 };
+    const chunk: ChunkOptions = { chunkBytes, window: BASELINE_WINDOW, timeoutMs: 120_000 };
     // Warm-up of the baseline's path too.
     await uploadChunks(jetstream(nc), cs, "warm", body, chunk);
     await downloadChunks(jetstream(nc), cs, "warm", body.length, chunk);
@@ -791,27 +756,25 @@ async function main(): Promise<void> {
       },
     ];
     const memoryTargets: Target[] = [
-      ...(["upload", "download"] as const)
-        .filter((kind) => o.memoryKinds.includes(kind))
-        .map((kind): Target => {
-          const sl = mem.slopesMiB?.[kind];
-          return {
-            name:
-              `gateway RSS per additional concurrent ${kind} (slope over ` +
-              `${o.concurrency.join(", ")}; a full GC before each sample)`,
-            target: "<= 4 MiB",
-            value: mem.slopeMiB[kind],
-            pass: mem.slopeMiB[kind] <= 4,
-            note:
-              `RSS as it comes ${sl?.rss} MiB, live heap+external ${sl?.liveGc} MiB, ` +
-              `external as it comes ${sl?.external} MiB; growth / transfers, worst level: ` +
-              `${worstPerTransfer(kind)} MiB`,
-          };
-        }),
+      ...MEMORY_KINDS.map((kind): Target => {
+        const sl = mem.slopesMiB?.[kind];
+        return {
+          name:
+            `gateway RSS per additional concurrent ${kind} (slope over ` +
+            `${o.concurrency.join(", ")}; a full GC before each sample)`,
+          target: "<= 4 MiB",
+          value: mem.slopeMiB[kind],
+          pass: mem.slopeMiB[kind] <= 4,
+          note:
+            `RSS as it comes ${sl?.rss} MiB, live heap+external ${sl?.liveGc} MiB, ` +
+            `external as it comes ${sl?.external} MiB; growth / transfers, worst level: ` +
+            `${worstPerTransfer(kind)} MiB`,
+        };
+      }),
     ];
     const latencyTargets: Target[] = [
       {
-        name: `small publish p99 while ${o.loaders} large uploads run, vs idle`,
+        name: `small publish p99 while ${LOADERS} large uploads run, vs idle`,
         target: "<= 2x idle",
         value: p99Ratio,
         pass: p99Ratio <= 2,
@@ -834,10 +797,10 @@ async function main(): Promise<void> {
         rounds: o.rounds,
         concurrency: o.concurrency,
         baselineChunkBytes: chunkBytes,
-        baselineWindow: o.window,
+        baselineWindow: BASELINE_WINDOW,
         smallRate: o.smallRate,
         smallSeconds: o.smallSeconds,
-        loaders: o.loaders,
+        loaders: LOADERS,
         gatewayEnv: o.gatewayEnv,
       },
       machine: { ...machine, loadAverageAtEnd: loadAverage() },
@@ -897,7 +860,7 @@ async function main(): Promise<void> {
         "",
         `vqs bench:large, ${results.startedAt}: ${o.sizeBytes / MB} MB bodies of random bytes, ` +
           `${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; ` +
-          `median of ${o.rounds} paired round(s); baseline chunks of ${chunkBytes} bytes, ${o.window} in flight`,
+          `median of ${o.rounds} paired round(s); baseline chunks of ${chunkBytes} bytes, ${BASELINE_WINDOW} in flight`,
         "",
         ...table,
         "",
@@ -909,7 +872,7 @@ async function main(): Promise<void> {
         ...memTable,
         "",
         `Small publishes (1 KiB, ${o.smallRate}/s for ${o.smallSeconds} s), idle and while ` +
-          `${o.loaders} large uploads run:`,
+          `${LOADERS} large uploads run:`,
         "",
         ...latTable,
         "",

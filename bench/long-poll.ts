@@ -407,7 +407,7 @@ async function main(): Promise<void> {
 
     // Topics and groups: one message each (creates the stream), received and acknowledged.
     const topics = Array.from({ length: o.groups }, (_, i) => `lp-${String(i).padStart(4, "0")}`);
-    const setupClient = createHttpClient("node", [gw.url]);
+    const setupClient = createHttpClient([gw.url]);
     const setup = new GatewayApi(setupClient, issuer.token);
     const pub = new Publisher(setup);
     for (const t of topics) {

@@ -62,7 +62,7 @@ try {
     nodeFlags: values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
   });
   const nc = await connect({ servers: nats.url, name: "vqs-bench-push" });
-  const client = createHttpClient("node", [gateway.url]);
+  const client = createHttpClient([gateway.url]);
   const startedAt = new Date();
   const machine = await machineInfo(nats);
   log(

@@ -67,7 +67,6 @@ const HELP = `npm run bench -- [options]
   --warmup <s>         warm-up before each window (default 1, quick 0.5)
   --sizes <list>       payload sizes in bytes (default 1024,65536)
   --concurrency <list> requests in flight (default 1,16,64,256)
-  --http <node|fetch>  HTTP client of the load generator (default node)
   --backlog <n>        messages in the deep-backlog scenario (default 1000000)
   --topics <n>         topics of the scale scenario (default 10000)
   --groups <n>         consumer groups of the scale scenario (default 1000)
@@ -80,8 +79,6 @@ const HELP = `npm run bench -- [options]
   --push-concurrency <list>  push.maxConcurrency = polled receives in flight (default 1,16,64)
   --e2e-load <f>       publish rate of the publish-to-delivery runs, as a fraction of the
                        gateway's publish/receive capacity at 16 in flight (default 0.3)
-  --no-async-traces    the baseline's NATS connection with noAsyncTraces (no Error objects per
-                       request); default: the client's defaults, as src/nats/connection.ts has them
   --cpu-prof           write a V8 CPU profile of each gateway process to bench/results/profiles/
   --out <file>         results file (default bench/results/latest.json)`;
 
@@ -92,7 +89,6 @@ interface Options {
   readonly durationMs: number;
   readonly sizes: readonly number[];
   readonly concurrency: readonly number[];
-  readonly http: "node" | "fetch";
   readonly backlog: number;
   readonly topics: number;
   readonly groups: number;
@@ -104,7 +100,6 @@ interface Options {
   readonly pushConcurrency: readonly number[];
   readonly e2eLoad: number;
   readonly cpuProf: boolean;
-  readonly noAsyncTraces: boolean;
   readonly out: string;
 }
 
@@ -117,7 +112,6 @@ function parseOptions(): Options {
       warmup: { type: "string" },
       sizes: { type: "string", default: "1024,65536" },
       concurrency: { type: "string", default: "1,16,64,256" },
-      http: { type: "string", default: "node" },
       backlog: { type: "string", default: "1000000" },
       topics: { type: "string", default: "10000" },
       groups: { type: "string", default: "1000" },
@@ -129,7 +123,6 @@ function parseOptions(): Options {
       "push-concurrency": { type: "string", default: "1,16,64" },
       "e2e-load": { type: "string", default: "0.3" },
       "cpu-prof": { type: "boolean", default: false },
-      "no-async-traces": { type: "boolean", default: false },
       out: { type: "string", default: join(BENCH_DIR, "results", "latest.json") },
       help: { type: "boolean", default: false },
     },
@@ -142,7 +135,6 @@ function parseOptions(): Options {
   const list = (name: string, raw: string, min: number, max: number) =>
     raw.split(",").map((s) => Math.round(num(name, s.trim(), min, max)));
   const quick = values.quick;
-  if (values.http !== "node" && values.http !== "fetch") throw new Error("--http is node or fetch");
   return {
     quick,
     gateways: Math.round(num("gateways", values.gateways, 1, 8)),
@@ -150,7 +142,6 @@ function parseOptions(): Options {
     durationMs: num("duration", values.duration ?? (quick ? "1.5" : "5"), 0.2, 120) * 1000,
     sizes: list("sizes", values.sizes, 16, 1024 * 1024),
     concurrency: list("concurrency", values.concurrency, 1, 1024),
-    http: values.http,
     backlog: Math.round(num("backlog", values.backlog, 1000, 10_000_000)),
     topics: Math.round(num("topics", values.topics, 1, 100_000)),
     groups: Math.round(num("groups", values.groups, 1, 100_000)),
@@ -162,7 +153,6 @@ function parseOptions(): Options {
     pushConcurrency: list("push-concurrency", values["push-concurrency"], 1, 1000),
     e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
     cpuProf: values["cpu-prof"],
-    noAsyncTraces: values["no-async-traces"],
     out: values.out,
   };
 }
@@ -205,12 +195,8 @@ async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Prom
     servers: nats.url,
     name: "vqs-bench-raw",
     maxReconnectAttempts: 3,
-    ...(o.noAsyncTraces ? { noAsyncTraces: true } : {}),
   });
-  const client = createHttpClient(
-    o.http,
-    gateways.map((g) => g.url),
-  );
+  const client = createHttpClient(gateways.map((g) => g.url));
   return {
     nats,
     gateways,
@@ -987,9 +973,7 @@ async function main(): Promise<void> {
     await mkdir(PROFILE_DIR, { recursive: true });
   }
   try {
-    log(
-      `vqs bench (${o.quick ? "quick" : "full"}): ${o.gateways} gateway process(es), HTTP client ${o.http}`,
-    );
+    log(`vqs bench (${o.quick ? "quick" : "full"}): ${o.gateways} gateway process(es)`);
     const env = await startEnv(o, issuer, join(root, "main"));
     envs.push(env);
     const machine = await machineInfo(env.nats);
@@ -1009,7 +993,6 @@ async function main(): Promise<void> {
           api: env.api,
           procs: env.procs,
           token: issuer.token,
-          http: o.http,
           fill: async (topic, n) => {
             const s = await gatewayTopic(env, topic, payload);
             await ensureBacklog(env, s, payload, n, s.makeHeaders, 120);
@@ -1087,9 +1070,7 @@ async function main(): Promise<void> {
         durationSeconds: o.durationMs / 1000,
         sizes: o.sizes,
         concurrency: o.concurrency,
-        http: o.http,
         e2eLoad: o.e2eLoad,
-        rawNoAsyncTraces: o.noAsyncTraces,
         pushConcurrency: o.pushConcurrency,
       },
       machine: { ...machine, loadAverageAtEnd: loadAverage() },

@@ -589,6 +589,8 @@ async function main(): Promise<void> {
         VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
         ...(args.defaults ? {} : TUNED_LIMITS),
       },
+      // Pushes under way per namespace on a gateway, tuned like the limits above.
+      ...(args.defaults ? {} : { options: { maxPushesInFlightPerNamespace: 64 } }),
     });
   const TUNED_LIMITS = {
     // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
@@ -603,7 +605,6 @@ async function main(): Promise<void> {
     VQS_TENANT_MAX_BYTES: String(1024 * 1024 * 1024),
     VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
     VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
-    VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "64",
     VQS_MAX_TOPICS_PER_NAMESPACE: "0",
     VQS_MAX_GROUPS_PER_NAMESPACE: "0",
     ...(args["delayed-cap"]

@@ -13,8 +13,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort } from "../src/dev/nats-server-process.js";
-import { startIssuer } from "../test/helpers/issuer.js";
-import { killGatewayProcesses, spawnGateway } from "../test/helpers/processes/gateway-process.js";
+import { AUDIENCE, ISSUER, startIssuer } from "../test/helpers/issuer.js";
 import { startTestNats } from "../test/helpers/processes/nats.js";
 import { startTestPostgres, type TestPostgres } from "../test/helpers/processes/postgres.js";
 import {
@@ -23,6 +22,7 @@ import {
   startWorkflowApp,
   type WorkflowApp,
 } from "../test/helpers/workflow-app.js";
+import { benchGatewayEnv, startGatewayProcess } from "./lib/gateways.js";
 import { loadAverage, sampleProc } from "./lib/proc.js";
 import { percentiles, round, sleep } from "./lib/stats.js";
 
@@ -322,26 +322,21 @@ try {
     () => nats.dispose(),
     () => issuer.close(),
   );
-  const gateway = await spawnGateway(
-    nats.url,
-    issuer,
-    {
+  const gateway = await startGatewayProcess({
+    env: benchGatewayEnv(nats.url, issuer.jwksUrl, ISSUER, AUDIENCE, {
       VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
-      // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
-      // app, over all of its groups (each group's push.maxConcurrency alone would allow 11 × 50).
-      VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: String(CONCURRENCY),
+      // The region the example app's push verifier expects by default (urn:vqs:iad1).
+      VQS_REGION: "iad1",
       LOG_LEVEL: "info",
-    },
-    profileArgs("gateway"),
-  );
-  if (values["cpu-prof"]) {
-    // A profile is written at a graceful exit: SIGTERM, and wait for it, before the kill below.
-    cleanups.unshift(async () => {
-      const exited = new Promise((r) => gateway.child.once("exit", r));
-      gateway.child.kill("SIGTERM");
-      await Promise.race([exited, sleep(30_000)]);
-    });
-  }
+    }),
+    // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
+    // app, over all of its groups (each group's push.maxConcurrency alone would allow 11 × 50).
+    options: { maxPushesInFlightPerNamespace: CONCURRENCY },
+    nodeFlags: profileArgs("gateway"),
+    logFile: join(RESULTS, "workflow-gateway.log"),
+  });
+  // A profile is written at a graceful exit (SIGTERM, waited for).
+  cleanups.unshift(() => gateway.stop());
   let base: Result;
   let ours: Result;
   const runBaseline = async (): Promise<Result> => {
@@ -399,7 +394,7 @@ try {
       {
         app: app.child.pid!,
         postgres: postgres.pid,
-        gateway: gateway.child.pid!,
+        gateway: gateway.pid,
         "nats-server": listenerPid(nats.port),
       },
       gateway.metricsUrl,
@@ -482,12 +477,7 @@ try {
   log(`written to ${values.out}`);
 } finally {
   for (const a of apps) await a.stop().catch(() => undefined);
-  // The gateway's graceful stop (when profiled) comes first among the clean-ups.
-  if (values["cpu-prof"])
-    await cleanups
-      .shift()?.()
-      .catch(() => undefined);
-  killGatewayProcesses();
+  // The gateway's graceful stop comes first among the clean-ups.
   for (const c of cleanups) await c().catch(() => undefined);
   await pg?.dispose();
 }

@@ -1,8 +1,9 @@
 // `npm run token`: prints a fresh development token signed by the local key of `npm start`.
-// Optional flags: --team T --project P --environment E --ttl SECONDS. The same code as
-// `vqs token` (src/cli/commands/token.ts), which also takes --data-dir and --json.
+// Optional flags: --team T --project P --environment E --ttl SECONDS --data-dir DIR (npm start's,
+// .data by default). The same code as `vqs token` (src/cli/commands/token.ts), which also takes --json.
 import { parseArgs } from "node:util";
 import { issueDevToken, parseTtl } from "../src/cli/commands/token.js";
+import { DEV_DATA_DIR } from "../src/dev/dev-issuer.js";
 
 const { values } = parseArgs({
   options: {
@@ -10,10 +11,11 @@ const { values } = parseArgs({
     project: { type: "string" },
     environment: { type: "string" },
     ttl: { type: "string", default: "86400" },
+    "data-dir": { type: "string", default: DEV_DATA_DIR },
   },
 });
 const token = await issueDevToken({
-  dataDir: process.env.VQS_DATA_DIR || ".data",
+  dataDir: values["data-dir"],
   ttlSeconds: parseTtl(values.ttl),
   ...(values.team ? { team: values.team } : {}),
   ...(values.project ? { project: values.project } : {}),

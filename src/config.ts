@@ -47,8 +47,6 @@ export interface Config {
   readonly allowedEnvironments: ReadonlySet<string> | null;
   /** Teams whose tokens are operators' (any namespace; GET /api/v3/namespaces). */
   readonly operatorTeams: ReadonlySet<string>;
-  /** A claim that makes a token an operator's when it is `true`; null: none. */
-  readonly operatorClaim: string | null;
   /** null in development: a secret kept in the data directory is used. */
   readonly receiptSecret: string | null;
   /** The largest message body (bytes; 100 MB = 100,000,000 by default). */
@@ -152,7 +150,6 @@ export interface Config {
   readonly pushIssuer: string;
   /** How long a push token is valid. */
   readonly pushTokenSeconds: number;
-  readonly dataDir: string;
   readonly logLevel: string;
   /** Fastify's two info lines per request ("incoming request", "request completed"). */
   readonly requestLogs: boolean;
@@ -207,6 +204,8 @@ export const FIXED = {
   settledTopicSeconds: 120,
   maxSettingsPerNamespace: 1000,
   maxTimerMovesPerSecondPerNamespace: 1000,
+  // A share of the gateway's pushes, not a refusal: past it the namespace's groups pull less.
+  maxPushesInFlightPerNamespace: 256,
   pushInlineLimitBytes: 1_048_576,
   pushTokenSeconds: 300,
   // The lease a receive gets without an extra -NAK round trip, and what every lease falls back
@@ -360,7 +359,6 @@ export function loadConfig(env: Env): Config {
     allowedProjects: set("VQS_ALLOWED_PROJECTS"),
     allowedEnvironments: set("VQS_ALLOWED_ENVIRONMENTS"),
     operatorTeams: set("VQS_OPERATOR_TEAMS") ?? new Set<string>(),
-    operatorClaim: str("VQS_OPERATOR_CLAIM"),
     receiptSecret,
     maxMessageBytes: int("VQS_MAX_MESSAGE_BYTES", 100_000_000, 1, 1_000_000_000),
     inlineBodyBytes: FIXED.inlineBodyBytes,
@@ -409,7 +407,7 @@ export function loadConfig(env: Env): Config {
       1e9,
     ),
     maxTimerMovesPerSecondPerNamespace: FIXED.maxTimerMovesPerSecondPerNamespace,
-    maxPushesInFlightPerNamespace: int("VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE", 256, 0, 1e7),
+    maxPushesInFlightPerNamespace: FIXED.maxPushesInFlightPerNamespace,
     topicIdleSeconds: FIXED.topicIdleSeconds,
     settledTopicSeconds: FIXED.settledTopicSeconds,
     maxSettingsPerNamespace: FIXED.maxSettingsPerNamespace,
@@ -431,7 +429,6 @@ export function loadConfig(env: Env): Config {
     pushTokenSeconds: FIXED.pushTokenSeconds,
     consumerAckWaitSeconds: FIXED.consumerAckWaitSeconds,
     consumerInactiveSeconds: FIXED.consumerInactiveSeconds,
-    dataDir: str("VQS_DATA_DIR") ?? ".data",
     logLevel: str("LOG_LEVEL") ?? "info",
     requestLogs: FIXED.requestLogs,
     shutdownGraceSeconds: FIXED.shutdownGraceSeconds,
@@ -472,6 +469,7 @@ function renamed(env: Env, name: string): string {
 export const RETIRED: readonly string[] = [
   "VQS_CONSUMER_ACK_WAIT_SECONDS",
   "VQS_CONSUMER_INACTIVE_SECONDS",
+  "VQS_DATA_DIR",
   "VQS_DEDUP_WINDOW_SECONDS",
   "VQS_HEAP_GROWING_PERCENT",
   "VQS_INLINE_BODY_BYTES",
@@ -483,6 +481,7 @@ export const RETIRED: readonly string[] = [
   "VQS_LARGE_BODY_WINDOW",
   "VQS_LARGE_INGEST_BYTES_PER_SECOND",
   "VQS_MAX_BATCH_BYTES",
+  "VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE",
   "VQS_MAX_SETTINGS_PER_NAMESPACE",
   "VQS_MAX_TIMER_MOVES_PER_SECOND_PER_NAMESPACE",
   "VQS_MESSAGE_TTL",
@@ -495,6 +494,7 @@ export const RETIRED: readonly string[] = [
   "VQS_MIN_UPLOAD_WINDOW_SECONDS",
   "VQS_NATS_REQUEST_TIMEOUT_MS",
   "VQS_OIDC_CLOCK_TOLERANCE_SECONDS",
+  "VQS_OPERATOR_CLAIM",
   "VQS_PUSH_INLINE_LIMIT_BYTES",
   "VQS_PUSH_ISSUER",
   "VQS_PUSH_TOKEN_SECONDS",
@@ -507,10 +507,17 @@ export const RETIRED: readonly string[] = [
   "VQS_TOPIC_IDLE_SECONDS",
 ];
 
+/** Retired variables that something else replaces, and what (the rest have a fixed value). */
+const REPLACED: Readonly<Record<string, string>> = {
+  VQS_DATA_DIR: "development's data directory is `--data-dir` of npm start and npm run token",
+  VQS_OPERATOR_CLAIM: "operators are the teams in VQS_OPERATOR_TEAMS",
+};
+
 /** A warning for each old or retired name set (src/main.ts logs them at start). */
 export function settingWarnings(env: Env): string[] {
   const retired = RETIRED.filter((name) => env[name]?.trim()).map(
-    (name) => `${name} is no longer read: its value is fixed (docs/configuration.md)`,
+    (name) =>
+      `${name} is no longer read: ${REPLACED[name] ?? "its value is fixed"} (docs/configuration.md)`,
   );
   return [...retired, ...renamedWarnings(env)];
 }

@@ -404,7 +404,6 @@ function makeVerifier(o: GatewayOptions, now: () => number): TokenVerifier {
     issuers,
     audiences,
     claims: o.config.tenantClaims,
-    operatorClaim: o.config.operatorClaim,
     clockToleranceSeconds: oidc?.clockToleranceSeconds ?? 5,
     now,
   });

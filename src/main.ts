@@ -1,7 +1,8 @@
 // Process entry: config -> (embedded NATS, development auth) -> gateway -> listen -> shutdown.
 import { join } from "node:path";
+import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, settingWarnings } from "./config.js";
-import { DEV_AUDIENCE, DEV_ISSUER, devIssuer } from "./dev/dev-issuer.js";
+import { DEV_AUDIENCE, DEV_DATA_DIR, DEV_ISSUER, devIssuer } from "./dev/dev-issuer.js";
 import { startNatsServer, type NatsServerProcess } from "./dev/nats-server-process.js";
 import { createGateway, type GatewayOptions } from "./gateway.js";
 import { setHeapGrowing } from "./heap-growing.js";
@@ -9,6 +10,10 @@ import { createLogger } from "./logger.js";
 import { shutDown } from "./shutdown.js";
 
 async function main(): Promise<void> {
+  // Development's one option (production reads only the environment): where the embedded
+  // server's store and the development keys are kept.
+  const dataDir =
+    parseArgs({ options: { "data-dir": { type: "string" } } }).values["data-dir"] ?? DEV_DATA_DIR;
   let config;
   try {
     config = loadConfig(process.env);
@@ -27,18 +32,18 @@ async function main(): Promise<void> {
   let servers = config.natsServers;
   if (!servers) {
     embedded = await startNatsServer({
-      storeDir: join(config.dataDir, "nats"),
+      storeDir: join(dataDir, "nats"),
       serverName: "vqs-embedded",
     });
     servers = [embedded.url];
     logger.info(
-      { url: embedded.url, storeDir: join(config.dataDir, "nats") },
+      { url: embedded.url, storeDir: join(dataDir, "nats") },
       "started embedded nats-server",
     );
   }
 
   const options: GatewayOptions = { config, logger, natsServers: servers };
-  const dev = config.oidc ? null : await devIssuer(config.dataDir);
+  const dev = config.oidc ? null : await devIssuer(dataDir);
   const gateway = await createGateway(
     dev
       ? {

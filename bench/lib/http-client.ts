@@ -1,10 +1,7 @@
 // The load generator's HTTP side: keep-alive connections to one or more gateways, requests spread
 // round-robin over them, and a minimal multipart/mixed reader for receive responses.
-//
-// Two clients: "node" (node:http with a keep-alive Agent), the default, and "fetch" (Node's global
-// fetch, i.e. undici with its default keep-alive dispatcher), selected by --http fetch. Measured on
-// the reference machine, fetch costs the load generator about four times the CPU per request, and
-// the load generator shares the machine's cores with the gateway and NATS.
+// node:http with a keep-alive Agent: Node's fetch cost the load generator about four times the
+// CPU per request, and the load generator shares the machine's cores with the gateway and NATS.
 import * as http from "node:http";
 
 export interface HttpResponse {
@@ -14,7 +11,6 @@ export interface HttpResponse {
 }
 
 export interface HttpClient {
-  readonly kind: "node" | "fetch";
   request(
     method: string,
     path: string,
@@ -27,12 +23,8 @@ export interface HttpClient {
 /** No request may take longer than this; a stuck one counts as an error. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
-export function createHttpClient(kind: "node" | "fetch", bases: readonly string[]): HttpClient {
+export function createHttpClient(bases: readonly string[]): HttpClient {
   if (bases.length === 0) throw new Error("no gateway URL");
-  return kind === "node" ? nodeClient(bases) : fetchClient(bases);
-}
-
-function nodeClient(bases: readonly string[]): HttpClient {
   const targets = bases.map((b) => {
     const u = new URL(b);
     return {
@@ -43,7 +35,6 @@ function nodeClient(bases: readonly string[]): HttpClient {
   });
   let next = 0;
   return {
-    kind: "node",
     request(method, path, headers, body) {
       const t = targets[next++ % targets.length]!;
       return new Promise<HttpResponse>((resolve, reject) => {
@@ -77,28 +68,6 @@ function nodeClient(bases: readonly string[]): HttpClient {
     close() {
       for (const t of targets) t.agent.destroy();
     },
-  };
-}
-
-function fetchClient(bases: readonly string[]): HttpClient {
-  let next = 0;
-  return {
-    kind: "fetch",
-    async request(method, path, headers, body) {
-      const base = bases[next++ % bases.length]!;
-      const res = await fetch(`${base}${path}`, {
-        method,
-        headers,
-        ...(body ? { body } : {}),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-      return {
-        status: res.status,
-        contentType: res.headers.get("content-type") ?? "",
-        body: Buffer.from(await res.arrayBuffer()),
-      };
-    },
-    close() {},
   };
 }
 

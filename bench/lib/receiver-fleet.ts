@@ -87,7 +87,7 @@ export class ReceiverFleet {
     // One client (one keep-alive agent) per receiver: its requests follow one another, so it
     // holds exactly one connection.
     this.receivers = Array.from({ length: count }, (_, index) => {
-      const client = createHttpClient("node", [url]);
+      const client = createHttpClient([url]);
       return {
         index,
         topic: topics[index % topics.length]!,

@@ -16,8 +16,6 @@ export interface Tenant {
   readonly environment: string;
   /** The token's `sub`, when it has one (who did it, in audit events). */
   readonly subject: string | null;
-  /** The operator claim (VQS_OPERATOR_CLAIM) is `true`. */
-  readonly operatorClaim: boolean;
 }
 
 export interface VerifiedToken {
@@ -36,8 +34,6 @@ export interface VerifierOptions {
   readonly issuers: readonly string[];
   readonly audiences: readonly string[];
   readonly claims: TenantClaims;
-  /** The claim that makes a token an operator's when it is `true`; null: none does. */
-  readonly operatorClaim?: string | null;
   readonly clockToleranceSeconds: number;
   readonly now: () => number;
   /** Most tokens remembered at once. */
@@ -72,7 +68,6 @@ export function createTokenVerifier(opts: VerifierOptions): TokenVerifier {
       project: claim(opts.claims.project),
       environment: claim(opts.claims.environment),
       subject: typeof sub === "string" && sub.length <= 256 ? sub : null,
-      operatorClaim: opts.operatorClaim ? payload[opts.operatorClaim] === true : false,
     };
   };
 

@@ -7,6 +7,9 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { JWTVerifyGetKey } from "jose";
 
+/** Where development keeps the embedded server's store and its keys, unless `--data-dir` says. */
+export const DEV_DATA_DIR = ".data";
+
 export const DEV_ISSUER = "https://oidc.vqs.local/dev";
 export const DEV_AUDIENCE = "https://vqs.local/dev";
 

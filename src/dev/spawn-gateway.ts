@@ -36,7 +36,8 @@ export interface GatewayProcessOptions {
   /** Extra Node.js flags (e.g. --cpu-prof). */
   readonly nodeFlags?: readonly string[];
   /**
-   * Run the compiled build (`dist/`, made by `npm run build`) as production does, instead of the
+   * Run the compiled code as production does (`npm run build:bench` compiles it into
+   * dist-bench/, since dist/ leaves out this process), instead of the
    * sources under tsx: tsx's transform keeps function names by wrapping every named function
    * and class it creates in a `__name` call, which costs the hot paths CPU production never pays.
    */
@@ -50,10 +51,10 @@ export interface GatewayProcessOptions {
 export async function startGatewayProcess(o: GatewayProcessOptions): Promise<GatewayProcess> {
   const log = openSync(o.logFile, "a");
   const entry = o.build
-    ? [join(REPO_DIR, "dist", "dev", "gateway-process.js")]
+    ? [join(REPO_DIR, "dist-bench", "dev", "gateway-process.js")]
     : ["--import", "tsx", join(DEV_DIR, "gateway-process.ts")];
   if (o.build && !existsSync(entry[0]!)) {
-    throw new Error(`${entry[0]} is missing: run \`npm run build\` first`);
+    throw new Error(`${entry[0]} is missing: run \`npm run build:bench\` first`);
   }
   const node = [process.execPath, "--expose-gc", ...(o.nodeFlags ?? []), ...entry];
   const argv = [...(o.wrapper ?? []), ...node, ...(o.options ? [JSON.stringify(o.options)] : [])];

@@ -22,7 +22,7 @@ import {
   PrometheusRule,
   ServiceMonitor,
 } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
-import { ConfigError, loadConfig, RENAMED } from "../../src/config.js";
+import { ConfigError, loadConfig, RENAMED, settingWarnings } from "../../src/config.js";
 import { chart, helmBinary, regionValues, root } from "../helpers/chart.js";
 import { currentNatsServerBinary } from "../helpers/processes/nats.js";
 
@@ -205,6 +205,15 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
     const old = podEnv(render(withLargeBodies({ maxStreams: 3 })));
     expect(old.VQS_MAX_LARGE_STREAMS).toBe("3");
     expect(loadConfig(old).maxLargeStreams).toBe(3);
+  });
+
+  it("still takes a retired value, which the gateway ignores with a warning", () => {
+    const env = podEnv(
+      render(merged({ config: { ...regionValues.config, operatorClaim: "vqs_operator" } })),
+    );
+    expect(env.VQS_OPERATOR_CLAIM).toBe("vqs_operator");
+    expect(loadConfig(env)).toEqual(loadConfig(podEnv(render(regionValues))));
+    expect(settingWarnings(env).join("\n")).toMatch(/^VQS_OPERATOR_CLAIM is no longer read/);
   });
 
   it("refuses large-body values the gateway would refuse, and a store the NATS volume cannot hold", () => {

@@ -26,7 +26,6 @@ function harness(allowedTeams: ReadonlySet<string> | null = null): Harness {
         project: "p",
         environment: "production",
         subject: null,
-        operatorClaim: false,
       },
       expiresAtMs: 1_060_000,
     }),
@@ -111,7 +110,7 @@ describe("auth hook cache", () => {
   it("checks the tenant allow-list on every full check and is bounded", async () => {
     h = harness(new Set(["team_a"]));
     h.answer = (token) => ({
-      tenant: { team: token, project: "p", environment: "e", subject: null, operatorClaim: false },
+      tenant: { team: token, project: "p", environment: "e", subject: null },
       expiresAtMs: 2_000_000,
     });
     const other = await get(h, { authorization: "Bearer team_b" });
@@ -128,7 +127,6 @@ describe("auth hook cache", () => {
         project: "p",
         environment: "e",
         subject: null,
-        operatorClaim: false,
       },
       expiresAtMs: 2_000_000,
     });

@@ -139,6 +139,13 @@ describe("configuration", () => {
       "VQS_CONSUMER_ACK_WAIT_SECONDS is no longer read: its value is fixed (docs/configuration.md)",
       "VQS_MESSAGE_TTL is no longer read: its value is fixed (docs/configuration.md)",
     ]);
+    // A retired name something else replaces says what.
+    expect(settingWarnings({ VQS_OPERATOR_CLAIM: "vqs_operator", VQS_DATA_DIR: "/tmp/x" })).toEqual(
+      [
+        "VQS_DATA_DIR is no longer read: development's data directory is `--data-dir` of npm start and npm run token (docs/configuration.md)",
+        "VQS_OPERATOR_CLAIM is no longer read: operators are the teams in VQS_OPERATOR_TEAMS (docs/configuration.md)",
+      ],
+    );
     // Every retired name is one loadConfig no longer reads.
     for (const name of RETIRED) {
       expect(loadConfig({ [name]: "not a value" })).toEqual(loadConfig({}));

@@ -18,7 +18,6 @@ export interface FloorContext {
   readonly api: GatewayApi;
   readonly procs: Processes;
   readonly token: string;
-  readonly http: "node" | "fetch";
   /** Makes sure `topic`'s stream holds at least `n` messages (raw JetStream, not measured). */
   readonly fill: (topic: string, n: number) => Promise<void>;
   readonly log: (line: string) => void;
@@ -122,7 +121,7 @@ export async function floorScenario(ctx: FloorContext, o: FloorOptions): Promise
   };
   ctx.log(`floor: bare Fastify (204) and the gateway, CPU per request, ${n} in flight`);
   const server = await startFloorServer();
-  const client = createHttpClient(ctx.http, [server.url]);
+  const client = createHttpClient([server.url]);
   const bare = new GatewayApi(client, ctx.token);
   const floorProcs: Processes = { gatewayPids: [server.pid], natsPid: ctx.procs.natsPid };
   // A handle of the gateway's length, so the floor parses a path of the same size.

@@ -1,10 +1,10 @@
 // `vqs token` (development only): a token signed by the local key of `npm start`, the one
-// kept in VQS_DATA_DIR (.data/dev-auth.json). `npm run token` runs the same code
-// (scripts/token.ts). Against a production service, tokens come from its OIDC issuer.
+// kept in its data directory (.data/dev-auth.json unless --data-dir says). `npm run token` runs
+// the same code (scripts/token.ts). Against a production service, tokens come from its OIDC issuer.
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { DEV_CLAIMS, devIssuer, type DevClaims } from "../../dev/dev-issuer.js";
+import { DEV_CLAIMS, DEV_DATA_DIR, devIssuer, type DevClaims } from "../../dev/dev-issuer.js";
 import { UsageError } from "../errors.js";
 import { examples, type ContextOf } from "./help.js";
 
@@ -53,7 +53,10 @@ export function tokenCommand(program: Command, contextOf: ContextOf): void {
     .option("--project <id>", "the token's project (project_id claim)", DEV_CLAIMS.project_id)
     .option("--environment <name>", "the token's environment claim", DEV_CLAIMS.environment)
     .option("--ttl <seconds>", "how long the token is valid", "86400")
-    .option("--data-dir <dir>", "where `npm start` keeps its key (default: VQS_DATA_DIR or .data)")
+    .option(
+      "--data-dir <dir>",
+      `where \`npm start\` keeps its key (its --data-dir; default ${DEV_DATA_DIR})`,
+    )
     .action(async (_o: TokenOptions, cmd: Command) => {
       const ctx = contextOf(cmd);
       const o = cmd.opts<TokenOptions>();
@@ -64,7 +67,7 @@ export function tokenCommand(program: Command, contextOf: ContextOf): void {
         );
       }
       const ttlSeconds = parseTtl(o.ttl);
-      const dataDir = ctx.path(o.dataDir ?? (ctx.env.VQS_DATA_DIR || ".data"));
+      const dataDir = ctx.path(o.dataDir ?? DEV_DATA_DIR);
       if (!existsSync(join(dataDir, "dev-auth.json"))) {
         ctx.out.note(`no development key in ${dataDir} yet: created one, which npm start will use`);
       }

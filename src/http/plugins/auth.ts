@@ -34,7 +34,7 @@ export interface Identity {
   readonly project: string;
   readonly environment: string;
   readonly subject: string | null;
-  /** May list namespaces and act in any (VQS_OPERATOR_TEAMS, VQS_OPERATOR_CLAIM). */
+  /** May list namespaces and act in any (VQS_OPERATOR_TEAMS). */
   readonly operator: boolean;
 }
 
@@ -84,7 +84,7 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
       project: tenant.project,
       environment: tenant.environment,
       subject: tenant.subject,
-      operator: tenant.operatorClaim || opts.config.operatorTeams.has(tenant.team),
+      operator: opts.config.operatorTeams.has(tenant.team),
     };
     const deployment = stringHeader(
       request.headers["vqs-deployment-id"],

@@ -1,6 +1,6 @@
 // Which pulled message is pushed next, on this gateway. Every pushed group's feed hands what it
 // pulls to its GroupPushes (group-pushes.ts); the scheduler shares each namespace's cap of pushes
-// in flight (VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE, held for its tenant too) among its groups:
+// in flight (maxPushesInFlightPerNamespace, held for its tenant too) among its groups:
 // - below the cap, a group pulls at most its share of the free slots (rounded up); at it, each
 //   group pulls one message ahead and holds it (its lease renewed while it waits);
 // - a pulled message is pushed only while the namespace is under its cap, and a freed slot goes

@@ -495,9 +495,9 @@ describe("vqs token", () => {
       expect((await q.publish(uniqueName("tok"), "hi")).status).toBe(201);
       // `npm run token` runs the same code.
       const npmToken = await new Promise<string>((resolve) => {
-        const child = spawn(join(ROOT, "node_modules", ".bin", "tsx"), ["scripts/token.ts"], {
+        const tsx = join(ROOT, "node_modules", ".bin", "tsx");
+        const child = spawn(tsx, ["scripts/token.ts", "--data-dir", dataDir], {
           cwd: ROOT,
-          env: { ...process.env, VQS_DATA_DIR: dataDir },
           stdio: ["ignore", "pipe", "inherit"],
         });
         let out = "";

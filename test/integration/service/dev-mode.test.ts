@@ -38,17 +38,20 @@ const SETTINGS = [
 describe("npm start (development)", () => {
   it("runs on an embedded nats-server with development auth, and stops on SIGTERM", async () => {
     // One process (`node --import tsx`), so the signals reach the service itself.
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      env: {
-        ...envWithout(SETTINGS),
-        PORT: "0",
-        VQS_METRICS_PORT: "0",
-        HOST: "127.0.0.1",
-        VQS_DATA_DIR: dataDir,
-        LOG_LEVEL: "info",
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "src/main.ts", "--data-dir", dataDir],
+      {
+        env: {
+          ...envWithout(SETTINGS),
+          PORT: "0",
+          VQS_METRICS_PORT: "0",
+          HOST: "127.0.0.1",
+          LOG_LEVEL: "info",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
       },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    );
     let out = "";
     child.stdout.on("data", (c: Buffer) => (out += c.toString()));
     child.stderr.on("data", (c: Buffer) => (out += c.toString()));
@@ -67,10 +70,13 @@ describe("npm start (development)", () => {
       const got = await parts(await q.receive("hello", "workers"));
       expect(got.map((p) => p.body.toString())).toEqual(["hi"]);
 
-      const minted = spawnSync(tsx, ["scripts/token.ts", "--team", "team_other"], {
-        env: { ...process.env, VQS_DATA_DIR: dataDir },
-        encoding: "utf8",
-      });
+      const minted = spawnSync(
+        tsx,
+        ["scripts/token.ts", "--team", "team_other", "--data-dir", dataDir],
+        {
+          encoding: "utf8",
+        },
+      );
       expect(minted.status).toBe(0);
       const other = api(base!, minted.stdout.trim());
       expect((await other.receive("hello", "workers")).status).toBe(204);

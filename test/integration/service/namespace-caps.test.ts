@@ -19,8 +19,8 @@ const fx = useGateways(1, {
   env: {
     VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE: "4",
     VQS_MAX_WAITERS_PER_NAMESPACE: "2",
-    VQS_MAX_PUSHES_IN_FLIGHT_PER_NAMESPACE: "2",
   },
+  config: { maxPushesInFlightPerNamespace: 2 },
 });
 
 const held: ServerResponse[] = [];
