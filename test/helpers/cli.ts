@@ -3,21 +3,49 @@
 // file by esbuild (the transform tsx applies too), its packages left to node_modules. Each run
 // through tsx's loader took 5–7 s on the loaded 2-core machine, the bundle 1–3 s.
 import { spawn, type ChildProcess } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSync } from "esbuild";
 
 export const CLI_MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 // Two folders below the root as src/cli/ is: the tool reads ../../package.json from where it
 // runs, and its packages resolve from the root's node_modules. One per test process, built at
-// its first run and removed when the process exits.
+// its first run; those of processes no longer running (a worker ended without its exit
+// handlers) are removed then.
 const CLI_BUNDLE = fileURLToPath(
   new URL(`../../.cache/cli/main-${process.pid}.mjs`, import.meta.url),
 );
 let built = false;
 
+/** Whether a process of this id is running. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function removeStaleBundles(): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dirname(CLI_BUNDLE));
+  } catch {
+    return; // none built yet
+  }
+  for (const name of names) {
+    const pid = Number(/^main-(\d+)\.mjs$/.exec(name)?.[1] ?? NaN);
+    if (Number.isInteger(pid) && !running(pid)) {
+      rmSync(join(dirname(CLI_BUNDLE), name), { force: true });
+    }
+  }
+}
+
 function cliBundle(): string {
   if (!built) {
+    removeStaleBundles();
     buildSync({
       entryPoints: [CLI_MAIN],
       outfile: CLI_BUNDLE,
