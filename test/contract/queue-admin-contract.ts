@@ -92,6 +92,16 @@ export function queueAdminContract(name: string, under: AdminUnderTest): void {
       expect(await admin.groups(a)).toEqual([]);
     });
 
+    it("lists every topic of a namespace past one listing page, each once, by name", async () => {
+      // JetStream lists streams 256 at a time: 300 topics take two of its pages.
+      const { namespace, topic } = fresh();
+      const names = Array.from({ length: 300 }, (_, i) => `t-${String(i).padStart(3, "0")}`);
+      for (let i = 0; i < names.length; i += 25) {
+        await Promise.all(names.slice(i, i + 25).map((n) => publish(topic(n), n)));
+      }
+      expect(await under.admin().topicNames(namespace)).toEqual(names);
+    }, 120_000);
+
     it("counts a group's backlog, leases, redeliveries and acknowledgements", async () => {
       const admin = under.admin();
       const t = fresh().topic("orders");

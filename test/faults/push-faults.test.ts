@@ -9,9 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../helpers/fixture.js";
 import { killGatewayProcesses, spawnGateway } from "../helpers/processes/gateway-process.js";
 import { api, parts, sleep, uniqueName } from "../helpers/http.js";
+import { TEAM_A_NAMESPACE } from "../helpers/issuer.js";
 import { startTestNats } from "../helpers/processes/nats.js";
 import { startPushApp, type PushApp } from "../helpers/push-app.js";
 import { scrape } from "../helpers/metrics.js";
+import { eventually } from "../helpers/wait.js";
 
 const fx = useGateways(2);
 let app: PushApp;
@@ -48,11 +50,15 @@ const pushesTo = (topic: string) => app.requests.filter((r) => r.path.endsWith(`
 const bodies = (topic: string) => new Set(pushesTo(topic).map((r) => r.body.toString()));
 
 async function until(check: () => boolean, ms = 20_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+  if (!(await eventually(check, ms))) throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Until both gateways hold `topic`'s workers push URL as `url` in their settings memory. */
+async function untilBothPush(topic: string, url: string): Promise<void> {
+  const pushUrl = (i: number) =>
+    fx.gateways[i]!.gateway.settings.effective(TEAM_A_NAMESPACE, topic, "workers")?.push?.url ??
+    null;
+  await until(() => pushUrl(0) === url && pushUrl(1) === url, 10_000, `both to push to ${url}`);
 }
 
 async function metric(metricsUrl: string, line: string): Promise<number> {
@@ -167,6 +173,8 @@ describe("push across two gateways", () => {
     await until(() => pushesTo(`${topic}-a`).length === 4, 10_000, "pushes to the first URL");
     // Changed through gateway B: both gateways push to the new URL.
     await settings(topic, "workers", { push: { url: second, autoAck: true } }, 1);
+    // Real time: each gateway's feeds take up what their settings memory heard (shown by no
+    // state of theirs) a moment later.
     await sleep(500);
     await publishMany(topic, 6);
     await until(() => pushesTo(`${topic}-b`).length === 6, 10_000, "pushes to the second URL");
@@ -187,8 +195,8 @@ describe("push across two gateways", () => {
     const prefix = uniqueName("pat");
     const url = app.hookRoute(prefix, 200);
     await settings(`${prefix}-*`, "workers", { push: { url, autoAck: true } });
-    await sleep(300);
     const topic = `${prefix}-new`;
+    await untilBothPush(topic, url);
     await q(1).publish(topic, "to a new topic");
     await until(() => pushesTo(prefix).length === 1, 15_000, "the pattern's push");
     expect(pushesTo(prefix)[0]!.headers["ce-vqsqueuename"]).toBe(topic);

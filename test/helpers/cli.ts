@@ -1,11 +1,65 @@
-// The `vqs` command-line tool as a user runs it: a spawned process (from source, through tsx),
-// its exit code and its output.
+// The `vqs` command-line tool as a user runs it: a spawned process, its exit code and its output.
+// The tool runs as plain JavaScript, as the installed one does: its source bundled once per test
+// file by esbuild (the transform tsx applies too), its packages left to node_modules. Each run
+// through tsx's loader took 5–7 s on the loaded 2-core machine, the bundle 1–3 s.
 import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildSync } from "esbuild";
 
 export const CLI_MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
-/** tsx's loader by absolute URL, so the tool runs from any working directory. */
-const TSX = import.meta.resolve("tsx");
+// Two folders below the root as src/cli/ is: the tool reads ../../package.json from where it
+// runs, and its packages resolve from the root's node_modules. One per test process, built at
+// its first run; those of processes no longer running (a worker ended without its exit
+// handlers) are removed then.
+const CLI_BUNDLE = fileURLToPath(
+  new URL(`../../.cache/cli/main-${process.pid}.mjs`, import.meta.url),
+);
+let built = false;
+
+/** Whether a process of this id is running. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function removeStaleBundles(): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dirname(CLI_BUNDLE));
+  } catch {
+    return; // none built yet
+  }
+  for (const name of names) {
+    const pid = Number(/^main-(\d+)\.mjs$/.exec(name)?.[1] ?? NaN);
+    if (Number.isInteger(pid) && !running(pid)) {
+      rmSync(join(dirname(CLI_BUNDLE), name), { force: true });
+    }
+  }
+}
+
+function cliBundle(): string {
+  if (!built) {
+    removeStaleBundles();
+    buildSync({
+      entryPoints: [CLI_MAIN],
+      outfile: CLI_BUNDLE,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      packages: "external",
+      logLevel: "warning",
+    });
+    built = true;
+    process.once("exit", () => rmSync(CLI_BUNDLE, { force: true }));
+  }
+  return CLI_BUNDLE;
+}
 
 export interface CliRun {
   readonly code: number | null;
@@ -50,7 +104,7 @@ export function startCli(
     input?: string | Uint8Array;
   } = {},
 ): CliProcess {
-  const child = spawn(process.execPath, ["--import", TSX, CLI_MAIN, ...args], {
+  const child = spawn(process.execPath, [cliBundle(), ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],

@@ -14,6 +14,7 @@ import { useGateways } from "../../helpers/fixture.js";
 import { api, sleep, uniqueName } from "../../helpers/http.js";
 import { metricValue } from "../../helpers/metrics.js";
 import { usePushApp } from "../../helpers/push-app.js";
+import { eventually } from "../../helpers/wait.js";
 
 const fx = useGateways(2);
 const pushApp = usePushApp(fx);
@@ -33,11 +34,7 @@ const pushesTo = (topic: string) =>
   pushApp.app.requests.filter((r) => r.path.endsWith(`/${topic}`));
 
 async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+  if (!(await eventually(check, ms))) throw new Error(`timed out waiting for ${what}`);
 }
 
 describe("the lease of a pushed message", () => {

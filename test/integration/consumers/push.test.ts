@@ -5,8 +5,9 @@ import { jwtVerify, createRemoteJWKSet } from "jose";
 import { QueueClient } from "@vercel/queue";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
-import { api, sleep, uniqueName } from "../../helpers/http.js";
+import { api, uniqueName } from "../../helpers/http.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
+import { eventually } from "../../helpers/wait.js";
 
 const INLINE_LIMIT = 2048;
 const fx = useGateways(1, { config: { pushInlineLimitBytes: INLINE_LIMIT } });
@@ -42,13 +43,10 @@ async function settings(topic: string, group: string, body: unknown): Promise<vo
 
 /** Resolves with what `seen` collected once `until` holds (or fails after `ms`). */
 async function waitFor<T>(seen: () => T, until: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = seen();
-    if (until(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
-    await sleep(50);
+  if (!(await eventually(() => until(seen()), ms))) {
+    throw new Error(`timed out; last: ${JSON.stringify(seen())}`);
   }
+  return seen();
 }
 
 describe("push delivery with the real client", () => {

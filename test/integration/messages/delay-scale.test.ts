@@ -1,16 +1,18 @@
-// Tens of thousands of delayed messages: they wait in JetStream (timers NAKed until due), do not
-// hold back immediate messages meanwhile, and are then all delivered once, with deliveryCount 1.
+// Ten thousand delayed messages: they wait in JetStream (timers NAKed until due), do not hold back
+// immediate messages meanwhile, and are then all delivered once, with deliveryCount 1. (20,000
+// took more than the 25 s delay to publish on a loaded 2-core machine, and the test then proves
+// nothing; the scale as a throughput is the benchmark's: bench:tenants.)
 import { describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, parts, uniqueName } from "../../helpers/http.js";
 
-// 20,000 delayed messages as fast as they go: no cap on delayed publishes per second.
+// The delayed messages as fast as they go: no cap on delayed publishes per second.
 const env = useGateways(2, {
   env: { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: "0" },
   config: { maxTimerMovesPerSecondPerNamespace: 0 },
 });
 
-const DELAYED = 20_000;
+const DELAYED = 10_000;
 const BATCH = 100;
 const DELAY_SECONDS = 25;
 /** Leases that outlast the test: a message received once never comes back into what it counts. */
