@@ -22,6 +22,10 @@ import type {
   UploadQuota,
 } from "../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+import { MemoryRecords } from "./memory-records.js";
+
+/** The gateway's record TTL at the longest retention (7 days) plus two hours. */
+const RECORD_TTL_MS = (7 * 24 + 2) * 3_600_000;
 
 export interface MemoryBrokerOptions {
   /** The clock every time comparison uses (ms). */
@@ -30,6 +34,8 @@ export interface MemoryBrokerOptions {
   readonly defaultLeaseMs: number;
   /** How long publishes with one `dedupToken` share one copy (the stream's duplicate window). */
   readonly dedupWindowMs: number;
+  /** How long the records twin keeps a record after its last write (default: 7 days and 2 h). */
+  readonly recordTtlMs?: number;
 }
 
 export interface MemoryEntry {
@@ -75,6 +81,8 @@ const recordKey = (g: GroupAddress, seq: number) => `${groupKey(g)}#${seq}`;
 
 export class MemoryBroker implements Broker {
   readonly defaultLeaseMs: number;
+  /** The records port's twin (the ledgers' records), forgotten with a topic or group. */
+  readonly records: MemoryRecords;
   readonly #o: MemoryBrokerOptions;
   readonly #topics = new Map<string, MemoryTopic>();
   readonly #cuts = new Set<string>();
@@ -95,6 +103,10 @@ export class MemoryBroker implements Broker {
   constructor(options: MemoryBrokerOptions) {
     this.#o = options;
     this.defaultLeaseMs = options.defaultLeaseMs;
+    this.records = new MemoryRecords({
+      now: options.now,
+      ttlMs: options.recordTtlMs ?? RECORD_TTL_MS,
+    });
   }
 
   /** Every group's lease without `setLease` is the default here (no pushed consumers). */
@@ -403,12 +415,14 @@ export class MemoryBroker implements Broker {
   /** Removes the topic and every record of its groups. */
   dropTopic(topic: TopicAddress): void {
     this.#topics.delete(topicKey(topic));
+    this.records.forgetTopic(topic);
     this.#forget(topicKey(topic).slice(0, -1) + ",", (g) => topicKey(g) === topicKey(topic));
   }
 
   /** Removes the gateway's records of the group (leases, counts, push health). */
   forgetGroup(group: GroupAddress): void {
     const key = groupKey(group);
+    this.records.forgetGroup(group);
     this.#forget(`${key}#`, (g) => groupKey(g) === key, key);
   }
 

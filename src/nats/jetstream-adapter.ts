@@ -20,6 +20,7 @@ import { GroupEpochs } from "./queue-state/group-epochs.js";
 import { PushHealthRecorder } from "./push-feeds/push-health.js";
 import { IdempotencyKeys } from "./queue-state/idempotency-keys.js";
 import { LeaseRecords } from "./queue-state/lease-records.js";
+import { JetStreamRecords } from "./queue-state/jetstream-records.js";
 import { PullClient } from "./pulls/pull-client.js";
 import { Requests } from "./core/requests.js";
 import { TopicSweeper } from "./queue-state/topic-sweeper.js";
@@ -108,6 +109,8 @@ export interface JetStreamAdapter {
   /** The clock every time comparison uses: estimated NATS server time (or the fixed one). */
   readonly now: () => number;
   readonly broker: JetStreamBroker;
+  /** The records port (VQS_LEASES): what the lease, by-ID lease and push ledgers keep. */
+  readonly records: JetStreamRecords;
   /** Regional failover (202 deferred), when neighbour regions are configured. */
   readonly failover: Failover | null;
   readonly scheduler: DelayScheduler;
@@ -245,10 +248,17 @@ export async function openJetStreamAdapter(
     movesPerSecondPerNamespace: o.timerMovesPerSecondPerNamespace,
     ...(o.timerShare ? { share: o.timerShare } : {}),
   });
+  const recordTtlMs = o.maxAgeMs + 2 * 3_600_000;
   const records = new LeaseRecords(js, {
     replicas: o.replicas,
-    ttlMs: o.maxAgeMs + 2 * 3_600_000,
+    ttlMs: recordTtlMs,
     timeoutMs: o.requestTimeoutMs,
+  });
+  const recordStore = new JetStreamRecords({
+    bucket: records,
+    region: o.region,
+    ttlMs: recordTtlMs,
+    observe: o.observe,
   });
   const keys = new IdempotencyKeys({
     js,
@@ -379,6 +389,7 @@ export async function openJetStreamAdapter(
   return {
     now,
     broker,
+    records: recordStore,
     failover,
     scheduler,
     sweeper,

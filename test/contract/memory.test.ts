@@ -1,15 +1,17 @@
-// The storage, settings, management, large-body and failover contracts on the in-memory implementations, their clock
-// moved by the suite.
+// The storage, records, settings, management, large-body and failover contracts on the in-memory
+// implementations, their clock moved by the suite.
 import { beforeEach } from "vitest";
 import { MemoryBodyStore } from "../../src/memory/memory-body-store.js";
 import { MemoryDeferrer } from "../../src/memory/memory-deferrer.js";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
+import { MemoryRecords } from "../../src/memory/memory-records.js";
 import { MemoryQueueAdmin } from "../../src/memory/memory-queue-admin.js";
 import { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
 import { bodyStoreContract } from "./body-store-contract.js";
 import { brokerContract } from "./broker-contract.js";
 import { deferrerContract } from "./deferrer-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
+import { recordsContract } from "./records-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
 let clock = Date.parse("2026-01-05T10:00:00Z");
@@ -31,6 +33,13 @@ brokerContract("in memory", {
   broker: () => broker,
   advance,
   patience: 10,
+});
+
+recordsContract("in memory", {
+  records: () => broker.records,
+  shortLived: () => new MemoryRecords({ now: () => clock, ttlMs: 1000 }),
+  advance,
+  patience: 4,
 });
 
 queueAdminContract("in memory", {

@@ -20,6 +20,8 @@ export interface LeaseRecordsOptions {
   /** Records outlive any message they describe (longest TTL plus the longest lease). */
   readonly ttlMs: number;
   readonly timeoutMs: number;
+  /** The bucket's name (LEASES_BUCKET unless a test keeps records apart). */
+  readonly name?: string;
 }
 
 /** How long a gateway trusts its cached "this group never used receive by ID". */
@@ -40,7 +42,7 @@ export class LeaseRecords {
   /** The bucket (created on first use); also where the server clock is sampled. */
   bucket(): Promise<KV> {
     return this.#kv.get(() =>
-      new Kvm(this.#js).create(LEASES_BUCKET, {
+      new Kvm(this.#js).create(this.#opts.name ?? LEASES_BUCKET, {
         history: 1,
         replicas: this.#opts.replicas,
         ttl: this.#opts.ttlMs,
@@ -241,7 +243,7 @@ function key(g: GroupNames, seq: number, kind: "d" | "i" | "c" | "b" | "h"): str
   return `${g.stream}.${g.consumer}.${seq}.${kind}`;
 }
 
-function isWrongLastSequence(err: unknown): boolean {
+export function isWrongLastSequence(err: unknown): boolean {
   const e = err as { code?: number; message?: string; cause?: unknown } | null;
   return (
     e?.code === 10071 ||
