@@ -222,6 +222,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   // What the use cases share; the pusher is given the parts of it it needs (below).
   const queueContext = createQueueContext({
     broker: fairBroker(jetstream.broker, fairShare),
+    records: jetstream.records,
     keys: secretKeys,
     now: jetstream.now,
     observer: metrics.observer,
@@ -269,6 +270,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     handOut: queueContext.handOut,
     acks: queueContext.acks,
     broker: jetstream.broker,
+    ledger: queueContext.pushLedger,
     transport: pushClient,
     signer: pushKeys,
     observer: metrics.push,
@@ -342,7 +344,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   jetstream.startPush(
     new PushScheduler({
       push: (group, delivery, settings) => pusher.push(group, delivery, settings),
-      ledger: jetstream.broker,
+      ledger: queueContext.pushLedger,
       pushesInFlight,
       now: jetstream.now,
       log: logger,

@@ -91,9 +91,7 @@ export class MemoryBroker implements Broker {
   readonly #idLeaseGroups = new Set<string>();
   readonly #idLeases = new Map<string, IdLease>();
   readonly #cursorLeases = new Map<string, CursorLease>();
-  readonly #holdbacks = new Map<string, number>();
   readonly #limitBounces = new Map<string, number>();
-  readonly #handlerLeases = new Map<string, number>();
   readonly #epochs = new Map<string, number>();
   readonly #acked: ((group: GroupAddress, streamSeq: number) => void)[] = [];
   #revision = 0;
@@ -357,25 +355,7 @@ export class MemoryBroker implements Broker {
     return Promise.resolve(this.#limitBounces.get(recordKey(group, streamSeq)) ?? null);
   }
 
-  // ---- PushLedger
-
-  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    this.#holdbacks.set(recordKey(group, streamSeq), count);
-    return Promise.resolve();
-  }
-
-  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number> {
-    return Promise.resolve(this.#holdbacks.get(recordKey(group, streamSeq)) ?? 0);
-  }
-
-  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void> {
-    this.#handlerLeases.set(recordKey(group, streamSeq), deliveryCount);
-    return Promise.resolve();
-  }
-
-  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return Promise.resolve(this.#handlerLeases.get(recordKey(group, streamSeq)) ?? null);
-  }
+  // ---- PushOutcomes
 
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {
     this.pushOutcomes.push({ group, outcome, atMs });
@@ -433,9 +413,7 @@ export class MemoryBroker implements Broker {
       this.#deadLettered,
       this.#idLeases,
       this.#cursorLeases,
-      this.#holdbacks,
       this.#limitBounces,
-      this.#handlerLeases,
     ]) {
       for (const k of [...map.keys()]) if (gone(k)) map.delete(k);
     }

@@ -262,20 +262,11 @@ export interface IdLeaseLedger {
   getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null>;
 }
 
-/**
- * What push delivery keeps beside the cursor: deliveries held back for
- * `retry.initialDelaySeconds` (the server counted them as deliveries; the consumer must not),
- * the delivery whose lease the handler set through the API (so the pusher does not override it),
- * and push health.
- */
-export interface PushLedger {
-  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
-  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number>;
-  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void>;
-  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null>;
+/** Push health: how each push of a group ended (kept in memory, merged into the store now and then). */
+export interface PushOutcomes {
   /** A push of the group ended with `outcome` ("success" or a failure): its push health. */
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
 }
 
 /** Every storage port at once: what src/nats implements on JetStream (JetStreamBroker). */
-export interface Broker extends MessageLog, GroupCursor, LeaseLedger, IdLeaseLedger, PushLedger {}
+export interface Broker extends MessageLog, GroupCursor, LeaseLedger, IdLeaseLedger, PushOutcomes {}

@@ -252,7 +252,7 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       expect(await b.getCursorLease(g, 6)).toBeNull();
     });
 
-    it("keeps the lease ledger and the push records", async () => {
+    it("keeps the lease ledger", async () => {
       const b = under.broker();
       const g = group(topic());
       expect(await b.currentDelivery(g, 3)).toBeNull();
@@ -263,12 +263,6 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       await b.markCut(g, lease, Date.now() + 60_000);
       expect(b.wasCut(g, lease)).toBe(true);
       expect(b.wasCut(g, { ...lease, deliveryCount: 3 })).toBe(false);
-      expect(await b.pushHoldbacks(g, 3)).toBe(0);
-      await b.notePushHoldback(g, 3, 2);
-      expect(await b.pushHoldbacks(g, 3)).toBe(2);
-      expect(await b.handlerLease(g, 3)).toBeNull();
-      await b.noteHandlerLease(g, 3, 2);
-      expect(await b.handlerLease(g, 3)).toBe(2);
       expect(b.groupEpoch(g)).toBe(0);
     });
 

@@ -11,6 +11,7 @@ import { useGateways } from "../helpers/fixture.js";
 import { sleep } from "../helpers/http.js";
 import { brokerContract } from "./broker-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
+import { ledgersContract } from "./ledgers-contract.js";
 import { recordsContract } from "./records-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
@@ -48,6 +49,8 @@ recordsContract("JetStream KV", {
   advance,
   patience: 20,
 });
+
+ledgersContract("JetStream KV", { records: () => fixture.gateways[0]!.gateway.jetstream.records });
 
 settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.settings);
 

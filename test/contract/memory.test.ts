@@ -11,6 +11,7 @@ import { bodyStoreContract } from "./body-store-contract.js";
 import { brokerContract } from "./broker-contract.js";
 import { deferrerContract } from "./deferrer-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
+import { ledgersContract } from "./ledgers-contract.js";
 import { recordsContract } from "./records-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
@@ -41,6 +42,8 @@ recordsContract("in memory", {
   advance,
   patience: 4,
 });
+
+ledgersContract("in memory", { records: () => broker.records });
 
 queueAdminContract("in memory", {
   broker: () => broker,

@@ -51,6 +51,7 @@ export function memoryPusher(memory: MemoryQueue, client: PushClient, secret: st
     handOut: memory.context.handOut,
     acks: memory.context.acks,
     broker: memory.broker,
+    ledger: memory.context.pushLedger,
     transport: client,
     signer: new PushSigningKeys({
       secret,
@@ -122,7 +123,7 @@ export async function scheduledPushes(
         open.push(p);
       });
     },
-    ledger: memory.broker,
+    ledger: memory.context.pushLedger,
     pushesInFlight: new NamespaceCounts(options.cap),
     now: memory.now,
     log: createLogger("silent"),

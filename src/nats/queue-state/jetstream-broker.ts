@@ -368,30 +368,6 @@ export class JetStreamBroker implements Broker {
     );
   }
 
-  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    return this.#op("push_holdback_put", () =>
-      this.#d.records.putCount(this.#g(group), streamSeq, "b", count),
-    );
-  }
-
-  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number> {
-    return this.#op("push_holdback_get", async () => {
-      return (await this.#d.records.getCount(this.#g(group), streamSeq, "b")) ?? 0;
-    });
-  }
-
-  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void> {
-    return this.#op("handler_lease_put", () =>
-      this.#d.records.putCount(this.#g(group), streamSeq, "h", deliveryCount),
-    );
-  }
-
-  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return this.#op("handler_lease_get", () =>
-      this.#d.records.getCount(this.#g(group), streamSeq, "h"),
-    );
-  }
-
   noteDeadLettered(group: GroupAddress): Promise<void> {
     return this.#op("dead_lettered_count", () => this.#d.records.countDeadLettered(this.#g(group)));
   }

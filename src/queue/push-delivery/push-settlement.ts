@@ -3,20 +3,21 @@
 // giving the cursor's lease up to a lease taken by ID (a message above the inline limit, which
 // the client leases by ID), freeing the cursor's place once that lease was acknowledged, and the
 // `autoAck` after a 2xx.
-import type { GroupCursor, IdLeaseLedger, LeaseLedger, PushLedger } from "../broker.js";
+import type { GroupCursor, IdLeaseLedger, LeaseLedger } from "../broker.js";
+import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAcks } from "../delivery/group-acks.js";
 import { GroupLeases } from "../delivery/group-leases.js";
 import { IdLeases } from "../id-leases.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";
 
-export type PushSettlementPorts = Pick<PushLedger, "handlerLease"> &
-  IdLeaseLedger &
+export type PushSettlementPorts = IdLeaseLedger &
   GroupCursor &
   Pick<LeaseLedger, "recordDelivery" | "noteLimitBounce" | "markCut">;
 
 export class PushSettlement {
   readonly #broker: PushSettlementPorts;
+  readonly #ledger: Pick<PushLedger, "handlerLease">;
   readonly #now: () => number;
   readonly #idLeases: IdLeases;
   readonly #groupLeases: GroupLeases;
@@ -25,10 +26,12 @@ export class PushSettlement {
   /** `acks`: the receive path's (QueueContext.acks), so an `autoAck` counts as its acks do. */
   constructor(
     broker: PushSettlementPorts,
+    ledger: Pick<PushLedger, "handlerLease">,
     now: () => number,
     acks: Pick<GroupAcks, "acknowledge">,
   ) {
     this.#broker = broker;
+    this.#ledger = ledger;
     this.#now = now;
     this.#acks = acks;
     // IdLeases keeps nothing but its ports: this one acts as the receive path's does.
@@ -74,7 +77,7 @@ export class PushSettlement {
 
   /** Whether the handler of a pushed delivery set its lease through the API during the push. */
   async leaseSetByHandler(group: GroupAddress, lease: Lease): Promise<boolean> {
-    return (await this.#broker.handlerLease(group, lease.streamSeq)) === lease.deliveryCount;
+    return (await this.#ledger.handlerLease(group, lease.streamSeq)) === lease.deliveryCount;
   }
 
   /**

@@ -3,6 +3,8 @@
 // they all apply. The composition root makes it once and hands the pusher the parts it needs
 // (`handOut`, `acks`), so a push is handed out and acknowledged as a receive is.
 import type { Broker } from "../broker.js";
+import { PushLedger } from "../ledgers/push-ledger.js";
+import type { RecordStore } from "../records/record-store.js";
 import type { BodyStore } from "../bodies.js";
 import { GroupAcks } from "../delivery/group-acks.js";
 import { GroupLeases } from "../delivery/group-leases.js";
@@ -18,6 +20,8 @@ import type { Logger } from "../../logger.js";
 
 export interface QueueContextDeps {
   readonly broker: Broker;
+  /** The records the ledgers keep (lease, by-ID lease and push records). */
+  readonly records: RecordStore;
   readonly keys: SecretKeys;
   readonly now: () => number;
   readonly observer?: QueueObserver;
@@ -38,6 +42,8 @@ export interface QueueContext {
   readonly bodies: BodyStore | null;
   readonly idLeases: IdLeases;
   readonly groupLeases: GroupLeases;
+  /** Holdbacks and handler leases of pushed groups (the pusher's, and a lease change's). */
+  readonly pushLedger: PushLedger;
   readonly copies: MessageCopies;
   /** Hands pulled deliveries out: a receive's, and the pusher's. */
   readonly handOut: HandOut;
@@ -63,6 +69,7 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
     bodies,
     idLeases,
     groupLeases: new GroupLeases(broker, idLeases, now),
+    pushLedger: new PushLedger(deps.records),
     copies,
     handOut: new HandOut({
       broker,

@@ -232,7 +232,9 @@ describe("a message held at its namespace's cap", () => {
     );
     await w.settings.delete(t2.namespace, t2.topic, t2.group);
     await w.pushes.feeds.resync();
-    expect(await settle(async () => (await w.memory.broker.pushHoldbacks(t2, 1)) === 1)).toBe(true);
+    expect(
+      await settle(async () => (await w.memory.context.pushLedger.holdbacks(t2, 1)) === 1),
+    ).toBe(true);
     await push(w, t2, oneTry);
     for (const p of [...w.pushes.open]) p.end();
     const pushedThere = () => endpoint.app.requests.filter((r) => r.path === "/hook/holdback");
