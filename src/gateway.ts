@@ -223,6 +223,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const queueContext = createQueueContext({
     broker: fairBroker(jetstream.broker, fairShare),
     records: jetstream.records,
+    cuts: jetstream.cuts,
     keys: secretKeys,
     now: jetstream.now,
     observer: metrics.observer,
@@ -269,6 +270,8 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const pusher = new Pusher({
     handOut: queueContext.handOut,
     acks: queueContext.acks,
+    idLeases: queueContext.idLeases,
+    groupLeases: queueContext.groupLeases,
     broker: jetstream.broker,
     ledger: queueContext.pushLedger,
     transport: pushClient,

@@ -22,6 +22,7 @@ import type {
   UploadQuota,
 } from "../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+import { MemoryCutLeases } from "./memory-cut-leases.js";
 import { MemoryRecords } from "./memory-records.js";
 
 /** The gateway's record TTL at the longest retention (7 days) plus two hours. */
@@ -83,15 +84,13 @@ export class MemoryBroker implements Broker {
   readonly defaultLeaseMs: number;
   /** The records port's twin (the ledgers' records), forgotten with a topic or group. */
   readonly records: MemoryRecords;
+  /** The cut-lease log's twin, forgotten with a topic or group. */
+  readonly cuts = new MemoryCutLeases();
   readonly #o: MemoryBrokerOptions;
   readonly #topics = new Map<string, MemoryTopic>();
-  readonly #cuts = new Set<string>();
-  readonly #current = new Map<string, number>();
-  readonly #deadLettered = new Map<string, number>();
   readonly #idLeaseGroups = new Set<string>();
   readonly #idLeases = new Map<string, IdLease>();
   readonly #cursorLeases = new Map<string, CursorLease>();
-  readonly #limitBounces = new Map<string, number>();
   readonly #epochs = new Map<string, number>();
   readonly #acked: ((group: GroupAddress, streamSeq: number) => void)[] = [];
   #revision = 0;
@@ -276,38 +275,6 @@ export class MemoryBroker implements Broker {
     }
   }
 
-  // ---- LeaseLedger
-
-  markCut(group: GroupAddress, lease: LeaseRef, _untilMs: number): Promise<void> {
-    this.#cuts.add(`${recordKey(group, lease.streamSeq)}@${lease.deliveryCount}`);
-    return Promise.resolve();
-  }
-
-  wasCut(group: GroupAddress, lease: LeaseRef): boolean {
-    return this.#cuts.has(`${recordKey(group, lease.streamSeq)}@${lease.deliveryCount}`);
-  }
-
-  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    const key = recordKey(group, streamSeq);
-    this.#current.set(key, Math.max(count, this.#current.get(key) ?? 0));
-    return Promise.resolve();
-  }
-
-  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return Promise.resolve(this.#current.get(recordKey(group, streamSeq)) ?? null);
-  }
-
-  noteDeadLettered(group: GroupAddress): Promise<void> {
-    const key = groupKey(group);
-    this.#deadLettered.set(key, (this.#deadLettered.get(key) ?? 0) + 1);
-    return Promise.resolve();
-  }
-
-  /** How many of the group's messages went to its dead-letter topic. */
-  deadLettered(group: GroupAddress): number {
-    return this.#deadLettered.get(groupKey(group)) ?? 0;
-  }
-
   // ---- IdLeaseLedger
 
   usesIdLeases(group: GroupAddress): Promise<boolean> {
@@ -344,15 +311,6 @@ export class MemoryBroker implements Broker {
 
   getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
     return Promise.resolve(this.#cursorLeases.get(recordKey(group, streamSeq)) ?? null);
-  }
-
-  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    this.#limitBounces.set(recordKey(group, streamSeq), count);
-    return Promise.resolve();
-  }
-
-  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return Promise.resolve(this.#limitBounces.get(recordKey(group, streamSeq)) ?? null);
   }
 
   // ---- PushOutcomes
@@ -396,6 +354,7 @@ export class MemoryBroker implements Broker {
   dropTopic(topic: TopicAddress): void {
     this.#topics.delete(topicKey(topic));
     this.records.forgetTopic(topic);
+    this.cuts.forgetTopic(topic);
     this.#forget(topicKey(topic).slice(0, -1) + ",", (g) => topicKey(g) === topicKey(topic));
   }
 
@@ -403,21 +362,16 @@ export class MemoryBroker implements Broker {
   forgetGroup(group: GroupAddress): void {
     const key = groupKey(group);
     this.records.forgetGroup(group);
+    this.cuts.forgetGroup(group);
     this.#forget(`${key}#`, (g) => groupKey(g) === key, key);
   }
 
   #forget(prefix: string, ofGroup: (g: GroupAddress) => boolean, exact?: string): void {
     const gone = (k: string) => k.startsWith(prefix) || k === exact;
-    for (const map of [
-      this.#current,
-      this.#deadLettered,
-      this.#idLeases,
-      this.#cursorLeases,
-      this.#limitBounces,
-    ]) {
+    for (const map of [this.#idLeases, this.#cursorLeases]) {
       for (const k of [...map.keys()]) if (gone(k)) map.delete(k);
     }
-    for (const set of [this.#cuts, this.#idLeaseGroups]) {
+    for (const set of [this.#idLeaseGroups]) {
       for (const k of [...set]) if (gone(k)) set.delete(k);
     }
     const kept = this.pushOutcomes.filter((o) => !ofGroup(o.group));

@@ -111,6 +111,8 @@ export interface JetStreamAdapter {
   readonly broker: JetStreamBroker;
   /** The records port (VQS_LEASES): what the lease, by-ID lease and push ledgers keep. */
   readonly records: JetStreamRecords;
+  /** Leases cut short through their handle, followed by every gateway (VQS_CUT_LEASES). */
+  readonly cuts: CutLeases;
   /** Regional failover (202 deferred), when neighbour regions are configured. */
   readonly failover: Failover | null;
   readonly scheduler: DelayScheduler;
@@ -276,6 +278,8 @@ export async function openJetStreamAdapter(
     maxLeaseMs: o.maxLeaseMs,
     timeoutMs: o.requestTimeoutMs,
     log: o.log,
+    region: o.region,
+    observe: o.observe,
   });
   await cuts.start();
   const epochs = new GroupEpochs(nc, js, {
@@ -298,7 +302,6 @@ export async function openJetStreamAdapter(
   let pushScheduler: PushScheduler | undefined;
   const broker = new JetStreamBroker({
     records,
-    cuts,
     epochs,
     pushHealth,
     requests,
@@ -390,6 +393,7 @@ export async function openJetStreamAdapter(
     now,
     broker,
     records: recordStore,
+    cuts,
     failover,
     scheduler,
     sweeper,

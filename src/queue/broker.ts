@@ -217,30 +217,15 @@ export interface GroupCursor {
 }
 
 /**
- * What the cursor cannot say about a lease, kept by the gateways: which delivery of a message is
- * the current one, which leases were cut short through their handle, dead-letter counts.
+ * Leases cut short through their own handle (released, or ended before the handle's deadline):
+ * the message may be delivered again while the handle still looks current, so such a handle is
+ * checked like one past its deadline. Every gateway knows every cut without a round trip.
  */
-export interface LeaseLedger {
-  /**
-   * Records, for every gateway, that a lease was cut short through its handle before the
-   * handle's deadline `untilMs` (the message may be delivered again while it looks current).
-   */
+export interface CutLeaseLog {
+  /** Records, for every gateway, that the lease was cut short before `untilMs`. */
   markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void>;
   /** Whether the lease was cut short through its handle (no round trip). */
   wasCut(group: GroupAddress, lease: LeaseRef): boolean;
-  /** Records that delivery `count` of a message is now the current one (on redelivery). */
-  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
-  /** The current delivery number of a message that was ever redelivered, else null. */
-  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null>;
-  /** One more message of the group moved to its dead-letter topic (best effort). */
-  noteDeadLettered(group: GroupAddress): Promise<void>;
-  /**
-   * Records, for every gateway, that delivery `count` of a message came past the group's
-   * concurrency limit and was released without being handed out.
-   */
-  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
-  /** The latest delivery of a message released that way, else null. */
-  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null>;
 }
 
 /** Leases taken by message ID, and what the cursor did meanwhile (receive by ID). */
@@ -269,4 +254,4 @@ export interface PushOutcomes {
 }
 
 /** Every storage port at once: what src/nats implements on JetStream (JetStreamBroker). */
-export interface Broker extends MessageLog, GroupCursor, LeaseLedger, IdLeaseLedger, PushOutcomes {}
+export interface Broker extends MessageLog, GroupCursor, IdLeaseLedger, PushOutcomes {}

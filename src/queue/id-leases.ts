@@ -4,28 +4,24 @@
 import { randomInt } from "node:crypto";
 import { AppError } from "../errors.js";
 import { MAX_PULLS_AT_LIMIT } from "./limits.js";
-import type {
-  CursorLease,
-  Delivery,
-  GroupCursor,
-  IdLease,
-  IdLeaseLedger,
-  LeaseLedger,
-} from "./broker.js";
-
-/** What ID leases need: the ID lease records, the cursor, and which delivery is current. */
-type IdLeasePorts = IdLeaseLedger &
-  GroupCursor &
-  Pick<LeaseLedger, "recordDelivery" | "noteLimitBounce">;
+import type { CursorLease, Delivery, GroupCursor, IdLease, IdLeaseLedger } from "./broker.js";
+import type { LeaseLedger } from "./ledgers/lease-ledger.js";
 import type { GroupAddress } from "./namespace.js";
+
+/** What ID leases need: the ID lease records and the cursor. */
+type IdLeasePorts = IdLeaseLedger & GroupCursor;
+/** Which delivery is current, and bounces at the concurrency limit. */
+type IdLeaseLeases = Pick<LeaseLedger, "recordDelivery" | "noteLimitBounce">;
 import type { Lease } from "./identity/receipt-handle.js";
 
 export class IdLeases {
   readonly #broker: IdLeasePorts;
+  readonly #leases: IdLeaseLeases;
   readonly #now: () => number;
 
-  constructor(broker: IdLeasePorts, now: () => number) {
+  constructor(broker: IdLeasePorts, leases: IdLeaseLeases, now: () => number) {
     this.#broker = broker;
+    this.#leases = leases;
     this.#now = now;
   }
 
@@ -191,7 +187,7 @@ export class IdLeases {
       (cursor?.count ?? 0) - (existing?.bounces ?? 0) + lease.count,
     );
     // The cursor's handle of the earlier delivery is stale now.
-    if (cursor !== null) await this.#broker.recordDelivery(group, streamSeq, deliveryCount);
+    if (cursor !== null) await this.#leases.recordDelivery(group, streamSeq, deliveryCount);
     return {
       kind: "id",
       streamSeq,
@@ -233,7 +229,7 @@ export class IdLeases {
         const d = (await this.#broker.pull(group, 1))?.[0];
         if (d === undefined) break;
         // Recorded before the release: the message may come back at once, to any gateway.
-        await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
+        await this.#leases.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
         await this.#broker.setLease(group, d, 0);
         if (d.streamSeq === streamSeq) {
           cursor = await this.#broker.getCursorLease(group, streamSeq); // now that bounce

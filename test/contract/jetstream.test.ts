@@ -50,12 +50,16 @@ recordsContract("JetStream KV", {
   patience: 20,
 });
 
-ledgersContract("JetStream KV", { records: () => fixture.gateways[0]!.gateway.jetstream.records });
+ledgersContract("JetStream KV", {
+  records: () => fixture.gateways[0]!.gateway.jetstream.records,
+  cuts: () => fixture.gateways[0]!.gateway.jetstream.cuts,
+});
 
 settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.settings);
 
 queueAdminContract("JetStream", {
   broker: () => fixture.gateways[0]!.gateway.jetstream.broker,
+  records: () => fixture.gateways[0]!.gateway.jetstream.records,
   admin: () => fixture.gateways[0]!.gateway.jetstream.admin,
   now: () => Date.now(),
   advance,

@@ -3,12 +3,15 @@
 // written once, so this holds the two stores to what the ledgers read back of their writes.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import type { CutLeaseLog } from "../../src/queue/broker.js";
+import { LeaseLedger } from "../../src/queue/ledgers/lease-ledger.js";
 import { PushLedger } from "../../src/queue/ledgers/push-ledger.js";
 import { makeNamespace, type GroupAddress } from "../../src/queue/namespace.js";
 import type { RecordStore } from "../../src/queue/records/record-store.js";
 
 export interface LedgersUnderTest {
   readonly records: () => RecordStore;
+  readonly cuts: () => CutLeaseLog;
 }
 
 const namespace = makeNamespace("ledgers-team", "ledgers-project", "production", null);
@@ -19,6 +22,35 @@ function group(): GroupAddress {
 
 export function ledgersContract(name: string, under: LedgersUnderTest): void {
   describe(`ledgers contract: ${name}`, () => {
+    it("keeps which delivery is current, bounces at the limit and dead-letter counts", async () => {
+      const leases = new LeaseLedger(under.records());
+      const g = group();
+      expect(await leases.currentDelivery(g, 3)).toBeNull();
+      await leases.recordDelivery(g, 3, 2);
+      expect(await leases.currentDelivery(g, 3)).toBe(2);
+      await leases.recordDelivery(g, 3, 4);
+      expect(await leases.currentDelivery(g, 3)).toBe(4);
+      expect(await leases.lastLimitBounce(g, 3)).toBeNull();
+      await leases.noteLimitBounce(g, 3, 5);
+      expect(await leases.lastLimitBounce(g, 3)).toBe(5);
+      expect(await leases.deadLettered(g)).toBe(0);
+      await Promise.all([leases.noteDeadLettered(g), leases.noteDeadLettered(g)]);
+      await leases.noteDeadLettered(g);
+      expect(await leases.deadLettered(g)).toBe(3);
+      expect(await leases.deadLettered({ ...g, group: "other" })).toBe(0);
+    });
+
+    it("knows a lease cut short through its handle, that delivery only", async () => {
+      const cuts = under.cuts();
+      const g = group();
+      const lease = { streamSeq: 3, deliverySeq: 9, deliveryCount: 2 };
+      expect(cuts.wasCut(g, lease)).toBe(false);
+      await cuts.markCut(g, lease, Date.now() + 60_000);
+      expect(cuts.wasCut(g, lease)).toBe(true);
+      expect(cuts.wasCut(g, { ...lease, deliveryCount: 3 })).toBe(false);
+      expect(cuts.wasCut({ ...g, group: "other" }, lease)).toBe(false);
+    });
+
     it("keeps a pushed message's holdbacks and the delivery its handler leased", async () => {
       const push = new PushLedger(under.records());
       const g = group();

@@ -43,10 +43,11 @@ recordsContract("in memory", {
   patience: 4,
 });
 
-ledgersContract("in memory", { records: () => broker.records });
+ledgersContract("in memory", { records: () => broker.records, cuts: () => broker.cuts });
 
 queueAdminContract("in memory", {
   broker: () => broker,
+  records: () => broker.records,
   admin: () => admin,
   now: () => clock,
   advance,

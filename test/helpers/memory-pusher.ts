@@ -50,6 +50,8 @@ export function memoryPusher(memory: MemoryQueue, client: PushClient, secret: st
   return new Pusher({
     handOut: memory.context.handOut,
     acks: memory.context.acks,
+    idLeases: memory.context.idLeases,
+    groupLeases: memory.context.groupLeases,
     broker: memory.broker,
     ledger: memory.context.pushLedger,
     transport: client,

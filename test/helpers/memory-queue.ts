@@ -55,6 +55,7 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
   const context = createQueueContext({
     broker,
     records: broker.records,
+    cuts: broker.cuts,
     keys: deriveSecretKeys(options.secret ?? "memory-queue-secret-memory-queue-secret", "iad1"),
     now,
     ...(options.settingsOf ? { settingsOf: options.settingsOf } : {}),

@@ -36,7 +36,6 @@ import {
   writeFailureCause,
   type WriteFailureCause,
 } from "../core/errors.js";
-import type { CutLeases } from "./cut-leases.js";
 import type { GroupEpochs } from "./group-epochs.js";
 import type { PushHealthRecorder } from "../push-feeds/push-health.js";
 import { currentGet, directGet, leaderGet } from "../messages/reads.js";
@@ -63,7 +62,6 @@ export interface JetStreamBrokerDeps {
   readonly scheduler: DelayScheduler;
   readonly records: LeaseRecords;
   readonly keys: IdempotencyKeys;
-  readonly cuts: CutLeases;
   readonly epochs: GroupEpochs;
   readonly pushHealth: PushHealthRecorder;
   /** Request-reply for publishes and acks (one inbox, no per-request timers). */
@@ -261,16 +259,6 @@ export class JetStreamBroker implements Broker {
     return this.#ackRequest(group, lease, "nak", body);
   }
 
-  markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void> {
-    return this.#op("lease_cut", () =>
-      this.#d.cuts.record(this.#g(group), lease.streamSeq, lease.deliveryCount, untilMs),
-    );
-  }
-
-  wasCut(group: GroupAddress, lease: LeaseRef): boolean {
-    return this.#d.cuts.isCut(this.#g(group), lease.streamSeq, lease.deliveryCount);
-  }
-
   async ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
     await this.#ackRequest(group, lease, "ack", ACK_BODY);
     this.#d.acked?.(group, lease.streamSeq);
@@ -342,34 +330,6 @@ export class JetStreamBroker implements Broker {
       );
       return moved ? { kind: "ready", message: moved, streamSeq: ready.seq } : { kind: "missing" };
     });
-  }
-
-  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    return this.#op("record_delivery", () =>
-      this.#d.records.recordDelivery(this.#g(group), streamSeq, count),
-    );
-  }
-
-  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return this.#op("current_delivery", () =>
-      this.#d.records.currentDelivery(this.#g(group), streamSeq),
-    );
-  }
-
-  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    return this.#op("limit_bounce_put", () =>
-      this.#d.records.putCount(this.#g(group), streamSeq, "c", count),
-    );
-  }
-
-  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return this.#op("limit_bounce_get", () =>
-      this.#d.records.getCount(this.#g(group), streamSeq, "c"),
-    );
-  }
-
-  noteDeadLettered(group: GroupAddress): Promise<void> {
-    return this.#op("dead_lettered_count", () => this.#d.records.countDeadLettered(this.#g(group)));
   }
 
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {

@@ -12,9 +12,6 @@ import { Once } from "../core/once.js";
 
 export const LEASES_BUCKET = "VQS_LEASES";
 
-/** Per-message counts: push hold-backs, handler leases, deliveries bounced at the limit. */
-type CountKind = "b" | "h" | "c";
-
 export interface LeaseRecordsOptions {
   readonly replicas: number;
   /** Records outlive any message they describe (longest TTL plus the longest lease). */
@@ -68,48 +65,7 @@ export class LeaseRecords {
     for (const k of this.#flags.keys()) if (`${k}.`.startsWith(flags)) this.#flags.delete(k);
   }
 
-  // --- current delivery (stale handle detection) ---
-
-  /** Records that delivery number `count` of `seq` is the current one (written on redelivery). */
-  async recordDelivery(g: GroupNames, seq: number, count: number): Promise<void> {
-    await (await this.bucket()).put(key(g, seq, "d"), String(count));
-  }
-
-  /** The current delivery number of `seq` when it was ever redelivered, else null. */
-  async currentDelivery(g: GroupNames, seq: number): Promise<number | null> {
-    const e = await (await this.bucket()).get(key(g, seq, "d"));
-    return e && e.operation === "PUT" ? Number(e.string()) : null;
-  }
-
-  // --- pushed groups: held-back deliveries, leases set by the handler ---
-
-  async putCount(g: GroupNames, seq: number, kind: CountKind, n: number): Promise<void> {
-    await (await this.bucket()).put(key(g, seq, kind), String(n));
-  }
-
-  async getCount(g: GroupNames, seq: number, kind: CountKind): Promise<number | null> {
-    const e = await (await this.bucket()).get(key(g, seq, kind));
-    return e && e.operation === "PUT" ? Number(e.string()) : null;
-  }
-
-  // --- per group: messages dead-lettered, push health (the management API reads them) ---
-
-  /** One more message of the group moved to its dead-letter topic (compare-and-set). */
-  async countDeadLettered(g: GroupNames): Promise<void> {
-    const kv = await this.bucket();
-    const k = `${g.stream}.${g.consumer}.dl`;
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const e = await kv.get(k);
-      const n = e && e.operation === "PUT" ? Number(e.string()) || 0 : 0;
-      try {
-        if (e && e.operation === "PUT") await kv.update(k, String(n + 1), e.revision);
-        else await kv.create(k, "1");
-        return;
-      } catch (err) {
-        if (!isWrongLastSequence(err)) throw err;
-      }
-    }
-  }
+  // --- per group: messages dead-lettered (LeaseLedger writes it), push health ---
 
   async deadLettered(g: GroupNames): Promise<number> {
     const e = await (await this.bucket()).get(`${g.stream}.${g.consumer}.dl`);

@@ -18,7 +18,11 @@ import type { ConsumerSettings, PushSettings } from "../settings/consumer-settin
 import { isPushUrlAllowed, type PushDestinations } from "../settings/push-destinations.js";
 import { pushRequest } from "./cloud-event.js";
 import { pushLeaseMs } from "./push-lease.js";
-import { PushSettlement, type PushSettlementPorts } from "./push-settlement.js";
+import {
+  PushSettlement,
+  type PushSettlementPorts,
+  type PushSettlementRules,
+} from "./push-settlement.js";
 import {
   pushHealthOutcome,
   type PushObserver,
@@ -33,6 +37,9 @@ export interface PusherDeps {
   readonly handOut: Pick<HandOut, "pulled">;
   /** Acknowledges as an acknowledgement through the API does (for `autoAck`). */
   readonly acks: Pick<GroupAcks, "acknowledge">;
+  /** Leases by ID and the cursor's leases through a handle, as the receive path sets them. */
+  readonly idLeases: PushSettlementRules["idLeases"];
+  readonly groupLeases: PushSettlementRules["groupLeases"];
   /** The cursor (to set a pushed message's lease), and where push health is told. */
   readonly broker: PushOutcomes & Pick<GroupCursor, "setLease"> & PushSettlementPorts;
   /** Holdbacks and handler leases (QueueContext.pushLedger). */
@@ -59,7 +66,7 @@ export class Pusher {
 
   constructor(deps: PusherDeps) {
     this.#d = deps;
-    this.#settle = new PushSettlement(deps.broker, deps.ledger, deps.now, deps.acks);
+    this.#settle = new PushSettlement(deps.broker, deps.ledger, deps.now, deps);
   }
 
   /**

@@ -2,7 +2,8 @@
 // share: the storage port, the keys, the clock, and the one instance each of the delivery rules
 // they all apply. The composition root makes it once and hands the pusher the parts it needs
 // (`handOut`, `acks`), so a push is handed out and acknowledged as a receive is.
-import type { Broker } from "../broker.js";
+import type { Broker, CutLeaseLog } from "../broker.js";
+import { LeaseLedger } from "../ledgers/lease-ledger.js";
 import { PushLedger } from "../ledgers/push-ledger.js";
 import type { RecordStore } from "../records/record-store.js";
 import type { BodyStore } from "../bodies.js";
@@ -22,6 +23,8 @@ export interface QueueContextDeps {
   readonly broker: Broker;
   /** The records the ledgers keep (lease, by-ID lease and push records). */
   readonly records: RecordStore;
+  /** Leases cut short through their handle, as every gateway knows them. */
+  readonly cuts: CutLeaseLog;
   readonly keys: SecretKeys;
   readonly now: () => number;
   readonly observer?: QueueObserver;
@@ -40,6 +43,8 @@ export interface QueueContext {
   readonly observer: QueueObserver;
   readonly settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly bodies: BodyStore | null;
+  /** Current deliveries, bounces at the concurrency limit, dead-letter counts. */
+  readonly leaseLedger: LeaseLedger;
   readonly idLeases: IdLeases;
   readonly groupLeases: GroupLeases;
   /** Holdbacks and handler leases of pushed groups (the pusher's, and a lease change's). */
@@ -58,7 +63,8 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
   const observer = deps.observer ?? NO_OBSERVER;
   const settingsOf = deps.settingsOf ?? (() => null);
   const bodies = deps.bodies ?? null;
-  const idLeases = new IdLeases(broker, now);
+  const leaseLedger = new LeaseLedger(deps.records);
+  const idLeases = new IdLeases(broker, leaseLedger, now);
   const copies = new MessageCopies({ broker, bodies, now });
   return {
     broker,
@@ -67,12 +73,14 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
     observer,
     settingsOf,
     bodies,
+    leaseLedger,
     idLeases,
-    groupLeases: new GroupLeases(broker, idLeases, now),
+    groupLeases: new GroupLeases(broker, deps.cuts, idLeases, now),
     pushLedger: new PushLedger(deps.records),
     copies,
     handOut: new HandOut({
       broker,
+      leases: leaseLedger,
       keys,
       now,
       observer,
@@ -81,7 +89,7 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
       settingsOf,
       log: deps.log ?? null,
     }),
-    acks: new GroupAcks({ broker, idLeases, now, observer }),
+    acks: new GroupAcks({ broker, leases: leaseLedger, cuts: deps.cuts, idLeases, now, observer }),
     longPolls: new LongPolls(broker, now),
   };
 }

@@ -240,7 +240,7 @@ describe("a message held at its namespace's cap", () => {
     const pushedThere = () => endpoint.app.requests.filter((r) => r.path === "/hook/holdback");
     expect(await settle(() => pushedThere().length === 1, 2000)).toBe(true);
     expect(pushedThere()[0]!.headers["ce-vqsdeliverycount"]).toBe("1");
-    expect(w.memory.broker.deadLettered(t2)).toBe(0);
+    expect(await w.memory.context.leaseLedger.deadLettered(t2)).toBe(0);
   });
 
   it("is dropped, never pushed, once a seek moved its group past it; what comes after is pushed", async () => {
