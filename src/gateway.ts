@@ -17,6 +17,7 @@ import { connectNats } from "./nats/core/connection.js";
 import { openJetStreamAdapter, type JetStreamAdapter } from "./nats/jetstream-adapter.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
+import { ID_FLAG_CACHE_MS } from "./queue/ledgers/id-lease-ledger.js";
 import { createQueueContext } from "./queue/use-cases/queue-context.js";
 import { SettingsService } from "./queue/settings/settings-service.js";
 import type { SettingsStore } from "./queue/settings/settings-store.js";
@@ -224,6 +225,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     broker: fairBroker(jetstream.broker, fairShare),
     records: jetstream.records,
     cuts: jetstream.cuts,
+    idLeaseMarkWaitMs: ID_FLAG_CACHE_MS + 500,
     keys: secretKeys,
     now: jetstream.now,
     observer: metrics.observer,
@@ -271,6 +273,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     handOut: queueContext.handOut,
     acks: queueContext.acks,
     idLeases: queueContext.idLeases,
+    idLedger: queueContext.idLedger,
     groupLeases: queueContext.groupLeases,
     broker: jetstream.broker,
     ledger: queueContext.pushLedger,

@@ -8,12 +8,10 @@
 // (memory-queue-admin.ts) reads and steers the same state, as JetStreamAdmin does the streams.
 import type {
   Broker,
-  CursorLease,
   Delivery,
   DeliveryTaker,
   Feed,
   GroupProgress,
-  IdLease,
   LeaseRef,
   MessageLookup,
   NewMessage,
@@ -78,7 +76,6 @@ export interface MemoryTopic {
 const topicKey = (t: TopicAddress) => JSON.stringify([t.namespace.key, t.topic]);
 /** How a group is keyed here (MemoryQueueAdmin finds it by the same key). */
 export const groupKey = (g: GroupAddress) => JSON.stringify([g.namespace.key, g.topic, g.group]);
-const recordKey = (g: GroupAddress, seq: number) => `${groupKey(g)}#${seq}`;
 
 export class MemoryBroker implements Broker {
   readonly defaultLeaseMs: number;
@@ -88,12 +85,8 @@ export class MemoryBroker implements Broker {
   readonly cuts = new MemoryCutLeases();
   readonly #o: MemoryBrokerOptions;
   readonly #topics = new Map<string, MemoryTopic>();
-  readonly #idLeaseGroups = new Set<string>();
-  readonly #idLeases = new Map<string, IdLease>();
-  readonly #cursorLeases = new Map<string, CursorLease>();
   readonly #epochs = new Map<string, number>();
   readonly #acked: ((group: GroupAddress, streamSeq: number) => void)[] = [];
-  #revision = 0;
   /** Push outcomes as noted, newest last (push health). */
   readonly pushOutcomes: { group: GroupAddress; outcome: string; atMs: number }[] = [];
 
@@ -275,44 +268,6 @@ export class MemoryBroker implements Broker {
     }
   }
 
-  // ---- IdLeaseLedger
-
-  usesIdLeases(group: GroupAddress): Promise<boolean> {
-    return Promise.resolve(this.#idLeaseGroups.has(groupKey(group)));
-  }
-
-  markIdLeases(group: GroupAddress): Promise<void> {
-    this.#idLeaseGroups.add(groupKey(group));
-    return Promise.resolve();
-  }
-
-  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null> {
-    return Promise.resolve(this.#idLeases.get(recordKey(group, streamSeq)) ?? null);
-  }
-
-  putIdLease(
-    group: GroupAddress,
-    streamSeq: number,
-    lease: Omit<IdLease, "revision">,
-    expectedRevision: number | null,
-  ): Promise<number | null> {
-    const key = recordKey(group, streamSeq);
-    const current = this.#idLeases.get(key);
-    if ((current?.revision ?? null) !== expectedRevision) return Promise.resolve(null);
-    const revision = ++this.#revision;
-    this.#idLeases.set(key, { ...lease, revision });
-    return Promise.resolve(revision);
-  }
-
-  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void> {
-    this.#cursorLeases.set(recordKey(group, streamSeq), lease);
-    return Promise.resolve();
-  }
-
-  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
-    return Promise.resolve(this.#cursorLeases.get(recordKey(group, streamSeq)) ?? null);
-  }
-
   // ---- PushOutcomes
 
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {
@@ -355,7 +310,7 @@ export class MemoryBroker implements Broker {
     this.#topics.delete(topicKey(topic));
     this.records.forgetTopic(topic);
     this.cuts.forgetTopic(topic);
-    this.#forget(topicKey(topic).slice(0, -1) + ",", (g) => topicKey(g) === topicKey(topic));
+    this.#forgetOutcomes((g) => topicKey(g) === topicKey(topic));
   }
 
   /** Removes the gateway's records of the group (leases, counts, push health). */
@@ -363,17 +318,10 @@ export class MemoryBroker implements Broker {
     const key = groupKey(group);
     this.records.forgetGroup(group);
     this.cuts.forgetGroup(group);
-    this.#forget(`${key}#`, (g) => groupKey(g) === key, key);
+    this.#forgetOutcomes((g) => groupKey(g) === key);
   }
 
-  #forget(prefix: string, ofGroup: (g: GroupAddress) => boolean, exact?: string): void {
-    const gone = (k: string) => k.startsWith(prefix) || k === exact;
-    for (const map of [this.#idLeases, this.#cursorLeases]) {
-      for (const k of [...map.keys()]) if (gone(k)) map.delete(k);
-    }
-    for (const set of [this.#idLeaseGroups]) {
-      for (const k of [...set]) if (gone(k)) set.delete(k);
-    }
+  #forgetOutcomes(ofGroup: (g: GroupAddress) => boolean): void {
     const kept = this.pushOutcomes.filter((o) => !ofGroup(o.group));
     this.pushOutcomes.splice(0, this.pushOutcomes.length, ...kept);
   }

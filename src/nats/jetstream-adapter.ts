@@ -301,7 +301,6 @@ export async function openJetStreamAdapter(
   let pushFeeds: PushFeeds | undefined;
   let pushScheduler: PushScheduler | undefined;
   const broker = new JetStreamBroker({
-    records,
     epochs,
     pushHealth,
     requests,

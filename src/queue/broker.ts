@@ -1,7 +1,7 @@
 // The storage ports: what the queue domain needs from a message store, in queue vocabulary
-// (topic, group, lease), one interface per responsibility (the log, a group's cursor, the lease
-// ledger, ID leases, push records). src/nats/ implements them on JetStream; nothing else knows
-// NATS exists.
+// (topic, group, lease): the message log, a group's cursor, the cut-lease log, push outcomes.
+// The records the ledgers keep are the records port's (records/record-store.ts). src/nats/
+// implements them on JetStream; nothing else knows NATS exists.
 import type { DeadLetterOrigin } from "../api/messages.js";
 import type { BodyRef } from "./bodies.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
@@ -85,29 +85,6 @@ export type MessageLookup =
   | { readonly kind: "ready"; readonly message: StoredMessage; readonly streamSeq: number }
   | { readonly kind: "delayed"; readonly message: StoredMessage }
   | { readonly kind: "missing" };
-
-/** A lease taken by message ID, kept by the gateway (JetStream cannot lease one chosen message). */
-export interface IdLease {
-  readonly state: "leased" | "acked" | "released";
-  readonly deadlineMs: number;
-  /** Deliveries made by ID so far. */
-  readonly count: number;
-  /** Times the group's cursor handed the message out while an ID lease held it (not deliveries). */
-  readonly bounces: number;
-  /** Random, names this lease in its receipt handle. */
-  readonly leaseId: number;
-  /** Store revision, for compare-and-set. */
-  readonly revision: number;
-}
-
-/** What a group's cursor did with a message, as far as receive by ID needs to know. */
-export interface CursorLease {
-  /** The delivery number of the cursor's latest delivery. */
-  readonly count: number;
-  /** When that delivery's lease ends (ms). */
-  readonly deadlineMs: number;
-  readonly acked: boolean;
-}
 
 /**
  * Regional failover: stores a message in a neighbour region while this region's store cannot,
@@ -228,25 +205,6 @@ export interface CutLeaseLog {
   wasCut(group: GroupAddress, lease: LeaseRef): boolean;
 }
 
-/** Leases taken by message ID, and what the cursor did meanwhile (receive by ID). */
-export interface IdLeaseLedger {
-  /** Whether the group ever used receive by ID (so ordinary receives must honour ID leases). */
-  usesIdLeases(group: GroupAddress): Promise<boolean>;
-  /** Marks the group as using receive by ID; resolves once every gateway honours it. */
-  markIdLeases(group: GroupAddress): Promise<void>;
-  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null>;
-  /** Compare-and-set (null: create); the new revision, or null when another request won. */
-  putIdLease(
-    group: GroupAddress,
-    streamSeq: number,
-    lease: Omit<IdLease, "revision">,
-    expectedRevision: number | null,
-  ): Promise<number | null>;
-  /** Records a cursor delivery, lease change or ack (only for groups that use receive by ID). */
-  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void>;
-  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null>;
-}
-
 /** Push health: how each push of a group ended (kept in memory, merged into the store now and then). */
 export interface PushOutcomes {
   /** A push of the group ended with `outcome` ("success" or a failure): its push health. */
@@ -254,4 +212,4 @@ export interface PushOutcomes {
 }
 
 /** Every storage port at once: what src/nats implements on JetStream (JetStreamBroker). */
-export interface Broker extends MessageLog, GroupCursor, IdLeaseLedger, PushOutcomes {}
+export interface Broker extends MessageLog, GroupCursor, PushOutcomes {}

@@ -225,33 +225,6 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       expect((await b.lookup(t, seqs[1]!)).kind).toBe("missing");
     });
 
-    it("keeps ID leases by compare-and-set", async () => {
-      const b = under.broker();
-      const g = group(topic());
-      expect(await b.usesIdLeases(g)).toBe(false);
-      await b.markIdLeases(g);
-      expect(await b.usesIdLeases(g)).toBe(true);
-      const lease = {
-        state: "leased",
-        deadlineMs: 1000,
-        count: 1,
-        bounces: 0,
-        leaseId: 7,
-      } as const;
-      expect(await b.getIdLease(g, 5)).toBeNull();
-      const rev = await b.putIdLease(g, 5, lease, null);
-      expect(rev).not.toBeNull();
-      expect(await b.putIdLease(g, 5, lease, null)).toBeNull(); // another request won
-      const next = await b.putIdLease(g, 5, { ...lease, state: "acked" }, rev);
-      expect(next).not.toBeNull();
-      expect(await b.putIdLease(g, 5, lease, rev)).toBeNull(); // stale revision
-      expect(await b.getIdLease(g, 5)).toMatchObject({ state: "acked", revision: next });
-      const cursor = { count: 2, deadlineMs: 5000, acked: false };
-      await b.putCursorLease(g, 5, cursor);
-      expect(await b.getCursorLease(g, 5)).toEqual(cursor);
-      expect(await b.getCursorLease(g, 6)).toBeNull();
-    });
-
     it("starts a group at epoch 0", () => {
       expect(under.broker().groupEpoch(group(topic()))).toBe(0);
     });

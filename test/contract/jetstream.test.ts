@@ -53,6 +53,7 @@ recordsContract("JetStream KV", {
 ledgersContract("JetStream KV", {
   records: () => fixture.gateways[0]!.gateway.jetstream.records,
   cuts: () => fixture.gateways[0]!.gateway.jetstream.cuts,
+  now: () => fixture.gateways[0]!.gateway.jetstream.now(),
 });
 
 settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.settings);

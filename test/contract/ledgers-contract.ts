@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { CutLeaseLog } from "../../src/queue/broker.js";
+import { IdLeaseLedger } from "../../src/queue/ledgers/id-lease-ledger.js";
 import { LeaseLedger } from "../../src/queue/ledgers/lease-ledger.js";
 import { PushLedger } from "../../src/queue/ledgers/push-ledger.js";
 import { makeNamespace, type GroupAddress } from "../../src/queue/namespace.js";
@@ -12,6 +13,8 @@ import type { RecordStore } from "../../src/queue/records/record-store.js";
 export interface LedgersUnderTest {
   readonly records: () => RecordStore;
   readonly cuts: () => CutLeaseLog;
+  /** The store's clock (ms). */
+  readonly now: () => number;
 }
 
 const namespace = makeNamespace("ledgers-team", "ledgers-project", "production", null);
@@ -38,6 +41,41 @@ export function ledgersContract(name: string, under: LedgersUnderTest): void {
       await leases.noteDeadLettered(g);
       expect(await leases.deadLettered(g)).toBe(3);
       expect(await leases.deadLettered({ ...g, group: "other" })).toBe(0);
+    });
+
+    it("keeps ID leases by compare-and-set, the cursor's leases and the group's mark", async () => {
+      const records = under.records();
+      const ids = new IdLeaseLedger(records, { now: under.now, markWaitMs: 0 });
+      const g = group();
+      expect(await ids.usesIdLeases(g)).toBe(false);
+      await ids.markIdLeases(g);
+      expect(await ids.usesIdLeases(g)).toBe(true);
+      // Another gateway's ledger reads the mark from the store.
+      expect(
+        await new IdLeaseLedger(records, { now: under.now, markWaitMs: 0 }).usesIdLeases(g),
+      ).toBe(true);
+      const lease = {
+        state: "leased",
+        deadlineMs: 1000,
+        count: 1,
+        bounces: 0,
+        leaseId: 7,
+      } as const;
+      expect(await ids.getIdLease(g, 5)).toBeNull();
+      const rev = await ids.putIdLease(g, 5, lease, null);
+      expect(rev).not.toBeNull();
+      expect(await ids.putIdLease(g, 5, lease, null)).toBeNull(); // another request won
+      const next = await ids.putIdLease(g, 5, { ...lease, state: "acked" }, rev);
+      expect(next).not.toBeNull();
+      expect(await ids.putIdLease(g, 5, lease, rev)).toBeNull(); // stale revision
+      expect(await ids.getIdLease(g, 5)).toEqual({ ...lease, state: "acked", revision: next });
+      const cursor = { count: 2, deadlineMs: 5000, acked: false };
+      await ids.putCursorLease(g, 5, cursor);
+      expect(await ids.getCursorLease(g, 5)).toEqual(cursor);
+      expect(await ids.getCursorLease(g, 6)).toBeNull();
+      // A bounce at the concurrency limit shares the cursor's record: a delivery that ended unseen.
+      await new LeaseLedger(records).noteLimitBounce(g, 6, 3);
+      expect(await ids.getCursorLease(g, 6)).toEqual({ count: 2, deadlineMs: 0, acked: false });
     });
 
     it("knows a lease cut short through its handle, that delivery only", async () => {

@@ -43,7 +43,11 @@ recordsContract("in memory", {
   patience: 4,
 });
 
-ledgersContract("in memory", { records: () => broker.records, cuts: () => broker.cuts });
+ledgersContract("in memory", {
+  records: () => broker.records,
+  cuts: () => broker.cuts,
+  now: () => clock,
+});
 
 queueAdminContract("in memory", {
   broker: () => broker,

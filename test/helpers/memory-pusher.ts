@@ -51,6 +51,7 @@ export function memoryPusher(memory: MemoryQueue, client: PushClient, secret: st
     handOut: memory.context.handOut,
     acks: memory.context.acks,
     idLeases: memory.context.idLeases,
+    idLedger: memory.context.idLedger,
     groupLeases: memory.context.groupLeases,
     broker: memory.broker,
     ledger: memory.context.pushLedger,

@@ -56,6 +56,7 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
     broker,
     records: broker.records,
     cuts: broker.cuts,
+    idLeaseMarkWaitMs: 0,
     keys: deriveSecretKeys(options.secret ?? "memory-queue-secret-memory-queue-secret", "iad1"),
     now,
     ...(options.settingsOf ? { settingsOf: options.settingsOf } : {}),

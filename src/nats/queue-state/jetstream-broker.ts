@@ -7,10 +7,8 @@ import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { AppError, isAppError } from "../../errors.js";
 import type {
   Broker,
-  CursorLease,
   Delivery,
   GroupProgress,
-  IdLease,
   LeaseRef,
   MessageLookup,
   NewMessage,
@@ -41,7 +39,6 @@ import type { PushHealthRecorder } from "../push-feeds/push-health.js";
 import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
-import type { LeaseRecords } from "./lease-records.js";
 import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
@@ -60,7 +57,6 @@ export interface JetStreamBrokerDeps {
   readonly tenants: TenantAdmission;
   readonly pulls: PullClient;
   readonly scheduler: DelayScheduler;
-  readonly records: LeaseRecords;
   readonly keys: IdempotencyKeys;
   readonly epochs: GroupEpochs;
   readonly pushHealth: PushHealthRecorder;
@@ -338,45 +334,6 @@ export class JetStreamBroker implements Broker {
 
   groupEpoch(group: GroupAddress): number {
     return this.#d.epochs.epoch(this.#g(group));
-  }
-
-  usesIdLeases(group: GroupAddress): Promise<boolean> {
-    const g = this.#g(group);
-    // Asked on every acknowledge: a cached answer is no JetStream operation, so it is not timed.
-    const known = this.#d.records.knownUsesIdLeases(g);
-    if (known !== undefined) return Promise.resolve(known);
-    return this.#op("id_lease_mark_get", () => this.#d.records.usesIdLeases(g));
-  }
-
-  markIdLeases(group: GroupAddress): Promise<void> {
-    return this.#op("id_lease_mark_put", () => this.#d.records.markIdLeases(this.#g(group)));
-  }
-
-  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void> {
-    return this.#op("cursor_lease_put", () =>
-      this.#d.records.putCursorLease(this.#g(group), streamSeq, lease),
-    );
-  }
-
-  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
-    return this.#op("cursor_lease_get", () =>
-      this.#d.records.getCursorLease(this.#g(group), streamSeq),
-    );
-  }
-
-  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null> {
-    return this.#op("id_lease_get", () => this.#d.records.getIdLease(this.#g(group), streamSeq));
-  }
-
-  putIdLease(
-    group: GroupAddress,
-    streamSeq: number,
-    lease: Omit<IdLease, "revision">,
-    expectedRevision: number | null,
-  ): Promise<number | null> {
-    return this.#op("id_lease_put", () =>
-      this.#d.records.putIdLease(this.#g(group), streamSeq, lease, expectedRevision),
-    );
   }
 
   readTopic(

@@ -3,6 +3,7 @@
 // moved to the dead-letter topic), each delivery's lease, and the message with its receipt handle.
 import type { Broker, Delivery, StoredMessage } from "../broker.js";
 import type { IdLeases } from "../id-leases.js";
+import type { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
 import type { LeaseLedger } from "../ledgers/lease-ledger.js";
 import { storedMessageId } from "../identity/message-id.js";
 import { encodeReceiptHandle, type Lease } from "../identity/receipt-handle.js";
@@ -20,6 +21,7 @@ const DEAD_LETTER_RETRY_MS = 5000;
 export interface HandOutDeps {
   readonly broker: Broker;
   readonly leases: Pick<LeaseLedger, "recordDelivery" | "noteDeadLettered">;
+  readonly idLedger: Pick<IdLeaseLedger, "usesIdLeases">;
   readonly keys: SecretKeys;
   readonly now: () => number;
   readonly observer: QueueObserver;
@@ -32,6 +34,7 @@ export interface HandOutDeps {
 export class HandOut {
   readonly #broker: Broker;
   readonly #leases: Pick<LeaseLedger, "recordDelivery" | "noteDeadLettered">;
+  readonly #idLedger: Pick<IdLeaseLedger, "usesIdLeases">;
   readonly #keys: SecretKeys;
   readonly #now: () => number;
   readonly #observer: QueueObserver;
@@ -43,6 +46,7 @@ export class HandOut {
   constructor(deps: HandOutDeps) {
     this.#broker = deps.broker;
     this.#leases = deps.leases;
+    this.#idLedger = deps.idLedger;
     this.#keys = deps.keys;
     this.#now = deps.now;
     this.#observer = deps.observer;
@@ -92,7 +96,7 @@ export class HandOut {
     const expired = batch.filter((d) => d.message.expiresAtMs <= now);
     await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
     const fresh = batch.filter((d) => d.message.expiresAtMs > now);
-    const admitted = (await this.#broker.usesIdLeases(group))
+    const admitted = (await this.#idLedger.usesIdLeases(group))
       ? await this.#idLeases.honour(group, fresh, deadlineMs)
       : fresh;
     const dl = this.#settingsOf(group)?.deadLetter;

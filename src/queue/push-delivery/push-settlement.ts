@@ -3,7 +3,8 @@
 // giving the cursor's lease up to a lease taken by ID (a message above the inline limit, which
 // the client leases by ID), freeing the cursor's place once that lease was acknowledged, and the
 // `autoAck` after a 2xx.
-import type { GroupCursor, IdLeaseLedger } from "../broker.js";
+import type { GroupCursor } from "../broker.js";
+import type { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
 import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAcks } from "../delivery/group-acks.js";
 import type { GroupLeases } from "../delivery/group-leases.js";
@@ -11,14 +12,11 @@ import type { IdLeases } from "../id-leases.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";
 
-export type PushSettlementPorts = Pick<
-  IdLeaseLedger,
-  "markIdLeases" | "putCursorLease" | "getIdLease"
-> &
-  Pick<GroupCursor, "ack" | "groupEpoch">;
+export type PushSettlementPorts = Pick<GroupCursor, "ack" | "groupEpoch">;
 
 /** The receive path's rules a settlement applies (QueueContext's), so it acts as a receive does. */
 export interface PushSettlementRules {
+  readonly idLedger: Pick<IdLeaseLedger, "markIdLeases" | "putCursorLease" | "getIdLease">;
   readonly acks: Pick<GroupAcks, "acknowledge">;
   readonly idLeases: Pick<IdLeases, "releaseHeld">;
   readonly groupLeases: Pick<GroupLeases, "set">;
@@ -29,6 +27,7 @@ export class PushSettlement {
   readonly #ledger: Pick<PushLedger, "handlerLease">;
   readonly #now: () => number;
   readonly #idLeases: Pick<IdLeases, "releaseHeld">;
+  readonly #idLedger: PushSettlementRules["idLedger"];
   readonly #groupLeases: Pick<GroupLeases, "set">;
   readonly #acks: Pick<GroupAcks, "acknowledge">;
 
@@ -44,6 +43,7 @@ export class PushSettlement {
     this.#now = now;
     this.#acks = rules.acks;
     this.#idLeases = rules.idLeases;
+    this.#idLedger = rules.idLedger;
     this.#groupLeases = rules.groupLeases;
   }
 
@@ -94,8 +94,8 @@ export class PushSettlement {
    * but records its own lease as over, so receive by ID may take it.
    */
   async yieldToReceiveById(group: GroupAddress, lease: Lease): Promise<void> {
-    await this.#broker.markIdLeases(group);
-    await this.#broker.putCursorLease(group, lease.streamSeq, {
+    await this.#idLedger.markIdLeases(group);
+    await this.#idLedger.putCursorLease(group, lease.streamSeq, {
       count: lease.deliveryCount,
       deadlineMs: this.#now() - 1,
       acked: false,
@@ -107,7 +107,7 @@ export class PushSettlement {
    * now (freeing its place) rather than when the cursor's lease ends.
    */
   async afterPushById(group: GroupAddress, lease: Lease): Promise<void> {
-    const byId = await this.#broker.getIdLease(group, lease.streamSeq);
+    const byId = await this.#idLedger.getIdLease(group, lease.streamSeq);
     if (byId?.state === "acked") await this.#broker.ack(group, lease);
   }
 }

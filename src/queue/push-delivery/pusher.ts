@@ -39,6 +39,7 @@ export interface PusherDeps {
   readonly acks: Pick<GroupAcks, "acknowledge">;
   /** Leases by ID and the cursor's leases through a handle, as the receive path sets them. */
   readonly idLeases: PushSettlementRules["idLeases"];
+  readonly idLedger: PushSettlementRules["idLedger"];
   readonly groupLeases: PushSettlementRules["groupLeases"];
   /** The cursor (to set a pushed message's lease), and where push health is told. */
   readonly broker: PushOutcomes & Pick<GroupCursor, "setLease"> & PushSettlementPorts;

@@ -3,6 +3,7 @@
 // they all apply. The composition root makes it once and hands the pusher the parts it needs
 // (`handOut`, `acks`), so a push is handed out and acknowledged as a receive is.
 import type { Broker, CutLeaseLog } from "../broker.js";
+import { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
 import { LeaseLedger } from "../ledgers/lease-ledger.js";
 import { PushLedger } from "../ledgers/push-ledger.js";
 import type { RecordStore } from "../records/record-store.js";
@@ -25,6 +26,11 @@ export interface QueueContextDeps {
   readonly records: RecordStore;
   /** Leases cut short through their handle, as every gateway knows them. */
   readonly cuts: CutLeaseLog;
+  /**
+   * How long a group's new "uses receive by ID" mark waits before it counts, so that every other
+   * gateway's cached "no" has run out (0 where there is no other gateway, as in the twins).
+   */
+  readonly idLeaseMarkWaitMs: number;
   readonly keys: SecretKeys;
   readonly now: () => number;
   readonly observer?: QueueObserver;
@@ -45,6 +51,8 @@ export interface QueueContext {
   readonly bodies: BodyStore | null;
   /** Current deliveries, bounces at the concurrency limit, dead-letter counts. */
   readonly leaseLedger: LeaseLedger;
+  /** ID leases, the cursor's leases of groups that use them, and the groups' marks. */
+  readonly idLedger: IdLeaseLedger;
   readonly idLeases: IdLeases;
   readonly groupLeases: GroupLeases;
   /** Holdbacks and handler leases of pushed groups (the pusher's, and a lease change's). */
@@ -64,7 +72,8 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
   const settingsOf = deps.settingsOf ?? (() => null);
   const bodies = deps.bodies ?? null;
   const leaseLedger = new LeaseLedger(deps.records);
-  const idLeases = new IdLeases(broker, leaseLedger, now);
+  const idLedger = new IdLeaseLedger(deps.records, { now, markWaitMs: deps.idLeaseMarkWaitMs });
+  const idLeases = new IdLeases(broker, idLedger, leaseLedger, now);
   const copies = new MessageCopies({ broker, bodies, now });
   return {
     broker,
@@ -74,6 +83,7 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
     settingsOf,
     bodies,
     leaseLedger,
+    idLedger,
     idLeases,
     groupLeases: new GroupLeases(broker, deps.cuts, idLeases, now),
     pushLedger: new PushLedger(deps.records),
@@ -81,6 +91,7 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
     handOut: new HandOut({
       broker,
       leases: leaseLedger,
+      idLedger,
       keys,
       now,
       observer,
