@@ -276,6 +276,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     idLedger: queueContext.idLedger,
     groupLeases: queueContext.groupLeases,
     broker: jetstream.broker,
+    outcomes: jetstream.pushHealth,
     ledger: queueContext.pushLedger,
     transport: pushClient,
     signer: pushKeys,

@@ -16,6 +16,7 @@ import type {
   MessageLookup,
   NewMessage,
   PublishOutcome,
+  PushOutcomes,
   StoredMessage,
   UploadQuota,
 } from "../queue/broker.js";
@@ -77,7 +78,7 @@ const topicKey = (t: TopicAddress) => JSON.stringify([t.namespace.key, t.topic])
 /** How a group is keyed here (MemoryQueueAdmin finds it by the same key). */
 export const groupKey = (g: GroupAddress) => JSON.stringify([g.namespace.key, g.topic, g.group]);
 
-export class MemoryBroker implements Broker {
+export class MemoryBroker implements Broker, PushOutcomes {
   readonly defaultLeaseMs: number;
   /** The records port's twin (the ledgers' records), forgotten with a topic or group. */
   readonly records: MemoryRecords;

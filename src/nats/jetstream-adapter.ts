@@ -125,7 +125,7 @@ export interface JetStreamAdapter {
   /** Seeing and steering topics and groups (the management API's JetStream side). */
   readonly admin: JetStreamAdmin;
   /** Push health as pushes report it, written every few seconds (`flush()` writes it now). */
-  readonly pushHealth: Pick<PushHealthRecorder, "flush">;
+  readonly pushHealth: Pick<PushHealthRecorder, "flush" | "notePushOutcome">;
   /**
    * Starts pulling for every pushed group of the region, handing each delivery to `scheduler`,
    * which also hears of every acknowledgement through this gateway (it frees a push's slot).
@@ -288,7 +288,7 @@ export async function openJetStreamAdapter(
     log: o.log,
   });
   await epochs.start();
-  const pushHealth = new PushHealthRecorder(records, o.log);
+  const pushHealth = new PushHealthRecorder(records, o.region, o.log);
   const settings = new SettingsBucket(nc, js, {
     region: o.region,
     replicas: o.replicas,
@@ -302,7 +302,6 @@ export async function openJetStreamAdapter(
   let pushScheduler: PushScheduler | undefined;
   const broker = new JetStreamBroker({
     epochs,
-    pushHealth,
     requests,
     feed: consumerFeed,
     keys,

@@ -1,5 +1,6 @@
 // The storage ports: what the queue domain needs from a message store, in queue vocabulary
-// (topic, group, lease): the message log, a group's cursor, the cut-lease log, push outcomes.
+// (topic, group, lease): the message log and a group's cursor (the Broker), the cut-lease log,
+// push outcomes.
 // The records the ledgers keep are the records port's (records/record-store.ts). src/nats/
 // implements them on JetStream; nothing else knows NATS exists.
 import type { DeadLetterOrigin } from "../api/messages.js";
@@ -211,5 +212,5 @@ export interface PushOutcomes {
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
 }
 
-/** Every storage port at once: what src/nats implements on JetStream (JetStreamBroker). */
-export interface Broker extends MessageLog, GroupCursor, PushOutcomes {}
+/** The message log and the group cursor: what src/nats implements on JetStream (JetStreamBroker). */
+export interface Broker extends MessageLog, GroupCursor {}

@@ -61,6 +61,7 @@ settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.se
 queueAdminContract("JetStream", {
   broker: () => fixture.gateways[0]!.gateway.jetstream.broker,
   records: () => fixture.gateways[0]!.gateway.jetstream.records,
+  outcomes: () => fixture.gateways[0]!.gateway.jetstream.pushHealth,
   admin: () => fixture.gateways[0]!.gateway.jetstream.admin,
   now: () => Date.now(),
   advance,

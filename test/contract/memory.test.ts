@@ -52,6 +52,7 @@ ledgersContract("in memory", {
 queueAdminContract("in memory", {
   broker: () => broker,
   records: () => broker.records,
+  outcomes: () => broker,
   admin: () => admin,
   now: () => clock,
   advance,

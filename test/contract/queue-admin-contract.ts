@@ -4,7 +4,7 @@
 // figures, the position a peek starts from, purge, delete, seek), seen through the storage ports.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { Broker, Delivery, NewMessage } from "../../src/queue/broker.js";
+import type { Broker, Delivery, NewMessage, PushOutcomes } from "../../src/queue/broker.js";
 import { LeaseLedger } from "../../src/queue/ledgers/lease-ledger.js";
 import type { QueueAdmin } from "../../src/queue/management/queue-admin.js";
 import type { RecordStore } from "../../src/queue/records/record-store.js";
@@ -15,6 +15,8 @@ export interface AdminUnderTest {
   readonly broker: () => Broker;
   /** The records the ledgers keep, over the same state (dead-letter counts). */
   readonly records: () => RecordStore;
+  /** Where the pusher tells push outcomes, over the same state. */
+  readonly outcomes: () => PushOutcomes;
   readonly admin: () => QueueAdmin;
   /** The time the broker stamps messages with (ms). */
   readonly now: () => number;
@@ -141,10 +143,10 @@ export function queueAdminContract(name: string, under: AdminUnderTest): void {
       await publish(t, "a");
       await pullEventually(g, 1);
       const at = under.now();
-      under.broker().notePushOutcome(g, "success", at - 3000);
-      under.broker().notePushOutcome(g, "http_5xx", at - 2000);
-      under.broker().notePushOutcome(g, "timeout", at - 1500);
-      under.broker().notePushOutcome(g, "success", at - 1000);
+      under.outcomes().notePushOutcome(g, "success", at - 3000);
+      under.outcomes().notePushOutcome(g, "http_5xx", at - 2000);
+      under.outcomes().notePushOutcome(g, "timeout", at - 1500);
+      under.outcomes().notePushOutcome(g, "success", at - 1000);
       await under.settle?.();
       expect(await admin.pushHealth(g)).toEqual({
         lastSuccessAtMs: at - 1000,

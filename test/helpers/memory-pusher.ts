@@ -54,6 +54,7 @@ export function memoryPusher(memory: MemoryQueue, client: PushClient, secret: st
     idLedger: memory.context.idLedger,
     groupLeases: memory.context.groupLeases,
     broker: memory.broker,
+    outcomes: memory.broker,
     ledger: memory.context.pushLedger,
     transport: client,
     signer: new PushSigningKeys({

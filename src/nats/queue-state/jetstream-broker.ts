@@ -35,7 +35,6 @@ import {
   type WriteFailureCause,
 } from "../core/errors.js";
 import type { GroupEpochs } from "./group-epochs.js";
-import type { PushHealthRecorder } from "../push-feeds/push-health.js";
 import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
@@ -59,7 +58,6 @@ export interface JetStreamBrokerDeps {
   readonly scheduler: DelayScheduler;
   readonly keys: IdempotencyKeys;
   readonly epochs: GroupEpochs;
-  readonly pushHealth: PushHealthRecorder;
   /** Request-reply for publishes and acks (one inbox, no per-request timers). */
   readonly requests: Requests;
   /** Waiting pulls shared with the pusher (long polling). */
@@ -326,10 +324,6 @@ export class JetStreamBroker implements Broker {
       );
       return moved ? { kind: "ready", message: moved, streamSeq: ready.seq } : { kind: "missing" };
     });
-  }
-
-  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {
-    this.#d.pushHealth.note(this.#g(group), outcome, atMs);
   }
 
   groupEpoch(group: GroupAddress): number {

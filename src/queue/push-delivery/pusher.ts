@@ -41,8 +41,10 @@ export interface PusherDeps {
   readonly idLeases: PushSettlementRules["idLeases"];
   readonly idLedger: PushSettlementRules["idLedger"];
   readonly groupLeases: PushSettlementRules["groupLeases"];
-  /** The cursor (to set a pushed message's lease), and where push health is told. */
-  readonly broker: PushOutcomes & Pick<GroupCursor, "setLease"> & PushSettlementPorts;
+  /** The cursor (to set a pushed message's lease). */
+  readonly broker: Pick<GroupCursor, "setLease"> & PushSettlementPorts;
+  /** Where push health is told. */
+  readonly outcomes: PushOutcomes;
   /** Holdbacks and handler leases (QueueContext.pushLedger). */
   readonly ledger: PushLedger;
   readonly transport: PushTransport;
@@ -216,7 +218,7 @@ export class Pusher {
   ): void {
     this.#d.observer.pushed(outcome, seconds);
     this.#d.observer.groupOutcome(group, outcome, this.#d.now());
-    this.#d.broker.notePushOutcome(group, pushHealthOutcome(outcome), this.#d.now());
+    this.#d.outcomes.notePushOutcome(group, pushHealthOutcome(outcome), this.#d.now());
     const success = outcome === "success";
     // Successes log at debug, off in production: no fields (nor a URL parse) per push for it.
     if (success && !this.#d.log.isLevelEnabled("debug")) return;
