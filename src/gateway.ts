@@ -298,6 +298,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settings: jetstream.settings,
     duplicateIdKey: secretKeys.duplicateId,
     now: jetstream.now,
+    idLedger: queueContext.idLedger,
     storageLimits: (ns) => ({
       namespaceBytes: jetstream.quotas.namespaceLimit(ns.key),
       topicBytes: jetstream.quotas.topicLimit,

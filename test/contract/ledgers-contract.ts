@@ -78,6 +78,23 @@ export function ledgersContract(name: string, under: LedgersUnderTest): void {
       expect(await ids.getCursorLease(g, 6)).toEqual({ count: 2, deadlineMs: 0, acked: false });
     });
 
+    it("forgets its cached by-ID mark of a group removed, alone or with its topic", async () => {
+      const records = under.records();
+      const ids = new IdLeaseLedger(records, { now: under.now, markWaitMs: 0 });
+      const g = group();
+      const h = { ...g, group: "h" };
+      await ids.markIdLeases(g);
+      await ids.markIdLeases(h);
+      // The store forgets the group's records (as deleting a group does), then the ledger its cache.
+      await records.delete({ group: g, seq: null, name: "byid" }, "t");
+      expect(await ids.usesIdLeases(g)).toBe(true); // cached
+      ids.forget(g);
+      expect(await ids.usesIdLeases(g)).toBe(false);
+      await records.delete({ group: h, seq: null, name: "byid" }, "t");
+      ids.forget({ namespace: h.namespace, topic: h.topic });
+      expect(await ids.usesIdLeases(h)).toBe(false);
+    });
+
     it("knows a lease cut short through its handle, that delivery only", async () => {
       const cuts = under.cuts();
       const g = group();

@@ -4,7 +4,7 @@
 // records: the ID lease by compare-and-set, the cursor's lease of a message, and the group's mark
 // "uses receive by ID", which every acknowledgement asks for (cached: ordinary groups pay no
 // round trip).
-import type { GroupAddress } from "../namespace.js";
+import type { GroupAddress, TopicAddress } from "../namespace.js";
 import type { RecordStore } from "../records/record-store.js";
 import { Records } from "../records/typed-records.js";
 
@@ -121,6 +121,19 @@ export class IdLeaseLedger {
 
   getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
     return this.#cursorLeases.value(group, streamSeq);
+  }
+
+  /**
+   * Forgets this gateway's cached mark of a group removed or sought (its records went with it),
+   * or of every group of a removed topic, so a group made again under the name starts unmarked.
+   */
+  forget(at: GroupAddress | TopicAddress): void {
+    if ("group" in at) {
+      this.#flags.delete(groupId(at));
+      return;
+    }
+    const prefix = JSON.stringify([at.namespace.key, at.topic]).slice(0, -1) + ",";
+    for (const k of [...this.#flags.keys()]) if (k.startsWith(prefix)) this.#flags.delete(k);
   }
 
   #known(group: GroupAddress): boolean | undefined {
