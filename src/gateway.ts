@@ -17,6 +17,7 @@ import { connectNats } from "./nats/core/connection.js";
 import { openJetStreamAdapter, type JetStreamAdapter } from "./nats/jetstream-adapter.js";
 import { LIMITS } from "./queue/limits.js";
 import { QueueService } from "./queue/queue-service.js";
+import { ID_FLAG_CACHE_MS } from "./queue/ledgers/id-lease-ledger.js";
 import { createQueueContext } from "./queue/use-cases/queue-context.js";
 import { SettingsService } from "./queue/settings/settings-service.js";
 import type { SettingsStore } from "./queue/settings/settings-store.js";
@@ -222,6 +223,9 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   // What the use cases share; the pusher is given the parts of it it needs (below).
   const queueContext = createQueueContext({
     broker: fairBroker(jetstream.broker, fairShare),
+    records: jetstream.records,
+    cuts: jetstream.cuts,
+    idLeaseMarkWaitMs: ID_FLAG_CACHE_MS + 500,
     keys: secretKeys,
     now: jetstream.now,
     observer: metrics.observer,
@@ -268,7 +272,12 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const pusher = new Pusher({
     handOut: queueContext.handOut,
     acks: queueContext.acks,
+    idLeases: queueContext.idLeases,
+    idLedger: queueContext.idLedger,
+    groupLeases: queueContext.groupLeases,
     broker: jetstream.broker,
+    outcomes: jetstream.pushHealth,
+    ledger: queueContext.pushLedger,
     transport: pushClient,
     signer: pushKeys,
     observer: metrics.push,
@@ -289,6 +298,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     settings: jetstream.settings,
     duplicateIdKey: secretKeys.duplicateId,
     now: jetstream.now,
+    idLedger: queueContext.idLedger,
     storageLimits: (ns) => ({
       namespaceBytes: jetstream.quotas.namespaceLimit(ns.key),
       topicBytes: jetstream.quotas.topicLimit,
@@ -343,7 +353,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   jetstream.startPush(
     new PushScheduler({
       push: (group, delivery, settings) => pusher.push(group, delivery, settings),
-      ledger: jetstream.broker,
+      ledger: queueContext.pushLedger,
       pushesInFlight,
       now: jetstream.now,
       log: logger,

@@ -8,20 +8,24 @@
 // (memory-queue-admin.ts) reads and steers the same state, as JetStreamAdmin does the streams.
 import type {
   Broker,
-  CursorLease,
   Delivery,
   DeliveryTaker,
   Feed,
   GroupProgress,
-  IdLease,
   LeaseRef,
   MessageLookup,
   NewMessage,
   PublishOutcome,
+  PushOutcomes,
   StoredMessage,
   UploadQuota,
 } from "../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+import { MemoryCutLeases } from "./memory-cut-leases.js";
+import { MemoryRecords } from "./memory-records.js";
+
+/** The gateway's record TTL at the longest retention (7 days) plus two hours. */
+const RECORD_TTL_MS = (7 * 24 + 2) * 3_600_000;
 
 export interface MemoryBrokerOptions {
   /** The clock every time comparison uses (ms). */
@@ -30,6 +34,8 @@ export interface MemoryBrokerOptions {
   readonly defaultLeaseMs: number;
   /** How long publishes with one `dedupToken` share one copy (the stream's duplicate window). */
   readonly dedupWindowMs: number;
+  /** How long the records twin keeps a record after its last write (default: 7 days and 2 h). */
+  readonly recordTtlMs?: number;
 }
 
 export interface MemoryEntry {
@@ -71,30 +77,27 @@ export interface MemoryTopic {
 const topicKey = (t: TopicAddress) => JSON.stringify([t.namespace.key, t.topic]);
 /** How a group is keyed here (MemoryQueueAdmin finds it by the same key). */
 export const groupKey = (g: GroupAddress) => JSON.stringify([g.namespace.key, g.topic, g.group]);
-const recordKey = (g: GroupAddress, seq: number) => `${groupKey(g)}#${seq}`;
 
-export class MemoryBroker implements Broker {
+export class MemoryBroker implements Broker, PushOutcomes {
   readonly defaultLeaseMs: number;
+  /** The records port's twin (the ledgers' records), forgotten with a topic or group. */
+  readonly records: MemoryRecords;
+  /** The cut-lease log's twin, forgotten with a topic or group. */
+  readonly cuts = new MemoryCutLeases();
   readonly #o: MemoryBrokerOptions;
   readonly #topics = new Map<string, MemoryTopic>();
-  readonly #cuts = new Set<string>();
-  readonly #current = new Map<string, number>();
-  readonly #deadLettered = new Map<string, number>();
-  readonly #idLeaseGroups = new Set<string>();
-  readonly #idLeases = new Map<string, IdLease>();
-  readonly #cursorLeases = new Map<string, CursorLease>();
-  readonly #holdbacks = new Map<string, number>();
-  readonly #limitBounces = new Map<string, number>();
-  readonly #handlerLeases = new Map<string, number>();
   readonly #epochs = new Map<string, number>();
   readonly #acked: ((group: GroupAddress, streamSeq: number) => void)[] = [];
-  #revision = 0;
   /** Push outcomes as noted, newest last (push health). */
   readonly pushOutcomes: { group: GroupAddress; outcome: string; atMs: number }[] = [];
 
   constructor(options: MemoryBrokerOptions) {
     this.#o = options;
     this.defaultLeaseMs = options.defaultLeaseMs;
+    this.records = new MemoryRecords({
+      now: options.now,
+      ttlMs: options.recordTtlMs ?? RECORD_TTL_MS,
+    });
   }
 
   /** Every group's lease without `setLease` is the default here (no pushed consumers). */
@@ -266,104 +269,7 @@ export class MemoryBroker implements Broker {
     }
   }
 
-  // ---- LeaseLedger
-
-  markCut(group: GroupAddress, lease: LeaseRef, _untilMs: number): Promise<void> {
-    this.#cuts.add(`${recordKey(group, lease.streamSeq)}@${lease.deliveryCount}`);
-    return Promise.resolve();
-  }
-
-  wasCut(group: GroupAddress, lease: LeaseRef): boolean {
-    return this.#cuts.has(`${recordKey(group, lease.streamSeq)}@${lease.deliveryCount}`);
-  }
-
-  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    const key = recordKey(group, streamSeq);
-    this.#current.set(key, Math.max(count, this.#current.get(key) ?? 0));
-    return Promise.resolve();
-  }
-
-  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return Promise.resolve(this.#current.get(recordKey(group, streamSeq)) ?? null);
-  }
-
-  noteDeadLettered(group: GroupAddress): Promise<void> {
-    const key = groupKey(group);
-    this.#deadLettered.set(key, (this.#deadLettered.get(key) ?? 0) + 1);
-    return Promise.resolve();
-  }
-
-  /** How many of the group's messages went to its dead-letter topic. */
-  deadLettered(group: GroupAddress): number {
-    return this.#deadLettered.get(groupKey(group)) ?? 0;
-  }
-
-  // ---- IdLeaseLedger
-
-  usesIdLeases(group: GroupAddress): Promise<boolean> {
-    return Promise.resolve(this.#idLeaseGroups.has(groupKey(group)));
-  }
-
-  markIdLeases(group: GroupAddress): Promise<void> {
-    this.#idLeaseGroups.add(groupKey(group));
-    return Promise.resolve();
-  }
-
-  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null> {
-    return Promise.resolve(this.#idLeases.get(recordKey(group, streamSeq)) ?? null);
-  }
-
-  putIdLease(
-    group: GroupAddress,
-    streamSeq: number,
-    lease: Omit<IdLease, "revision">,
-    expectedRevision: number | null,
-  ): Promise<number | null> {
-    const key = recordKey(group, streamSeq);
-    const current = this.#idLeases.get(key);
-    if ((current?.revision ?? null) !== expectedRevision) return Promise.resolve(null);
-    const revision = ++this.#revision;
-    this.#idLeases.set(key, { ...lease, revision });
-    return Promise.resolve(revision);
-  }
-
-  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void> {
-    this.#cursorLeases.set(recordKey(group, streamSeq), lease);
-    return Promise.resolve();
-  }
-
-  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
-    return Promise.resolve(this.#cursorLeases.get(recordKey(group, streamSeq)) ?? null);
-  }
-
-  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    this.#limitBounces.set(recordKey(group, streamSeq), count);
-    return Promise.resolve();
-  }
-
-  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return Promise.resolve(this.#limitBounces.get(recordKey(group, streamSeq)) ?? null);
-  }
-
-  // ---- PushLedger
-
-  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    this.#holdbacks.set(recordKey(group, streamSeq), count);
-    return Promise.resolve();
-  }
-
-  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number> {
-    return Promise.resolve(this.#holdbacks.get(recordKey(group, streamSeq)) ?? 0);
-  }
-
-  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void> {
-    this.#handlerLeases.set(recordKey(group, streamSeq), deliveryCount);
-    return Promise.resolve();
-  }
-
-  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return Promise.resolve(this.#handlerLeases.get(recordKey(group, streamSeq)) ?? null);
-  }
+  // ---- PushOutcomes
 
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {
     this.pushOutcomes.push({ group, outcome, atMs });
@@ -403,31 +309,20 @@ export class MemoryBroker implements Broker {
   /** Removes the topic and every record of its groups. */
   dropTopic(topic: TopicAddress): void {
     this.#topics.delete(topicKey(topic));
-    this.#forget(topicKey(topic).slice(0, -1) + ",", (g) => topicKey(g) === topicKey(topic));
+    this.records.forgetTopic(topic);
+    this.cuts.forgetTopic(topic);
+    this.#forgetOutcomes((g) => topicKey(g) === topicKey(topic));
   }
 
   /** Removes the gateway's records of the group (leases, counts, push health). */
   forgetGroup(group: GroupAddress): void {
     const key = groupKey(group);
-    this.#forget(`${key}#`, (g) => groupKey(g) === key, key);
+    this.records.forgetGroup(group);
+    this.cuts.forgetGroup(group);
+    this.#forgetOutcomes((g) => groupKey(g) === key);
   }
 
-  #forget(prefix: string, ofGroup: (g: GroupAddress) => boolean, exact?: string): void {
-    const gone = (k: string) => k.startsWith(prefix) || k === exact;
-    for (const map of [
-      this.#current,
-      this.#deadLettered,
-      this.#idLeases,
-      this.#cursorLeases,
-      this.#holdbacks,
-      this.#limitBounces,
-      this.#handlerLeases,
-    ]) {
-      for (const k of [...map.keys()]) if (gone(k)) map.delete(k);
-    }
-    for (const set of [this.#cuts, this.#idLeaseGroups]) {
-      for (const k of [...set]) if (gone(k)) set.delete(k);
-    }
+  #forgetOutcomes(ofGroup: (g: GroupAddress) => boolean): void {
     const kept = this.pushOutcomes.filter((o) => !ofGroup(o.group));
     this.pushOutcomes.splice(0, this.pushOutcomes.length, ...kept);
   }

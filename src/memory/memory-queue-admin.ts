@@ -11,6 +11,7 @@ import type {
   SeekTarget,
   TopicFigures,
 } from "../queue/management/queue-admin.js";
+import { LeaseLedger } from "../queue/ledgers/lease-ledger.js";
 import type { GroupAddress, Namespace, TopicAddress } from "../queue/namespace.js";
 import {
   groupKey,
@@ -171,7 +172,7 @@ export class MemoryQueueAdmin implements QueueAdmin {
   }
 
   deadLettered(group: GroupAddress): Promise<number> {
-    return Promise.resolve(this.#b.deadLettered(group));
+    return new LeaseLedger(this.#b.records).deadLettered(group);
   }
 
   pushHealth(group: GroupAddress): Promise<PushHealth | null> {

@@ -20,6 +20,7 @@ import { GroupEpochs } from "./queue-state/group-epochs.js";
 import { PushHealthRecorder } from "./push-feeds/push-health.js";
 import { IdempotencyKeys } from "./queue-state/idempotency-keys.js";
 import { LeaseRecords } from "./queue-state/lease-records.js";
+import { JetStreamRecords } from "./queue-state/jetstream-records.js";
 import { PullClient } from "./pulls/pull-client.js";
 import { Requests } from "./core/requests.js";
 import { TopicSweeper } from "./queue-state/topic-sweeper.js";
@@ -108,6 +109,10 @@ export interface JetStreamAdapter {
   /** The clock every time comparison uses: estimated NATS server time (or the fixed one). */
   readonly now: () => number;
   readonly broker: JetStreamBroker;
+  /** The records port (VQS_LEASES): what the lease, by-ID lease and push ledgers keep. */
+  readonly records: JetStreamRecords;
+  /** Leases cut short through their handle, followed by every gateway (VQS_CUT_LEASES). */
+  readonly cuts: CutLeases;
   /** Regional failover (202 deferred), when neighbour regions are configured. */
   readonly failover: Failover | null;
   readonly scheduler: DelayScheduler;
@@ -120,7 +125,7 @@ export interface JetStreamAdapter {
   /** Seeing and steering topics and groups (the management API's JetStream side). */
   readonly admin: JetStreamAdmin;
   /** Push health as pushes report it, written every few seconds (`flush()` writes it now). */
-  readonly pushHealth: Pick<PushHealthRecorder, "flush">;
+  readonly pushHealth: Pick<PushHealthRecorder, "flush" | "notePushOutcome">;
   /**
    * Starts pulling for every pushed group of the region, handing each delivery to `scheduler`,
    * which also hears of every acknowledgement through this gateway (it frees a push's slot).
@@ -245,10 +250,17 @@ export async function openJetStreamAdapter(
     movesPerSecondPerNamespace: o.timerMovesPerSecondPerNamespace,
     ...(o.timerShare ? { share: o.timerShare } : {}),
   });
+  const recordTtlMs = o.maxAgeMs + 2 * 3_600_000;
   const records = new LeaseRecords(js, {
     replicas: o.replicas,
-    ttlMs: o.maxAgeMs + 2 * 3_600_000,
+    ttlMs: recordTtlMs,
     timeoutMs: o.requestTimeoutMs,
+  });
+  const recordStore = new JetStreamRecords({
+    bucket: records,
+    region: o.region,
+    ttlMs: recordTtlMs,
+    observe: o.observe,
   });
   const keys = new IdempotencyKeys({
     js,
@@ -266,6 +278,8 @@ export async function openJetStreamAdapter(
     maxLeaseMs: o.maxLeaseMs,
     timeoutMs: o.requestTimeoutMs,
     log: o.log,
+    region: o.region,
+    observe: o.observe,
   });
   await cuts.start();
   const epochs = new GroupEpochs(nc, js, {
@@ -274,7 +288,7 @@ export async function openJetStreamAdapter(
     log: o.log,
   });
   await epochs.start();
-  const pushHealth = new PushHealthRecorder(records, o.log);
+  const pushHealth = new PushHealthRecorder(records, o.region, o.log);
   const settings = new SettingsBucket(nc, js, {
     region: o.region,
     replicas: o.replicas,
@@ -287,10 +301,7 @@ export async function openJetStreamAdapter(
   let pushFeeds: PushFeeds | undefined;
   let pushScheduler: PushScheduler | undefined;
   const broker = new JetStreamBroker({
-    records,
-    cuts,
     epochs,
-    pushHealth,
     requests,
     feed: consumerFeed,
     keys,
@@ -379,6 +390,8 @@ export async function openJetStreamAdapter(
   return {
     now,
     broker,
+    records: recordStore,
+    cuts,
     failover,
     scheduler,
     sweeper,

@@ -1,7 +1,8 @@
 // The storage ports: what the queue domain needs from a message store, in queue vocabulary
-// (topic, group, lease), one interface per responsibility (the log, a group's cursor, the lease
-// ledger, ID leases, push records). src/nats/ implements them on JetStream; nothing else knows
-// NATS exists.
+// (topic, group, lease): the message log and a group's cursor (the Broker), the cut-lease log,
+// push outcomes.
+// The records the ledgers keep are the records port's (records/record-store.ts). src/nats/
+// implements them on JetStream; nothing else knows NATS exists.
 import type { DeadLetterOrigin } from "../api/messages.js";
 import type { BodyRef } from "./bodies.js";
 import type { GroupAddress, TopicAddress } from "./namespace.js";
@@ -85,29 +86,6 @@ export type MessageLookup =
   | { readonly kind: "ready"; readonly message: StoredMessage; readonly streamSeq: number }
   | { readonly kind: "delayed"; readonly message: StoredMessage }
   | { readonly kind: "missing" };
-
-/** A lease taken by message ID, kept by the gateway (JetStream cannot lease one chosen message). */
-export interface IdLease {
-  readonly state: "leased" | "acked" | "released";
-  readonly deadlineMs: number;
-  /** Deliveries made by ID so far. */
-  readonly count: number;
-  /** Times the group's cursor handed the message out while an ID lease held it (not deliveries). */
-  readonly bounces: number;
-  /** Random, names this lease in its receipt handle. */
-  readonly leaseId: number;
-  /** Store revision, for compare-and-set. */
-  readonly revision: number;
-}
-
-/** What a group's cursor did with a message, as far as receive by ID needs to know. */
-export interface CursorLease {
-  /** The delivery number of the cursor's latest delivery. */
-  readonly count: number;
-  /** When that delivery's lease ends (ms). */
-  readonly deadlineMs: number;
-  readonly acked: boolean;
-}
 
 /**
  * Regional failover: stores a message in a neighbour region while this region's store cannot,
@@ -217,65 +195,22 @@ export interface GroupCursor {
 }
 
 /**
- * What the cursor cannot say about a lease, kept by the gateways: which delivery of a message is
- * the current one, which leases were cut short through their handle, dead-letter counts.
+ * Leases cut short through their own handle (released, or ended before the handle's deadline):
+ * the message may be delivered again while the handle still looks current, so such a handle is
+ * checked like one past its deadline. Every gateway knows every cut without a round trip.
  */
-export interface LeaseLedger {
-  /**
-   * Records, for every gateway, that a lease was cut short through its handle before the
-   * handle's deadline `untilMs` (the message may be delivered again while it looks current).
-   */
+export interface CutLeaseLog {
+  /** Records, for every gateway, that the lease was cut short before `untilMs`. */
   markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void>;
   /** Whether the lease was cut short through its handle (no round trip). */
   wasCut(group: GroupAddress, lease: LeaseRef): boolean;
-  /** Records that delivery `count` of a message is now the current one (on redelivery). */
-  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
-  /** The current delivery number of a message that was ever redelivered, else null. */
-  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null>;
-  /** One more message of the group moved to its dead-letter topic (best effort). */
-  noteDeadLettered(group: GroupAddress): Promise<void>;
-  /**
-   * Records, for every gateway, that delivery `count` of a message came past the group's
-   * concurrency limit and was released without being handed out.
-   */
-  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
-  /** The latest delivery of a message released that way, else null. */
-  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null>;
 }
 
-/** Leases taken by message ID, and what the cursor did meanwhile (receive by ID). */
-export interface IdLeaseLedger {
-  /** Whether the group ever used receive by ID (so ordinary receives must honour ID leases). */
-  usesIdLeases(group: GroupAddress): Promise<boolean>;
-  /** Marks the group as using receive by ID; resolves once every gateway honours it. */
-  markIdLeases(group: GroupAddress): Promise<void>;
-  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null>;
-  /** Compare-and-set (null: create); the new revision, or null when another request won. */
-  putIdLease(
-    group: GroupAddress,
-    streamSeq: number,
-    lease: Omit<IdLease, "revision">,
-    expectedRevision: number | null,
-  ): Promise<number | null>;
-  /** Records a cursor delivery, lease change or ack (only for groups that use receive by ID). */
-  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void>;
-  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null>;
-}
-
-/**
- * What push delivery keeps beside the cursor: deliveries held back for
- * `retry.initialDelaySeconds` (the server counted them as deliveries; the consumer must not),
- * the delivery whose lease the handler set through the API (so the pusher does not override it),
- * and push health.
- */
-export interface PushLedger {
-  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void>;
-  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number>;
-  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void>;
-  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null>;
+/** Push health: how each push of a group ended (kept in memory, merged into the store now and then). */
+export interface PushOutcomes {
   /** A push of the group ended with `outcome` ("success" or a failure): its push health. */
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
 }
 
-/** Every storage port at once: what src/nats implements on JetStream (JetStreamBroker). */
-export interface Broker extends MessageLog, GroupCursor, LeaseLedger, IdLeaseLedger, PushLedger {}
+/** The message log and the group cursor: what src/nats implements on JetStream (JetStreamBroker). */
+export interface Broker extends MessageLog, GroupCursor {}

@@ -4,28 +4,30 @@
 import { randomInt } from "node:crypto";
 import { AppError } from "../errors.js";
 import { MAX_PULLS_AT_LIMIT } from "./limits.js";
-import type {
-  CursorLease,
-  Delivery,
-  GroupCursor,
-  IdLease,
-  IdLeaseLedger,
-  LeaseLedger,
-} from "./broker.js";
-
-/** What ID leases need: the ID lease records, the cursor, and which delivery is current. */
-type IdLeasePorts = IdLeaseLedger &
-  GroupCursor &
-  Pick<LeaseLedger, "recordDelivery" | "noteLimitBounce">;
+import type { Delivery, GroupCursor } from "./broker.js";
+import type { CursorLease, IdLease, IdLeaseLedger } from "./ledgers/id-lease-ledger.js";
+import type { LeaseLedger } from "./ledgers/lease-ledger.js";
 import type { GroupAddress } from "./namespace.js";
+
+/** Which delivery is current, and bounces at the concurrency limit. */
+type IdLeaseLeases = Pick<LeaseLedger, "recordDelivery" | "noteLimitBounce">;
 import type { Lease } from "./identity/receipt-handle.js";
 
 export class IdLeases {
-  readonly #broker: IdLeasePorts;
+  readonly #broker: GroupCursor;
+  readonly #ledger: IdLeaseLedger;
+  readonly #leases: IdLeaseLeases;
   readonly #now: () => number;
 
-  constructor(broker: IdLeasePorts, now: () => number) {
+  constructor(
+    broker: GroupCursor,
+    ledger: IdLeaseLedger,
+    leases: IdLeaseLeases,
+    now: () => number,
+  ) {
     this.#broker = broker;
+    this.#ledger = ledger;
+    this.#leases = leases;
     this.#now = now;
   }
 
@@ -45,13 +47,13 @@ export class IdLeases {
   }
 
   async #honourOne(group: GroupAddress, d: Delivery, deadlineMs: number): Promise<Delivery | null> {
-    await this.#broker.putCursorLease(group, d.streamSeq, {
+    await this.#ledger.putCursorLease(group, d.streamSeq, {
       count: d.deliveryCount,
       deadlineMs,
       acked: false,
     });
     for (let attempt = 0; attempt < 3; attempt++) {
-      const idLease = await this.#broker.getIdLease(group, d.streamSeq);
+      const idLease = await this.#ledger.getIdLease(group, d.streamSeq);
       if (idLease === null) return d;
       if (idLease.state === "acked") {
         await this.#broker.ack(group, d);
@@ -63,7 +65,7 @@ export class IdLeases {
         // record the bounce so the delivery count given to consumers stays exact.
         const bumped = { ...idLease, bounces: idLease.bounces + 1 };
         if (
-          (await this.#broker.putIdLease(group, d.streamSeq, bumped, idLease.revision)) === null
+          (await this.#ledger.putIdLease(group, d.streamSeq, bumped, idLease.revision)) === null
         ) {
           continue;
         }
@@ -74,7 +76,7 @@ export class IdLeases {
         // The ID lease ran out and the group delivers the message now: its handle is stale.
         const released = { ...idLease, state: "released" as const };
         if (
-          (await this.#broker.putIdLease(group, d.streamSeq, released, idLease.revision)) === null
+          (await this.#ledger.putIdLease(group, d.streamSeq, released, idLease.revision)) === null
         ) {
           continue;
         }
@@ -97,8 +99,8 @@ export class IdLeases {
     deadlineMs: number,
     acked: boolean,
   ): Promise<void> {
-    if (!(await this.#broker.usesIdLeases(group))) return;
-    await this.#broker.putCursorLease(group, lease.streamSeq, {
+    if (!(await this.#ledger.usesIdLeases(group))) return;
+    await this.#ledger.putCursorLease(group, lease.streamSeq, {
       count: lease.deliveryCount,
       deadlineMs,
       acked,
@@ -110,12 +112,12 @@ export class IdLeases {
    * a message the handler leased by ID). Groups that never used receive by ID pay the cached mark.
    */
   async releaseHeld(group: GroupAddress, streamSeq: number): Promise<void> {
-    if (!(await this.#broker.usesIdLeases(group))) return;
+    if (!(await this.#ledger.usesIdLeases(group))) return;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const held = await this.#broker.getIdLease(group, streamSeq);
+      const held = await this.#ledger.getIdLease(group, streamSeq);
       if (held?.state !== "leased") return;
       const released = { ...held, state: "released" as const };
-      if ((await this.#broker.putIdLease(group, streamSeq, released, held.revision)) !== null) {
+      if ((await this.#ledger.putIdLease(group, streamSeq, released, held.revision)) !== null) {
         return;
       }
     }
@@ -128,14 +130,14 @@ export class IdLeases {
     change: (l: IdLease) => Omit<IdLease, "revision">,
   ): Promise<void> {
     for (;;) {
-      const current = await this.#broker.getIdLease(group, lease.streamSeq);
+      const current = await this.#ledger.getIdLease(group, lease.streamSeq);
       if (current === null || current.leaseId !== lease.deliverySeq) {
         throw new AppError("receipt_handle_stale");
       }
       if (current.state === "released") throw new AppError("receipt_handle_stale");
       const next = change(current);
       if (current.state === "acked" && next.state === "acked") return; // acking twice is fine
-      const revision = await this.#broker.putIdLease(
+      const revision = await this.#ledger.putIdLease(
         group,
         lease.streamSeq,
         next,
@@ -158,8 +160,8 @@ export class IdLeases {
     visibilityTimeoutSeconds: number,
     maxConcurrency: number | null,
   ): Promise<Lease> {
-    await this.#broker.markIdLeases(group);
-    const existing = await this.#broker.getIdLease(group, streamSeq);
+    await this.#ledger.markIdLeases(group);
+    const existing = await this.#ledger.getIdLease(group, streamSeq);
     if (existing?.state === "acked") throw new AppError("message_already_acknowledged");
     if (existing?.state === "leased" && existing.deadlineMs > this.#now()) {
       throw new AppError("message_not_available");
@@ -172,7 +174,7 @@ export class IdLeases {
       bounces: existing?.bounces ?? 0,
       leaseId: randomInt(1, 2 ** 47),
     };
-    const revision = await this.#broker.putIdLease(
+    const revision = await this.#ledger.putIdLease(
       group,
       streamSeq,
       lease,
@@ -180,9 +182,9 @@ export class IdLeases {
     );
     if (revision === null) throw new AppError("message_not_available");
     // A receive may have handed it out (or acknowledged it) meanwhile: then that one wins.
-    const now = await this.#broker.getCursorLease(group, streamSeq);
+    const now = await this.#ledger.getCursorLease(group, streamSeq);
     if (now !== null && (cursor === null || now.count !== cursor.count || now.acked)) {
-      await this.#broker.putIdLease(group, streamSeq, { ...lease, state: "released" }, revision);
+      await this.#ledger.putIdLease(group, streamSeq, { ...lease, state: "released" }, revision);
       throw new AppError(now.acked ? "message_already_acknowledged" : "message_not_available");
     }
     // Deliveries by the cursor before (its count includes bounces) plus those by ID.
@@ -191,7 +193,7 @@ export class IdLeases {
       (cursor?.count ?? 0) - (existing?.bounces ?? 0) + lease.count,
     );
     // The cursor's handle of the earlier delivery is stale now.
-    if (cursor !== null) await this.#broker.recordDelivery(group, streamSeq, deliveryCount);
+    if (cursor !== null) await this.#leases.recordDelivery(group, streamSeq, deliveryCount);
     return {
       kind: "id",
       streamSeq,
@@ -212,7 +214,7 @@ export class IdLeases {
     if (streamSeq <= progress.ackFloorSeq) throw new AppError("message_already_acknowledged");
     let cursor: CursorLease | null = null;
     if (streamSeq <= progress.deliveredSeq) {
-      cursor = await this.#broker.getCursorLease(group, streamSeq);
+      cursor = await this.#ledger.getCursorLease(group, streamSeq);
       if (cursor?.acked) throw new AppError("message_already_acknowledged");
       if (cursor === null || cursor.deadlineMs > this.#now()) {
         throw new AppError("message_not_available");
@@ -233,10 +235,10 @@ export class IdLeases {
         const d = (await this.#broker.pull(group, 1))?.[0];
         if (d === undefined) break;
         // Recorded before the release: the message may come back at once, to any gateway.
-        await this.#broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
+        await this.#leases.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
         await this.#broker.setLease(group, d, 0);
         if (d.streamSeq === streamSeq) {
-          cursor = await this.#broker.getCursorLease(group, streamSeq); // now that bounce
+          cursor = await this.#ledger.getCursorLease(group, streamSeq); // now that bounce
         } else if (d.deliveryCount > 1) {
           notInFlight++;
         }

@@ -1,15 +1,18 @@
-// The storage, settings, management, large-body and failover contracts on the in-memory implementations, their clock
-// moved by the suite.
+// The storage, records, settings, management, large-body and failover contracts on the in-memory
+// implementations, their clock moved by the suite.
 import { beforeEach } from "vitest";
 import { MemoryBodyStore } from "../../src/memory/memory-body-store.js";
 import { MemoryDeferrer } from "../../src/memory/memory-deferrer.js";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
+import { MemoryRecords } from "../../src/memory/memory-records.js";
 import { MemoryQueueAdmin } from "../../src/memory/memory-queue-admin.js";
 import { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
 import { bodyStoreContract } from "./body-store-contract.js";
 import { brokerContract } from "./broker-contract.js";
 import { deferrerContract } from "./deferrer-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
+import { ledgersContract } from "./ledgers-contract.js";
+import { recordsContract } from "./records-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
 let clock = Date.parse("2026-01-05T10:00:00Z");
@@ -33,8 +36,23 @@ brokerContract("in memory", {
   patience: 10,
 });
 
+recordsContract("in memory", {
+  records: () => broker.records,
+  shortLived: () => new MemoryRecords({ now: () => clock, ttlMs: 1000 }),
+  advance,
+  patience: 4,
+});
+
+ledgersContract("in memory", {
+  records: () => broker.records,
+  cuts: () => broker.cuts,
+  now: () => clock,
+});
+
 queueAdminContract("in memory", {
   broker: () => broker,
+  records: () => broker.records,
+  outcomes: () => broker,
   admin: () => admin,
   now: () => clock,
   advance,

@@ -4,13 +4,19 @@
 // figures, the position a peek starts from, purge, delete, seek), seen through the storage ports.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { Broker, Delivery, NewMessage } from "../../src/queue/broker.js";
+import type { Broker, Delivery, NewMessage, PushOutcomes } from "../../src/queue/broker.js";
+import { LeaseLedger } from "../../src/queue/ledgers/lease-ledger.js";
 import type { QueueAdmin } from "../../src/queue/management/queue-admin.js";
+import type { RecordStore } from "../../src/queue/records/record-store.js";
 import { makeNamespace, type GroupAddress, type TopicAddress } from "../../src/queue/namespace.js";
 
 export interface AdminUnderTest {
   /** The storage ports over the same state as the admin. */
   readonly broker: () => Broker;
+  /** The records the ledgers keep, over the same state (dead-letter counts). */
+  readonly records: () => RecordStore;
+  /** Where the pusher tells push outcomes, over the same state. */
+  readonly outcomes: () => PushOutcomes;
   readonly admin: () => QueueAdmin;
   /** The time the broker stamps messages with (ms). */
   readonly now: () => number;
@@ -135,7 +141,7 @@ export function queueAdminContract(name: string, under: AdminUnderTest): void {
       expect(await admin.groups(t, { after: "h", max: 5 })).toEqual([]);
       expect((await admin.topic(t))!.consumerGroups).toBe(2);
       expect(await admin.deadLettered(g)).toBe(0);
-      await under.broker().noteDeadLettered(g);
+      await new LeaseLedger(under.records()).noteDeadLettered(g);
       expect(await admin.deadLettered(g)).toBe(1);
       expect(await admin.pushHealth(g)).toBeNull();
     });
@@ -147,10 +153,10 @@ export function queueAdminContract(name: string, under: AdminUnderTest): void {
       await publish(t, "a");
       await pullEventually(g, 1);
       const at = under.now();
-      under.broker().notePushOutcome(g, "success", at - 3000);
-      under.broker().notePushOutcome(g, "http_5xx", at - 2000);
-      under.broker().notePushOutcome(g, "timeout", at - 1500);
-      under.broker().notePushOutcome(g, "success", at - 1000);
+      under.outcomes().notePushOutcome(g, "success", at - 3000);
+      under.outcomes().notePushOutcome(g, "http_5xx", at - 2000);
+      under.outcomes().notePushOutcome(g, "timeout", at - 1500);
+      under.outcomes().notePushOutcome(g, "success", at - 1000);
       await under.settle?.();
       expect(await admin.pushHealth(g)).toEqual({
         lastSuccessAtMs: at - 1000,
@@ -188,7 +194,7 @@ export function queueAdminContract(name: string, under: AdminUnderTest): void {
       const g = group(t);
       await publish(t, "a");
       expect(await pullEventually(g, 1)).toHaveLength(1);
-      await under.broker().noteDeadLettered(g);
+      await new LeaseLedger(under.records()).noteDeadLettered(g);
       const epoch = under.broker().groupEpoch(g);
       expect(await admin.deleteGroup(g)).toBe(true);
       expect(await admin.deleteGroup(g)).toBe(false);

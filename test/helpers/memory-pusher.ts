@@ -50,7 +50,12 @@ export function memoryPusher(memory: MemoryQueue, client: PushClient, secret: st
   return new Pusher({
     handOut: memory.context.handOut,
     acks: memory.context.acks,
+    idLeases: memory.context.idLeases,
+    idLedger: memory.context.idLedger,
+    groupLeases: memory.context.groupLeases,
     broker: memory.broker,
+    outcomes: memory.broker,
+    ledger: memory.context.pushLedger,
     transport: client,
     signer: new PushSigningKeys({
       secret,
@@ -122,7 +127,7 @@ export async function scheduledPushes(
         open.push(p);
       });
     },
-    ledger: memory.broker,
+    ledger: memory.context.pushLedger,
     pushesInFlight: new NamespaceCounts(options.cap),
     now: memory.now,
     log: createLogger("silent"),

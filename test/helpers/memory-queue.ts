@@ -54,6 +54,9 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
   const broker = new MemoryBroker({ now, defaultLeaseMs: 60_000, dedupWindowMs: 120_000 });
   const context = createQueueContext({
     broker,
+    records: broker.records,
+    cuts: broker.cuts,
+    idLeaseMarkWaitMs: 0,
     keys: deriveSecretKeys(options.secret ?? "memory-queue-secret-memory-queue-secret", "iad1"),
     now,
     ...(options.settingsOf ? { settingsOf: options.settingsOf } : {}),

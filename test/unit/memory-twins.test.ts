@@ -60,7 +60,15 @@ describe("a large publish on the twins", () => {
     const bodies = new MemoryBodyStore({ now, chunkBytes: 16, uploadBoundSeconds: 100 });
     const keys = deriveSecretKeys("memory-twins-secret-memory-twins-secret", "iad1");
     const queue = new QueueService({
-      context: createQueueContext({ broker, bodies, keys, now }),
+      context: createQueueContext({
+        broker,
+        records: broker.records,
+        cuts: broker.cuts,
+        idLeaseMarkWaitMs: 0,
+        bodies,
+        keys,
+        now,
+      }),
     });
     const input = {
       contentType: null,

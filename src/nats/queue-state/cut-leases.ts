@@ -4,14 +4,17 @@
 // gateway learns of every cut through a KV bucket it watches and keeps in memory until the
 // handle's own deadline, so acknowledging within a lease stays free of round trips. Records
 // live in their own bucket for the longest lease, so a gateway that starts reads at most an
-// hour of them.
+// hour of them. This is the CutLeaseLog port (src/queue/broker.ts) on JetStream.
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
+import type { CutLeaseLog, LeaseRef } from "../../queue/broker.js";
+import type { GroupAddress } from "../../queue/namespace.js";
 import { FollowedBucket } from "../core/followed-bucket.js";
-import type { GroupNames } from "../core/naming.js";
+import { groupNames } from "../core/naming.js";
+import { storeOp, type ObserveOperation } from "../core/store-op.js";
 
 export const CUTS_BUCKET = "VQS_CUT_LEASES";
 
@@ -21,11 +24,13 @@ export interface CutLeasesOptions {
   readonly maxLeaseMs: number;
   readonly timeoutMs: number;
   readonly log: Logger;
+  readonly region: string;
+  readonly observe: ObserveOperation;
 }
 
 const MARGIN_MS = 60_000;
 
-export class CutLeases {
+export class CutLeases implements CutLeaseLog {
   readonly #nc: NatsConnection;
   readonly #js: JetStreamClient;
   readonly #o: CutLeasesOptions;
@@ -66,17 +71,19 @@ export class CutLeases {
     this.#followed?.stop();
   }
 
-  /** Records (for every gateway) that delivery `count` of `seq` was cut short. */
-  async record(g: GroupNames, seq: number, count: number, untilMs: number): Promise<void> {
-    const k = key(g, seq, count);
-    this.#remember(k, untilMs);
-    if (!this.#kv) throw new Error("cut leases used before start()");
-    await this.#kv.put(k, String(untilMs));
+  /** Records (for every gateway) that the lease's delivery was cut short. */
+  markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void> {
+    return storeOp(this.#o.observe, "lease_cut", async () => {
+      const k = this.#key(group, lease);
+      this.#remember(k, untilMs);
+      if (!this.#kv) throw new Error("cut leases used before start()");
+      await this.#kv.put(k, String(untilMs));
+    });
   }
 
-  /** Whether delivery `count` of `seq` was cut short (its handle must be checked). */
-  isCut(g: GroupNames, seq: number, count: number): boolean {
-    const k = key(g, seq, count);
+  /** Whether the lease's delivery was cut short (its handle must be checked). */
+  wasCut(group: GroupAddress, lease: LeaseRef): boolean {
+    const k = this.#key(group, lease);
     const until = this.#cut.get(k);
     if (until === undefined) return false;
     if (until + MARGIN_MS < Date.now()) {
@@ -84,6 +91,11 @@ export class CutLeases {
       return false;
     }
     return true;
+  }
+
+  #key(group: GroupAddress, lease: LeaseRef): string {
+    const g = groupNames(this.#o.region, group);
+    return `${g.stream}.${g.consumer}.${lease.streamSeq}.${lease.deliveryCount}`;
   }
 
   #remember(k: string, untilMs: number): void {
@@ -95,8 +107,4 @@ export class CutLeases {
       for (const [key, until] of this.#cut) if (until + MARGIN_MS < now) this.#cut.delete(key);
     }
   }
-}
-
-function key(g: GroupNames, seq: number, count: number): string {
-  return `${g.stream}.${g.consumer}.${seq}.${count}`;
 }

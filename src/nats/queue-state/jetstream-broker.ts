@@ -7,10 +7,8 @@ import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { AppError, isAppError } from "../../errors.js";
 import type {
   Broker,
-  CursorLease,
   Delivery,
   GroupProgress,
-  IdLease,
   LeaseRef,
   MessageLookup,
   NewMessage,
@@ -36,13 +34,10 @@ import {
   writeFailureCause,
   type WriteFailureCause,
 } from "../core/errors.js";
-import type { CutLeases } from "./cut-leases.js";
 import type { GroupEpochs } from "./group-epochs.js";
-import type { PushHealthRecorder } from "../push-feeds/push-health.js";
 import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
-import type { LeaseRecords } from "./lease-records.js";
 import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
@@ -61,11 +56,8 @@ export interface JetStreamBrokerDeps {
   readonly tenants: TenantAdmission;
   readonly pulls: PullClient;
   readonly scheduler: DelayScheduler;
-  readonly records: LeaseRecords;
   readonly keys: IdempotencyKeys;
-  readonly cuts: CutLeases;
   readonly epochs: GroupEpochs;
-  readonly pushHealth: PushHealthRecorder;
   /** Request-reply for publishes and acks (one inbox, no per-request timers). */
   readonly requests: Requests;
   /** Waiting pulls shared with the pusher (long polling). */
@@ -261,16 +253,6 @@ export class JetStreamBroker implements Broker {
     return this.#ackRequest(group, lease, "nak", body);
   }
 
-  markCut(group: GroupAddress, lease: LeaseRef, untilMs: number): Promise<void> {
-    return this.#op("lease_cut", () =>
-      this.#d.cuts.record(this.#g(group), lease.streamSeq, lease.deliveryCount, untilMs),
-    );
-  }
-
-  wasCut(group: GroupAddress, lease: LeaseRef): boolean {
-    return this.#d.cuts.isCut(this.#g(group), lease.streamSeq, lease.deliveryCount);
-  }
-
   async ack(group: GroupAddress, lease: LeaseRef): Promise<void> {
     await this.#ackRequest(group, lease, "ack", ACK_BODY);
     this.#d.acked?.(group, lease.streamSeq);
@@ -344,103 +326,8 @@ export class JetStreamBroker implements Broker {
     });
   }
 
-  recordDelivery(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    return this.#op("record_delivery", () =>
-      this.#d.records.recordDelivery(this.#g(group), streamSeq, count),
-    );
-  }
-
-  currentDelivery(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return this.#op("current_delivery", () =>
-      this.#d.records.currentDelivery(this.#g(group), streamSeq),
-    );
-  }
-
-  noteLimitBounce(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    return this.#op("limit_bounce_put", () =>
-      this.#d.records.putCount(this.#g(group), streamSeq, "c", count),
-    );
-  }
-
-  lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return this.#op("limit_bounce_get", () =>
-      this.#d.records.getCount(this.#g(group), streamSeq, "c"),
-    );
-  }
-
-  notePushHoldback(group: GroupAddress, streamSeq: number, count: number): Promise<void> {
-    return this.#op("push_holdback_put", () =>
-      this.#d.records.putCount(this.#g(group), streamSeq, "b", count),
-    );
-  }
-
-  pushHoldbacks(group: GroupAddress, streamSeq: number): Promise<number> {
-    return this.#op("push_holdback_get", async () => {
-      return (await this.#d.records.getCount(this.#g(group), streamSeq, "b")) ?? 0;
-    });
-  }
-
-  noteHandlerLease(group: GroupAddress, streamSeq: number, deliveryCount: number): Promise<void> {
-    return this.#op("handler_lease_put", () =>
-      this.#d.records.putCount(this.#g(group), streamSeq, "h", deliveryCount),
-    );
-  }
-
-  handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null> {
-    return this.#op("handler_lease_get", () =>
-      this.#d.records.getCount(this.#g(group), streamSeq, "h"),
-    );
-  }
-
-  noteDeadLettered(group: GroupAddress): Promise<void> {
-    return this.#op("dead_lettered_count", () => this.#d.records.countDeadLettered(this.#g(group)));
-  }
-
-  notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void {
-    this.#d.pushHealth.note(this.#g(group), outcome, atMs);
-  }
-
   groupEpoch(group: GroupAddress): number {
     return this.#d.epochs.epoch(this.#g(group));
-  }
-
-  usesIdLeases(group: GroupAddress): Promise<boolean> {
-    const g = this.#g(group);
-    // Asked on every acknowledge: a cached answer is no JetStream operation, so it is not timed.
-    const known = this.#d.records.knownUsesIdLeases(g);
-    if (known !== undefined) return Promise.resolve(known);
-    return this.#op("id_lease_mark_get", () => this.#d.records.usesIdLeases(g));
-  }
-
-  markIdLeases(group: GroupAddress): Promise<void> {
-    return this.#op("id_lease_mark_put", () => this.#d.records.markIdLeases(this.#g(group)));
-  }
-
-  putCursorLease(group: GroupAddress, streamSeq: number, lease: CursorLease): Promise<void> {
-    return this.#op("cursor_lease_put", () =>
-      this.#d.records.putCursorLease(this.#g(group), streamSeq, lease),
-    );
-  }
-
-  getCursorLease(group: GroupAddress, streamSeq: number): Promise<CursorLease | null> {
-    return this.#op("cursor_lease_get", () =>
-      this.#d.records.getCursorLease(this.#g(group), streamSeq),
-    );
-  }
-
-  getIdLease(group: GroupAddress, streamSeq: number): Promise<IdLease | null> {
-    return this.#op("id_lease_get", () => this.#d.records.getIdLease(this.#g(group), streamSeq));
-  }
-
-  putIdLease(
-    group: GroupAddress,
-    streamSeq: number,
-    lease: Omit<IdLease, "revision">,
-    expectedRevision: number | null,
-  ): Promise<number | null> {
-    return this.#op("id_lease_put", () =>
-      this.#d.records.putIdLease(this.#g(group), streamSeq, lease, expectedRevision),
-    );
   }
 
   readTopic(

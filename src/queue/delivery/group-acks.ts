@@ -2,7 +2,8 @@
 // Leasing (an acknowledgement or change of visibility through the API) and PushSettlement
 // (the pusher's `autoAck`), so both refuse a stale handle and count an acknowledgement the same way.
 import { AppError } from "../../errors.js";
-import type { GroupCursor, LeaseLedger } from "../broker.js";
+import type { CutLeaseLog, GroupCursor } from "../broker.js";
+import type { LeaseLedger } from "../ledgers/lease-ledger.js";
 import type { IdLeases } from "../id-leases.js";
 import type { Lease } from "../identity/receipt-handle.js";
 import type { GroupAddress } from "../namespace.js";
@@ -11,11 +12,10 @@ import type { QueueObserver } from "../observer.js";
 /** Handles this close to their deadline are checked for staleness (clock skew, slow networks). */
 const STALE_CHECK_MARGIN_MS = 1000;
 
-export type GroupAckPorts = Pick<GroupCursor, "ack" | "ackUnconfirmed" | "groupEpoch"> &
-  Pick<LeaseLedger, "wasCut" | "currentDelivery">;
-
 export interface GroupAcksDeps {
-  readonly broker: GroupAckPorts;
+  readonly broker: Pick<GroupCursor, "ack" | "ackUnconfirmed" | "groupEpoch">;
+  readonly leases: Pick<LeaseLedger, "currentDelivery">;
+  readonly cuts: Pick<CutLeaseLog, "wasCut">;
   readonly idLeases: Pick<IdLeases, "update" | "noteCursorChange">;
   readonly now: () => number;
   readonly observer: Pick<QueueObserver, "acknowledged">;
@@ -62,8 +62,8 @@ export class GroupAcks {
   async assertCurrent(group: GroupAddress, lease: Lease): Promise<void> {
     // Within its lease no other delivery can exist, unless the lease was cut short.
     const withinLease = this.#d.now() < lease.deadlineMs - STALE_CHECK_MARGIN_MS;
-    if (withinLease && !this.#d.broker.wasCut(group, lease)) return;
-    const current = await this.#d.broker.currentDelivery(group, lease.streamSeq);
+    if (withinLease && !this.#d.cuts.wasCut(group, lease)) return;
+    const current = await this.#d.leases.currentDelivery(group, lease.streamSeq);
     if (current !== null && current !== lease.deliveryCount) {
       throw new AppError("receipt_handle_stale");
     }

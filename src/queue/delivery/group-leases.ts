@@ -1,24 +1,25 @@
 // Setting a group cursor's lease through a handle (a receive's change of visibility, the pusher's
 // release after a failed push): shared by Leasing and PushSettlement, so both cut a lease
 // short the same way.
-import type { GroupCursor, LeaseLedger } from "../broker.js";
+import type { CutLeaseLog, GroupCursor } from "../broker.js";
 import type { IdLeases } from "../id-leases.js";
 import type { Lease } from "../identity/receipt-handle.js";
 import type { GroupAddress } from "../namespace.js";
 
-export type GroupLeasePorts = Pick<GroupCursor, "setLease"> & Pick<LeaseLedger, "markCut">;
-
 export class GroupLeases {
-  readonly #broker: GroupLeasePorts;
+  readonly #broker: Pick<GroupCursor, "setLease">;
+  readonly #cuts: Pick<CutLeaseLog, "markCut">;
   readonly #idLeases: Pick<IdLeases, "noteCursorChange">;
   readonly #now: () => number;
 
   constructor(
-    broker: GroupLeasePorts,
+    broker: Pick<GroupCursor, "setLease">,
+    cuts: Pick<CutLeaseLog, "markCut">,
     idLeases: Pick<IdLeases, "noteCursorChange">,
     now: () => number,
   ) {
     this.#broker = broker;
+    this.#cuts = cuts;
     this.#idLeases = idLeases;
     this.#now = now;
   }
@@ -28,7 +29,7 @@ export class GroupLeases {
     // Ending before the handle's deadline: the message may come back while the handle still
     // looks current, so from now on the handle is checked like one past its deadline.
     if (deadlineMs < lease.deadlineMs) {
-      await this.#broker.markCut(group, lease, lease.deadlineMs);
+      await this.#cuts.markCut(group, lease, lease.deadlineMs);
     }
     await this.#broker.setLease(group, lease, Math.max(0, deadlineMs - this.#now()));
     await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);

@@ -3,6 +3,8 @@
 // moved to the dead-letter topic), each delivery's lease, and the message with its receipt handle.
 import type { Broker, Delivery, StoredMessage } from "../broker.js";
 import type { IdLeases } from "../id-leases.js";
+import type { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
+import type { LeaseLedger } from "../ledgers/lease-ledger.js";
 import { storedMessageId } from "../identity/message-id.js";
 import { encodeReceiptHandle, type Lease } from "../identity/receipt-handle.js";
 import type { SecretKeys } from "../identity/secret-keys.js";
@@ -18,6 +20,8 @@ const DEAD_LETTER_RETRY_MS = 5000;
 
 export interface HandOutDeps {
   readonly broker: Broker;
+  readonly leases: Pick<LeaseLedger, "recordDelivery" | "noteDeadLettered">;
+  readonly idLedger: Pick<IdLeaseLedger, "usesIdLeases">;
   readonly keys: SecretKeys;
   readonly now: () => number;
   readonly observer: QueueObserver;
@@ -29,6 +33,8 @@ export interface HandOutDeps {
 
 export class HandOut {
   readonly #broker: Broker;
+  readonly #leases: Pick<LeaseLedger, "recordDelivery" | "noteDeadLettered">;
+  readonly #idLedger: Pick<IdLeaseLedger, "usesIdLeases">;
   readonly #keys: SecretKeys;
   readonly #now: () => number;
   readonly #observer: QueueObserver;
@@ -39,6 +45,8 @@ export class HandOut {
 
   constructor(deps: HandOutDeps) {
     this.#broker = deps.broker;
+    this.#leases = deps.leases;
+    this.#idLedger = deps.idLedger;
     this.#keys = deps.keys;
     this.#now = deps.now;
     this.#observer = deps.observer;
@@ -88,7 +96,7 @@ export class HandOut {
     const expired = batch.filter((d) => d.message.expiresAtMs <= now);
     await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
     const fresh = batch.filter((d) => d.message.expiresAtMs > now);
-    const admitted = (await this.#broker.usesIdLeases(group))
+    const admitted = (await this.#idLedger.usesIdLeases(group))
       ? await this.#idLeases.honour(group, fresh, deadlineMs)
       : fresh;
     const dl = this.#settingsOf(group)?.deadLetter;
@@ -119,7 +127,7 @@ export class HandOut {
       const now = this.#now();
       await this.#idLeases.noteCursorChange(group, groupLease(d, now), now, true);
       this.#observer.deadLettered(group);
-      await this.#broker.noteDeadLettered(group).catch(() => undefined);
+      await this.#leases.noteDeadLettered(group).catch(() => undefined);
     } catch (err) {
       this.#log?.warn(
         { err, topic: group.topic, group: group.group, deadLetterTopic: dl.topic },
@@ -139,7 +147,7 @@ export class HandOut {
         }
         // A redelivery makes older handles stale: record which delivery is current.
         if (d.deliveryCount > 1) {
-          await this.#broker.recordDelivery(group, d.streamSeq, d.deliveryCount);
+          await this.#leases.recordDelivery(group, d.streamSeq, d.deliveryCount);
         }
       }),
     );

@@ -2,6 +2,7 @@
 // groups with theirs, peeking at messages without leasing them, and the destructive calls
 // (delete a topic or a group, purge, seek). Routes validate input and call these; the store side
 // is the QueueAdmin port, messages are read through the MessageLog.
+import type { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
 import type { BodyStore } from "../bodies.js";
 import { AppError } from "../../errors.js";
 import type { MessageLog, StoredMessage } from "../broker.js";
@@ -35,6 +36,8 @@ export interface ManagementDeps {
   /** The key duplicate message IDs are signed with (to read an `after` message ID). */
   readonly duplicateIdKey: Buffer;
   readonly now: () => number;
+  /** This gateway's by-ID marks, forgotten with a removed or sought group (QueueContext's). */
+  readonly idLedger?: Pick<IdLeaseLedger, "forget">;
   /** Where large bodies are (a peek shows their start). */
   readonly bodies?: BodyStore;
   /** A namespace's storage quotas in bytes (0: none): all its topics, and each topic. */
@@ -257,7 +260,9 @@ export class ManagementService {
 
   /** Removes the topic with its messages, groups, and the settings documents naming it. */
   async deleteTopic(at: TopicAddress): Promise<void> {
-    if (!(await this.#d.admin.deleteTopic(at))) throw new AppError("topic_not_found");
+    const deleted = await this.#d.admin.deleteTopic(at);
+    this.#d.idLedger?.forget(at);
+    if (!deleted) throw new AppError("topic_not_found");
     for (const e of this.#d.settings.list(at.namespace)) {
       if (e.topic === at.topic) await this.#d.settings.delete(at.namespace, e.topic, e.group);
     }
@@ -270,11 +275,15 @@ export class ManagementService {
   }
 
   async deleteGroup(at: GroupAddress): Promise<void> {
-    if (!(await this.#d.admin.deleteGroup(at))) throw new AppError("group_not_found");
+    const deleted = await this.#d.admin.deleteGroup(at);
+    this.#d.idLedger?.forget(at);
+    if (!deleted) throw new AppError("group_not_found");
   }
 
   async seek(at: GroupAddress, to: SeekTarget): Promise<void> {
-    if (!(await this.#d.admin.seekGroup(at, to))) throw new AppError("group_not_found");
+    const sought = await this.#d.admin.seekGroup(at, to);
+    this.#d.idLedger?.forget(at);
+    if (!sought) throw new AppError("group_not_found");
   }
 
   namespaces(): ReturnType<QueueAdmin["namespaces"]> {

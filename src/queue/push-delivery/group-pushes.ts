@@ -3,7 +3,7 @@
 // namespace's order and shares are the PushScheduler's (push-scheduler.ts); pulling is the
 // feed's (push-feed.ts).
 import type { Logger } from "../../logger.js";
-import type { PushLedger } from "../broker.js";
+import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
 import type { PulledPush, PushFeedHooks } from "./push-feed.js";
 import { pushLeaseMs } from "./push-lease.js";
@@ -30,7 +30,7 @@ export interface GroupPushesDeps {
     d: PulledPush["delivery"],
     s: PushedSettings,
   ) => Promise<void>;
-  readonly ledger: Pick<PushLedger, "notePushHoldback" | "pushHoldbacks">;
+  readonly ledger: Pick<PushLedger, "holdBack">;
   readonly now: () => number;
   readonly log: Pick<Logger, "warn">;
 }
@@ -194,7 +194,8 @@ export class GroupPushes {
       if (h.renew) clearInterval(h.renew);
       if (this.#stale(h)) continue;
       const seq = h.pulled.delivery.streamSeq;
-      void this.#noteHoldback(seq)
+      void this.#d.ledger
+        .holdBack(this.#d.group, seq)
         .catch((err: unknown) =>
           this.#d.log.warn({ err, seq }, "push: holdback of a held message not counted"),
         )
@@ -211,12 +212,6 @@ export class GroupPushes {
   drained(): Promise<void> {
     if (this.#pushing === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
-  }
-
-  async #noteHoldback(seq: number): Promise<void> {
-    const { ledger } = this.#d;
-    const group = this.#d.group;
-    await ledger.notePushHoldback(group, seq, (await ledger.pushHoldbacks(group, seq)) + 1);
   }
 
   /** Pulled before a seek (or the group's removal) moved its epoch: not to be pushed or renewed. */

@@ -8,7 +8,7 @@ export interface PulledPush {
   readonly delivery: Delivery;
   /** Its lease starts again (the same delivery, no count): it waits for a slot. */
   renew(): void;
-  /** Given back at once, unpushed (the store counts a delivery; see `notePushHoldback`). */
+  /** Given back at once, unpushed (the store counts a delivery; see `PushLedger.holdBack`). */
   release(): void;
 }
 

@@ -15,7 +15,7 @@
 import type { Logger } from "../../logger.js";
 import { NamespaceCounts } from "../admission/in-flight/namespace-counts.js";
 import { tenantKeyOf } from "../admission/tenant.js";
-import type { PushLedger } from "../broker.js";
+import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
 import { GroupPushes, type GroupPushesDeps, type NamespaceSlots } from "./group-pushes.js";
 import type { PushFeedHooks } from "./push-feed.js";
@@ -26,7 +26,7 @@ export interface PushSchedulerDeps {
   /** Pushes one delivery; resolves once it is settled or released (Pusher.push). */
   readonly push: GroupPushesDeps["push"];
   /** Holdbacks: releases of held messages never pushed, so that no delivery is counted for them. */
-  readonly ledger: Pick<PushLedger, "notePushHoldback" | "pushHoldbacks">;
+  readonly ledger: Pick<PushLedger, "holdBack">;
   /** Pushes in flight per namespace on this gateway, with its cap (0: none). */
   readonly pushesInFlight?: NamespaceCounts;
   readonly now: () => number;

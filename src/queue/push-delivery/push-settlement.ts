@@ -3,37 +3,48 @@
 // giving the cursor's lease up to a lease taken by ID (a message above the inline limit, which
 // the client leases by ID), freeing the cursor's place once that lease was acknowledged, and the
 // `autoAck` after a 2xx.
-import type { GroupCursor, IdLeaseLedger, LeaseLedger, PushLedger } from "../broker.js";
+import type { GroupCursor } from "../broker.js";
+import type { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
+import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAcks } from "../delivery/group-acks.js";
-import { GroupLeases } from "../delivery/group-leases.js";
-import { IdLeases } from "../id-leases.js";
+import type { GroupLeases } from "../delivery/group-leases.js";
+import type { IdLeases } from "../id-leases.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";
 
-export type PushSettlementPorts = Pick<PushLedger, "handlerLease"> &
-  IdLeaseLedger &
-  GroupCursor &
-  Pick<LeaseLedger, "recordDelivery" | "noteLimitBounce" | "markCut">;
+export type PushSettlementPorts = Pick<GroupCursor, "ack" | "groupEpoch">;
+
+/** The receive path's rules a settlement applies (QueueContext's), so it acts as a receive does. */
+export interface PushSettlementRules {
+  readonly idLedger: Pick<IdLeaseLedger, "markIdLeases" | "putCursorLease" | "getIdLease">;
+  readonly acks: Pick<GroupAcks, "acknowledge">;
+  readonly idLeases: Pick<IdLeases, "releaseHeld">;
+  readonly groupLeases: Pick<GroupLeases, "set">;
+}
 
 export class PushSettlement {
   readonly #broker: PushSettlementPorts;
+  readonly #ledger: Pick<PushLedger, "handlerLease">;
   readonly #now: () => number;
-  readonly #idLeases: IdLeases;
-  readonly #groupLeases: GroupLeases;
+  readonly #idLeases: Pick<IdLeases, "releaseHeld">;
+  readonly #idLedger: PushSettlementRules["idLedger"];
+  readonly #groupLeases: Pick<GroupLeases, "set">;
   readonly #acks: Pick<GroupAcks, "acknowledge">;
 
-  /** `acks`: the receive path's (QueueContext.acks), so an `autoAck` counts as its acks do. */
+  /** `rules`: the receive path's, so an `autoAck` or a release counts as theirs do. */
   constructor(
     broker: PushSettlementPorts,
+    ledger: Pick<PushLedger, "handlerLease">,
     now: () => number,
-    acks: Pick<GroupAcks, "acknowledge">,
+    rules: PushSettlementRules,
   ) {
     this.#broker = broker;
+    this.#ledger = ledger;
     this.#now = now;
-    this.#acks = acks;
-    // IdLeases keeps nothing but its ports: this one acts as the receive path's does.
-    this.#idLeases = new IdLeases(broker, now);
-    this.#groupLeases = new GroupLeases(broker, this.#idLeases, now);
+    this.#acks = rules.acks;
+    this.#idLeases = rules.idLeases;
+    this.#idLedger = rules.idLedger;
+    this.#groupLeases = rules.groupLeases;
   }
 
   /**
@@ -74,7 +85,7 @@ export class PushSettlement {
 
   /** Whether the handler of a pushed delivery set its lease through the API during the push. */
   async leaseSetByHandler(group: GroupAddress, lease: Lease): Promise<boolean> {
-    return (await this.#broker.handlerLease(group, lease.streamSeq)) === lease.deliveryCount;
+    return (await this.#ledger.handlerLease(group, lease.streamSeq)) === lease.deliveryCount;
   }
 
   /**
@@ -83,8 +94,8 @@ export class PushSettlement {
    * but records its own lease as over, so receive by ID may take it.
    */
   async yieldToReceiveById(group: GroupAddress, lease: Lease): Promise<void> {
-    await this.#broker.markIdLeases(group);
-    await this.#broker.putCursorLease(group, lease.streamSeq, {
+    await this.#idLedger.markIdLeases(group);
+    await this.#idLedger.putCursorLease(group, lease.streamSeq, {
       count: lease.deliveryCount,
       deadlineMs: this.#now() - 1,
       acked: false,
@@ -96,7 +107,7 @@ export class PushSettlement {
    * now (freeing its place) rather than when the cursor's lease ends.
    */
   async afterPushById(group: GroupAddress, lease: Lease): Promise<void> {
-    const byId = await this.#broker.getIdLease(group, lease.streamSeq);
+    const byId = await this.#idLedger.getIdLease(group, lease.streamSeq);
     if (byId?.state === "acked") await this.#broker.ack(group, lease);
   }
 }

@@ -7,7 +7,8 @@
 // is the PushScheduler's (push-scheduler.ts), the pulling the NATS adapter's (src/nats/push-feeds/);
 // see docs/architecture.md, "Push delivery".
 import type { Logger } from "../../logger.js";
-import type { Delivery, GroupCursor, PushLedger } from "../broker.js";
+import type { Delivery, GroupCursor, PushOutcomes } from "../broker.js";
+import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";
 import type { ReceivedMessage } from "../delivery/received-message.js";
@@ -17,7 +18,11 @@ import type { ConsumerSettings, PushSettings } from "../settings/consumer-settin
 import { isPushUrlAllowed, type PushDestinations } from "../settings/push-destinations.js";
 import { pushRequest } from "./cloud-event.js";
 import { pushLeaseMs } from "./push-lease.js";
-import { PushSettlement, type PushSettlementPorts } from "./push-settlement.js";
+import {
+  PushSettlement,
+  type PushSettlementPorts,
+  type PushSettlementRules,
+} from "./push-settlement.js";
 import {
   pushHealthOutcome,
   type PushObserver,
@@ -32,8 +37,16 @@ export interface PusherDeps {
   readonly handOut: Pick<HandOut, "pulled">;
   /** Acknowledges as an acknowledgement through the API does (for `autoAck`). */
   readonly acks: Pick<GroupAcks, "acknowledge">;
-  /** The push records, and the cursor (to set a pushed message's lease). */
-  readonly broker: PushLedger & Pick<GroupCursor, "setLease"> & PushSettlementPorts;
+  /** Leases by ID and the cursor's leases through a handle, as the receive path sets them. */
+  readonly idLeases: PushSettlementRules["idLeases"];
+  readonly idLedger: PushSettlementRules["idLedger"];
+  readonly groupLeases: PushSettlementRules["groupLeases"];
+  /** The cursor (to set a pushed message's lease). */
+  readonly broker: Pick<GroupCursor, "setLease"> & PushSettlementPorts;
+  /** Where push health is told. */
+  readonly outcomes: PushOutcomes;
+  /** Holdbacks and handler leases (QueueContext.pushLedger). */
+  readonly ledger: PushLedger;
   readonly transport: PushTransport;
   readonly signer: PushSigner;
   readonly observer: PushObserver;
@@ -56,7 +69,7 @@ export class Pusher {
 
   constructor(deps: PusherDeps) {
     this.#d = deps;
-    this.#settle = new PushSettlement(deps.broker, deps.now, deps.acks);
+    this.#settle = new PushSettlement(deps.broker, deps.ledger, deps.now, deps);
   }
 
   /**
@@ -90,13 +103,13 @@ export class Pusher {
     settings: PushedSettings,
   ): Promise<Delivery | null> {
     const initialMs = settings.retry.initialDelaySeconds * 1000;
-    const held = d.deliveryCount > 1 ? await this.#d.broker.pushHoldbacks(group, d.streamSeq) : 0;
+    const held = d.deliveryCount > 1 ? await this.#d.ledger.holdbacks(group, d.streamSeq) : 0;
     const count = d.deliveryCount - held;
     if (initialMs === 0) return held === 0 ? d : { ...d, deliveryCount: count };
     const dueMs = d.message.visibleAtMs + initialMs;
     const waitMs = dueMs - this.#d.now();
     if (count <= 1 && waitMs > 0) {
-      await this.#d.broker.notePushHoldback(group, d.streamSeq, held + 1);
+      await this.#d.ledger.holdBack(group, d.streamSeq, held);
       await this.#d.broker.setLease(group, d, waitMs);
       return null;
     }
@@ -205,7 +218,7 @@ export class Pusher {
   ): void {
     this.#d.observer.pushed(outcome, seconds);
     this.#d.observer.groupOutcome(group, outcome, this.#d.now());
-    this.#d.broker.notePushOutcome(group, pushHealthOutcome(outcome), this.#d.now());
+    this.#d.outcomes.notePushOutcome(group, pushHealthOutcome(outcome), this.#d.now());
     const success = outcome === "success";
     // Successes log at debug, off in production: no fields (nor a URL parse) per push for it.
     if (success && !this.#d.log.isLevelEnabled("debug")) return;

@@ -1,12 +1,15 @@
 // A receive of a group at its concurrency limit (Vqs-Max-Concurrency): which delivery, if any,
 // may still be handed out without putting more in flight than the limit, and the bounces it
 // records for the others (released unseen, never counted as in flight).
-import type { Delivery, GroupCursor, LeaseLedger } from "../broker.js";
+import type { Delivery, GroupCursor } from "../broker.js";
+import type { LeaseLedger } from "../ledgers/lease-ledger.js";
 import { MAX_PULLS_AT_LIMIT } from "../limits.js";
 import type { GroupAddress } from "../namespace.js";
 
-export type ConcurrencyLimitPorts = Pick<GroupCursor, "pull" | "setLease"> &
-  Pick<LeaseLedger, "noteLimitBounce" | "lastLimitBounce">;
+export interface ConcurrencyLimitPorts {
+  readonly cursor: Pick<GroupCursor, "pull" | "setLease">;
+  readonly leases: Pick<LeaseLedger, "noteLimitBounce" | "lastLimitBounce">;
+}
 
 /**
  * At the limit by JetStream's count, which includes messages that are not in flight: those
@@ -44,7 +47,7 @@ export async function pickAtLimit(
     !fresh &&
     held.length < Math.min(MAX_PULLS_AT_LIMIT, counted - limit + 1)
   ) {
-    const d = (await broker.pull(group, 1))?.[0];
+    const d = (await broker.cursor.pull(group, 1))?.[0];
     if (d === undefined) break;
     await look(d, false);
   }
@@ -53,8 +56,8 @@ export async function pickAtLimit(
   for (const d of held) {
     if (d === pick) continue;
     // Recorded before the release: the message may come back at once, to any gateway.
-    await broker.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
-    await broker.setLease(group, d, 0);
+    await broker.leases.noteLimitBounce(group, d.streamSeq, d.deliveryCount);
+    await broker.cursor.setLease(group, d, 0);
   }
   return pick ?? null;
 }
@@ -70,5 +73,5 @@ async function leaseRanOut(
   d: Delivery,
 ): Promise<boolean> {
   if (d.deliveryCount <= 1) return false;
-  return (await broker.lastLimitBounce(group, d.streamSeq)) !== d.deliveryCount - 1;
+  return (await broker.leases.lastLimitBounce(group, d.streamSeq)) !== d.deliveryCount - 1;
 }

@@ -36,7 +36,7 @@ export class Leasing {
       await this.#ctx.acks.assertCurrent(group, lease);
       // A pushed message's handler set its lease: the pusher must not override it afterwards.
       if (this.#ctx.settingsOf(group)?.push) {
-        await this.#ctx.broker.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
+        await this.#ctx.pushLedger.noteHandlerLease(group, lease.streamSeq, lease.deliveryCount);
       }
       await this.#ctx.groupLeases.set(group, lease, deadlineMs);
     }

@@ -2,7 +2,11 @@
 // share: the storage port, the keys, the clock, and the one instance each of the delivery rules
 // they all apply. The composition root makes it once and hands the pusher the parts it needs
 // (`handOut`, `acks`), so a push is handed out and acknowledged as a receive is.
-import type { Broker } from "../broker.js";
+import type { Broker, CutLeaseLog } from "../broker.js";
+import { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
+import { LeaseLedger } from "../ledgers/lease-ledger.js";
+import { PushLedger } from "../ledgers/push-ledger.js";
+import type { RecordStore } from "../records/record-store.js";
 import type { BodyStore } from "../bodies.js";
 import { GroupAcks } from "../delivery/group-acks.js";
 import { GroupLeases } from "../delivery/group-leases.js";
@@ -18,6 +22,15 @@ import type { Logger } from "../../logger.js";
 
 export interface QueueContextDeps {
   readonly broker: Broker;
+  /** The records the ledgers keep (lease, by-ID lease and push records). */
+  readonly records: RecordStore;
+  /** Leases cut short through their handle, as every gateway knows them. */
+  readonly cuts: CutLeaseLog;
+  /**
+   * How long a group's new "uses receive by ID" mark waits before it counts, so that every other
+   * gateway's cached "no" has run out (0 where there is no other gateway, as in the twins).
+   */
+  readonly idLeaseMarkWaitMs: number;
   readonly keys: SecretKeys;
   readonly now: () => number;
   readonly observer?: QueueObserver;
@@ -36,8 +49,14 @@ export interface QueueContext {
   readonly observer: QueueObserver;
   readonly settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly bodies: BodyStore | null;
+  /** Current deliveries, bounces at the concurrency limit, dead-letter counts. */
+  readonly leaseLedger: LeaseLedger;
+  /** ID leases, the cursor's leases of groups that use them, and the groups' marks. */
+  readonly idLedger: IdLeaseLedger;
   readonly idLeases: IdLeases;
   readonly groupLeases: GroupLeases;
+  /** Holdbacks and handler leases of pushed groups (the pusher's, and a lease change's). */
+  readonly pushLedger: PushLedger;
   readonly copies: MessageCopies;
   /** Hands pulled deliveries out: a receive's, and the pusher's. */
   readonly handOut: HandOut;
@@ -52,7 +71,9 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
   const observer = deps.observer ?? NO_OBSERVER;
   const settingsOf = deps.settingsOf ?? (() => null);
   const bodies = deps.bodies ?? null;
-  const idLeases = new IdLeases(broker, now);
+  const leaseLedger = new LeaseLedger(deps.records);
+  const idLedger = new IdLeaseLedger(deps.records, { now, markWaitMs: deps.idLeaseMarkWaitMs });
+  const idLeases = new IdLeases(broker, idLedger, leaseLedger, now);
   const copies = new MessageCopies({ broker, bodies, now });
   return {
     broker,
@@ -61,11 +82,16 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
     observer,
     settingsOf,
     bodies,
+    leaseLedger,
+    idLedger,
     idLeases,
-    groupLeases: new GroupLeases(broker, idLeases, now),
+    groupLeases: new GroupLeases(broker, deps.cuts, idLeases, now),
+    pushLedger: new PushLedger(deps.records),
     copies,
     handOut: new HandOut({
       broker,
+      leases: leaseLedger,
+      idLedger,
       keys,
       now,
       observer,
@@ -74,7 +100,7 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
       settingsOf,
       log: deps.log ?? null,
     }),
-    acks: new GroupAcks({ broker, idLeases, now, observer }),
+    acks: new GroupAcks({ broker, leases: leaseLedger, cuts: deps.cuts, idLeases, now, observer }),
     longPolls: new LongPolls(broker, now),
   };
 }

@@ -98,7 +98,7 @@ export class ReceivingById {
       );
       await this.#ctx.idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
       this.#ctx.observer.deadLettered(group);
-      await this.#ctx.broker.noteDeadLettered(group).catch(() => undefined);
+      await this.#ctx.leaseLedger.noteDeadLettered(group).catch(() => undefined);
       throw new AppError("message_dead_lettered");
     }
     this.#ctx.observer.delivered(lease.deliveryCount);

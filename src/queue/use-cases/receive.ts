@@ -92,7 +92,7 @@ export class Receiving {
       const inFlight = (progress?.inFlight ?? 0) - (first ? 1 : 0);
       if (inFlight >= options.maxConcurrency) {
         const d = await pickAtLimit(
-          this.#ctx.broker,
+          { cursor: this.#ctx.broker, leases: this.#ctx.leaseLedger },
           group,
           progress?.inFlight ?? 0,
           options.maxConcurrency,

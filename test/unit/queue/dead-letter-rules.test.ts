@@ -67,7 +67,7 @@ async function deadLetterSome(n: number): Promise<void> {
   expect(await receive(workers, { maxMessages: n })).toHaveLength(n);
   memory.advance(1_100);
   expect(await receive(workers, { maxMessages: n })).toEqual([]);
-  expect(memory.broker.deadLettered(workers)).toBe(n);
+  expect(await memory.context.leaseLedger.deadLettered(workers)).toBe(n);
 }
 
 describe("dead letters", () => {

@@ -87,7 +87,7 @@ describe("the concurrency limit", () => {
     const racing = (await memory.broker.pull(orders, 2))!;
     expect(racing.map((d) => d.deliveryCount)).toEqual([1, 1]);
     for (const d of racing) {
-      await memory.broker.noteLimitBounce(orders, d.streamSeq, d.deliveryCount);
+      await memory.context.leaseLedger.noteLimitBounce(orders, d.streamSeq, d.deliveryCount);
       await memory.broker.setLease(orders, d, 0);
     }
     expect(await code(receiveOne({ maxConcurrency: 1 }))).toBe("concurrency_limit_exceeded");
@@ -111,7 +111,7 @@ describe("the concurrency limit", () => {
     // Two receives at the limit racing through other gateways each bounced a new message.
     const racing = (await memory.broker.pull(orders, 2))!;
     for (const d of racing) {
-      await memory.broker.noteLimitBounce(orders, d.streamSeq, d.deliveryCount);
+      await memory.context.leaseLedger.noteLimitBounce(orders, d.streamSeq, d.deliveryCount);
       await memory.broker.setLease(orders, d, 0);
     }
     const options = { visibilityTimeoutSeconds: 30, maxConcurrency: 1 };
@@ -194,7 +194,7 @@ describe("dead letters", () => {
       await queue.changeVisibility(orders, m.receiptHandle, 0);
     }
     expect(await receiveOne()).toBeUndefined();
-    expect(memory.broker.deadLettered(orders)).toBe(1);
+    expect(await memory.context.leaseLedger.deadLettered(orders)).toBe(1);
     const dead = await memory.receive({ ...orders, topic: "orders-dead", group: "ops" });
     expect(dead).toHaveLength(1);
     expect(new TextDecoder().decode(dead[0]!.payload)).toBe("poison");

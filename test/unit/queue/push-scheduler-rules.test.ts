@@ -232,13 +232,15 @@ describe("a message held at its namespace's cap", () => {
     );
     await w.settings.delete(t2.namespace, t2.topic, t2.group);
     await w.pushes.feeds.resync();
-    expect(await settle(async () => (await w.memory.broker.pushHoldbacks(t2, 1)) === 1)).toBe(true);
+    expect(
+      await settle(async () => (await w.memory.context.pushLedger.holdbacks(t2, 1)) === 1),
+    ).toBe(true);
     await push(w, t2, oneTry);
     for (const p of [...w.pushes.open]) p.end();
     const pushedThere = () => endpoint.app.requests.filter((r) => r.path === "/hook/holdback");
     expect(await settle(() => pushedThere().length === 1, 2000)).toBe(true);
     expect(pushedThere()[0]!.headers["ce-vqsdeliverycount"]).toBe("1");
-    expect(w.memory.broker.deadLettered(t2)).toBe(0);
+    expect(await w.memory.context.leaseLedger.deadLettered(t2)).toBe(0);
   });
 
   it("is dropped, never pushed, once a seek moved its group past it; what comes after is pushed", async () => {
