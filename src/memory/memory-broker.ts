@@ -134,6 +134,7 @@ export class MemoryBroker implements Broker {
       expiresAtMs: now + message.retentionSeconds * 1000,
       visibleAtMs: now + message.delaySeconds * 1000,
       trace: message.trace,
+      headers: message.headers,
       deadLetter: message.deadLetter ?? null,
     };
     t.log.set(seq, { seq, message: stored });
