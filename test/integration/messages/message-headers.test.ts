@@ -12,6 +12,8 @@ import { eventually } from "../../helpers/wait.js";
 
 /** Bodies above 1 KiB go to the body store. */
 const f = useGateways(1, { config: { inlineBodyBytes: 1024 } });
+/** NATS's default max_payload (1 MiB): the inline limit is what the headers leave of it. */
+const plain = useGateways(1, {}, { maxPayload: 1024 * 1024 });
 
 async function client(headers?: Record<string, string>): Promise<PollingQueueClient> {
   return new PollingQueueClient({
@@ -32,8 +34,12 @@ function ownOf(part: Part): Record<string, string> {
   return own;
 }
 
-async function receiveOne(topic: string, group: string): Promise<Part[]> {
-  const q = api(f.gateways[0]!.url, await f.issuer.token());
+async function receiveOne(
+  topic: string,
+  group: string,
+  via?: ReturnType<typeof api>,
+): Promise<Part[]> {
+  const q = via ?? api(f.gateways[0]!.url, await f.issuer.token());
   const res = await q.receive(topic, group);
   if (res.status === 204) return [];
   expect(res.status).toBe(200);
@@ -128,5 +134,27 @@ describe("a message's own headers with @vercel/queue", () => {
     expect((await http.publish(topic, "at the bounds", full)).status).toBe(201);
     const [kept] = await receiveOne(topic, "g");
     expect(ownOf(kept!)).toEqual(full);
+  });
+
+  it("fit beside a body at the inline limit, with the most trace context a request can carry", async () => {
+    const gw = plain.gateways[0]!;
+    const http = api(gw.url, await plain.issuer.token());
+    const topic = uniqueName("own-full");
+    const own: Record<string, string> = Object.fromEntries(
+      Array.from({ length: 32 }, (_, i) => [`x-h${String(i).padStart(2, "0")}`, "v".repeat(250)]),
+    );
+    const payload = Buffer.alloc(gw.gateway.inlineBodyBytes, 0x61);
+    const res = await http.publish(topic, payload, {
+      "content-type": `text/plain; x=${"c".repeat(240)}`,
+      "vqs-idempotency-key": "k".repeat(256),
+      traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+      tracestate: `v=${"s".repeat(500)}`,
+      // Node takes 16 KiB of request headers: what the token and the rest leave of it.
+      baggage: `b=${"g".repeat(4500)}`,
+      ...own,
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const [part] = await receiveOne(topic, "g", http);
+    expect([part!.body.length, ownOf(part!)]).toEqual([payload.length, own]);
   });
 });
