@@ -58,6 +58,10 @@ export const ERRORS = {
     status: 400,
     message: "The visibility timeout must be an integer from 0 to 3600 seconds.",
   },
+  invalid_cursor_fallback: {
+    status: 400,
+    message: "Vqs-Cursor-Fallback must be earliest or latest.",
+  },
   invalid_wait_seconds: {
     status: 400,
     message: "Vqs-Wait-Seconds must be an integer from 0 to 20.",

@@ -109,6 +109,18 @@ export const RECEIVE_HEADERS = Type.Object({
     "invalid_max_messages",
     "Messages to lease at most.",
   ),
+  "Vqs-Cursor-Fallback": Type.Optional(
+    checked(
+      Type.Unsafe<"earliest" | "latest">({
+        type: "string",
+        enum: ["earliest", "latest"],
+        default: "earliest",
+        description:
+          "Where a group that does not exist yet starts: at the topic's oldest message, or after its last one. An existing group is never moved.",
+      }),
+      { code: "invalid_cursor_fallback" },
+    ),
+  ),
 });
 
 /** The path of an operation on a lease (acknowledge, extend or release). */

@@ -13,6 +13,7 @@ import type {
   DeliveryTaker,
   Feed,
   GroupProgress,
+  GroupStart,
   IdLease,
   LeaseRef,
   MessageLookup,
@@ -190,10 +191,10 @@ export class MemoryBroker implements Broker {
 
   // ---- GroupCursor
 
-  pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
+  pull(group: GroupAddress, max: number, start?: GroupStart): Promise<Delivery[] | null> {
     const t = this.#topic(group);
     if (!t) return Promise.resolve(null);
-    return Promise.resolve(this.#deliver(t, this.#group(t, group), max));
+    return Promise.resolve(this.#deliver(t, this.#group(t, group, start), max));
   }
 
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void> {
@@ -452,7 +453,12 @@ export class MemoryBroker implements Broker {
     return t;
   }
 
-  #group(t: MemoryTopic, group: GroupAddress): MemoryGroup {
+  /**
+   * The group, made at `start` if it does not exist. Latest: what is visible now counts as seen
+   * (JetStream's deliver new starts after the stream's last message; a delayed message is
+   * stored there again when it falls due, so it still comes).
+   */
+  #group(t: MemoryTopic, group: GroupAddress, start: GroupStart = "earliest"): MemoryGroup {
     const key = groupKey(group);
     let g = t.groups.get(key);
     if (!g) {
@@ -465,6 +471,10 @@ export class MemoryBroker implements Broker {
         seen: new Set(),
         feeds: new Set(),
       };
+      if (start === "latest") {
+        for (const e of this.#visible(t)) g.seen.add(e.seq);
+        g.deliveredSeq = t.lastSeq;
+      }
       t.groups.set(key, g);
     }
     return g;

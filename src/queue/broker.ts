@@ -88,6 +88,13 @@ export interface Delivery {
   readonly deliveryCount: number;
 }
 
+/**
+ * Where a group that does not exist yet starts (the client's `Vqs-Cursor-Fallback`): at the
+ * topic's oldest message, or after its last one (it gets only what becomes visible from then on:
+ * what is published after, and delayed messages that fall due after).
+ */
+export type GroupStart = "earliest" | "latest";
+
 /** The part of a lease the store needs to act on it. */
 export interface LeaseRef {
   readonly streamSeq: number;
@@ -207,8 +214,11 @@ export interface GroupCursor {
    * group's is its push lease).
    */
   leaseMsOf(group: GroupAddress): number;
-  /** Up to `max` deliveries at once; null when the topic does not exist. */
-  pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
+  /**
+   * Up to `max` deliveries at once; null when the topic does not exist. A group that does not
+   * exist yet is made to start at `start` (default earliest); an existing one is never moved.
+   */
+  pull(group: GroupAddress, max: number, start?: GroupStart): Promise<Delivery[] | null>;
   /** Makes the lease end `ms` from now (0 releases the message at once). */
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void>;
   /** Removes the message from the group's view. Idempotent. */
@@ -223,7 +233,9 @@ export interface GroupCursor {
   progress(group: GroupAddress): Promise<GroupProgress | null>;
   /**
    * Keeps a waiting pull open on the group (shared with everyone else feeding from it on this
-   * gateway), sized to the takers' demand; null when the topic does not exist.
+   * gateway), sized to the takers' demand; null when the topic does not exist. A group it
+   * makes starts at the oldest message (a waiting receive that found no topic: all of it came
+   * after the receive did).
    */
   openFeed(group: GroupAddress, taker: DeliveryTaker): Promise<Feed | null>;
   /** The group's epoch (grows with every seek or deletion of the group), from memory. */

@@ -95,6 +95,34 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       expect((await b.pull(group(t, "other"), 5))!.map(text)).toEqual(["a", "b", "c"]);
     });
 
+    it("starts a group it makes at latest after the topic's last message, and never moves one", async () => {
+      const b = under.broker();
+      const t = topic();
+      await b.publish(t, message("a"));
+      await b.publish(t, message("b"));
+      await b.publish(t, message("due later", { delaySeconds: 1 }));
+      const existing = group(t, "existing");
+      const [a] = (await b.pull(existing, 1))!;
+      expect(text(a!)).toBe("a");
+      await b.ack(existing, a!);
+      const fresh = group(t, "fresh");
+      expect(await b.pull(fresh, 5, "latest")).toEqual([]);
+      await b.publish(t, message("c"));
+      const [c] = (await b.pull(fresh, 5, "latest"))!;
+      expect(text(c!)).toBe("c");
+      await b.ack(fresh, c!);
+      // A delayed message published before the group falls due after it started: it comes.
+      expect((await pullEventually(fresh, 1, 500)).map(text)).toEqual(["due later"]);
+      // An existing group is not moved, whatever a pull asks (a delayed message's place in the
+      // log differs: JetStream stores it again when it falls due).
+      const rest = (await b.pull(existing, 5, "latest"))!.map(text).sort();
+      expect(rest).toEqual(["b", "c", "due later"]);
+      // Earliest (the default) replays the topic; no topic: null, nothing made.
+      const replay = (await b.pull(group(t, "replay"), 5, "earliest"))!.map(text).sort();
+      expect(replay).toEqual(["a", "b", "c", "due later"]);
+      expect(await b.pull(group(topic(), "none"), 1, "latest")).toBeNull();
+    });
+
     /** A fresh topic with messages "a" and "b", both pulled by group "g". */
     async function twoPulled() {
       const b = under.broker();

@@ -122,11 +122,7 @@ export const RECEIVE = {
   description: `Leases up to Vqs-Max-Messages messages of the group. ${ACCEPT_RULE} With Vqs-Wait-Seconds, waits for a message (long polling); a client that hangs up leaves nothing leased.`,
   tags: ["messages"],
   params: GROUP_PATH,
-  headers: apiHeaders({
-    ...RECEIVE_HEADERS.properties,
-    ...LEASE_HEADERS,
-    "Vqs-Cursor-Fallback": { type: "string", description: "Sent by the client; ignored." },
-  }),
+  headers: apiHeaders({ ...RECEIVE_HEADERS.properties, ...LEASE_HEADERS }),
   response: {
     200: delivery("Leased messages.", LIMITS.maxMessages.max),
     204: noContent("No message to hand out (after Vqs-Wait-Seconds)."),
@@ -134,6 +130,7 @@ export const RECEIVE = {
       ...LEASE_ERRORS,
       "invalid_max_messages",
       "invalid_wait_seconds",
+      "invalid_cursor_fallback",
       "too_many_waiters",
     ]),
   },
