@@ -55,12 +55,12 @@ const RESERVED_PREFIXES = ["ce-", "content-", "x-vercel-queue-"];
  */
 const NAME = /^(?!__proto__$)[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
-export type HeaderKind = "own" | "not-the-message's" | "reserved";
+export type HeaderKind = "own" | "not-own" | "reserved";
 
 /** What a (lower-case) header name of a publish is. */
 export function headerKind(name: string): HeaderKind {
-  if (NOT_THE_MESSAGES.has(name)) return "not-the-message's";
-  for (const p of NOT_THE_MESSAGES_PREFIXES) if (name.startsWith(p)) return "not-the-message's";
+  if (NOT_THE_MESSAGES.has(name)) return "not-own";
+  for (const p of NOT_THE_MESSAGES_PREFIXES) if (name.startsWith(p)) return "not-own";
   for (const p of RESERVED_PREFIXES) if (name.startsWith(p)) return "reserved";
   return "own";
 }
@@ -86,7 +86,7 @@ export function messageHeaders(headers: Headers): MessageHeaders {
     const raw = headers[name];
     if (raw === undefined) continue;
     const kind = headerKind(name);
-    if (kind === "not-the-message's") continue;
+    if (kind === "not-own") continue;
     if (kind === "reserved") {
       throw new AppError("reserved_message_header", {
         message: `The header ${name} is the service's own (ce-*, x-vercel-queue-* and Content-* other than Content-Type and Content-Length are what a delivery writes): send it under another name.`,
