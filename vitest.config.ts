@@ -33,6 +33,7 @@ const FEATURE_TESTS = [
   ...[
     "consumer-settings",
     "consumer-settings-restart",
+    "cursor-fallback",
     "dead-letters",
     "long-polling",
     "push",

@@ -109,6 +109,18 @@ export const RECEIVE_HEADERS = Type.Object({
     "invalid_max_messages",
     "Messages to lease at most.",
   ),
+  "Vqs-Cursor-Fallback": Type.Optional(
+    checked(
+      Type.Unsafe<"earliest" | "latest">({
+        type: "string",
+        enum: ["earliest", "latest"],
+        default: "earliest",
+        description:
+          "Where a group that does not exist yet starts: at the topic's oldest message, or after its last one. An existing group is never moved.",
+      }),
+      { code: "invalid_cursor_fallback" },
+    ),
+  ),
 });
 
 /** The path of an operation on a lease (acknowledge, extend or release). */
@@ -196,6 +208,14 @@ export const DELIVERED_MESSAGE = Type.Object(
     contentType: Type.String(),
     // A dead-letter copy only (the document drops a description beside a $ref).
     deadLetter: Type.Optional(ref(DEAD_LETTER_ORIGIN)),
+    headers: Type.Optional(
+      Type.Unsafe<Record<string, string>>({
+        type: "object",
+        additionalProperties: { type: "string" },
+        description:
+          "The message's own headers as published (names in lower case); absent when it has none.",
+      }),
+    ),
     body: Type.String({ contentEncoding: "base64", description: "The payload, base64." }),
   },
   { $id: "DeliveredMessage", description: "A delivered message: one line of an NDJSON delivery." },

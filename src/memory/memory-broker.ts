@@ -12,6 +12,7 @@ import type {
   DeliveryTaker,
   Feed,
   GroupProgress,
+  GroupStart,
   LeaseRef,
   MessageLookup,
   NewMessage,
@@ -137,6 +138,7 @@ export class MemoryBroker implements Broker, PushOutcomes {
       expiresAtMs: now + message.retentionSeconds * 1000,
       visibleAtMs: now + message.delaySeconds * 1000,
       trace: message.trace,
+      headers: message.headers,
       deadLetter: message.deadLetter ?? null,
     };
     t.log.set(seq, { seq, message: stored });
@@ -192,10 +194,10 @@ export class MemoryBroker implements Broker, PushOutcomes {
 
   // ---- GroupCursor
 
-  pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
+  pull(group: GroupAddress, max: number, start?: GroupStart): Promise<Delivery[] | null> {
     const t = this.#topic(group);
     if (!t) return Promise.resolve(null);
-    return Promise.resolve(this.#deliver(t, this.#group(t, group), max));
+    return Promise.resolve(this.#deliver(t, this.#group(t, group, start), max));
   }
 
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void> {
@@ -346,7 +348,12 @@ export class MemoryBroker implements Broker, PushOutcomes {
     return t;
   }
 
-  #group(t: MemoryTopic, group: GroupAddress): MemoryGroup {
+  /**
+   * The group, made at `start` if it does not exist. Latest: what is visible now counts as seen
+   * (JetStream's deliver new starts after the stream's last message; a delayed message is
+   * stored there again when it falls due, so it still comes).
+   */
+  #group(t: MemoryTopic, group: GroupAddress, start: GroupStart = "earliest"): MemoryGroup {
     const key = groupKey(group);
     let g = t.groups.get(key);
     if (!g) {
@@ -359,6 +366,10 @@ export class MemoryBroker implements Broker, PushOutcomes {
         seen: new Set(),
         feeds: new Set(),
       };
+      if (start === "latest") {
+        for (const e of this.#visible(t)) g.seen.add(e.seq);
+        g.deliveredSeq = t.lastSeq;
+      }
       t.groups.set(key, g);
     }
     return g;

@@ -18,6 +18,16 @@ export interface TraceContext {
 }
 
 /**
+ * The headers a message was published with that are its own (not the API's or the transport's:
+ * docs/api.md, "Message headers"), names in lower case, values visible ASCII. Bounded at publish
+ * (`LIMITS.messageHeaders`); empty for most messages.
+ */
+export type MessageHeaders = Readonly<Record<string, string>>;
+
+/** A message without headers of its own (shared, never written to). */
+export const NO_HEADERS: MessageHeaders = Object.freeze({});
+
+/**
  * Where a dead-lettered message came from (the four `Vqs-Dead-Letter-*` fields), as the API
  * defines it (src/api/messages.ts).
  */
@@ -36,6 +46,8 @@ export interface NewMessage {
   readonly idempotencyKey: string | null;
   readonly nonce: string;
   readonly trace: TraceContext | null;
+  /** The message's own headers, kept with it and delivered with it. */
+  readonly headers: MessageHeaders;
   /** Set on a dead-letter copy. */
   readonly deadLetter?: DeadLetterOrigin;
   /**
@@ -61,6 +73,8 @@ export interface StoredMessage {
   readonly expiresAtMs: number;
   readonly visibleAtMs: number;
   readonly trace: TraceContext | null;
+  /** The headers it was published with (its own: names in lower case). */
+  readonly headers: MessageHeaders;
   readonly deadLetter: DeadLetterOrigin | null;
   /** Where the body is when it is not inline (`payload` is then empty). */
   readonly body: BodyRef | null;
@@ -74,6 +88,13 @@ export interface Delivery {
   readonly deliverySeq: number;
   readonly deliveryCount: number;
 }
+
+/**
+ * Where a group that does not exist yet starts (the client's `Vqs-Cursor-Fallback`): at the
+ * topic's oldest message, or after its last one (it gets only what becomes visible from then on:
+ * what is published after, and delayed messages that fall due after).
+ */
+export type GroupStart = "earliest" | "latest";
 
 /** The part of a lease the store needs to act on it. */
 export interface LeaseRef {
@@ -171,8 +192,11 @@ export interface GroupCursor {
    * group's is its push lease).
    */
   leaseMsOf(group: GroupAddress): number;
-  /** Up to `max` deliveries at once; null when the topic does not exist. */
-  pull(group: GroupAddress, max: number): Promise<Delivery[] | null>;
+  /**
+   * Up to `max` deliveries at once; null when the topic does not exist. A group that does not
+   * exist yet is made to start at `start` (default earliest); an existing one is never moved.
+   */
+  pull(group: GroupAddress, max: number, start?: GroupStart): Promise<Delivery[] | null>;
   /** Makes the lease end `ms` from now (0 releases the message at once). */
   setLease(group: GroupAddress, lease: LeaseRef, ms: number): Promise<void>;
   /** Removes the message from the group's view. Idempotent. */
@@ -187,7 +211,9 @@ export interface GroupCursor {
   progress(group: GroupAddress): Promise<GroupProgress | null>;
   /**
    * Keeps a waiting pull open on the group (shared with everyone else feeding from it on this
-   * gateway), sized to the takers' demand; null when the topic does not exist.
+   * gateway), sized to the takers' demand; null when the topic does not exist. A group it
+   * makes starts at the oldest message (a waiting receive that found no topic: all of it came
+   * after the receive did).
    */
   openFeed(group: GroupAddress, taker: DeliveryTaker): Promise<Feed | null>;
   /** The group's epoch (grows with every seek or deletion of the group), from memory. */

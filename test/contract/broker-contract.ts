@@ -34,6 +34,7 @@ function message(text: string, more: Partial<NewMessage> = {}): NewMessage {
     idempotencyKey: null,
     nonce: randomBytes(4).toString("hex"),
     trace: null,
+    headers: {},
     ...more,
   };
 }
@@ -92,6 +93,34 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       expect(progress.deliveredSeq).toBe(second.at(-1)!.streamSeq);
       // Another group of the topic gets every message too.
       expect((await b.pull(group(t, "other"), 5))!.map(text)).toEqual(["a", "b", "c"]);
+    });
+
+    it("starts a group it makes at latest after the topic's last message, and never moves one", async () => {
+      const b = under.broker();
+      const t = topic();
+      await b.publish(t, message("a"));
+      await b.publish(t, message("b"));
+      await b.publish(t, message("due later", { delaySeconds: 1 }));
+      const existing = group(t, "existing");
+      const [a] = (await b.pull(existing, 1))!;
+      expect(text(a!)).toBe("a");
+      await b.ack(existing, a!);
+      const fresh = group(t, "fresh");
+      expect(await b.pull(fresh, 5, "latest")).toEqual([]);
+      await b.publish(t, message("c"));
+      const [c] = (await b.pull(fresh, 5, "latest"))!;
+      expect(text(c!)).toBe("c");
+      await b.ack(fresh, c!);
+      // A delayed message published before the group falls due after it started: it comes.
+      expect((await pullEventually(fresh, 1, 500)).map(text)).toEqual(["due later"]);
+      // An existing group is not moved, whatever a pull asks (a delayed message's place in the
+      // log differs: JetStream stores it again when it falls due).
+      const rest = (await b.pull(existing, 5, "latest"))!.map(text).sort();
+      expect(rest).toEqual(["b", "c", "due later"]);
+      // Earliest (the default) replays the topic; no topic: null, nothing made.
+      const replay = (await b.pull(group(t, "replay"), 5, "earliest"))!.map(text).sort();
+      expect(replay).toEqual(["a", "b", "c", "due later"]);
+      expect(await b.pull(group(topic(), "none"), 1, "latest")).toBeNull();
     });
 
     /** A fresh topic with messages "a" and "b", both pulled by group "g". */
@@ -182,6 +211,23 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       expect(text(due!)).toBe("later");
       expect(due!.message.idSeq).toBe(seq);
       expect((await b.lookup(t, seq)).kind).toBe("ready");
+    });
+
+    it("keeps a message's own headers with it: pulled, looked up, and after its delay", async () => {
+      const b = under.broker();
+      const t = topic();
+      const headers = { "x-tenant": "acme", "x-quote": 'a "b" \\ c' };
+      const now = await b.publish(t, message("now", { headers }));
+      const later = await b.publish(t, message("later", { headers, delaySeconds: 1 }));
+      await b.publish(t, message("plain"));
+      const seqOf = (o: typeof now) => (o.kind === "stored" ? o.seq : -1);
+      const found = await b.lookup(t, seqOf(now));
+      expect(found.kind === "ready" && found.message.headers).toEqual(headers);
+      const parked = await b.lookup(t, seqOf(later));
+      expect(parked.kind === "delayed" && parked.message.headers).toEqual(headers);
+      const got = await pullEventually(group(t), 3, 500);
+      const byText = Object.fromEntries(got.map((d) => [text(d), d.message.headers]));
+      expect(byText).toEqual({ now: headers, later: headers, plain: {} });
     });
 
     it("answers a live idempotency key's message as the original", async () => {

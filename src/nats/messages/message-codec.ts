@@ -3,11 +3,13 @@
 import { headers, MsgHdrsImpl, type MsgHdrs } from "@nats-io/transport-node";
 import { createHash } from "node:crypto";
 import type { BodyRef } from "../../queue/bodies.js";
-import type {
-  DeadLetterOrigin,
-  NewMessage,
-  StoredMessage,
-  TraceContext,
+import {
+  NO_HEADERS,
+  type DeadLetterOrigin,
+  type MessageHeaders,
+  type NewMessage,
+  type StoredMessage,
+  type TraceContext,
 } from "../../queue/broker.js";
 
 export const H = {
@@ -26,6 +28,11 @@ export const H = {
   traceparent: "Vqs-Traceparent",
   tracestate: "Vqs-Tracestate",
   baggage: "Vqs-Baggage",
+  /**
+   * The message's own headers: `name<TAB>value<TAB>name<TAB>value…`. Names are tokens and values
+   * visible ASCII, so neither holds a tab, and nothing grows as JSON's escapes would.
+   */
+  headers: "Vqs-Headers",
   /** A body kept in the body store (claim check): `<id>;<length>;<sha256 hex>`, empty payload. */
   body: "Vqs-Body",
 } as const;
@@ -38,6 +45,7 @@ export const KEPT_HEADERS = [
   H.traceparent,
   H.tracestate,
   H.baggage,
+  H.headers,
   H.deadLetterTopic,
   H.deadLetterGroup,
   H.deadLetterMessageId,
@@ -62,6 +70,8 @@ export function encodeHeaders(message: NewMessage, extra?: Record<string, string
   if (message.trace?.traceparent) put(r, H.traceparent, message.trace.traceparent);
   if (message.trace?.tracestate) put(r, H.tracestate, message.trace.tracestate);
   if (message.trace?.baggage) put(r, H.baggage, message.trace.baggage);
+  const own = encodeMessageHeaders(message.headers);
+  if (own) put(r, H.headers, own);
   if (message.body) put(r, H.body, encodeBodyRef(message.body));
   const dl = message.deadLetter;
   if (dl) {
@@ -116,6 +126,7 @@ export function decodeMessage(
     expiresAtMs: publishedAtMs + retention * 1000,
     visibleAtMs: publishedAtMs + delay * 1000,
     trace: decodeTrace(hdrs),
+    headers: decodeMessageHeaders(hdrs.get(H.headers)),
     deadLetter: decodeDeadLetter(hdrs),
     body: decodeBodyRef(hdrs.get(H.body)),
   };
@@ -150,6 +161,25 @@ function decodeTrace(hdrs: MsgHdrs): TraceContext | null {
     ...(tracestate ? { tracestate } : {}),
     ...(baggage ? { baggage } : {}),
   };
+}
+
+/** `name<TAB>value…`, or "" for none. */
+function encodeMessageHeaders(h: MessageHeaders): string {
+  let s = "";
+  for (const name in h) s += (s ? "\t" : "") + name + "\t" + h[name]!;
+  return s;
+}
+
+/**
+ * The message's own headers as stored. A last empty value loses its tab to the header's trim
+ * (an odd count): it reads as "". What answers write of them is checked again there.
+ */
+function decodeMessageHeaders(value: string): MessageHeaders {
+  if (!value) return NO_HEADERS;
+  const parts = value.split("\t");
+  const out: Record<string, string> = {};
+  for (let i = 0; i < parts.length; i += 2) out[parts[i]!] = parts[i + 1] ?? "";
+  return out;
 }
 
 /** Milliseconds of an RFC 3339 timestamp with up to nanosecond digits (Nats-Time-Stamp). */

@@ -16,6 +16,7 @@ import type {
   StoredMessage,
   DeliveryTaker,
   Feed,
+  GroupStart,
   UploadQuota,
 } from "../../queue/broker.js";
 import type { ConsumerFeed } from "../pulls/consumer-feed.js";
@@ -214,11 +215,11 @@ export class JetStreamBroker implements Broker {
     }
   }
 
-  pull(group: GroupAddress, max: number): Promise<Delivery[] | null> {
+  pull(group: GroupAddress, max: number, start?: GroupStart): Promise<Delivery[] | null> {
     const names = groupNames(this.#d.region, group);
     return this.#op("pull", async () => {
       for (let attempt = 0; attempt < 2; attempt++) {
-        if (!(await this.#d.topology.ensureConsumer(names))) return null;
+        if (!(await this.#d.topology.ensureConsumer(names, undefined, start))) return null;
         const r = await this.#d.pulls.pull(names.stream, names.consumer, max, {
           noWait: true,
           expiresMs: PULL_EXPIRES_MS,

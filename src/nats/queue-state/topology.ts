@@ -12,6 +12,7 @@ import {
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { StoreAdmission } from "../../queue/admission/stored/store-admission.js";
+import type { GroupStart } from "../../queue/broker.js";
 import { isApiError } from "../core/errors.js";
 import type { GroupNames, TopicNames } from "../core/naming.js";
 import { closedAt, CLOSE_STALE_MS, reopen } from "./topic-closing.js";
@@ -107,15 +108,21 @@ export class Topology {
    * the config its feed noted (`notePushed`). A push feed asks only when something changed
    * (settings, a topic created, its periodic look), so it does not take "does not exist" from
    * the cache kept for receives: a topic created through another gateway just after a feed found
-   * it missing is fed at once, not at the next look.
+   * it missing is fed at once, not at the next look. A consumer this call makes starts at
+   * `start` (earliest: deliver all; latest: deliver new, after the stream's last message); one
+   * that exists is never changed, and of two gateways making it at once the first one wins.
    */
-  async ensureConsumer(names: GroupNames, pushed?: PushedConsumer): Promise<boolean> {
+  async ensureConsumer(
+    names: GroupNames,
+    pushed?: PushedConsumer,
+    start: GroupStart = "earliest",
+  ): Promise<boolean> {
     const key = `${names.stream}/${names.consumer}`;
     const missingUntil = pushed ? undefined : this.#missing.get(names.stream);
     if (missingUntil !== undefined && missingUntil > Date.now()) return false;
     const config = pushed ?? this.#pushed.get(key);
     const exists = await this.#once(this.#consumers, key, () =>
-      this.#createConsumer(names, config),
+      this.#createConsumer(names, config, start),
     );
     if (!exists) {
       this.#consumers.delete(key);
@@ -273,7 +280,11 @@ export class Topology {
     }
   }
 
-  async #createConsumer(names: GroupNames, pushed?: PushedConsumer): Promise<boolean> {
+  async #createConsumer(
+    names: GroupNames,
+    pushed: PushedConsumer | undefined,
+    start: GroupStart,
+  ): Promise<boolean> {
     try {
       const info = await this.#jsm.consumers.info(names.stream, names.consumer);
       this.noteAckWait(names, ackWaitMsOf(info.config));
@@ -289,7 +300,7 @@ export class Topology {
         durable_name: names.consumer,
         description: names.consumerDescription,
         ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
+        deliver_policy: start === "latest" ? DeliverPolicy.New : DeliverPolicy.All,
         filter_subject: names.ready,
         ack_wait: nanos(ackWaitMs),
         max_deliver: -1,

@@ -4,7 +4,7 @@
 import { AppError } from "../../errors.js";
 import { tooManyWaiters } from "../admission/refusals.js";
 import type { NamespaceCounts } from "../admission/in-flight/namespace-counts.js";
-import type { Delivery } from "../broker.js";
+import type { Delivery, GroupStart } from "../broker.js";
 import type { ReceivedMessage } from "../delivery/received-message.js";
 import { KeyedLock } from "../keyed-lock.js";
 import type { GroupAddress } from "../namespace.js";
@@ -19,6 +19,12 @@ export interface ReceiveOptions {
   readonly waitSeconds?: number;
   /** Aborts when the client hangs up: a waiting receive ends, and nothing stays leased. */
   readonly signal?: AbortSignal;
+  /**
+   * Where the group starts if this receive's pull is what makes it (`Vqs-Cursor-Fallback`;
+   * default earliest). An existing group is never moved. A waiting receive that found no topic
+   * has the group made by its feed, at the oldest message: all of the topic came after it.
+   */
+  readonly cursorFallback?: GroupStart;
 }
 
 /** How many pulls one receive may make to skip expired messages before answering. */
@@ -134,7 +140,9 @@ export class Receiving {
     try {
       for (let pulls = 0; pulls < maxPulls && live.length < want; pulls++) {
         const asked = want - live.length;
-        const batch = first ? [first] : await this.#ctx.broker.pull(group, asked);
+        const batch = first
+          ? [first]
+          : await this.#ctx.broker.pull(group, asked, options.cursorFallback);
         const woken = first !== null;
         first = null;
         if (batch === null || batch.length === 0) break;
