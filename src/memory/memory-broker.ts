@@ -14,14 +14,17 @@ import type {
   Feed,
   GroupProgress,
   IdLease,
+  KeySlots,
   LeaseRef,
   MessageLookup,
   NewMessage,
   PublishOutcome,
+  SlotHolder,
   StoredMessage,
   UploadQuota,
 } from "../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+import { MemoryFlowSlots } from "./memory-flow-slots.js";
 
 export interface MemoryBrokerOptions {
   /** The clock every time comparison uses (ms). */
@@ -88,6 +91,7 @@ export class MemoryBroker implements Broker {
   readonly #handlerLeases = new Map<string, number>();
   readonly #epochs = new Map<string, number>();
   readonly #acked: ((group: GroupAddress, streamSeq: number) => void)[] = [];
+  readonly #flowSlots: MemoryFlowSlots;
   #revision = 0;
   /** Push outcomes as noted, newest last (push health). */
   readonly pushOutcomes: { group: GroupAddress; outcome: string; atMs: number }[] = [];
@@ -95,6 +99,7 @@ export class MemoryBroker implements Broker {
   constructor(options: MemoryBrokerOptions) {
     this.#o = options;
     this.defaultLeaseMs = options.defaultLeaseMs;
+    this.#flowSlots = new MemoryFlowSlots(options.now);
   }
 
   /** Every group's lease without `setLease` is the default here (no pushed consumers). */
@@ -135,6 +140,7 @@ export class MemoryBroker implements Broker {
       visibleAtMs: now + message.delaySeconds * 1000,
       trace: message.trace,
       deadLetter: message.deadLetter ?? null,
+      ...(message.headers ? { headers: message.headers } : {}),
     };
     t.log.set(seq, { seq, message: stored });
     if (message.idempotencyKey !== null) t.keys.set(message.idempotencyKey, seq);
@@ -343,6 +349,21 @@ export class MemoryBroker implements Broker {
 
   lastLimitBounce(group: GroupAddress, streamSeq: number): Promise<number | null> {
     return Promise.resolve(this.#limitBounces.get(recordKey(group, streamSeq)) ?? null);
+  }
+
+  // ---- FlowSlotLedger
+
+  getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null> {
+    return this.#flowSlots.getKeySlots(group, keyHash);
+  }
+
+  putKeySlots(
+    group: GroupAddress,
+    keyHash: string,
+    holders: readonly SlotHolder[],
+    expectedRevision: number | null,
+  ): Promise<number | null> {
+    return this.#flowSlots.putKeySlots(group, keyHash, holders, expectedRevision);
   }
 
   // ---- PushLedger

@@ -20,6 +20,8 @@ import { GroupEpochs } from "./queue-state/group-epochs.js";
 import { PushHealthRecorder } from "./push-feeds/push-health.js";
 import { IdempotencyKeys } from "./queue-state/idempotency-keys.js";
 import { LeaseRecords } from "./queue-state/lease-records.js";
+import { FlowSlotRecords } from "./queue-state/flow-slots.js";
+import { FLOW_RECORD_TTL_MS } from "../queue/limits.js";
 import { PullClient } from "./pulls/pull-client.js";
 import { Requests } from "./core/requests.js";
 import { TopicSweeper } from "./queue-state/topic-sweeper.js";
@@ -250,6 +252,11 @@ export async function openJetStreamAdapter(
     ttlMs: o.maxAgeMs + 2 * 3_600_000,
     timeoutMs: o.requestTimeoutMs,
   });
+  const flowSlots = new FlowSlotRecords(js, {
+    replicas: o.replicas,
+    ttlMs: FLOW_RECORD_TTL_MS,
+    timeoutMs: o.requestTimeoutMs,
+  });
   const keys = new IdempotencyKeys({
     js,
     jsm,
@@ -288,6 +295,7 @@ export async function openJetStreamAdapter(
   let pushScheduler: PushScheduler | undefined;
   const broker = new JetStreamBroker({
     records,
+    flowSlots,
     cuts,
     epochs,
     pushHealth,

@@ -42,6 +42,8 @@ export interface NewMessage {
    * (a dead-letter copy, a redriven message, retried after a failure or raced by two gateways).
    */
   readonly dedupToken?: string;
+  /** The message's own headers, names lowercased. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export type PublishOutcome =
@@ -63,6 +65,8 @@ export interface StoredMessage {
   readonly deadLetter: DeadLetterOrigin | null;
   /** Where the body is when it is not inline (`payload` is then empty). */
   readonly body: BodyRef | null;
+  /** The message's own headers, names lowercased (flow control reads its key here). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** A message handed to a group, before the gateway turns it into a receipt handle. */
@@ -277,5 +281,38 @@ export interface PushLedger {
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
 }
 
+/** One lease holding a slot of a flow-control key: which delivery, until when (server clock). */
+export interface SlotHolder {
+  readonly streamSeq: number;
+  readonly deliveryCount: number;
+  readonly untilMs: number;
+}
+
+/** A flow-control key's slots as stored: the leases holding one, and the record's revision. */
+export interface KeySlots {
+  readonly holders: readonly SlotHolder[];
+  /** Store revision, for compare-and-set. */
+  readonly revision: number;
+}
+
+/**
+ * Per-key slot records of flow control (src/queue/flow-control/), one per group and key, shared
+ * by every gateway of the region: read, then written by compare-and-set. `keyHash` is the key's
+ * hash (hex), never the key itself. A record is forgotten by itself once no write has touched it
+ * for longer than the longest lease (`FLOW_RECORD_TTL_MS`); which of its holders still hold is
+ * the domain's to decide, by their `untilMs`.
+ */
+export interface FlowSlotLedger {
+  getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null>;
+  /** Compare-and-set (null: create); the new revision, or null when another writer won. */
+  putKeySlots(
+    group: GroupAddress,
+    keyHash: string,
+    holders: readonly SlotHolder[],
+    expectedRevision: number | null,
+  ): Promise<number | null>;
+}
+
 /** Every storage port at once: what src/nats implements on JetStream (JetStreamBroker). */
-export interface Broker extends MessageLog, GroupCursor, LeaseLedger, IdLeaseLedger, PushLedger {}
+export interface Broker
+  extends MessageLog, GroupCursor, LeaseLedger, IdLeaseLedger, PushLedger, FlowSlotLedger {}

@@ -4,6 +4,7 @@
 import { useGateways } from "../helpers/fixture.js";
 import { sleep } from "../helpers/http.js";
 import { brokerContract } from "./broker-contract.js";
+import { flowSlotsContract } from "./flow-slots-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
 import { settingsContract } from "./settings-contract.js";
 
@@ -16,6 +17,9 @@ brokerContract("JetStream", {
   },
   patience: 20,
 });
+
+// The bucket's max age (hours) is not waited for here: the twin's case checks the rule.
+flowSlotsContract("JetStream KV", { ledger: () => fixture.gateways[0]!.gateway.jetstream.broker });
 
 settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.settings);
 

@@ -11,7 +11,9 @@ import type {
   Delivery,
   GroupProgress,
   IdLease,
+  KeySlots,
   LeaseRef,
+  SlotHolder,
   MessageLookup,
   NewMessage,
   PublishOutcome,
@@ -43,6 +45,7 @@ import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
 import type { IdempotencyKeys } from "./idempotency-keys.js";
 import type { LeaseRecords } from "./lease-records.js";
+import type { FlowSlotRecords } from "./flow-slots.js";
 import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
@@ -62,6 +65,7 @@ export interface JetStreamBrokerDeps {
   readonly pulls: PullClient;
   readonly scheduler: DelayScheduler;
   readonly records: LeaseRecords;
+  readonly flowSlots: FlowSlotRecords;
   readonly keys: IdempotencyKeys;
   readonly cuts: CutLeases;
   readonly epochs: GroupEpochs;
@@ -389,6 +393,21 @@ export class JetStreamBroker implements Broker {
   handlerLease(group: GroupAddress, streamSeq: number): Promise<number | null> {
     return this.#op("handler_lease_get", () =>
       this.#d.records.getCount(this.#g(group), streamSeq, "h"),
+    );
+  }
+
+  getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null> {
+    return this.#op("flow_slots_get", () => this.#d.flowSlots.get(this.#g(group), keyHash));
+  }
+
+  putKeySlots(
+    group: GroupAddress,
+    keyHash: string,
+    holders: readonly SlotHolder[],
+    expectedRevision: number | null,
+  ): Promise<number | null> {
+    return this.#op("flow_slots_put", () =>
+      this.#d.flowSlots.put(this.#g(group), keyHash, holders, expectedRevision),
     );
   }
 

@@ -241,7 +241,7 @@ function key(g: GroupNames, seq: number, kind: "d" | "i" | "c" | "b" | "h"): str
   return `${g.stream}.${g.consumer}.${seq}.${kind}`;
 }
 
-function isWrongLastSequence(err: unknown): boolean {
+export function isWrongLastSequence(err: unknown): boolean {
   const e = err as { code?: number; message?: string; cause?: unknown } | null;
   return (
     e?.code === 10071 ||

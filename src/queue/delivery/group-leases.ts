@@ -2,6 +2,7 @@
 // release after a failed push): shared by Leasing and PushSettlement, so both cut a lease
 // short the same way.
 import type { GroupCursor, LeaseLedger } from "../broker.js";
+import type { FlowGate } from "../flow-control/flow-gate.js";
 import type { IdLeases } from "../id-leases.js";
 import type { Lease } from "../identity/receipt-handle.js";
 import type { GroupAddress } from "../namespace.js";
@@ -12,15 +13,19 @@ export class GroupLeases {
   readonly #broker: GroupLeasePorts;
   readonly #idLeases: Pick<IdLeases, "noteCursorChange">;
   readonly #now: () => number;
+  readonly #flow: Pick<FlowGate, "leaseMoved"> | null;
 
+  /** `flow`: the receive path's, so a lease's flow-control slot follows its changes. */
   constructor(
     broker: GroupLeasePorts,
     idLeases: Pick<IdLeases, "noteCursorChange">,
     now: () => number,
+    flow: Pick<FlowGate, "leaseMoved"> | null = null,
   ) {
     this.#broker = broker;
     this.#idLeases = idLeases;
     this.#now = now;
+    this.#flow = flow;
   }
 
   /** The lease of `lease`'s delivery ends at `deadlineMs` (now or earlier: it comes back now). */
@@ -32,5 +37,6 @@ export class GroupLeases {
     }
     await this.#broker.setLease(group, lease, Math.max(0, deadlineMs - this.#now()));
     await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);
+    await this.#flow?.leaseMoved(group, lease.streamSeq, deadlineMs);
   }
 }

@@ -8,6 +8,7 @@ import { GroupAcks } from "../delivery/group-acks.js";
 import { GroupLeases } from "../delivery/group-leases.js";
 import { HandOut } from "../delivery/hand-out.js";
 import { MessageCopies } from "../delivery/message-copies.js";
+import { FlowGate } from "../flow-control/flow-gate.js";
 import { IdLeases } from "../id-leases.js";
 import type { SecretKeys } from "../identity/secret-keys.js";
 import { LongPolls } from "../long-polls.js";
@@ -45,6 +46,8 @@ export interface QueueContext {
   readonly acks: GroupAcks;
   /** This gateway's waiting receives; a publish here wakes those that found no topic. */
   readonly longPolls: LongPolls;
+  /** Flow control per key: slots, and the deliveries held here over their key's limit. */
+  readonly flow: FlowGate;
 }
 
 export function createQueueContext(deps: QueueContextDeps): QueueContext {
@@ -54,6 +57,7 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
   const bodies = deps.bodies ?? null;
   const idLeases = new IdLeases(broker, now);
   const copies = new MessageCopies({ broker, bodies, now });
+  const flow = new FlowGate({ broker, now, settingsOf, log: deps.log ?? null });
   return {
     broker,
     keys,
@@ -62,7 +66,7 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
     settingsOf,
     bodies,
     idLeases,
-    groupLeases: new GroupLeases(broker, idLeases, now),
+    groupLeases: new GroupLeases(broker, idLeases, now, flow),
     copies,
     handOut: new HandOut({
       broker,
@@ -74,7 +78,8 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
       settingsOf,
       log: deps.log ?? null,
     }),
-    acks: new GroupAcks({ broker, idLeases, now, observer }),
+    acks: new GroupAcks({ broker, idLeases, now, observer, flow }),
     longPolls: new LongPolls(broker, now),
+    flow,
   };
 }

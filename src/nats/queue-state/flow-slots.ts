@@ -1,0 +1,93 @@
+// Flow control's per-key slot records on JetStream (the FlowSlotLedger port): one KV entry per
+// group and key, written by compare-and-set on its revision. Keys are
+// "<stream>.<consumer>.<keyHash>", all hex and digits: a message's key (user text) reaches a
+// subject only as its hash. The bucket's max age forgets a record nobody wrote for longer than
+// the longest lease; which holders still hold is the domain's to say (src/queue/flow-control/),
+// so every server version (2.9 on) serves it: no per-message TTL is needed.
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { StorageType } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { KeySlots, SlotHolder } from "../../queue/broker.js";
+import type { GroupNames } from "../core/naming.js";
+import { Once } from "../core/once.js";
+import { isWrongLastSequence } from "./lease-records.js";
+
+export const FLOW_SLOTS_BUCKET = "VQS_FLOW_SLOTS";
+
+const HASH = /^[0-9a-f]{16,64}$/;
+
+export interface FlowSlotRecordsOptions {
+  readonly replicas: number;
+  /** A record untouched this long is forgotten (longer than any lease it holds). */
+  readonly ttlMs: number;
+  readonly timeoutMs: number;
+}
+
+export class FlowSlotRecords {
+  readonly #js: JetStreamClient;
+  readonly #opts: FlowSlotRecordsOptions;
+  readonly #kv = new Once<KV>();
+
+  constructor(js: JetStreamClient, opts: FlowSlotRecordsOptions) {
+    this.#js = js;
+    this.#opts = opts;
+  }
+
+  #bucket(): Promise<KV> {
+    return this.#kv.get(() =>
+      new Kvm(this.#js).create(FLOW_SLOTS_BUCKET, {
+        history: 1,
+        replicas: this.#opts.replicas,
+        ttl: this.#opts.ttlMs,
+        storage: StorageType.File,
+        timeout: this.#opts.timeoutMs,
+        // A read decides whether a key has room: from the stream leader, never a lagging replica.
+        allow_direct: false,
+      }),
+    );
+  }
+
+  async get(g: GroupNames, keyHash: string): Promise<KeySlots | null> {
+    const e = await (await this.#bucket()).get(key(g, keyHash));
+    if (!e || e.operation !== "PUT") return null;
+    return { holders: decode(e.string()), revision: e.revision };
+  }
+
+  async put(
+    g: GroupNames,
+    keyHash: string,
+    holders: readonly SlotHolder[],
+    expectedRevision: number | null,
+  ): Promise<number | null> {
+    const kv = await this.#bucket();
+    const value = JSON.stringify(holders.map((h) => [h.streamSeq, h.deliveryCount, h.untilMs]));
+    try {
+      return expectedRevision === null
+        ? await kv.create(key(g, keyHash), value)
+        : await kv.update(key(g, keyHash), value, expectedRevision);
+    } catch (err) {
+      if (isWrongLastSequence(err)) return null;
+      throw err;
+    }
+  }
+}
+
+function key(g: GroupNames, keyHash: string): string {
+  if (!HASH.test(keyHash)) throw new Error("a flow-control key must reach the store hashed");
+  return `${g.stream}.${g.consumer}.${keyHash}`;
+}
+
+/** A stored value back to holders; anything unreadable holds nothing. */
+function decode(text: string): SlotHolder[] {
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (!Array.isArray(v)) return [];
+    return v.flatMap((h: unknown) =>
+      Array.isArray(h) && h.length === 3 && h.every((n) => Number.isSafeInteger(n))
+        ? [{ streamSeq: h[0] as number, deliveryCount: h[1] as number, untilMs: h[2] as number }]
+        : [],
+    );
+  } catch {
+    return [];
+  }
+}
