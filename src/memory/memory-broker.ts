@@ -139,8 +139,8 @@ export class MemoryBroker implements Broker {
       expiresAtMs: now + message.retentionSeconds * 1000,
       visibleAtMs: now + message.delaySeconds * 1000,
       trace: message.trace,
+      headers: message.headers,
       deadLetter: message.deadLetter ?? null,
-      ...(message.headers ? { headers: message.headers } : {}),
     };
     t.log.set(seq, { seq, message: stored });
     if (message.idempotencyKey !== null) t.keys.set(message.idempotencyKey, seq);

@@ -17,6 +17,16 @@ export interface TraceContext {
 }
 
 /**
+ * The headers a message was published with that are its own (not the API's or the transport's:
+ * docs/api.md, "Message headers"), names in lower case, values visible ASCII. Bounded at publish
+ * (`LIMITS.messageHeaders`); empty for most messages.
+ */
+export type MessageHeaders = Readonly<Record<string, string>>;
+
+/** A message without headers of its own (shared, never written to). */
+export const NO_HEADERS: MessageHeaders = Object.freeze({});
+
+/**
  * Where a dead-lettered message came from (the four `Vqs-Dead-Letter-*` fields), as the API
  * defines it (src/api/messages.ts).
  */
@@ -35,6 +45,8 @@ export interface NewMessage {
   readonly idempotencyKey: string | null;
   readonly nonce: string;
   readonly trace: TraceContext | null;
+  /** The message's own headers, kept with it and delivered with it. */
+  readonly headers: MessageHeaders;
   /** Set on a dead-letter copy. */
   readonly deadLetter?: DeadLetterOrigin;
   /**
@@ -42,8 +54,6 @@ export interface NewMessage {
    * (a dead-letter copy, a redriven message, retried after a failure or raced by two gateways).
    */
   readonly dedupToken?: string;
-  /** The message's own headers, names lowercased. */
-  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export type PublishOutcome =
@@ -62,11 +72,11 @@ export interface StoredMessage {
   readonly expiresAtMs: number;
   readonly visibleAtMs: number;
   readonly trace: TraceContext | null;
+  /** The headers it was published with (its own: names in lower case). */
+  readonly headers: MessageHeaders;
   readonly deadLetter: DeadLetterOrigin | null;
   /** Where the body is when it is not inline (`payload` is then empty). */
   readonly body: BodyRef | null;
-  /** The message's own headers, names lowercased (flow control reads its key here). */
-  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** A message handed to a group, before the gateway turns it into a receipt handle. */

@@ -34,6 +34,7 @@ function message(text: string, more: Partial<NewMessage> = {}): NewMessage {
     idempotencyKey: null,
     nonce: randomBytes(4).toString("hex"),
     trace: null,
+    headers: {},
     ...more,
   };
 }
@@ -182,6 +183,23 @@ export function brokerContract(name: string, under: BrokerUnderTest): void {
       expect(text(due!)).toBe("later");
       expect(due!.message.idSeq).toBe(seq);
       expect((await b.lookup(t, seq)).kind).toBe("ready");
+    });
+
+    it("keeps a message's own headers with it: pulled, looked up, and after its delay", async () => {
+      const b = under.broker();
+      const t = topic();
+      const headers = { "x-tenant": "acme", "x-quote": 'a "b" \\ c' };
+      const now = await b.publish(t, message("now", { headers }));
+      const later = await b.publish(t, message("later", { headers, delaySeconds: 1 }));
+      await b.publish(t, message("plain"));
+      const seqOf = (o: typeof now) => (o.kind === "stored" ? o.seq : -1);
+      const found = await b.lookup(t, seqOf(now));
+      expect(found.kind === "ready" && found.message.headers).toEqual(headers);
+      const parked = await b.lookup(t, seqOf(later));
+      expect(parked.kind === "delayed" && parked.message.headers).toEqual(headers);
+      const got = await pullEventually(group(t), 3, 500);
+      const byText = Object.fromEntries(got.map((d) => [text(d), d.message.headers]));
+      expect(byText).toEqual({ now: headers, later: headers, plain: {} });
     });
 
     it("answers a live idempotency key's message as the original", async () => {

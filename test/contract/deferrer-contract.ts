@@ -30,6 +30,7 @@ function message(text: string, idempotencyKey: string | null = null): NewMessage
     idempotencyKey,
     nonce: randomBytes(4).toString("hex"),
     trace: null,
+    headers: {},
   };
 }
 
@@ -60,6 +61,17 @@ export function deferrerContract(name: string, under: DeferrerUnderTest): void {
       await under.deferrer().defer(t, message("a"));
       await under.deferrer().defer(t, message("b"));
       expect(await pullAll(group(t), 2)).toEqual(["a", "b"]);
+    });
+
+    it("brings a deferred message home with its own headers", async () => {
+      const t = topic();
+      await under.deferrer().defer(t, { ...message("h"), headers: { "x-order": "42" } });
+      const got: Delivery[] = [];
+      for (let i = 0; i < under.patience && got.length === 0; i++) {
+        await under.relocate();
+        got.push(...((await under.broker().pull(group(t), 10)) ?? []));
+      }
+      expect(got.map((d) => d.message.headers)).toEqual([{ "x-order": "42" }]);
     });
 
     it("keeps one copy per idempotency key, deferred twice or already home", async () => {

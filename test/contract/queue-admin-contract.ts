@@ -29,6 +29,7 @@ function message(text: string, delaySeconds = 0): NewMessage {
     idempotencyKey: null,
     nonce: randomBytes(4).toString("hex"),
     trace: null,
+    headers: {},
   };
 }
 

@@ -71,6 +71,7 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
       delaySeconds,
       idempotencyKey: null,
       trace: null,
+      headers: {},
     });
   return {
     broker,

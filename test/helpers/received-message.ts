@@ -12,6 +12,7 @@ export function receivedMessage(fields: Partial<ReceivedMessage> = {}): Received
     publishedAt: new Date(1_700_000_000_000),
     expiresAt: new Date(1_700_086_400_000),
     trace: null,
+    headers: {},
     deadLetter: null,
     contentType: null,
     payload: Buffer.from("payload"),

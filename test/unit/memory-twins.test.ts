@@ -68,6 +68,7 @@ describe("a large publish on the twins", () => {
       delaySeconds: 0,
       idempotencyKey: null,
       trace: null,
+      headers: {},
     };
     // A batch part whose batch goes on being read: its message waits for the batch's decision.
     const later = (ms: number) =>
@@ -97,6 +98,7 @@ describe("MemoryDeferrer on its clock", () => {
     idempotencyKey: null,
     nonce: randomBytes(4).toString("hex"),
     trace: null,
+    headers: {},
   });
 
   it("drops what expired while waiting and shortens a delay by the time waited", async () => {

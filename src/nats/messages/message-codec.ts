@@ -3,11 +3,13 @@
 import { headers, MsgHdrsImpl, type MsgHdrs } from "@nats-io/transport-node";
 import { createHash } from "node:crypto";
 import type { BodyRef } from "../../queue/bodies.js";
-import type {
-  DeadLetterOrigin,
-  NewMessage,
-  StoredMessage,
-  TraceContext,
+import {
+  NO_HEADERS,
+  type DeadLetterOrigin,
+  type MessageHeaders,
+  type NewMessage,
+  type StoredMessage,
+  type TraceContext,
 } from "../../queue/broker.js";
 
 export const H = {
@@ -26,6 +28,8 @@ export const H = {
   traceparent: "Vqs-Traceparent",
   tracestate: "Vqs-Tracestate",
   baggage: "Vqs-Baggage",
+  /** The message's own headers: a JSON object of lower-case names to visible ASCII values. */
+  headers: "Vqs-Headers",
   /** A body kept in the body store (claim check): `<id>;<length>;<sha256 hex>`, empty payload. */
   body: "Vqs-Body",
 } as const;
@@ -38,6 +42,7 @@ export const KEPT_HEADERS = [
   H.traceparent,
   H.tracestate,
   H.baggage,
+  H.headers,
   H.deadLetterTopic,
   H.deadLetterGroup,
   H.deadLetterMessageId,
@@ -62,6 +67,7 @@ export function encodeHeaders(message: NewMessage, extra?: Record<string, string
   if (message.trace?.traceparent) put(r, H.traceparent, message.trace.traceparent);
   if (message.trace?.tracestate) put(r, H.tracestate, message.trace.tracestate);
   if (message.trace?.baggage) put(r, H.baggage, message.trace.baggage);
+  if (hasHeaders(message.headers)) put(r, H.headers, JSON.stringify(message.headers));
   if (message.body) put(r, H.body, encodeBodyRef(message.body));
   const dl = message.deadLetter;
   if (dl) {
@@ -116,6 +122,7 @@ export function decodeMessage(
     expiresAtMs: publishedAtMs + retention * 1000,
     visibleAtMs: publishedAtMs + delay * 1000,
     trace: decodeTrace(hdrs),
+    headers: decodeMessageHeaders(hdrs.get(H.headers)),
     deadLetter: decodeDeadLetter(hdrs),
     body: decodeBodyRef(hdrs.get(H.body)),
   };
@@ -150,6 +157,29 @@ function decodeTrace(hdrs: MsgHdrs): TraceContext | null {
     ...(tracestate ? { tracestate } : {}),
     ...(baggage ? { baggage } : {}),
   };
+}
+
+function hasHeaders(h: MessageHeaders): boolean {
+  for (const _ in h) return true;
+  return false;
+}
+
+/**
+ * The message's own headers as stored (JSON of visible ASCII: no line break can be in it);
+ * anything but an object of strings reads as none.
+ */
+function decodeMessageHeaders(value: string): MessageHeaders {
+  if (!value) return NO_HEADERS;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return NO_HEADERS;
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return NO_HEADERS;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(parsed)) if (typeof v === "string") out[k] = v;
+  return out;
 }
 
 /** Milliseconds of an RFC 3339 timestamp with up to nanosecond digits (Nats-Time-Stamp). */

@@ -173,6 +173,7 @@ export class HandOut {
       body: message.body,
       visibilityDeadline: new Date(lease.deadlineMs),
       trace: message.trace,
+      headers: message.headers,
       deadLetter: message.deadLetter,
     };
   }

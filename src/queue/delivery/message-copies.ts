@@ -1,5 +1,5 @@
 // Copies of a stored message into another topic: a dead-letter copy (with where it came from)
-// and a redriven message. Payload, content type and trace go unchanged, a large body is copied
+// and a redriven message. Payload, content type, trace and headers go unchanged, a large body is copied
 // with it, and each copy is stored once whatever retries make it (a deduplication token).
 import { AppError } from "../../errors.js";
 import type { MessageLog, NewMessage, StoredMessage } from "../broker.js";
@@ -27,7 +27,7 @@ export class MessageCopies {
   }
 
   /**
-   * Publishes the dead-letter copy: payload, content type and trace unchanged, the time the
+   * Publishes the dead-letter copy: payload, content type, trace and headers unchanged, the time the
    * message had left (at least the minimum retention), and where it came from. One copy per
    * message and group: every attempt uses the same deduplication token.
    */
@@ -61,7 +61,7 @@ export class MessageCopies {
 
   /**
    * Stores a copy of a message (a dead-letter copy, a redriven message) in `to`: payload,
-   * content type and trace unchanged. A large body is copied too, so the copy stays whole when
+   * content type, trace and headers unchanged. A large body is copied too, so the copy stays whole when
    * the original expires or is removed; a copy that turns out a duplicate leaves its body to the
    * body store's sweep.
    */
@@ -84,6 +84,7 @@ export class MessageCopies {
       idempotencyKey: null,
       nonce: newNonce(),
       trace: message.trace,
+      headers: message.headers,
       ...o,
     });
     if (body) await this.#bodies?.commit(to, body, o.retentionSeconds).catch(() => undefined);

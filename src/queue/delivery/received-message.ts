@@ -1,7 +1,7 @@
 // A message as a receive hands it out: its fields, the receipt handle of its lease, and a large
 // body's reference. Its own module, so that what builds one (hand-out.ts) and what answers with
 // one (queue-service.ts, the pusher, the HTTP encoders) import it without importing each other.
-import type { DeadLetterOrigin, TraceContext } from "../broker.js";
+import type { DeadLetterOrigin, MessageHeaders, TraceContext } from "../broker.js";
 import type { BodyRef } from "../bodies.js";
 import type { DownloadSlot } from "../download-slots.js";
 
@@ -25,6 +25,8 @@ export interface ReceivedMessage {
   readonly downloadSlot?: DownloadSlot;
   /** The trace context its publish carried. */
   readonly trace: TraceContext | null;
+  /** The headers its publish gave it (its own; names in lower case). */
+  readonly headers: MessageHeaders;
   /** Where it came from, when it is a dead-letter copy. */
   readonly deadLetter: DeadLetterOrigin | null;
 }

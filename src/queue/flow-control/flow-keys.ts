@@ -8,7 +8,7 @@ import type { FlowControlSettings } from "../settings/consumer-settings.js";
 
 /** The hash of the message's key, or null: the message has no key header and is not limited. */
 export function flowKeyHash(message: StoredMessage, flow: FlowControlSettings): string | null {
-  const value = message.headers?.[flow.key];
+  const value = message.headers[flow.key];
   if (value === undefined) return null;
   return createHash("sha256").update(value, "utf8").digest("hex").slice(0, 32);
 }

@@ -4,7 +4,7 @@
 import { isAppError } from "../../errors.js";
 import type { DelayedPublishCap } from "../admission/rates/delayed-publish-cap.js";
 import type { BodyRef } from "../bodies.js";
-import type { Deferrer, TraceContext } from "../broker.js";
+import type { Deferrer, MessageHeaders, TraceContext } from "../broker.js";
 import { duplicateMessageId, newNonce, storedMessageId } from "../identity/message-id.js";
 import type { TopicAddress } from "../namespace.js";
 import type { QueueContext } from "./queue-context.js";
@@ -17,6 +17,8 @@ export interface PublishInput {
   readonly delaySeconds: number;
   readonly idempotencyKey: string | null;
   readonly trace: TraceContext | null;
+  /** The message's own headers (checked and bounded by the caller). */
+  readonly headers: MessageHeaders;
 }
 
 export type PublishResult =
@@ -79,6 +81,7 @@ export class Publishing {
       idempotencyKey: input.idempotencyKey,
       nonce,
       trace: input.trace,
+      headers: input.headers,
     };
     let outcome;
     try {

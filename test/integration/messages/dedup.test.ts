@@ -164,6 +164,7 @@ describe("idempotency keys", () => {
           delaySeconds: 0,
           idempotencyKey: "slow-key",
           trace: null,
+          headers: {},
           nonce: "n".repeat(16),
         }),
       });

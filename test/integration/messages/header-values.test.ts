@@ -199,6 +199,7 @@ describe("header values a publish keeps", () => {
         delaySeconds: 0,
         idempotencyKey: null,
         trace: { traceparent: "00-\u010d\u010a", baggage: "a=\u010d\u010ab" },
+        headers: {},
       },
     );
     const res = await q.receive(topic, "mp");

@@ -128,6 +128,7 @@ describe("a slow upload", () => {
         delaySeconds: 0,
         idempotencyKey: null,
         trace: null,
+        headers: {},
       },
       { source: slow(), declaredLength: body.length, maxBytes: body.length },
     );

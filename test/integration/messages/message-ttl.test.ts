@@ -37,6 +37,7 @@ function publishShort(
       delaySeconds,
       idempotencyKey,
       trace: null,
+      headers: {},
       nonce: newNonce(),
     },
   );
@@ -120,6 +121,7 @@ describe("per-message TTL (nats-server 2.11+)", () => {
           delaySeconds: 0,
           idempotencyKey: "slow-store",
           trace: null,
+          headers: {},
           nonce: newNonce(),
         }),
       });

@@ -192,6 +192,7 @@ describe("a hostile tenant", () => {
         delaySeconds: 0,
         idempotencyKey: null,
         trace: null,
+        headers: {},
       },
       { source: slow(), declaredLength: body.length, maxBytes: body.length },
     );

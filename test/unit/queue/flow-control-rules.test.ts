@@ -42,7 +42,7 @@ async function publish(text: string, key: string | null): Promise<void> {
     idempotencyKey: null,
     nonce: randomBytes(4).toString("hex"),
     trace: null,
-    ...(key === null ? {} : { headers: { tenant: key } }),
+    headers: key === null ? {} : { tenant: key },
   });
 }
 

@@ -95,6 +95,7 @@ describe("long polling", () => {
       delaySeconds: 2,
       idempotencyKey: null,
       trace: null,
+      headers: {},
     });
     const w = waiting(workers, 10);
     await settle();
@@ -134,6 +135,7 @@ describe("long polling", () => {
       delaySeconds: 0,
       idempotencyKey: null,
       trace: null,
+      headers: {},
     });
     await settle();
     expect(w.state.answer).toBeNull();

@@ -2,7 +2,7 @@
 // definitions (src/api/messages.ts), the Content-Type first. Every value kept is visible ASCII:
 // a Content-Type or idempotency key with anything else is refused, a trace field dropped.
 import { isHeaderValue, LIMITS } from "../../../queue/limits.js";
-import type { TraceContext } from "../../../queue/broker.js";
+import { NO_HEADERS, type TraceContext } from "../../../queue/broker.js";
 import type { PublishInput } from "../../../queue/use-cases/publish.js";
 import { PUBLISH_CONTENT_TYPE, PUBLISH_HEADERS } from "../../../api/messages.js";
 import { checkedHeaders } from "../../validation.js";
@@ -19,6 +19,7 @@ export function publishInput(headers: Headers, payload: Uint8Array): PublishInpu
     delaySeconds: h["Vqs-Delay-Seconds"] ?? LIMITS.delaySeconds.default,
     idempotencyKey: h["Vqs-Idempotency-Key"] ?? null,
     trace: traceContext(headers),
+    headers: NO_HEADERS,
   };
 }
 
