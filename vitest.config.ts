@@ -34,6 +34,7 @@ const FEATURE_TESTS = [
     "consumer-settings",
     "consumer-settings-restart",
     "dead-letters",
+    "flow-control",
     "long-polling",
     "push",
     "push-consumer-creation",

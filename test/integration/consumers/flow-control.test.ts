@@ -1,0 +1,148 @@
+// Flow control's concurrency per key on a real nats-server, two gateways racing through
+// JetStream: a key's second message waits (held on the gateway that pulled it, with no 429 and no
+// delivery counted) while other keys' messages and keyless ones go, and it goes once its key's
+// message is acknowledged, through either gateway. The slot record is the KV bucket's; the rules
+// in detail on the twins: test/unit/queue/flow-control-rules.test.ts.
+import { randomBytes } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import { makeNamespace } from "../../../src/queue/namespace.js";
+import { useGateways } from "../../helpers/fixture.js";
+import { api, parts, uniqueName, type Part } from "../../helpers/http.js";
+import { attemptUntil } from "../../helpers/wait.js";
+
+const fx = useGateways(2);
+const NS = makeNamespace("team_a", "prj_1", "production", null);
+let token: string;
+
+beforeAll(async () => {
+  token = await fx.issuer.token();
+});
+
+const q = (i: number) => api(fx.gateways[i]!.url, token);
+
+/** Stores a message with the header `tenant: key` (null: none), as a keyed publish stores it. */
+async function publish(topic: string, text: string, key: string | null): Promise<number> {
+  const out = await fx.gateways[0]!.gateway.jetstream.broker.publish(
+    { namespace: NS, topic },
+    {
+      payload: new TextEncoder().encode(text),
+      contentType: "text/plain",
+      retentionSeconds: 3600,
+      delaySeconds: 0,
+      idempotencyKey: null,
+      nonce: randomBytes(4).toString("hex"),
+      trace: null,
+      headers: key === null ? {} : { tenant: key },
+    },
+  );
+  if (out.kind !== "stored") throw new Error(`not stored: ${out.kind}`);
+  return out.seq;
+}
+
+async function flowSettings(topic: string, body: Record<string, unknown>): Promise<void> {
+  const put = await q(0).call("PUT", `${topic}/consumer/workers/settings`, {
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  expect(put.status, await put.clone().text()).toBe(200);
+  for (const gw of fx.gateways) {
+    await expect
+      .poll(() => gw.gateway.settings.effective(NS, topic, "workers")?.flowControl?.concurrency)
+      .toBe(1);
+  }
+}
+
+/** What a receive of up to 10 on gateway `i` hands out (none: []). */
+async function receive(topic: string, i: number): Promise<Part[]> {
+  const res = await q(i).receive(topic, "workers", { "vqs-max-messages": "10" });
+  expect([200, 204]).toContain(res.status);
+  if (res.status === 204) return [];
+  return parts(res);
+}
+
+const texts = (ps: readonly Part[]) => ps.map((p) => p.body.toString()).sort();
+const handle = (p: Part) => p.headers.get("vqs-receipt-handle")!;
+
+describe("flow control: concurrency per key, across gateways", () => {
+  it("holds a key's second message until its first is acknowledged, others going meanwhile", async () => {
+    const topic = uniqueName("flow");
+    await flowSettings(topic, { flowControl: { key: "Tenant", concurrency: 1 } });
+    expect(fx.gateways[1]!.gateway.settings.effective(NS, topic, "workers")?.flowControl).toEqual({
+      key: "tenant",
+      concurrency: 1,
+      rate: null,
+      ordered: false,
+    });
+    for (const [text, key] of [
+      ["a1", "a"],
+      ["a2", "a"],
+      ["b1", "b"],
+      ["n1", null],
+      ["n2", null],
+    ] as const) {
+      await publish(topic, text, key);
+    }
+
+    const first = await receive(topic, 0);
+    expect(texts(first)).toEqual(["a1", "b1", "n1", "n2"]); // a2 waits on gateway 0
+    expect(await receive(topic, 1)).toEqual([]); // nothing for gateway 1: a2 is held, not 429
+    await publish(topic, "a3", "a");
+    expect(await receive(topic, 1)).toEqual([]); // a3 is held on gateway 1: key a is at 1
+
+    // a1 acknowledged through the other gateway (which reads a1's key from the log).
+    const a1 = first.find((p) => p.body.toString() === "a1")!;
+    expect((await q(1).ack(topic, "workers", handle(a1))).status).toBe(204);
+    const next = await attemptUntil(
+      () => receive(topic, 0),
+      (got) => got.length > 0,
+      { tries: 20, everyMs: 100 },
+    );
+    expect(texts(next)).toEqual(["a2"]);
+    expect(next[0]!.headers.get("vqs-delivery-count")).toBe("1");
+    expect(await receive(topic, 1)).toEqual([]); // a3 still waits: a2 holds key a now
+
+    expect((await q(0).ack(topic, "workers", handle(next[0]!))).status).toBe(204);
+    const last = await attemptUntil(
+      () => receive(topic, 1),
+      (got) => got.length > 0,
+      { tries: 20, everyMs: 100 },
+    );
+    expect(texts(last)).toEqual(["a3"]);
+    expect(last[0]!.headers.get("vqs-delivery-count")).toBe("1");
+  }, 30_000);
+
+  it("lets a held message wait through its releases without counting a delivery", async () => {
+    const topic = uniqueName("flow-wait");
+    // maxDeliveries 1: one counted delivery of a2 before its hand-out would dead-letter it.
+    await flowSettings(topic, {
+      flowControl: { key: "tenant", concurrency: 1 },
+      deadLetter: { topic: `${topic}-dead`, maxDeliveries: 1 },
+    });
+    await publish(topic, "a1", "a");
+    const a2Seq = await publish(topic, "a2", "a");
+    const a1 = await q(0).receive(topic, "workers", { "vqs-visibility-timeout-seconds": "120" });
+    const [held] = await parts(a1);
+    expect(held!.body.toString()).toBe("a1");
+    const broker = fx.gateways[0]!.gateway.jetstream.broker;
+    const group = { namespace: NS, topic, group: "workers" };
+    // Receives meanwhile find a2 over its limit: held, given back after its hold, pulled again.
+    const holdbacks = await attemptUntil(
+      async () => {
+        expect(await receive(topic, 0)).toEqual([]);
+        return broker.pushHoldbacks(group, a2Seq);
+      },
+      (n) => n >= 2,
+      { tries: 150, everyMs: 200 },
+    );
+    expect(holdbacks).toBeGreaterThanOrEqual(2);
+    expect((await q(0).ack(topic, "workers", handle(held!))).status).toBe(204);
+    const a2 = await attemptUntil(
+      () => receive(topic, 0),
+      (got) => got.length > 0,
+      { tries: 30, everyMs: 200 },
+    );
+    expect(texts(a2)).toEqual(["a2"]);
+    expect(a2[0]!.headers.get("vqs-delivery-count")).toBe("1");
+    expect(await broker.countMessages({ namespace: NS, topic: `${topic}-dead` })).toBeNull();
+  }, 60_000);
+});
