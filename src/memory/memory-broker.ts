@@ -449,6 +449,7 @@ export class MemoryBroker implements Broker {
     for (const set of [this.#cuts, this.#idLeaseGroups]) {
       for (const k of [...set]) if (gone(k)) set.delete(k);
     }
+    this.#flowSlots.forgetWhere(gone);
     const kept = this.pushOutcomes.filter((o) => !ofGroup(o.group));
     this.pushOutcomes.splice(0, this.pushOutcomes.length, ...kept);
   }

@@ -44,10 +44,9 @@ export class MemoryFlowSlots implements FlowSlotLedger {
     return Promise.resolve(revision);
   }
 
-  /** Forgets every record of the group (it was removed or sought). */
-  forgetGroup(group: GroupAddress): void {
-    const prefix = slotKey(group, "");
-    for (const k of this.#records.keys()) if (k.startsWith(prefix)) this.#records.delete(k);
+  /** Forgets the records whose key `gone` names (a removed or sought group's, a topic's). */
+  forgetWhere(gone: (key: string) => boolean): void {
+    for (const k of [...this.#records.keys()]) if (gone(k)) this.#records.delete(k);
   }
 
   #live(k: string): Entry | null {
@@ -61,5 +60,6 @@ export class MemoryFlowSlots implements FlowSlotLedger {
   }
 }
 
+/** The memory broker's record key of the group (`groupKey#…`), so its forgetting covers these. */
 const slotKey = (g: GroupAddress, keyHash: string) =>
-  `${JSON.stringify([g.namespace.key, g.topic, g.group])}#${keyHash}`;
+  `${JSON.stringify([g.namespace.key, g.topic, g.group])}#f:${keyHash}`;

@@ -380,7 +380,10 @@ export async function openJetStreamAdapter(
     settledMs: o.settledTopicMs,
     pushedConsumers: (namespaceKey, topic) =>
       pushedPatternConsumers(settings, o.region, namespaceKey, topic),
-    forgetRecords: (stream) => records.forget(jsm, `${stream}.>`),
+    forgetRecords: async (stream) => {
+      await records.forget(jsm, `${stream}.>`);
+      await flowSlots.forget(jsm, `${stream}.>`);
+    },
     bodies,
   });
   sweeper.start();
@@ -396,6 +399,7 @@ export async function openJetStreamAdapter(
       jsm,
       topology,
       records,
+      flowSlots,
       epochs,
       region: o.region,
       bodies,

@@ -4,7 +4,7 @@
 // subject only as its hash. The bucket's max age forgets a record nobody wrote for longer than
 // the longest lease; which holders still hold is the domain's to say (src/queue/flow-control/),
 // so every server version (2.9 on) serves it: no per-message TTL is needed.
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { KeySlots, SlotHolder } from "../../queue/broker.js";
@@ -45,6 +45,18 @@ export class FlowSlotRecords {
         allow_direct: false,
       }),
     );
+  }
+
+  /**
+   * Removes every record under `prefix` (`<stream>.>`: a removed topic's, `<stream>.<consumer>.>`:
+   * a removed or sought group's): holders of leases that no cursor knows any more would hold
+   * their keys until their deadlines.
+   */
+  async forget(jsm: JetStreamManager, prefix: string): Promise<void> {
+    await this.#bucket();
+    await jsm.streams.purge(`KV_${FLOW_SLOTS_BUCKET}`, {
+      filter: `$KV.${FLOW_SLOTS_BUCKET}.${prefix}`,
+    });
   }
 
   async get(g: GroupNames, keyHash: string): Promise<KeySlots | null> {

@@ -32,6 +32,7 @@ export type FlowGatePorts = Pick<
   | "readTopic"
   | "notePushHoldback"
   | "pushHoldbacks"
+  | "groupEpoch"
 >;
 
 export interface FlowGateDeps {
@@ -48,6 +49,8 @@ interface Held {
   readonly untilMs: number;
   /** A receive is taking a slot for it: nothing else may take or give it back meanwhile. */
   claimed: boolean;
+  /** The group's epoch when held: after a seek its delivery belongs to no current cursor. */
+  readonly epoch: number;
 }
 
 interface GroupHeld {
@@ -211,6 +214,9 @@ export class FlowGate {
     const groups = group ? [this.#groups.get(groupKey(group))] : [...this.#groups.values()];
     for (const g of groups) {
       if (!g) continue;
+      // Held before a seek (or the group's removal): forgotten, its cursor is gone.
+      const epoch = this.#d.broker.groupEpoch(g.group);
+      for (const h of g.held.filter((h) => h.epoch !== epoch && !h.claimed)) remove(g.held, h);
       const due = g.held.filter((h) => h.untilMs <= now && !h.claimed);
       for (const h of due) remove(g.held, h);
       await Promise.all(due.map((h) => this.#giveBack(g.group, h.d)));
@@ -253,7 +259,8 @@ export class FlowGate {
       return;
     }
     const holdMs = Math.min(MAX_HOLD_MS, this.#d.broker.leaseMsOf(group) / 2);
-    g.held.push({ d, keyHash, untilMs: this.#d.now() + holdMs, claimed: false });
+    const epoch = this.#d.broker.groupEpoch(group);
+    g.held.push({ d, keyHash, untilMs: this.#d.now() + holdMs, claimed: false, epoch });
     this.#sweepSoon();
   }
 

@@ -73,6 +73,8 @@ export class Receiving {
   /** Answers every waiting receive of this gateway now (with nothing): it is shutting down. */
   stopWaiting(): void {
     this.#ctx.longPolls.close();
+    // What is held over its key's limit goes back now (as holdbacks), not at its lease's end.
+    void this.#ctx.flow.close();
   }
 
   /** Waiting receives on this gateway. */

@@ -145,4 +145,24 @@ describe("flow control: concurrency per key, across gateways", () => {
     expect(a2[0]!.headers.get("vqs-delivery-count")).toBe("1");
     expect(await broker.countMessages({ namespace: NS, topic: `${topic}-dead` })).toBeNull();
   }, 60_000);
+
+  it("frees a sought group's keys: the slot records of its old leases are forgotten", async () => {
+    const topic = uniqueName("flow-seek");
+    await flowSettings(topic, { flowControl: { key: "tenant", concurrency: 1 } });
+    await publish(topic, "a1", "a");
+    expect(texts(await receive(topic, 0))).toEqual(["a1"]);
+    expect(
+      await fx.gateways[0]!.gateway.jetstream.admin.seekGroup(
+        { namespace: NS, topic, group: "workers" },
+        "latest",
+      ),
+    ).toBe(true);
+    await publish(topic, "a2", "a");
+    const got = await attemptUntil(
+      () => receive(topic, 1),
+      (g) => g.length > 0,
+      { tries: 20, everyMs: 100 },
+    );
+    expect(texts(got)).toEqual(["a2"]);
+  }, 30_000);
 });

@@ -4,6 +4,7 @@
 // end, through any gateway. On a real nats-server: test/integration/consumers/flow-control.test.ts.
 import { randomBytes } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
+import { MemoryQueueAdmin } from "../../../src/memory/memory-queue-admin.js";
 import { MAX_HOLD_MS } from "../../../src/queue/flow-control/flow-gate.js";
 import {
   DEFAULT_SETTINGS,
@@ -139,5 +140,16 @@ describe("flow control: concurrency per key", () => {
     expect(await receive(other)).toEqual([]); // a2 held on the other gateway
     await other.acknowledge(group, a1!.receiptHandle); // acknowledged there: it reads a1's key
     expect(texts(await receive(other))).toEqual(["a2"]);
+  });
+
+  it("forgets a group's slots and held messages when it is sought", async () => {
+    const admin = new MemoryQueueAdmin({ broker: memory.broker, now: memory.now });
+    for (const t of ["a1", "a2"]) await publish(t, "a");
+    expect(texts(await receive())).toEqual(["a1"]); // a2 held
+    expect(await admin.seekGroup(group, "latest")).toBe(true);
+    await publish("a3", "a");
+    // The new cursor starts after a2: a3 goes, its key free (a1's old lease holds nothing now).
+    expect(texts(await receive())).toEqual(["a3"]);
+    expect(memory.context.flow.heldCount).toBe(0);
   });
 });
