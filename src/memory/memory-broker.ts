@@ -427,6 +427,12 @@ export class MemoryBroker implements Broker {
     this.#forget(topicKey(topic).slice(0, -1) + ",", (g) => topicKey(g) === topicKey(topic));
   }
 
+  /** Forgets the flow-control slots of every group of the topic (its messages were purged). */
+  forgetFlowSlots(topic: TopicAddress): void {
+    const prefix = topicKey(topic).slice(0, -1) + ",";
+    this.#flowSlots.forgetWhere((k) => k.startsWith(prefix));
+  }
+
   /** Removes the gateway's records of the group (leases, counts, push health). */
   forgetGroup(group: GroupAddress): void {
     const key = groupKey(group);

@@ -112,6 +112,7 @@ export class MemoryQueueAdmin implements QueueAdmin {
     if (!figures || !t) return null;
     t.log.clear();
     for (const g of t.groups.values()) g.pending.clear();
+    this.#b.forgetFlowSlots(topic);
     return figures.messages + figures.delayed;
   }
 

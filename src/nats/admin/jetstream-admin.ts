@@ -230,6 +230,8 @@ export class JetStreamAdmin implements QueueAdmin {
     const bodiesAt = await this.#d.bodies.position();
     await this.#d.jsm.streams.purge(stream);
     await this.#refreshPending(stream);
+    // The leases of purged messages hold their keys no more (flow control).
+    await this.#d.flowSlots?.forget(this.#d.jsm, `${stream}.>`);
     // After the messages: no message is left pointing at a body that is gone.
     await this.#removeBodies(topic, bodiesAt);
     return figures.messages + figures.delayed;

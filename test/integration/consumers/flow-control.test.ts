@@ -165,4 +165,21 @@ describe("flow control: concurrency per key, across gateways", () => {
     );
     expect(texts(got)).toEqual(["a2"]);
   }, 30_000);
+
+  it("frees a purged topic's keys", async () => {
+    const topic = uniqueName("flow-purge");
+    await flowSettings(topic, { flowControl: { key: "tenant", concurrency: 1 } });
+    await publish(topic, "a1", "a");
+    expect(texts(await receive(topic, 0))).toEqual(["a1"]);
+    expect(await fx.gateways[0]!.gateway.jetstream.admin.purgeTopic({ namespace: NS, topic })).toBe(
+      1,
+    );
+    await publish(topic, "a2", "a");
+    const got = await attemptUntil(
+      () => receive(topic, 1),
+      (g) => g.length > 0,
+      { tries: 20, everyMs: 100 },
+    );
+    expect(texts(got)).toEqual(["a2"]);
+  }, 30_000);
 });

@@ -152,4 +152,13 @@ describe("flow control: concurrency per key", () => {
     expect(texts(await receive())).toEqual(["a3"]);
     expect(memory.context.flow.heldCount).toBe(0);
   });
+
+  it("forgets the slots of a purged topic's leases", async () => {
+    const admin = new MemoryQueueAdmin({ broker: memory.broker, now: memory.now });
+    await publish("a1", "a");
+    expect(texts(await receive())).toEqual(["a1"]);
+    expect(await admin.purgeTopic(group)).toBe(1);
+    await publish("a2", "a");
+    expect(texts(await receive())).toEqual(["a2"]);
+  });
 });
