@@ -1,6 +1,7 @@
 // Setting a group cursor's lease through a handle (a receive's change of visibility, the pusher's
 // release after a failed push): shared by Leasing and PushSettlement, so both cut a lease
 // short the same way.
+import { AppError } from "../../errors.js";
 import type { GroupCursor, LeaseLedger } from "../broker.js";
 import type { FlowGate } from "../flow-control/flow-gate.js";
 import type { IdLeases } from "../id-leases.js";
@@ -13,14 +14,14 @@ export class GroupLeases {
   readonly #broker: GroupLeasePorts;
   readonly #idLeases: Pick<IdLeases, "noteCursorChange">;
   readonly #now: () => number;
-  readonly #flow: Pick<FlowGate, "leaseMoved"> | null;
+  readonly #flow: Pick<FlowGate, "leaseMoved" | "extend"> | null;
 
   /** `flow`: the receive path's, so a lease's flow-control slot follows its changes. */
   constructor(
     broker: GroupLeasePorts,
     idLeases: Pick<IdLeases, "noteCursorChange">,
     now: () => number,
-    flow: Pick<FlowGate, "leaseMoved"> | null = null,
+    flow: Pick<FlowGate, "leaseMoved" | "extend"> | null = null,
   ) {
     this.#broker = broker;
     this.#idLeases = idLeases;
@@ -30,6 +31,12 @@ export class GroupLeases {
 
   /** The lease of `lease`'s delivery ends at `deadlineMs` (now or earlier: it comes back now). */
   async set(group: GroupAddress, lease: Lease, deadlineMs: number): Promise<void> {
+    // Flow control: a lease that lasts on keeps its key's slot; one whose slot ran out and whose
+    // key has no room now ended (another message of the key is in flight): refused.
+    const extended = deadlineMs > this.#now();
+    if (extended && this.#flow && !(await this.#flow.extend(group, lease, deadlineMs))) {
+      throw new AppError("receipt_handle_stale");
+    }
     // Ending before the handle's deadline: the message may come back while the handle still
     // looks current, so from now on the handle is checked like one past its deadline.
     if (deadlineMs < lease.deadlineMs) {
@@ -37,6 +44,6 @@ export class GroupLeases {
     }
     await this.#broker.setLease(group, lease, Math.max(0, deadlineMs - this.#now()));
     await this.#idLeases.noteCursorChange(group, lease, deadlineMs, false);
-    await this.#flow?.leaseMoved(group, lease.streamSeq, deadlineMs);
+    if (!extended) await this.#flow?.leaseMoved(group, lease.streamSeq, deadlineMs);
   }
 }

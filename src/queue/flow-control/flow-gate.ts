@@ -208,6 +208,26 @@ export class FlowGate {
     }
   }
 
+  /**
+   * A lease of the group is extended to `untilMs` (later than now): false when its slot ran out
+   * before and its key has no room now (the extension must be refused: another message of the
+   * key is in flight). True for a group or message without a limit.
+   */
+  async extend(
+    group: GroupAddress,
+    lease: { readonly streamSeq: number; readonly deliveryCount: number },
+    untilMs: number,
+  ): Promise<boolean> {
+    const flow = this.flowOf(group);
+    if (flow === null || flow.concurrency === null) return true;
+    const k =
+      this.#keys.get(seqKey(group, lease.streamSeq)) ??
+      (await this.#keyOfSeq(group, lease.streamSeq, flow));
+    if (k === null) return true;
+    const holder = { streamSeq: lease.streamSeq, deliveryCount: lease.deliveryCount, untilMs };
+    return this.#slots.extend(group, k, holder, flow.concurrency);
+  }
+
   /** Gives back what was held past its time (counted as holdbacks, not deliveries). */
   async sweep(group?: GroupAddress): Promise<void> {
     const now = this.#d.now();

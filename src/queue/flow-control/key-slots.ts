@@ -71,6 +71,36 @@ export class KeySlots {
     // Lost every race: the slot ends with its lease, as if the gateway had died.
   }
 
+  /**
+   * The lease of message `streamSeq` is extended to `untilMs`: its slot with it. A lease whose
+   * slot ran out meanwhile (its deadline passed before the extension) takes one again, if the
+   * key has room; false when it has none (another lease of the key holds it).
+   */
+  async extend(
+    group: GroupAddress,
+    keyHash: string,
+    holder: SlotHolder,
+    limit: number,
+  ): Promise<boolean> {
+    for (let i = 0; i < CAS_TRIES; i++) {
+      const current = await this.#ledger.getKeySlots(group, keyHash);
+      const now = this.#now();
+      const live = (current?.holders ?? []).filter((h) => h.untilMs > now);
+      const mine = live.find((h) => h.streamSeq === holder.streamSeq);
+      const others = live.filter((h) => h !== mine);
+      if (!mine && others.length >= limit) return false;
+      const next = [...others, { ...(mine ?? holder), untilMs: holder.untilMs }];
+      const written = await this.#ledger.putKeySlots(
+        group,
+        keyHash,
+        next,
+        current?.revision ?? null,
+      );
+      if (written !== null) return true;
+    }
+    return false;
+  }
+
   /** Leases holding a slot of the key now (for tests and the management API). */
   async holders(group: GroupAddress, keyHash: string): Promise<SlotHolder[]> {
     const now = this.#now();

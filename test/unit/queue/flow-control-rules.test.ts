@@ -4,6 +4,7 @@
 // end, through any gateway. On a real nats-server: test/integration/consumers/flow-control.test.ts.
 import { randomBytes } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
+import { errorCode } from "../../helpers/memory-queue.js";
 import { MemoryQueueAdmin } from "../../../src/memory/memory-queue-admin.js";
 import { MAX_HOLD_MS } from "../../../src/queue/flow-control/flow-gate.js";
 import {
@@ -160,5 +161,25 @@ describe("flow control: concurrency per key", () => {
     expect(await admin.purgeTopic(group)).toBe(1);
     await publish("a2", "a");
     expect(texts(await receive())).toEqual(["a2"]);
+  });
+
+  it("refuses to extend a lease whose slot ran out once another message of the key holds it", async () => {
+    for (const t of ["a1", "a2"]) await publish(t, "a");
+    const [a1] = await memory.queue.receive(group, {
+      maxMessages: 1,
+      visibilityTimeoutSeconds: 5,
+      maxConcurrency: null,
+    });
+    expect(await receive()).toEqual([]); // a2 held
+    memory.advance(6000); // a1's lease and its slot end; a1 is not redelivered yet
+    const [a2] = await receive(memory.queue, 1);
+    expect(text(a2!)).toBe("a2");
+    expect(await errorCode(memory.queue.changeVisibility(group, a1!.receiptHandle, 60))).toBe(
+      "receipt_handle_stale",
+    );
+    // a2's own extension keeps its slot: still nothing else of the key goes.
+    await memory.queue.changeVisibility(group, a2!.receiptHandle, 120);
+    memory.advance(60_000);
+    expect(texts(await receive())).toEqual([]);
   });
 });
