@@ -229,6 +229,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     log: logger,
     bodies: jetstream.bodies,
   });
+  metrics.useFlowHeld(() => ({
+    messages: queueContext.flow.heldCount,
+    keys: queueContext.flow.waitingKeys,
+  }));
   const waiters = new NamespaceCounts(config.maxWaitersPerNamespace);
   const queue = new QueueService({
     context: queueContext,

@@ -89,6 +89,13 @@ export class FlowGate {
     return n;
   }
 
+  /** Keys with deliveries held on this gateway, all groups (a metric: no label per key). */
+  get waitingKeys(): number {
+    let n = 0;
+    for (const g of this.#groups.values()) n += new Set(g.held.map((h) => h.keyHash)).size;
+    return n;
+  }
+
   /**
    * The delivery counts the consumer sees: a release from the waitlist (a holdback) is no
    * delivery. Only redeliveries need the record read.

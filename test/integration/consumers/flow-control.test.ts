@@ -88,6 +88,9 @@ describe("flow control: concurrency per key, across gateways", () => {
     expect(await receive(topic, 1)).toEqual([]); // nothing for gateway 1: a2 is held, not 429
     await publish(topic, "a3", "a");
     expect(await receive(topic, 1)).toEqual([]); // a3 is held on gateway 1: key a is at 1
+    const metrics = await (await fetch(fx.gateways[1]!.metricsUrl)).text();
+    expect(metrics).toMatch(/^vqs_flow_held_messages 1$/m);
+    expect(metrics).toMatch(/^vqs_flow_waiting_keys 1$/m);
 
     // a1 acknowledged through the other gateway (which reads a1's key from the log).
     const a1 = first.find((p) => p.body.toString() === "a1")!;
