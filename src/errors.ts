@@ -1,5 +1,6 @@
 // The error catalogue: one stable code, HTTP status and message per cause. Routes and the domain
 // only throw `AppError`s; src/http/error-handler.ts renders every error in one place.
+import { LIMITS } from "./queue/limits.js";
 
 export const ERRORS = {
   invalid_topic_name: {
@@ -25,6 +26,20 @@ export const ERRORS = {
   invalid_content_type: {
     status: 400,
     message: "Content-Type must be a single value of at most 255 visible ASCII characters.",
+  },
+  invalid_message_header: {
+    status: 400,
+    message:
+      "A message header must be a token name with a value of visible ASCII (0x20-0x7E) only.",
+  },
+  reserved_message_header: {
+    status: 400,
+    message:
+      "Message headers named ce-*, x-vercel-queue-* or Content-* (but Content-Type and Content-Length) are the service's own.",
+  },
+  message_headers_too_large: {
+    status: 400,
+    message: `A message may have at most ${LIMITS.messageHeaders.maxCount} headers of its own, of at most ${LIMITS.messageHeaders.maxBytes} bytes of names and values together.`,
   },
   invalid_namespace: {
     status: 400,

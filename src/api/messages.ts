@@ -196,6 +196,14 @@ export const DELIVERED_MESSAGE = Type.Object(
     contentType: Type.String(),
     // A dead-letter copy only (the document drops a description beside a $ref).
     deadLetter: Type.Optional(ref(DEAD_LETTER_ORIGIN)),
+    headers: Type.Optional(
+      Type.Unsafe<Record<string, string>>({
+        type: "object",
+        additionalProperties: { type: "string" },
+        description:
+          "The message's own headers as published (names in lower case); absent when it has none.",
+      }),
+    ),
     body: Type.String({ contentEncoding: "base64", description: "The payload, base64." }),
   },
   { $id: "DeliveredMessage", description: "A delivered message: one line of an NDJSON delivery." },

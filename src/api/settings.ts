@@ -65,7 +65,7 @@ const FLOW_CONTROL_FIELDS = {
     maxLength: L.flowKeyMaxLength,
     pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
     description:
-      "The message header whose value is a message's key (stored lowercased); not a Vqs-*, Content-* or ce-* header. Messages without it are not limited.",
+      "The message header whose value is a message's key (stored lowercased): one a message keeps as its own (not Vqs-*, Content-*, ce-*, x-vercel-queue-*, credentials or trace context). Messages without it are not limited.",
   }),
   concurrency: nullable(bounded(L.flowConcurrency, "Messages of one key in flight at once."), {
     description: "null: no limit per key on messages in flight.",

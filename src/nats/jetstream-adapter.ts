@@ -165,8 +165,12 @@ function pushedPatternConsumers(
   return consumers;
 }
 
-/** Room kept in a NATS message for the headers the gateway adds. */
-const HEADER_RESERVE = 4096;
+/**
+ * Room kept in a NATS message for its headers: the gateway's own (about 2.5 KiB at most: type,
+ * trace state, a dead-letter origin, the JetStream expectations), W3C baggage (up to 8 KiB) and
+ * the message's own headers (LIMITS.messageHeaders: 8 KiB and a tab each), with room to spare.
+ */
+export const HEADER_RESERVE = 24 * 1024;
 
 /** How stale a namespace's storage usage may be when a publish checks its quotas. */
 const USAGE_REFRESH_MS = 1000;

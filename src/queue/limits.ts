@@ -14,6 +14,8 @@ export const LIMITS = {
   visibilityTimeoutSeconds: { min: 0, max: 3600, default: 60 },
   maxConcurrency: { min: 1, max: 1_000_000 },
   batchMaxMessages: 100,
+  /** A message's own headers (message-headers.ts): how many, and their names' and values' bytes. */
+  messageHeaders: { maxCount: 32, maxBytes: 8192 },
   /** Messages one redrive request moves. */
   redriveLimit: { min: 1, max: 10_000, default: 1000 },
   /** Topics of one page of GET /api/v3/topics. */

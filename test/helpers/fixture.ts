@@ -15,11 +15,14 @@ export interface Fixture {
   readonly gateways: readonly TestGateway[];
 }
 
-/** `nats.tmpDir`: where the server's store goes (default tmpdir()). */
+/**
+ * `nats.tmpDir`: where the server's store goes (default tmpdir()); `nats.maxPayload`: its
+ * max_payload (default 2 MiB, room for a 1 MiB body and its headers).
+ */
 export function useGateways(
   count: number,
   options: TestGatewayOptions = {},
-  nats: { tmpDir?: string } = {},
+  nats: { tmpDir?: string; maxPayload?: number } = {},
 ): Fixture {
   const fixture = { gateways: [] as TestGateway[] } as {
     nats: TestNats;

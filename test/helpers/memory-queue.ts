@@ -4,6 +4,7 @@
 import { beforeEach } from "vitest";
 import { isAppError } from "../../src/errors.js";
 import { MemoryBroker } from "../../src/memory/memory-broker.js";
+import type { MessageHeaders } from "../../src/queue/broker.js";
 import { makeNamespace, type GroupAddress, type TopicAddress } from "../../src/queue/namespace.js";
 import { QueueService } from "../../src/queue/queue-service.js";
 import type { ReceiveOptions } from "../../src/queue/use-cases/receive.js";
@@ -38,11 +39,18 @@ export interface MemoryQueue {
   readonly advance: (ms: number) => void;
   /** Publishes `text` as a text/plain message kept an hour. */
   publish(topic: TopicAddress, text: string): ReturnType<QueueService["publish"]>;
-  /** Publishes `text` as text/plain (kept an hour, no delay unless `more` says) and returns its ID. */
+  /**
+   * Publishes `text` as text/plain (kept an hour, no delay, no headers unless `more` says) and
+   * returns its ID.
+   */
   publishId(
     topic: TopicAddress,
     text: string,
-    more?: { readonly delaySeconds?: number; readonly retentionSeconds?: number },
+    more?: {
+      readonly delaySeconds?: number;
+      readonly retentionSeconds?: number;
+      readonly headers?: MessageHeaders;
+    },
   ): Promise<string>;
   /** Receives with one message at most, a lease of 30 s and no concurrency limit, unless `more` says. */
   receive(group: GroupAddress, more?: Partial<ReceiveOptions>): ReturnType<QueueService["receive"]>;
@@ -62,7 +70,11 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
   const publish = (
     topic: TopicAddress,
     text: string,
-    { delaySeconds = 0, retentionSeconds = 3600 } = {},
+    {
+      delaySeconds = 0,
+      retentionSeconds = 3600,
+      headers = {},
+    }: { delaySeconds?: number; retentionSeconds?: number; headers?: MessageHeaders } = {},
   ) =>
     queue.publish(topic, {
       payload: new TextEncoder().encode(text),
@@ -71,7 +83,7 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
       delaySeconds,
       idempotencyKey: null,
       trace: null,
-      headers: {},
+      headers,
     });
   return {
     broker,

@@ -23,6 +23,7 @@ import {
   ServiceMonitor,
 } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
 import { ConfigError, loadConfig, RENAMED } from "../../src/config.js";
+import { HEADER_RESERVE } from "../../src/nats/jetstream-adapter.js";
 import { chart, helmBinary, regionValues, root } from "../helpers/chart.js";
 import { currentNatsServerBinary } from "../helpers/processes/nats.js";
 
@@ -476,10 +477,11 @@ describe("the NATS side (helm/nats-values.yaml for the official chart; deploy/na
     const { largeBodies } = values.config;
     // R3 streams on 3 servers.
     expect(values.config.streamReplicas).toBeLessThanOrEqual(v.config.cluster.replicas);
-    // Only the inline limit is bounded by max_payload (a body and the gateway's headers, up to
-    // 4 KiB, in one message); bodies above it, up to maxMessageBytes, go to the large-body store.
+    // Only the inline limit is bounded by max_payload (a body and its headers, up to
+    // HEADER_RESERVE, in one message); bodies above it, up to maxMessageBytes, go to the
+    // large-body store.
     const inline = largeBodies.inlineBodyBytes ?? loadConfig({}).inlineBodyBytes;
-    expect(inline).toBeLessThanOrEqual(natsBytes(v.config.merge.max_payload) - 4096);
+    expect(inline).toBeLessThanOrEqual(natsBytes(v.config.merge.max_payload) - HEADER_RESERVE);
     expect(values.config.maxMessageBytes).toBe(100_000_000);
     expect(values.config.maxMessageBytes).toBeGreaterThan(inline);
     // The store's limit is reserved on every server: the chart's idea of the servers' storage is
@@ -518,7 +520,7 @@ describe("the NATS side (helm/nats-values.yaml for the official chart; deploy/na
     const text = readFileSync(join(root, "deploy", "nats", "cluster-node-1.conf"), "utf8");
     const maxPayload = natsBytes(/^max_payload: (\S+)$/m.exec(text)![1]!);
     const maxFileStore = natsBytes(/^\s+max_file_store: (\S+)$/m.exec(text)![1]!);
-    expect(config.inlineBodyBytes).toBeLessThanOrEqual(maxPayload - 4096);
+    expect(config.inlineBodyBytes).toBeLessThanOrEqual(maxPayload - HEADER_RESERVE);
     expect(config.largeBodyStoreBytes).toBeGreaterThan(0);
     expect(config.largeBodyStoreBytes).toBeLessThanOrEqual(maxFileStore / 4);
   });

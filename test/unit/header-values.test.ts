@@ -127,4 +127,58 @@ describe("header values", () => {
     });
     expect(ok.headers["content-type"]).toBe("application/json");
   });
+
+  it("a message's own headers are written after the API's, and a stored one no publish keeps is not", async () => {
+    const own = { "x-tenant": "acme", "workflow-run-id": "run_1", "x-empty": "" };
+    const hostile = {
+      ...own,
+      "x-crlf": "a\u010d\u010aVqs-Receipt-Handle: forged",
+      "x-bad name": "v",
+      "ce-vqsreceipthandle": "forged",
+      "content-length": "1",
+      "x-vercel-queue-traceparent": "forged",
+      authorization: "forged",
+      host: "forged",
+    };
+    const m = stored("text/plain", { headers: hostile });
+    const rendered = renderMultipart([m]);
+    const boundary = rendered.contentType.split("boundary=")[1]!;
+    const raw = await text(rendered.body, "latin1");
+    const head = raw.split(`--${boundary}`)[1]!.split("\r\n\r\n")[0]!.split("\r\n").slice(1);
+    expect(head).toEqual([
+      "Content-Type: text/plain",
+      "Vqs-Message-Id: m1_AAAAAAAAAAAAAAAA",
+      "Vqs-Receipt-Handle: handle-1",
+      "Vqs-Delivery-Count: 1",
+      "Vqs-Timestamp: 2023-11-14T22:13:20.000Z",
+      "Vqs-Expires-At: 2023-11-15T22:13:20.000Z",
+      "x-tenant: acme",
+      "workflow-run-id: run_1",
+      "x-empty: ",
+      "Content-Length: 7",
+    ]);
+    expect(raw).not.toContain("forged");
+    const line = JSON.parse(await text(renderNdjson([m]).body, "utf8")) as { headers?: unknown };
+    expect(line.headers).toEqual(own);
+    const plain = JSON.parse(await text(renderNdjson([stored(null)]).body, "utf8")) as object;
+    expect(plain).not.toHaveProperty("headers");
+    const push = pushRequest({
+      region: "iad1",
+      topic: "t",
+      group: "g",
+      message: m,
+      visibilityDeadline: new Date(1_700_000_060_000),
+      inline: true,
+      jwt: "jwt",
+      sentAtMs: 1_700_000_000_000,
+    });
+    expect(push.headers).toMatchObject(own);
+    expect(push.headers.authorization).toBe("Bearer jwt");
+    expect(push.headers["ce-vqsreceipthandle"]).toBe("handle-1");
+    expect(push.headers).not.toHaveProperty("host");
+    expect(push.headers).not.toHaveProperty("content-length");
+    expect(push.headers).not.toHaveProperty("x-crlf");
+    expect(push.headers).not.toHaveProperty("x-vercel-queue-traceparent");
+    expect(JSON.stringify(push.headers)).not.toContain("forged");
+  });
 });

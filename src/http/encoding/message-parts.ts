@@ -4,12 +4,16 @@
 // A large body is streamed from the body store as the client reads it; a body that fails its
 // check mid-way fails the stream, so the response is cut off rather than ended. A part head
 // holds only visible ASCII: a stored value that is not (a Content-Type stored before publish
-// refused such values) is never written there, so none can end a header line.
+// refused such values) is never written there, so none can end a header line. The message's own
+// headers follow the API's in the part head (NDJSON: a `headers` object), each only when it is
+// one a publish would keep (src/queue/message-headers.ts).
 import type { DeliveredMessage } from "../../api/messages.js";
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { deliveredContentType, isHeaderValue } from "../../queue/limits.js";
 import type { ReceivedMessage } from "../../queue/delivery/received-message.js";
+import type { MessageHeaders } from "../../queue/broker.js";
+import { isWritableHeader } from "../../queue/message-headers.js";
 
 /** The bytes of a message's large body (`ReceivedMessage.body`), read as they are needed. */
 export type BodyOpener = (m: ReceivedMessage) => AsyncIterable<Uint8Array>;
@@ -48,6 +52,7 @@ export function renderMultipart(
         `Vqs-Timestamp: ${m.publishedAt.toISOString()}\r\n` +
         `Vqs-Expires-At: ${m.expiresAt.toISOString()}\r\n` +
         deadLetterHeaders(m) +
+        ownHeaders(m.headers) +
         `Content-Length: ${m.body ? m.body.length : payloads[i]!.length}\r\n\r\n`;
       yield Buffer.from(head, "latin1");
       if (m.body) yield* openBody(m);
@@ -79,12 +84,33 @@ function deadLetterHeaders(m: ReceivedMessage): string {
   );
 }
 
+/** The message's own headers as part-head lines (none that a publish would not keep). */
+function ownHeaders(headers: MessageHeaders): string {
+  let lines = "";
+  for (const name in headers) {
+    const value = headers[name]!;
+    if (isWritableHeader(name, value)) lines += `${name}: ${value}\r\n`;
+  }
+  return lines;
+}
+
+/** The message's own headers for an NDJSON line; null when it has none to write. */
+function ownHeaderObject(headers: MessageHeaders): Record<string, string> | null {
+  let out: Record<string, string> | null = null;
+  for (const name in headers) {
+    const value = headers[name]!;
+    if (isWritableHeader(name, value)) (out ??= {})[name] = value;
+  }
+  return out;
+}
+
 export function renderNdjson(
   messages: readonly ReceivedMessage[],
   openBody: BodyOpener = noBodies,
 ): RenderedBody {
   async function* lines(): AsyncGenerator<Buffer | string> {
     for (const m of messages) {
+      const own = ownHeaderObject(m.headers);
       const fields: Omit<DeliveredMessage, "body"> = {
         messageId: m.messageId,
         receiptHandle: m.receiptHandle,
@@ -93,6 +119,7 @@ export function renderNdjson(
         expiresAt: m.expiresAt.toISOString(),
         contentType: deliveredContentType(m.contentType),
         ...(m.deadLetter ? { deadLetter: m.deadLetter } : {}),
+        ...(own ? { headers: own } : {}),
       };
       if (!m.body) {
         yield JSON.stringify({ ...fields, body: asBuffer(m.payload).toString("base64") }) + "\n";

@@ -14,6 +14,7 @@ import { DEFAULT_CONTENT_TYPE, LIMITS } from "../../queue/limits.js";
 import {
   ACCEPT_RULE,
   delivery,
+  MESSAGE_HEADERS_RULE,
   LEASE_HEADERS,
   PART_PUBLISH_HEADERS,
   PAYLOAD,
@@ -35,7 +36,7 @@ const STORAGE = ["rate_limited", "too_many_requests_in_flight", "storage_unavail
 export const PUBLISH = {
   operationId: "publishMessage",
   summary: "Publish a message",
-  description: `The body is the message, with its \`Content-Type\` kept (none: delivered as ${DEFAULT_CONTENT_TYPE}). Larger than the configured maximum: 413.`,
+  description: `The body is the message, with its \`Content-Type\` kept (none: delivered as ${DEFAULT_CONTENT_TYPE}). Larger than the configured maximum: 413. ${MESSAGE_HEADERS_RULE}`,
   tags: ["messages"],
   params: TOPIC_PATH,
   headers: apiHeaders(PUBLISH_HEADERS),
@@ -57,6 +58,9 @@ export const PUBLISH = {
       "invalid_delay_seconds",
       "invalid_idempotency_key",
       "invalid_content_type",
+      "invalid_message_header",
+      "reserved_message_header",
+      "message_headers_too_large",
       "topic_limit_reached",
       "payload_too_large",
       "topic_full",
@@ -70,7 +74,7 @@ export const PUBLISH = {
 export const PUBLISH_BATCH = {
   operationId: "publishBatch",
   summary: "Publish a batch of messages",
-  description: `A \`multipart/mixed\` body of 1 to ${LIMITS.batchMaxMessages} parts, each a message with its own \`Content-Type\` and \`Vqs-*\` publish headers (\`x-part-headers\`). A bad part fails alone: one result per part, in order. A large part refused before its end (413, 429, 503) refuses the whole batch with its code, nothing stored, the rest of the body unread; past the inline parts the gateway holds for all batches at once, 503 batch_busy with Retry-After.`,
+  description: `A \`multipart/mixed\` body of 1 to ${LIMITS.batchMaxMessages} parts, each a message with its own \`Content-Type\`, \`Vqs-*\` publish headers (\`x-part-headers\`) and headers of its own, as a publish's; the request's \`traceparent\`, \`tracestate\` and \`baggage\` go to every part that carries none. A bad part fails alone: one result per part, in order. A large part refused before its end (413, 429, 503) refuses the whole batch with its code, nothing stored, the rest of the body unread; past the inline parts the gateway holds for all batches at once, 503 batch_busy with Retry-After.`,
   tags: ["messages"],
   params: TOPIC_PATH,
   headers: apiHeaders(),

@@ -3,7 +3,7 @@
 // schemas. Multipart part headers and NDJSON lines have no standard place in OpenAPI 3.1 (3.2
 // adds `itemEncoding` and `itemSchema`): they are given as the extensions `x-part-headers`
 // (Header Objects by name) and `x-item-schema`.
-import { DEFAULT_CONTENT_TYPE } from "../../queue/limits.js";
+import { DEFAULT_CONTENT_TYPE, LIMITS } from "../../queue/limits.js";
 import {
   CONTENT_TYPE,
   DEAD_LETTER_ORIGIN,
@@ -36,6 +36,9 @@ export const PART_PUBLISH_HEADERS = Object.fromEntries(
 
 /** The headers of a receive that leases (receive, receive by ID). */
 export const LEASE_HEADERS = LEASE_HEADER_DEFINITION.properties;
+
+/** What a publish keeps of its other headers (docs/api.md, "Message headers"). */
+export const MESSAGE_HEADERS_RULE = `Every other header is the message's own, kept and delivered with it (part headers, NDJSON \`headers\`, push headers), except HTTP's and the transport's, \`Vqs-*\`, the trace context, \`Content-Type\`, \`Content-Length\` and credentials; \`ce-*\`, \`x-vercel-queue-*\` and other \`Content-*\` names are refused (reserved_message_header). Values visible ASCII (invalid_message_header); at most ${LIMITS.messageHeaders.maxCount} headers of ${LIMITS.messageHeaders.maxBytes} bytes together (message_headers_too_large).`;
 
 export const ACCEPT_RULE =
   "`Accept` must include `multipart/mixed` (preferred when both are) or `application/x-ndjson`.";
@@ -70,7 +73,8 @@ export function delivery(description: string, maxItems: number): object {
           minItems: 1,
           maxItems,
           items: PAYLOAD,
-          description: "One part per message: its payload, with the message's part headers.",
+          description:
+            "One part per message: its payload, with the message's part headers, then the headers it was published with that are its own (names in lower case).",
           "x-part-headers": DELIVERY_PART_HEADERS,
         },
       },

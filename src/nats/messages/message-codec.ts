@@ -28,7 +28,10 @@ export const H = {
   traceparent: "Vqs-Traceparent",
   tracestate: "Vqs-Tracestate",
   baggage: "Vqs-Baggage",
-  /** The message's own headers: a JSON object of lower-case names to visible ASCII values. */
+  /**
+   * The message's own headers: `name<TAB>value<TAB>name<TAB>value…`. Names are tokens and values
+   * visible ASCII, so neither holds a tab, and nothing grows as JSON's escapes would.
+   */
   headers: "Vqs-Headers",
   /** A body kept in the body store (claim check): `<id>;<length>;<sha256 hex>`, empty payload. */
   body: "Vqs-Body",
@@ -67,7 +70,8 @@ export function encodeHeaders(message: NewMessage, extra?: Record<string, string
   if (message.trace?.traceparent) put(r, H.traceparent, message.trace.traceparent);
   if (message.trace?.tracestate) put(r, H.tracestate, message.trace.tracestate);
   if (message.trace?.baggage) put(r, H.baggage, message.trace.baggage);
-  if (hasHeaders(message.headers)) put(r, H.headers, JSON.stringify(message.headers));
+  const own = encodeMessageHeaders(message.headers);
+  if (own) put(r, H.headers, own);
   if (message.body) put(r, H.body, encodeBodyRef(message.body));
   const dl = message.deadLetter;
   if (dl) {
@@ -159,26 +163,22 @@ function decodeTrace(hdrs: MsgHdrs): TraceContext | null {
   };
 }
 
-function hasHeaders(h: MessageHeaders): boolean {
-  for (const _ in h) return true;
-  return false;
+/** `name<TAB>value…`, or "" for none. */
+function encodeMessageHeaders(h: MessageHeaders): string {
+  let s = "";
+  for (const name in h) s += (s ? "\t" : "") + name + "\t" + h[name]!;
+  return s;
 }
 
 /**
- * The message's own headers as stored (JSON of visible ASCII: no line break can be in it);
- * anything but an object of strings reads as none.
+ * The message's own headers as stored. A last empty value loses its tab to the header's trim
+ * (an odd count): it reads as "". What answers write of them is checked again there.
  */
 function decodeMessageHeaders(value: string): MessageHeaders {
   if (!value) return NO_HEADERS;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    return NO_HEADERS;
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return NO_HEADERS;
+  const parts = value.split("\t");
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(parsed)) if (typeof v === "string") out[k] = v;
+  for (let i = 0; i < parts.length; i += 2) out[parts[i]!] = parts[i + 1] ?? "";
   return out;
 }
 

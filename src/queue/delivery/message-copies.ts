@@ -1,6 +1,6 @@
 // Copies of a stored message into another topic: a dead-letter copy (with where it came from)
-// and a redriven message. Payload, content type, trace and headers go unchanged, a large body is copied
-// with it, and each copy is stored once whatever retries make it (a deduplication token).
+// and a redriven message. Payload, content type, trace and headers go unchanged, a large body is
+// copied with it, and each copy is stored once whatever retries make it (a deduplication token).
 import { AppError } from "../../errors.js";
 import type { MessageLog, NewMessage, StoredMessage } from "../broker.js";
 import type { BodyRef, BodyStore } from "../bodies.js";
@@ -27,8 +27,8 @@ export class MessageCopies {
   }
 
   /**
-   * Publishes the dead-letter copy: payload, content type, trace and headers unchanged, the time the
-   * message had left (at least the minimum retention), and where it came from. One copy per
+   * Publishes the dead-letter copy: payload, content type, trace and headers unchanged, the time
+   * the message had left (at least the minimum retention), and where it came from. One copy per
    * message and group: every attempt uses the same deduplication token.
    */
   async toDeadLetter(
@@ -61,9 +61,9 @@ export class MessageCopies {
 
   /**
    * Stores a copy of a message (a dead-letter copy, a redriven message) in `to`: payload,
-   * content type, trace and headers unchanged. A large body is copied too, so the copy stays whole when
-   * the original expires or is removed; a copy that turns out a duplicate leaves its body to the
-   * body store's sweep.
+   * content type, trace and headers unchanged. A large body is copied too, so the copy stays
+   * whole when the original expires or is removed; a copy that turns out a duplicate leaves its
+   * body to the body store's sweep.
    */
   async copy(
     from: TopicAddress,

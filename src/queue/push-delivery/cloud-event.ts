@@ -3,9 +3,12 @@
 // `ce-*` headers, the payload as the body; above the inline limit neither body nor receipt handle
 // is sent, and the client leases the message by ID itself. Stored values are written into
 // headers only when they are visible ASCII (publish refuses anything else; a message stored
-// before it did gets the default Content-Type and no trace headers instead).
+// before it did gets the default Content-Type and no trace headers instead). The message's own
+// headers are HTTP headers of the push, each only when a publish would keep it: none can be a
+// CloudEvent, trace, Content-*, credential or transport header.
 import { randomUUID } from "node:crypto";
 import { deliveredContentType, isHeaderValue } from "../limits.js";
+import { isWritableHeader } from "../message-headers.js";
 import type { ReceivedMessage } from "../delivery/received-message.js";
 
 export const CLOUD_EVENT_TYPE = "com.vercel.queue.v2beta";
@@ -65,6 +68,11 @@ export function pushRequest(e: PushEvent): PushRequest {
     }
     if (tracestate && isHeaderValue(tracestate)) headers["x-vercel-queue-tracestate"] = tracestate;
     if (baggage && isHeaderValue(baggage)) headers["x-vercel-queue-baggage"] = baggage;
+  }
+  for (const name in m.headers) {
+    const value = m.headers[name]!;
+    // Never one of the push's own names (those are not a message's): nothing is overwritten.
+    if (isWritableHeader(name, value)) headers[name] = value;
   }
   if (!e.inline) {
     // The client leases it by ID (receive by ID) and reads the payload from that answer.

@@ -5,6 +5,7 @@
 // push_destination_not_allowed for a well-formed push URL outside the operator's allow-list.
 import { AppError } from "../../errors.js";
 import { isValidName } from "../limits.js";
+import { headerKind } from "../message-headers.js";
 import {
   DEFAULT_SETTINGS,
   type ConsumerSettings,
@@ -177,8 +178,6 @@ function deadLetter(v: unknown, target: TopicTarget): DeadLetterSettings | null 
   return { topic, maxDeliveries: int(v, "maxDeliveries", "deadLetter", min, max, min) };
 }
 
-/** Header names a message's own headers can never carry (the service's and the CloudEvent's). */
-const RESERVED_HEADER = /^(vqs-|content-|ce-)/;
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;
 
 function flowControl(v: unknown): FlowControlSettings | null {
@@ -191,9 +190,10 @@ function flowControl(v: unknown): FlowControlSettings | null {
       `flowControl.key is required: a header name of 1-${L.flowKeyMaxLength} characters (letters, digits and !#$%&'*+.^_\`|~-).`,
     );
   }
-  if (RESERVED_HEADER.test(key)) {
+  // A name a message's own headers never hold (src/queue/message-headers.ts) would key nothing.
+  if (key === "__proto__" || headerKind(key) !== "own") {
     invalid(
-      "flowControl.key must not be a Vqs-*, Content-* or ce-* header: messages never carry one.",
+      `flowControl.key must be a header a message keeps as its own (not ${key}: docs/api.md, "Message headers").`,
     );
   }
   const { flowConcurrency: c } = L;

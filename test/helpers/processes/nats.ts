@@ -44,7 +44,7 @@ export function memoryTmpDir(): string {
 }
 
 export async function startTestNats(
-  options: { bin?: string; maxFileStore?: number; tmpDir?: string } = {},
+  options: { bin?: string; maxFileStore?: number; maxPayload?: number; tmpDir?: string } = {},
 ): Promise<TestNats> {
   const { tmpDir, ...rest } = options;
   const dir = await mkdtemp(join(tmpDir ?? tmpdir(), "vqs-nats-"));

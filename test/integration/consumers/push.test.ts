@@ -2,6 +2,7 @@
 // pushed by the gateway to a real HTTP app whose routes are the real client's handleCallback and
 // handleNodeCallback (and plain webhooks), settled through the API by the client.
 import { jwtVerify, createRemoteJWKSet } from "jose";
+import { propagation, type TextMapPropagator } from "@opentelemetry/api";
 import { QueueClient } from "@vercel/queue";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useGateways } from "../../helpers/fixture.js";
@@ -207,6 +208,49 @@ describe("push delivery with the real client", () => {
     );
     expect(req!.headers["x-vercel-queue-traceparent"]).toBe(traceparent);
     expect(req!.headers["x-vercel-queue-tracestate"]).toBe("vendor=abc");
+  });
+
+  it("pushes a message's own headers, and a batch's trace context to each part without one", async () => {
+    const topic = uniqueName("push-headers");
+    const got: unknown[] = [];
+    const url = app.fetchRoute(topic, { handler: (payload) => void got.push(payload) });
+    await settings(topic, "workers", { push: { url } });
+    await sender().send(topic, { n: 1 }, { headers: { "X-Tenant": "acme", "Run-Id": "r1" } });
+    // The client injects trace context with OpenTelemetry when an app registers a propagator;
+    // on a batch it puts it on the request, not on the parts.
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const fixed: TextMapPropagator = {
+      inject: (_ctx, carrier, setter) => setter.set(carrier, "traceparent", traceparent),
+      extract: (ctx) => ctx,
+      fields: () => ["traceparent"],
+    };
+    propagation.setGlobalPropagator(fixed);
+    let results;
+    try {
+      results = await sender().experimental_sendBatch(topic, [
+        { payload: { n: 2 }, headers: { "x-part": "2" } },
+        { payload: { n: 3 } },
+      ]);
+    } finally {
+      propagation.disable();
+    }
+    expect(results.map((r) => r.status)).toEqual(["sent", "sent"]);
+    await waitFor(
+      () => got.length,
+      (n) => n >= 3,
+    );
+    const pushed = (n: number) =>
+      app.requests.find(
+        (r) => r.path.endsWith(topic) && r.body.toString() === JSON.stringify({ n }),
+      )!.headers;
+    expect(pushed(1)).toMatchObject({ "x-tenant": "acme", "run-id": "r1" });
+    expect(pushed(1)).not.toHaveProperty("x-vercel-queue-traceparent");
+    expect(pushed(2)).toMatchObject({ "x-part": "2", "x-vercel-queue-traceparent": traceparent });
+    expect(pushed(3)).toMatchObject({ "x-vercel-queue-traceparent": traceparent });
+    expect(pushed(3)).not.toHaveProperty("x-part");
+    // Nothing of the publish's own request (its User-Agent, Vqs-Client-Ts) is pushed.
+    expect(pushed(1)["user-agent"] ?? "").not.toMatch(/@vercel\/queue/);
+    expect(pushed(1)).not.toHaveProperty("vqs-client-ts");
   });
 
   it("acknowledges on a 2xx with autoAck, and retries a 500", async () => {

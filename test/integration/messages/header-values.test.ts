@@ -1,6 +1,7 @@
-// Header values a publish keeps (Content-Type, the idempotency key) are visible ASCII only
-// (0x20-0x7E): anything else is refused with 400 and stores nothing, in a single publish and in
-// each part of a batch. Found: a part's Content-Type holding U+010D U+010A was stored, and the
+// Header values a publish keeps (Content-Type, the idempotency key, the message's own headers) are
+// visible ASCII only (0x20-0x7E): anything else is refused with 400 and stores nothing, in a single
+// publish and in each part of a batch; so is a header of the message's that a delivery writes
+// itself (ce-*, Content-*). Found: a part's Content-Type holding U+010D U+010A was stored, and the
 // receive answer's latin1 part head turned it into CR LF, forging a part header for consumers.
 import { request as httpRequest } from "node:http";
 import { describe, expect, it } from "vitest";
@@ -95,6 +96,9 @@ describe("header values a publish keeps", () => {
         [{ "content-type": "text/plain", "vqs-idempotency-key": "clé-1" }, "bad key"],
         [{ "content-type": "text/plain", "vqs-idempotency-key": "k\u010d\u010ax" }, "bad key 2"],
         [{ "content-type": "text/plain;\tq=1" }, "a tab"],
+        [{ "content-type": "text/plain", "x-app": "caf\u00e9" }, "own header"],
+        [{ "content-type": "text/plain", "x-app": "a\u010d\u010aVqs-Receipt-Handle: x" }, "own 2"],
+        [{ "content-type": "text/plain", "ce-vqsreceipthandle": "forged" }, "reserved"],
         [{ "content-type": "application/json" }, '"also good"'],
       ]),
     });
@@ -107,12 +111,21 @@ describe("header values a publish keeps", () => {
       statusCode: 400,
       error: ERRORS[code].message,
     });
+    const naming = (text: string) => ({
+      status: "failed",
+      statusCode: 400,
+      error: expect.stringContaining(text) as unknown as string,
+    });
     expect(results).toMatchObject([
       { status: "sent" },
       refused("invalid_content_type"),
       refused("invalid_idempotency_key"),
       refused("invalid_idempotency_key"),
       refused("invalid_content_type"),
+      // A part's result has no code: its message names the header.
+      naming("header x-app must"),
+      naming("header x-app must"),
+      naming("ce-vqsreceipthandle is the service's own"),
       { status: "sent" },
     ]);
     // A batch's parts are published together: stored in any order.
@@ -153,6 +166,10 @@ describe("header values a publish keeps", () => {
       ],
       [{ "vqs-idempotency-key": "k\u0085x" }, "invalid_idempotency_key"],
       [{ "vqs-idempotency-key": "a\tb" }, "invalid_idempotency_key"],
+      [{ "x-app": Buffer.from("clé", "utf8").toString("latin1") }, "invalid_message_header"],
+      [{ "x-app": "a\tb" }, "invalid_message_header"],
+      [{ "ce-id": "forged" }, "reserved_message_header"],
+      [{ "content-language": "en" }, "reserved_message_header"],
     ];
     for (const [headers, code] of cases) {
       expect(
@@ -199,7 +216,7 @@ describe("header values a publish keeps", () => {
         delaySeconds: 0,
         idempotencyKey: null,
         trace: { traceparent: "00-\u010d\u010a", baggage: "a=\u010d\u010ab" },
-        headers: {},
+        headers: { "x-ok": "1", "x-forged": "a\u010d\u010aVqs-Receipt-Handle: forged" },
       },
     );
     const res = await q.receive(topic, "mp");
@@ -207,7 +224,7 @@ describe("header values a publish keeps", () => {
     const raw = Buffer.from(await res.arrayBuffer());
     const boundary = /boundary=(\S+)/.exec(res.headers.get("content-type")!)![1]!;
     const head = raw.toString("latin1").split("\r\n\r\n")[0]!.split("\r\n");
-    // The part head is its boundary and seven visible ASCII header lines, none of them forged.
+    // The part head is its boundary and eight visible ASCII header lines, none of them forged.
     expect(head[0]).toBe(`--${boundary}`);
     expect(head.slice(1).map((l) => l.split(":")[0])).toEqual([
       "Content-Type",
@@ -216,6 +233,7 @@ describe("header values a publish keeps", () => {
       "Vqs-Delivery-Count",
       "Vqs-Timestamp",
       "Vqs-Expires-At",
+      "x-ok",
       "Content-Length",
     ]);
     expect(head[1]).toBe("Content-Type: application/octet-stream");
@@ -223,7 +241,9 @@ describe("header values a publish keeps", () => {
     expect(head).toContain("Content-Length: 3");
     const nd = await q.receive(topic, "nd", { accept: "application/x-ndjson" });
     expect(nd.status).toBe(200);
-    expect(JSON.parse(await nd.text())).toMatchObject({
+    const line = JSON.parse(await nd.text()) as { headers?: unknown };
+    expect(line.headers).toEqual({ "x-ok": "1" });
+    expect(line).toMatchObject({
       contentType: "application/octet-stream",
       body: Buffer.from("old").toString("base64"),
     });

@@ -26,7 +26,8 @@ import type { TopicAddress } from "../../../queue/namespace.js";
 import type { QueueService } from "../../../queue/queue-service.js";
 import { PUBLISH_BATCH } from "../../openapi/message-routes.js";
 import { topicOf } from "../../params.js";
-import { publishInput } from "./publish-input.js";
+import type { TraceContext } from "../../../queue/broker.js";
+import { publishInput, traceContext } from "./publish-input.js";
 
 const EMPTY = Buffer.alloc(0);
 
@@ -89,6 +90,8 @@ class BatchRun {
     /** How many of `n` further parts the rate limit takes now; the first part is the request. */
     private readonly take: (n: number) => number,
     private readonly log: (err: unknown) => void,
+    /** The request's trace context, for the parts that carry none of their own. */
+    private readonly trace: TraceContext | null,
   ) {}
 
   /** Reads the whole body; throws (having stored nothing) if it is not a good batch. */
@@ -205,7 +208,7 @@ class BatchRun {
     }
     const publish = async (): Promise<BatchResult> => {
       if (!allowed) throw rateLimited();
-      const input = publishInput(headers, EMPTY);
+      const input = publishInput(headers, EMPTY, this.trace);
       return answer(
         await this.queue.publishStreamed(this.topic, input, {
           source: rest(),
@@ -232,7 +235,9 @@ class BatchRun {
     try {
       if (!allowed) throw rateLimited();
       if (p.payload.length > this.limits.maxBytes) throw new AppError("payload_too_large");
-      return answer(await this.queue.publish(this.topic, publishInput(p.headers, p.payload)));
+      return answer(
+        await this.queue.publish(this.topic, publishInput(p.headers, p.payload, this.trace)),
+      );
     } catch (err) {
       if (!isAppError(err) || err.status >= 500) this.log(err);
       return failed(err);
@@ -285,6 +290,7 @@ export function publishBatchRoute(
       held,
       (n) => (n === 0 ? 0 : partsLimit.take(request, n)),
       (err) => request.log.warn({ err }, "batch part failed"),
+      traceContext(request.headers),
     );
     try {
       try {
