@@ -4,6 +4,7 @@
 // message is acknowledged, through either gateway. The slot record is the KV bucket's; the rules
 // in detail on the twins: test/unit/queue/flow-control-rules.test.ts.
 import { randomBytes } from "node:crypto";
+import { PollingQueueClient } from "@vercel/queue";
 import { beforeAll, describe, expect, it } from "vitest";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
@@ -221,4 +222,32 @@ describe("flow control: concurrency per key, across gateways", () => {
     expect([...delivered].sort()).toEqual([...bodies].sort());
     expect(most).toBe(1);
   }, 40_000);
+
+  it("keys on the header the unchanged @vercel/queue client sends", async () => {
+    const topic = uniqueName("flow-client");
+    await flowSettings(topic, { flowControl: { key: "Workflow-Run-Id", concurrency: 1 } });
+    const client = new PollingQueueClient({
+      region: "iad1",
+      token,
+      deploymentId: null,
+      resolveBaseUrl: () => new URL(fx.gateways[0]!.url),
+    });
+    for (const [n, run] of [
+      [1, "run-1"],
+      [2, "run-1"],
+      [3, "run-2"],
+    ] as const) {
+      await client.send(topic, { n }, { headers: { "Workflow-Run-Id": run } });
+    }
+    const got = await receive(topic, 0);
+    expect(texts(got)).toEqual(['{"n":1}', '{"n":3}']); // n 2 waits for run-1's first
+    const first = got.find((p) => p.body.toString() === '{"n":1}')!;
+    expect((await q(0).ack(topic, "workers", handle(first))).status).toBe(204);
+    const next = await attemptUntil(
+      () => receive(topic, 0),
+      (g) => g.length > 0,
+      { tries: 20, everyMs: 100 },
+    );
+    expect(texts(next)).toEqual(['{"n":2}']);
+  }, 30_000);
 });
