@@ -16,6 +16,8 @@ import { KeySlots } from "./key-slots.js";
 
 /** Deliveries one group may have held on one gateway; more are given back at once. */
 export const MAX_HELD_PER_GROUP = 100;
+/** Payload bytes all groups may have held on one gateway; more are given back at once. */
+export const MAX_HELD_BYTES = 64 * 1024 * 1024;
 /** A held delivery is given back after this long at most (or half its lease if shorter). */
 export const MAX_HOLD_MS = 10_000;
 /** A delivery given back from the waitlist comes back this much later. */
@@ -66,6 +68,8 @@ export class FlowGate {
   /** The key hash of each lease that took a slot here, by group and stream sequence. */
   readonly #keys = new Map<string, string>();
   #sweeper: NodeJS.Timeout | null = null;
+  /** Payload bytes held now, all groups. */
+  #heldBytes = 0;
 
   constructor(deps: FlowGateDeps) {
     this.#d = deps;
@@ -181,7 +185,7 @@ export class FlowGate {
         full.add(h.keyHash);
         continue;
       }
-      remove(g.held, h);
+      this.#unhold(g, h);
       try {
         await this.#d.broker.setLease(group, h.d, leaseMs);
       } catch (err) {
@@ -243,9 +247,9 @@ export class FlowGate {
       if (!g) continue;
       // Held before a seek (or the group's removal): forgotten, its cursor is gone.
       const epoch = this.#d.broker.groupEpoch(g.group);
-      for (const h of g.held.filter((h) => h.epoch !== epoch && !h.claimed)) remove(g.held, h);
+      for (const h of g.held.filter((h) => h.epoch !== epoch && !h.claimed)) this.#unhold(g, h);
       const due = g.held.filter((h) => h.untilMs <= now && !h.claimed);
-      for (const h of due) remove(g.held, h);
+      for (const h of due) this.#unhold(g, h);
       await Promise.all(due.map((h) => this.#giveBack(g.group, h.d)));
       this.#forgetIfEmpty(g.group);
     }
@@ -257,6 +261,7 @@ export class FlowGate {
     this.#sweeper = null;
     const all = [...this.#groups.values()];
     this.#groups.clear();
+    this.#heldBytes = 0;
     await Promise.all(all.flatMap((g) => g.held.map((h) => this.#giveBack(g.group, h.d))));
   }
 
@@ -281,10 +286,13 @@ export class FlowGate {
     const k = groupKey(group);
     let g = this.#groups.get(k);
     if (!g) this.#groups.set(k, (g = { group, held: [] }));
-    if (g.held.length >= MAX_HELD_PER_GROUP) {
+    const bytes = d.message.payload.length;
+    if (g.held.length >= MAX_HELD_PER_GROUP || this.#heldBytes + bytes > MAX_HELD_BYTES) {
+      this.#forgetIfEmpty(group);
       await this.#giveBack(group, d);
       return;
     }
+    this.#heldBytes += bytes;
     const holdMs = Math.min(MAX_HOLD_MS, this.#d.broker.leaseMsOf(group) / 2);
     const epoch = this.#d.broker.groupEpoch(group);
     g.held.push({ d, keyHash, untilMs: this.#d.now() + holdMs, claimed: false, epoch });
@@ -330,6 +338,10 @@ export class FlowGate {
     this.#sweeper.unref();
   }
 
+  #unhold(g: GroupHeld, h: Held): void {
+    if (remove(g.held, h)) this.#heldBytes -= h.d.message.payload.length;
+  }
+
   #forgetIfEmpty(group: GroupAddress): void {
     const k = groupKey(group);
     if (this.#groups.get(k)?.held.length === 0) this.#groups.delete(k);
@@ -344,7 +356,8 @@ function seqKey(group: GroupAddress, streamSeq: number): string {
   return `${groupKey(group)}#${streamSeq}`;
 }
 
-function remove<T>(list: T[], item: T): void {
+function remove<T>(list: T[], item: T): boolean {
   const i = list.indexOf(item);
   if (i >= 0) list.splice(i, 1);
+  return i >= 0;
 }

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
 import { errorCode } from "../../helpers/memory-queue.js";
 import { MemoryQueueAdmin } from "../../../src/memory/memory-queue-admin.js";
-import { MAX_HOLD_MS } from "../../../src/queue/flow-control/flow-gate.js";
+import { MAX_HELD_PER_GROUP, MAX_HOLD_MS } from "../../../src/queue/flow-control/flow-gate.js";
 import {
   DEFAULT_SETTINGS,
   type ConsumerSettings,
@@ -181,5 +181,15 @@ describe("flow control: concurrency per key", () => {
     await memory.queue.changeVisibility(group, a2!.receiptHandle, 120);
     memory.advance(60_000);
     expect(texts(await receive())).toEqual([]);
+  });
+
+  it("holds at most MAX_HELD_PER_GROUP of a group; more are given back, no delivery counted", async () => {
+    const n = MAX_HELD_PER_GROUP + 10;
+    for (let i = 0; i <= n; i++) await publish(`a${i}`, "a");
+    expect(texts(await receive())).toEqual(["a0"]);
+    for (let i = 0; i < 12; i++) expect(await receive()).toEqual([]);
+    expect(memory.context.flow.heldCount).toBe(MAX_HELD_PER_GROUP);
+    // The ones past the bound went back as holdbacks: their next delivery still counts 1.
+    expect(await memory.broker.pushHoldbacks(group, n + 1)).toBe(1);
   });
 });
