@@ -35,6 +35,7 @@ const FEATURE_TESTS = [
     "consumer-settings-restart",
     "cursor-fallback",
     "dead-letters",
+    "flow-control",
     "long-polling",
     "push",
     "push-consumer-creation",

@@ -225,6 +225,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     broker: fairBroker(jetstream.broker, fairShare),
     records: jetstream.records,
     cuts: jetstream.cuts,
+    flowSlots: jetstream.flowSlots,
     idLeaseMarkWaitMs: ID_FLAG_CACHE_MS + 500,
     keys: secretKeys,
     now: jetstream.now,
@@ -233,6 +234,10 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     log: logger,
     bodies: jetstream.bodies,
   });
+  metrics.useFlowHeld(() => ({
+    messages: queueContext.flow.heldCount,
+    keys: queueContext.flow.waitingKeys,
+  }));
   const waiters = new NamespaceCounts(config.maxWaitersPerNamespace);
   const queue = new QueueService({
     context: queueContext,

@@ -64,6 +64,8 @@ export interface Metrics {
   readonly largeBodyReadAhead: Gauge;
   /** Where vqs_large_body_stored_bytes comes from (the body store's last sweep). */
   useLargeBodyUsage(provider: () => ReadonlyMap<string, number>): void;
+  /** Where the flow-control gauges read what this gateway holds over keys' limits. */
+  useFlowHeld(provider: () => { readonly messages: number; readonly keys: number }): void;
 }
 
 export function createMetrics(registry: Registry, options: MetricsOptions): Metrics {
@@ -176,6 +178,23 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
       for (const [ns, bytes] of largeBodyUsage()) this.set({ queue_namespace: ns }, bytes);
     },
   });
+  let flowHeld: (() => { readonly messages: number; readonly keys: number }) | null = null;
+  new Gauge({
+    name: "vqs_flow_held_messages",
+    help: "Deliveries this gateway holds because their flow-control key is at its limit.",
+    registers: [registry],
+    collect() {
+      this.set(flowHeld?.().messages ?? 0);
+    },
+  });
+  new Gauge({
+    name: "vqs_flow_waiting_keys",
+    help: "Flow-control keys with deliveries held on this gateway (no label per key).",
+    registers: [registry],
+    collect() {
+      this.set(flowHeld?.().keys ?? 0);
+    },
+  });
   const push = pushMetrics(registry, options.maxPushGroups ?? 1000);
   const deadLetters = deadLetterMetrics(registry, options.maxPushGroups ?? 1000);
   const redriven = new Counter({
@@ -232,6 +251,9 @@ export function createMetrics(registry: Registry, options: MetricsOptions): Metr
     largeBodyReadAhead,
     useLargeBodyUsage: (provider) => {
       largeBodyUsage = provider;
+    },
+    useFlowHeld: (provider) => {
+      flowHeld = provider;
     },
     observer: {
       published: (duplicate) => (duplicate ? deduplicated : published).inc(),

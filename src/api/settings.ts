@@ -53,7 +53,38 @@ const DEAD_LETTER_FIELDS = {
   maxDeliveries: bounded(L.maxDeliveries, "Deliveries before a message is dead-lettered."),
 };
 
+const FLOW_RATE_FIELDS = {
+  limit: bounded(L.flowRateLimit, "Messages of one key handed out per period."),
+  periodSeconds: bounded(L.flowRatePeriodSeconds, "The period of the limit."),
+  burst: bounded(L.flowRateBurst, "Messages of one key that may go at once after a quiet time."),
+};
+
+const FLOW_CONTROL_FIELDS = {
+  key: Type.String({
+    minLength: 1,
+    maxLength: L.flowKeyMaxLength,
+    pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
+    description:
+      "The message header whose value is a message's key (stored lowercased): one a message keeps as its own (not Vqs-*, Content-*, ce-*, x-vercel-queue-*, credentials or trace context). Messages without it are not limited.",
+  }),
+  concurrency: nullable(bounded(L.flowConcurrency, "Messages of one key in flight at once."), {
+    description: "null: no limit per key on messages in flight.",
+  }),
+  rate: nullable(Type.Object(FLOW_RATE_FIELDS, { additionalProperties: false }), {
+    description: "Not supported yet: must be absent or null.",
+  }),
+  ordered: Type.Boolean({
+    default: false,
+    description: "Not supported yet: must be absent or false.",
+  }),
+};
+
 export const PUSH_SETTINGS = Type.Object(PUSH_FIELDS, { $id: "PushSettings" });
+export const FLOW_CONTROL_SETTINGS = Type.Object(FLOW_CONTROL_FIELDS, {
+  $id: "FlowControlSettings",
+  description:
+    "Limits per key inside the group: its messages are keyed by the value of one of their headers.",
+});
 export const RETRY_SETTINGS = Type.Object(RETRY_FIELDS, { $id: "RetrySettings" });
 export const DEAD_LETTER_SETTINGS = Type.Object(DEAD_LETTER_FIELDS, { $id: "DeadLetterSettings" });
 
@@ -63,6 +94,7 @@ const SETTINGS_FIELDS = {
   deadLetter: nullable(ref(DEAD_LETTER_SETTINGS), {
     description: "null: messages are retried until acknowledged or expired.",
   }),
+  flowControl: nullable(ref(FLOW_CONTROL_SETTINGS), { description: "null: no limit per key." }),
 };
 
 export const CONSUMER_SETTINGS = Type.Object(SETTINGS_FIELDS, {
@@ -102,6 +134,17 @@ export const CONSUMER_SETTINGS_INPUT = Type.Object(
     push: Type.Optional(nullable(partial(PUSH_FIELDS, ["url"]))),
     retry: Type.Optional(partial(RETRY_FIELDS, [])),
     deadLetter: Type.Optional(nullable(partial(DEAD_LETTER_FIELDS, ["topic", "maxDeliveries"]))),
+    flowControl: Type.Optional(
+      nullable(
+        partial(
+          {
+            ...FLOW_CONTROL_FIELDS,
+            rate: nullable(partial(FLOW_RATE_FIELDS, ["limit", "periodSeconds"])),
+          },
+          ["key"],
+        ),
+      ),
+    ),
   },
   {
     $id: "ConsumerSettingsInput",
@@ -117,6 +160,7 @@ export const SETTINGS_LIST = Type.Object({
 export type PushSettings = Static<typeof PUSH_SETTINGS>;
 export type RetrySettings = Static<typeof RETRY_SETTINGS>;
 export type DeadLetterSettings = Static<typeof DEAD_LETTER_SETTINGS>;
+export type FlowControlSettings = Static<typeof FLOW_CONTROL_SETTINGS>;
 export type ConsumerSettings = Static<typeof CONSUMER_SETTINGS>;
 export type ConsumerSettingsDocument = Static<typeof CONSUMER_SETTINGS_DOCUMENT>;
 export type ConsumerSettingsInput = Static<typeof CONSUMER_SETTINGS_INPUT>;
@@ -127,6 +171,7 @@ export const SETTINGS_COMPONENTS = [
   PUSH_SETTINGS,
   RETRY_SETTINGS,
   DEAD_LETTER_SETTINGS,
+  FLOW_CONTROL_SETTINGS,
   CONSUMER_SETTINGS,
   CONSUMER_SETTINGS_DOCUMENT,
   CONSUMER_SETTINGS_INPUT,

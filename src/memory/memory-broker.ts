@@ -23,6 +23,7 @@ import type {
 } from "../queue/broker.js";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 import { MemoryCutLeases } from "./memory-cut-leases.js";
+import { MemoryFlowSlots } from "./memory-flow-slots.js";
 import { MemoryRecords } from "./memory-records.js";
 
 /** The gateway's record TTL at the longest retention (7 days) plus two hours. */
@@ -85,6 +86,8 @@ export class MemoryBroker implements Broker, PushOutcomes {
   readonly records: MemoryRecords;
   /** The cut-lease log's twin, forgotten with a topic or group. */
   readonly cuts = new MemoryCutLeases();
+  /** Flow control's slot records' twin (FlowSlotLedger), forgotten with a topic or group. */
+  readonly flowSlots: MemoryFlowSlots;
   readonly #o: MemoryBrokerOptions;
   readonly #topics = new Map<string, MemoryTopic>();
   readonly #epochs = new Map<string, number>();
@@ -99,6 +102,7 @@ export class MemoryBroker implements Broker, PushOutcomes {
       now: options.now,
       ttlMs: options.recordTtlMs ?? RECORD_TTL_MS,
     });
+    this.flowSlots = new MemoryFlowSlots(options.now);
   }
 
   /** Every group's lease without `setLease` is the default here (no pushed consumers). */
@@ -313,6 +317,7 @@ export class MemoryBroker implements Broker, PushOutcomes {
     this.#topics.delete(topicKey(topic));
     this.records.forgetTopic(topic);
     this.cuts.forgetTopic(topic);
+    this.flowSlots.forgetTopic(topic);
     this.#forgetOutcomes((g) => topicKey(g) === topicKey(topic));
   }
 
@@ -321,6 +326,7 @@ export class MemoryBroker implements Broker, PushOutcomes {
     const key = groupKey(group);
     this.records.forgetGroup(group);
     this.cuts.forgetGroup(group);
+    this.flowSlots.forgetGroup(group);
     this.#forgetOutcomes((g) => groupKey(g) === key);
   }
 

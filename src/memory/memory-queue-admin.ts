@@ -113,6 +113,7 @@ export class MemoryQueueAdmin implements QueueAdmin {
     if (!figures || !t) return null;
     t.log.clear();
     for (const g of t.groups.values()) g.pending.clear();
+    this.#b.flowSlots.forgetTopic(topic);
     return figures.messages + figures.delayed;
   }
 

@@ -21,6 +21,8 @@ import { PushHealthRecorder } from "./push-feeds/push-health.js";
 import { IdempotencyKeys } from "./queue-state/idempotency-keys.js";
 import { LeaseRecords } from "./queue-state/lease-records.js";
 import { JetStreamRecords } from "./queue-state/jetstream-records.js";
+import { FlowSlotRecords } from "./queue-state/flow-slots.js";
+import { FLOW_RECORD_TTL_MS } from "../queue/limits.js";
 import { PullClient } from "./pulls/pull-client.js";
 import { Requests } from "./core/requests.js";
 import { TopicSweeper } from "./queue-state/topic-sweeper.js";
@@ -113,6 +115,8 @@ export interface JetStreamAdapter {
   readonly records: JetStreamRecords;
   /** Leases cut short through their handle, followed by every gateway (VQS_CUT_LEASES). */
   readonly cuts: CutLeases;
+  /** Flow control's per-key slot records (VQS_FLOW_SLOTS), the FlowSlotLedger port. */
+  readonly flowSlots: FlowSlotRecords;
   /** Regional failover (202 deferred), when neighbour regions are configured. */
   readonly failover: Failover | null;
   readonly scheduler: DelayScheduler;
@@ -266,6 +270,13 @@ export async function openJetStreamAdapter(
     ttlMs: recordTtlMs,
     observe: o.observe,
   });
+  const flowSlots = new FlowSlotRecords(js, {
+    replicas: o.replicas,
+    ttlMs: FLOW_RECORD_TTL_MS,
+    timeoutMs: o.requestTimeoutMs,
+    region: o.region,
+    observe: o.observe,
+  });
   const keys = new IdempotencyKeys({
     js,
     jsm,
@@ -387,7 +398,10 @@ export async function openJetStreamAdapter(
     settledMs: o.settledTopicMs,
     pushedConsumers: (namespaceKey, topic) =>
       pushedPatternConsumers(settings, o.region, namespaceKey, topic),
-    forgetRecords: (stream) => records.forget(jsm, `${stream}.>`),
+    forgetRecords: async (stream) => {
+      await records.forget(jsm, `${stream}.>`);
+      await flowSlots.forget(jsm, `${stream}.>`);
+    },
     bodies,
   });
   sweeper.start();
@@ -396,6 +410,7 @@ export async function openJetStreamAdapter(
     broker,
     records: recordStore,
     cuts,
+    flowSlots,
     failover,
     scheduler,
     sweeper,
@@ -405,6 +420,7 @@ export async function openJetStreamAdapter(
       jsm,
       topology,
       records,
+      flowSlots,
       epochs,
       region: o.region,
       bodies,

@@ -238,5 +238,38 @@ export interface PushOutcomes {
   notePushOutcome(group: GroupAddress, outcome: string, atMs: number): void;
 }
 
+/** One lease holding a slot of a flow-control key: which delivery, until when (server clock). */
+export interface SlotHolder {
+  readonly streamSeq: number;
+  readonly deliveryCount: number;
+  readonly untilMs: number;
+}
+
+/** A flow-control key's slots as stored: the leases holding one, and the record's revision. */
+export interface KeySlots {
+  readonly holders: readonly SlotHolder[];
+  /** Store revision, for compare-and-set. */
+  readonly revision: number;
+}
+
+/**
+ * Per-key slot records of flow control (src/queue/flow-control/), one per group and key, shared
+ * by every gateway of the region: read, then written by compare-and-set. `keyHash` is the key's
+ * hash (hex), never the key itself. A record is forgotten by itself once no write has touched it
+ * for longer than the longest lease (`FLOW_RECORD_TTL_MS`); which of its holders still hold is
+ * the domain's to decide, by their `untilMs`. A port of its own, not the Broker's: `FlowSlotRecords`
+ * on JetStream (KV VQS_FLOW_SLOTS), `MemoryFlowSlots` in memory.
+ */
+export interface FlowSlotLedger {
+  getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null>;
+  /** Compare-and-set (null: create); the new revision, or null when another writer won. */
+  putKeySlots(
+    group: GroupAddress,
+    keyHash: string,
+    holders: readonly SlotHolder[],
+    expectedRevision: number | null,
+  ): Promise<number | null>;
+}
+
 /** The message log and the group cursor: what src/nats implements on JetStream (JetStreamBroker). */
 export interface Broker extends MessageLog, GroupCursor {}

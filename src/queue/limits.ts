@@ -62,3 +62,10 @@ const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
 export function isValidName(name: string): boolean {
   return name.length <= LIMITS.nameMaxLength && NAME_PATTERN.test(name);
 }
+
+/**
+ * A flow-control slot record nobody wrote for this long is forgotten by the store: longer than
+ * any lease a holder in it can have (a receive's 1 h, a push's timeout of up to 1 h plus its
+ * margin), since every lease change rewrites the record.
+ */
+export const FLOW_RECORD_TTL_MS = 3 * 3_600_000;

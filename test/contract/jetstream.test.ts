@@ -10,6 +10,7 @@ import { LeaseRecords } from "../../src/nats/queue-state/lease-records.js";
 import { useGateways } from "../helpers/fixture.js";
 import { sleep } from "../helpers/http.js";
 import { brokerContract } from "./broker-contract.js";
+import { flowSlotsContract } from "./flow-slots-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
 import { ledgersContract } from "./ledgers-contract.js";
 import { recordsContract } from "./records-contract.js";
@@ -54,6 +55,11 @@ ledgersContract("JetStream KV", {
   records: () => fixture.gateways[0]!.gateway.jetstream.records,
   cuts: () => fixture.gateways[0]!.gateway.jetstream.cuts,
   now: () => fixture.gateways[0]!.gateway.jetstream.now(),
+});
+
+// The bucket's max age (hours) is not waited for here: the twin's case checks the rule.
+flowSlotsContract("JetStream KV", {
+  ledger: () => fixture.gateways[0]!.gateway.jetstream.flowSlots,
 });
 
 settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.settings);

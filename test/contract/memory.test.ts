@@ -10,6 +10,7 @@ import { MemorySettingsStore } from "../../src/memory/memory-settings-store.js";
 import { bodyStoreContract } from "./body-store-contract.js";
 import { brokerContract } from "./broker-contract.js";
 import { deferrerContract } from "./deferrer-contract.js";
+import { flowSlotsContract } from "./flow-slots-contract.js";
 import { queueAdminContract } from "./queue-admin-contract.js";
 import { ledgersContract } from "./ledgers-contract.js";
 import { recordsContract } from "./records-contract.js";
@@ -79,3 +80,5 @@ deferrerContract("in memory", {
     return Promise.resolve();
   },
 });
+
+flowSlotsContract("in memory", { ledger: () => broker.flowSlots, advance });

@@ -10,6 +10,7 @@ const polled = (maxDeliveries: number): ConsumerSettings => ({
   push: null,
   retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
   deadLetter: { topic: "dead", maxDeliveries },
+  flowControl: null,
 });
 
 export function settingsContract(name: string, store: () => SettingsStore): void {

@@ -64,6 +64,7 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
     broker,
     records: broker.records,
     cuts: broker.cuts,
+    flowSlots: broker.flowSlots,
     idLeaseMarkWaitMs: 0,
     keys: deriveSecretKeys(options.secret ?? "memory-queue-secret-memory-queue-secret", "iad1"),
     now,

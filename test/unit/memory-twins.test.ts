@@ -64,6 +64,7 @@ describe("a large publish on the twins", () => {
         broker,
         records: broker.records,
         cuts: broker.cuts,
+        flowSlots: broker.flowSlots,
         idLeaseMarkWaitMs: 0,
         bodies,
         keys,

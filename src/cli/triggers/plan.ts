@@ -138,6 +138,8 @@ export function mergeTrigger(entry: DeclaredEntry, current: SettingsDocument | n
     push,
     ...(Object.keys(retry).length > 0 ? { retry } : {}),
     ...(current?.deadLetter ? { deadLetter: current.deadLetter } : {}),
+    // Flow control is not declared in vercel.json: what is stored stays.
+    ...(current?.flowControl ? { flowControl: current.flowControl } : {}),
   };
 
   const changes = diff(current, withDefaults(body));
@@ -160,7 +162,11 @@ export interface Prune {
 }
 
 export function pruneDocument(doc: SettingsDocument): Prune {
-  if (doc.deadLetter === null) return { body: null, changes: diff(doc, null) };
-  const body: SettingsBody = { retry: { ...doc.retry }, deadLetter: doc.deadLetter };
+  if (doc.deadLetter === null && !doc.flowControl) return { body: null, changes: diff(doc, null) };
+  const body: SettingsBody = {
+    retry: { ...doc.retry },
+    deadLetter: doc.deadLetter,
+    ...(doc.flowControl ? { flowControl: doc.flowControl } : {}),
+  };
   return { body, changes: diff(doc, withDefaults(body)) };
 }

@@ -34,6 +34,7 @@ import { directGet, leaderGet } from "../messages/reads.js";
 import { rfc3339ToMs } from "../messages/message-codec.js";
 import type { GroupEpochs } from "../queue-state/group-epochs.js";
 import type { LeaseRecords } from "../queue-state/lease-records.js";
+import type { FlowSlotRecords } from "../queue-state/flow-slots.js";
 import type { JetStreamBodies } from "../bodies/jetstream-bodies.js";
 import type { Topology } from "../queue-state/topology.js";
 import type { StorageQuotas } from "../queue-state/storage-quotas.js";
@@ -42,6 +43,8 @@ export interface JetStreamAdminDeps {
   readonly jsm: JetStreamManager;
   readonly topology: Topology;
   readonly records: LeaseRecords;
+  /** Flow control's slot records, forgotten with the lease records. */
+  readonly flowSlots?: FlowSlotRecords;
   readonly epochs: GroupEpochs;
   readonly region: string;
   /**
@@ -227,6 +230,8 @@ export class JetStreamAdmin implements QueueAdmin {
     const bodiesAt = await this.#d.bodies.position();
     await this.#d.jsm.streams.purge(stream);
     await this.#refreshPending(stream);
+    // The leases of purged messages hold their keys no more (flow control).
+    await this.#d.flowSlots?.forget(this.#d.jsm, `${stream}.>`);
     // After the messages: no message is left pointing at a body that is gone.
     await this.#removeBodies(topic, bodiesAt);
     return figures.messages + figures.delayed;
@@ -366,6 +371,7 @@ export class JetStreamAdmin implements QueueAdmin {
   /** Removes the gateway's lease records under a key prefix (a topic's or a group's). */
   async #forgetRecords(keys: string): Promise<void> {
     await this.#d.records.forget(this.#d.jsm, keys);
+    await this.#d.flowSlots?.forget(this.#d.jsm, keys);
   }
 }
 

@@ -258,6 +258,7 @@ export class SettingsBucket implements SettingsStore {
           push: known(s.push, ["url", "maxConcurrency", "timeoutSeconds", "autoAck"]),
           retry: known(s.retry, ["afterSeconds", "initialDelaySeconds", "maxBackoffSeconds"]),
           deadLetter: known(s.deadLetter, ["topic", "maxDeliveries"]),
+          flowControl: known(s.flowControl, ["key", "concurrency", "rate", "ordered"]),
         },
         parseTopicTarget(v.topic),
       );

@@ -4,6 +4,7 @@
 import { AppError } from "../../errors.js";
 import type { CutLeaseLog, GroupCursor } from "../broker.js";
 import type { LeaseLedger } from "../ledgers/lease-ledger.js";
+import type { FlowGate } from "../flow-control/flow-gate.js";
 import type { IdLeases } from "../id-leases.js";
 import type { Lease } from "../identity/receipt-handle.js";
 import type { GroupAddress } from "../namespace.js";
@@ -19,6 +20,8 @@ export interface GroupAcksDeps {
   readonly idLeases: Pick<IdLeases, "update" | "noteCursorChange">;
   readonly now: () => number;
   readonly observer: Pick<QueueObserver, "acknowledged">;
+  /** Flow control: an acknowledged lease gives its key's slot back. */
+  readonly flow?: Pick<FlowGate, "leaseMoved">;
 }
 
 export class GroupAcks {
@@ -51,6 +54,7 @@ export class GroupAcks {
       if (confirmed) await broker.ack(group, lease);
       else broker.ackUnconfirmed(group, lease);
       await this.#d.idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
+      await this.#d.flow?.leaseMoved(group, lease.streamSeq, 0);
     }
     this.#d.observer.acknowledged();
   }

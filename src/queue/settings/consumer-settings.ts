@@ -1,4 +1,4 @@
-// A consumer group's settings: push delivery, retry timing and dead-lettering, with every default
+// A consumer group's settings: push delivery, retry timing, dead-lettering and flow control, with every default
 // filled in. One document per (namespace, topic or topic pattern, group); see
 // docs/architecture.md, "Consumer settings".
 import type { ConsumerSettings, ConsumerSettingsDocument } from "../../api/settings.js";
@@ -9,6 +9,7 @@ import { SETTINGS_LIMITS } from "./settings-limits.js";
 export type {
   ConsumerSettings,
   DeadLetterSettings,
+  FlowControlSettings,
   PushSettings,
   RetrySettings,
 } from "../../api/settings.js";
@@ -35,6 +36,7 @@ export const DEFAULT_SETTINGS: ConsumerSettings = Object.freeze({
     maxBackoffSeconds: SETTINGS_LIMITS.maxBackoffSeconds.default,
   }),
   deadLetter: null,
+  flowControl: null,
 });
 
 /** The HTTP shape of a document: the settings plus where they apply and when they were stored. */
@@ -45,6 +47,7 @@ export function settingsBody(e: SettingsEntry): ConsumerSettingsDocument {
     push: e.settings.push,
     retry: e.settings.retry,
     deadLetter: e.settings.deadLetter,
+    flowControl: e.settings.flowControl,
     updatedAt: e.updatedAt,
   };
 }

@@ -13,4 +13,10 @@ export const SETTINGS_LIMITS = {
   /** The minimum is the document's own afterSeconds. */
   maxBackoffSeconds: { max: 86_400, default: 3600 },
   maxDeliveries: { min: 1, max: 1000 },
+  /** flowControl.key: a header name (lowercased), as HTTP tokens are written. */
+  flowKeyMaxLength: 64,
+  flowConcurrency: { min: 1, max: 1000 },
+  flowRateLimit: { min: 1, max: 100_000 },
+  flowRatePeriodSeconds: { min: 1, max: 86_400 },
+  flowRateBurst: { min: 1, max: 100_000 },
 } as const;

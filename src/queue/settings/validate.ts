@@ -5,10 +5,12 @@
 // push_destination_not_allowed for a well-formed push URL outside the operator's allow-list.
 import { AppError } from "../../errors.js";
 import { isValidName } from "../limits.js";
+import { headerKind } from "../message-headers.js";
 import {
   DEFAULT_SETTINGS,
   type ConsumerSettings,
   type DeadLetterSettings,
+  type FlowControlSettings,
   type PushSettings,
   type RetrySettings,
 } from "./consumer-settings.js";
@@ -53,12 +55,18 @@ function int(obj: Json, key: string, parent: string, min: number, max: number, d
 /** Checks a body without the operator's allow-list: only 400s. */
 export function validateSettings(body: unknown, target: TopicTarget): ConsumerSettings {
   if (!isObject(body)) invalid("The settings must be a JSON object.");
-  onlyKnown(body, ["push", "retry", "deadLetter"], "");
-  return {
+  onlyKnown(body, ["push", "retry", "deadLetter", "flowControl"], "");
+  const settings = {
     push: push(body.push),
     retry: retry(body.retry),
     deadLetter: deadLetter(body.deadLetter, target),
+    flowControl: flowControl(body.flowControl),
   };
+  // The pusher does not take per-key slots yet: refused rather than stored and ignored.
+  if (settings.push && settings.flowControl) {
+    invalid("flowControl is not supported yet on a pushed group (push): only on a polled one.");
+  }
+  return settings;
 }
 
 /** Checks a body completely: 400 for what is malformed, then 403 for a push URL not allowed. */
@@ -168,4 +176,54 @@ function deadLetter(v: unknown, target: TopicTarget): DeadLetterSettings | null 
   }
   const { min, max } = L.maxDeliveries;
   return { topic, maxDeliveries: int(v, "maxDeliveries", "deadLetter", min, max, min) };
+}
+
+const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;
+
+function flowControl(v: unknown): FlowControlSettings | null {
+  if (v === undefined || v === null) return null;
+  if (!isObject(v)) invalid("flowControl must be an object or null.");
+  onlyKnown(v, ["key", "concurrency", "rate", "ordered"], "flowControl");
+  const key = typeof v.key === "string" ? v.key.toLowerCase() : null;
+  if (key === null || key.length > L.flowKeyMaxLength || !HEADER_NAME.test(key)) {
+    invalid(
+      `flowControl.key is required: a header name of 1-${L.flowKeyMaxLength} characters (letters, digits and !#$%&'*+.^_\`|~-).`,
+    );
+  }
+  // A name a message's own headers never hold (src/queue/message-headers.ts) would key nothing.
+  if (key === "__proto__" || headerKind(key) !== "own") {
+    invalid(
+      `flowControl.key must be a header a message keeps as its own (not ${key}: docs/api.md, "Message headers").`,
+    );
+  }
+  const { flowConcurrency: c } = L;
+  const concurrency =
+    v.concurrency === null ? null : int(v, "concurrency", "flowControl", c.min, c.max, 0);
+  const ordered = v.ordered === undefined ? false : v.ordered;
+  if (typeof ordered !== "boolean") invalid("flowControl.ordered must be true or false.");
+  const rate = flowRate(v.rate);
+  // Not built yet: refused rather than stored and ignored.
+  if (rate !== null) invalid("flowControl.rate is not supported yet.");
+  if (ordered) invalid("flowControl.ordered is not supported yet.");
+  if (concurrency === 0 || concurrency === null) {
+    invalid(`flowControl.concurrency is required: an integer from ${c.min} to ${c.max}.`);
+  }
+  return { key, concurrency, rate, ordered };
+}
+
+function flowRate(v: unknown): FlowControlSettings["rate"] {
+  if (v === undefined || v === null) return null;
+  if (!isObject(v)) invalid("flowControl.rate must be an object or null.");
+  onlyKnown(v, ["limit", "periodSeconds", "burst"], "flowControl.rate");
+  const p = "flowControl.rate";
+  if (v.limit === undefined || v.periodSeconds === undefined) {
+    invalid(`${p}.limit and ${p}.periodSeconds are required when ${p} is given.`);
+  }
+  const { flowRateLimit: l, flowRatePeriodSeconds: s, flowRateBurst: b } = L;
+  const limit = int(v, "limit", p, l.min, l.max, l.min);
+  return {
+    limit,
+    periodSeconds: int(v, "periodSeconds", p, s.min, s.max, s.min),
+    burst: int(v, "burst", p, b.min, b.max, limit),
+  };
 }

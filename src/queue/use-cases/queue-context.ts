@@ -2,7 +2,7 @@
 // share: the storage port, the keys, the clock, and the one instance each of the delivery rules
 // they all apply. The composition root makes it once and hands the pusher the parts it needs
 // (`handOut`, `acks`), so a push is handed out and acknowledged as a receive is.
-import type { Broker, CutLeaseLog } from "../broker.js";
+import type { Broker, CutLeaseLog, FlowSlotLedger } from "../broker.js";
 import { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
 import { LeaseLedger } from "../ledgers/lease-ledger.js";
 import { PushLedger } from "../ledgers/push-ledger.js";
@@ -12,6 +12,7 @@ import { GroupAcks } from "../delivery/group-acks.js";
 import { GroupLeases } from "../delivery/group-leases.js";
 import { HandOut } from "../delivery/hand-out.js";
 import { MessageCopies } from "../delivery/message-copies.js";
+import { FlowGate } from "../flow-control/flow-gate.js";
 import { IdLeases } from "../id-leases.js";
 import type { SecretKeys } from "../identity/secret-keys.js";
 import { LongPolls } from "../long-polls.js";
@@ -26,6 +27,8 @@ export interface QueueContextDeps {
   readonly records: RecordStore;
   /** Leases cut short through their handle, as every gateway knows them. */
   readonly cuts: CutLeaseLog;
+  /** Flow control's per-key slot records, shared by every gateway of the region. */
+  readonly flowSlots: FlowSlotLedger;
   /**
    * How long a group's new "uses receive by ID" mark waits before it counts, so that every other
    * gateway's cached "no" has run out (0 where there is no other gateway, as in the twins).
@@ -64,6 +67,8 @@ export interface QueueContext {
   readonly acks: GroupAcks;
   /** This gateway's waiting receives; a publish here wakes those that found no topic. */
   readonly longPolls: LongPolls;
+  /** Flow control per key: slots, and the deliveries held here over their key's limit. */
+  readonly flow: FlowGate;
 }
 
 export function createQueueContext(deps: QueueContextDeps): QueueContext {
@@ -75,6 +80,15 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
   const idLedger = new IdLeaseLedger(deps.records, { now, markWaitMs: deps.idLeaseMarkWaitMs });
   const idLeases = new IdLeases(broker, idLedger, leaseLedger, now);
   const copies = new MessageCopies({ broker, bodies, now });
+  const pushLedger = new PushLedger(deps.records);
+  const flow = new FlowGate({
+    broker,
+    slots: deps.flowSlots,
+    holdbacks: pushLedger,
+    now,
+    settingsOf,
+    log: deps.log ?? null,
+  });
   return {
     broker,
     keys,
@@ -85,8 +99,8 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
     leaseLedger,
     idLedger,
     idLeases,
-    groupLeases: new GroupLeases(broker, deps.cuts, idLeases, now),
-    pushLedger: new PushLedger(deps.records),
+    groupLeases: new GroupLeases(broker, deps.cuts, idLeases, now, flow),
+    pushLedger,
     copies,
     handOut: new HandOut({
       broker,
@@ -100,7 +114,16 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
       settingsOf,
       log: deps.log ?? null,
     }),
-    acks: new GroupAcks({ broker, leases: leaseLedger, cuts: deps.cuts, idLeases, now, observer }),
+    acks: new GroupAcks({
+      broker,
+      leases: leaseLedger,
+      cuts: deps.cuts,
+      idLeases,
+      now,
+      observer,
+      flow,
+    }),
     longPolls: new LongPolls(broker, now),
+    flow,
   };
 }

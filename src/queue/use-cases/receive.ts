@@ -47,7 +47,13 @@ export class Receiving {
     // A group this gateway follows for waiting receives has its feed pulling already: a waiting
     // receive joins it without a pull of its own, so clients that all come back at the end of
     // their waits cost a pull per group, not one each (the feed hands out what is there).
-    if (waitMs === 0 || spare !== null || !this.#ctx.longPolls.following(group)) {
+    // Deliveries held here over their key's limit (flow control) are looked at before waiting.
+    if (
+      waitMs === 0 ||
+      spare !== null ||
+      !this.#ctx.longPolls.following(group) ||
+      this.#ctx.flow.holds(group)
+    ) {
       const now = await this.#receiveNow(group, options, spare);
       if (now.length > 0 || waitMs === 0) return now;
     }
@@ -73,6 +79,8 @@ export class Receiving {
   /** Answers every waiting receive of this gateway now (with nothing): it is shutting down. */
   stopWaiting(): void {
     this.#ctx.longPolls.close();
+    // What is held over its key's limit goes back now (as holdbacks), not at its lease's end.
+    void this.#ctx.flow.close();
   }
 
   /** Waiting receives on this gateway. */
@@ -137,32 +145,53 @@ export class Receiving {
     const deadlineMs = this.#ctx.now() + leaseMs;
     const taken: Delivery[] = [];
     const live: Delivery[] = [];
+    const flow = this.#ctx.flow;
+    const keyed = flow.flowOf(group) !== null;
     try {
+      // Held here over their key's limit: those whose key has a slot now go first (oldest).
+      if (keyed) live.push(...(await flow.takeHeld(group, want, deadlineMs, leaseMs)));
       for (let pulls = 0; pulls < maxPulls && live.length < want; pulls++) {
         const asked = want - live.length;
-        const batch = first
+        const pulledNow = first
           ? [first]
           : await this.#ctx.broker.pull(group, asked, options.cursorFallback);
         const woken = first !== null;
         first = null;
-        if (batch === null || batch.length === 0) break;
+        if (pulledNow === null || pulledNow.length === 0) break;
+        const batch = keyed ? await flow.seenCounts(group, pulledNow) : pulledNow;
         taken.push(...batch);
-        live.push(...(await this.#ctx.handOut.admit(group, batch, deadlineMs)));
+        const admitted = await this.#ctx.handOut.admit(group, batch, deadlineMs);
+        if (keyed) {
+          const { pass, held } = await flow.admit(group, admitted, deadlineMs);
+          const waiting = new Set(held); // the waitlist has them now
+          taken.splice(0, taken.length, ...taken.filter((d) => !waiting.has(d)));
+          live.push(...pass);
+        } else live.push(...admitted);
         if (!woken && batch.length < asked) break; // the group has nothing more right now
       }
       pulled();
       await this.#ctx.handOut.lease(group, live, leaseMs);
     } catch (err) {
       // Nothing reaches the caller: release what was pulled rather than leave it leased to nobody.
-      await Promise.allSettled(taken.map((d) => this.#ctx.broker.setLease(group, d, 0)));
+      await this.#releaseAll(group, [...new Set([...taken, ...live])]);
       throw err;
     }
     if (options.signal?.aborted) {
       // The client hung up while this receive waited or pulled: nothing stays leased to it.
-      await Promise.allSettled(live.map((d) => this.#ctx.broker.setLease(group, d, 0)));
+      await this.#releaseAll(group, live);
       return [];
     }
     return live.map((d) => this.#ctx.handOut.handOut(group, d, deadlineMs));
+  }
+
+  /** Released at once, each one's flow-control slot given back. */
+  async #releaseAll(group: GroupAddress, ds: readonly Delivery[]): Promise<void> {
+    await Promise.allSettled(
+      ds.map(async (d) => {
+        await this.#ctx.broker.setLease(group, d, 0);
+        await this.#ctx.flow.leaseMoved(group, d.streamSeq, 0);
+      }),
+    );
   }
 }
 

@@ -31,6 +31,7 @@ const full = {
   },
   retry: { afterSeconds: 10, initialDelaySeconds: 2, maxBackoffSeconds: 600 },
   deadLetter: { topic: "orders-dead", maxDeliveries: 3 },
+  flowControl: null,
 };
 
 const afterSeconds = (i: number, topic: string, group: string) =>

@@ -325,6 +325,7 @@ describe("which settings apply to a group", () => {
     push: null,
     retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
     deadLetter: { topic: `${topic.replace("*", "")}dead`, maxDeliveries: 3 },
+    flowControl: null,
     updatedAt: "2026-01-01T00:00:00.000Z",
   });
   const docs = [doc("orders_*", "g"), doc("orders_eu*", "g"), doc("orders_eu", "other")];

@@ -351,6 +351,7 @@ describe("merge into the stored document", () => {
     push: { url: entry.url, maxConcurrency: 10, timeoutSeconds: 300, autoAck: false },
     retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
     deadLetter: null,
+    flowControl: null,
     updatedAt: "2026-01-01T00:00:00.000Z",
     ...over,
   });
@@ -429,6 +430,7 @@ describe("prune", () => {
       },
       retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
       deadLetter: null,
+      flowControl: null,
       updatedAt: "2026-01-01T00:00:00.000Z",
       ...over,
     }) satisfies SettingsDocument;

@@ -43,6 +43,7 @@ describe("settings body", () => {
       },
       retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
       deadLetter: null,
+      flowControl: null,
     } satisfies ConsumerSettings);
     expect(validateSettings({ push: null, deadLetter: null }, orders)).toEqual(DEFAULT_SETTINGS);
   });
@@ -57,8 +58,15 @@ describe("settings body", () => {
       },
       retry: { afterSeconds: 0, initialDelaySeconds: 604800, maxBackoffSeconds: 0 },
       deadLetter: { topic: "orders-dead", maxDeliveries: 1000 },
+      flowControl: null,
     };
     expect(validateSettings(body, orders)).toEqual(body);
+    const polled = {
+      ...body,
+      push: null,
+      flowControl: { key: "tenant", concurrency: 1000, rate: null, ordered: false },
+    };
+    expect(validateSettings(polled, orders)).toEqual(polled);
   });
 
   it("refuses a body that is not an object", () => {
@@ -230,6 +238,65 @@ describe("settings body", () => {
     expect(off.code).toBe("push_destination_not_allowed");
     expect(off.message).toMatch(/operator must set VQS_PUSH_ALLOWED_URLS/);
     expect(parseSettings({ retry: { afterSeconds: 5 } }, orders, null).push).toBeNull();
+  });
+});
+
+describe("flow control settings", () => {
+  const flow = (v: unknown) => validateSettings({ flowControl: v }, orders).flowControl;
+
+  it("takes a header name (lowercased) and a concurrency per key", () => {
+    expect(flow({ key: "Tenant-Id", concurrency: 3 })).toEqual({
+      key: "tenant-id",
+      concurrency: 3,
+      rate: null,
+      ordered: false,
+    });
+    expect(flow(null)).toBeNull();
+    expect(validateSettings({}, orders).flowControl).toBeNull();
+  });
+
+  it("refuses a missing or malformed key, and headers a message never carries", () => {
+    for (const key of [undefined, "", "a b", "a:b", "é", "x".repeat(65), 5, null]) {
+      expect(invalid({ flowControl: { key, concurrency: 1 } })).toMatch(/^flowControl\.key/);
+    }
+    for (const key of ["Vqs-Key", "content-type", "ce-id", "authorization", "traceparent"]) {
+      expect(invalid({ flowControl: { key, concurrency: 1 } })).toMatch(/keeps as its own/);
+    }
+  });
+
+  it("refuses a concurrency out of bounds, or none, and unknown fields", () => {
+    for (const concurrency of [0, 1001, 1.5, "2", true, undefined, null]) {
+      expect(invalid({ flowControl: { key: "k", concurrency } })).toMatch(
+        /^flowControl\.concurrency/,
+      );
+    }
+    expect(invalid({ flowControl: { key: "k", concurrency: 1, keys: 1 } })).toMatch(
+      /Unknown field flowControl\.keys/,
+    );
+    expect(invalid({ flowControl: "k" })).toMatch(/flowControl must be an object/);
+  });
+
+  it("refuses rate and ordered, not built yet, after checking their shape", () => {
+    const base = { key: "k", concurrency: 1 };
+    expect(invalid({ flowControl: { ...base, rate: { limit: 10, periodSeconds: 1 } } })).toMatch(
+      /flowControl\.rate is not supported yet/,
+    );
+    expect(invalid({ flowControl: { ...base, rate: { limit: 0, periodSeconds: 1 } } })).toMatch(
+      /flowControl\.rate\.limit must be an integer/,
+    );
+    expect(invalid({ flowControl: { ...base, rate: { limit: 1 } } })).toMatch(/are required/);
+    expect(invalid({ flowControl: { ...base, ordered: true } })).toMatch(
+      /flowControl\.ordered is not supported yet/,
+    );
+    expect(invalid({ flowControl: { ...base, ordered: "yes" } })).toMatch(/true or false/);
+    expect(flow({ ...base, rate: null, ordered: false })?.ordered).toBe(false);
+  });
+
+  it("refuses flow control on a pushed group, not built yet", () => {
+    const push = { url: "http://localhost:3000/q" };
+    expect(invalid({ push, flowControl: { key: "k", concurrency: 1 } })).toMatch(
+      /not supported yet on a pushed group/,
+    );
   });
 });
 

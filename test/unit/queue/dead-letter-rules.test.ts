@@ -39,6 +39,7 @@ const deadLetterAfter = (maxDeliveries: number, topic = "orders-dead"): Consumer
   push: null,
   retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
   deadLetter: { topic, maxDeliveries },
+  flowControl: null,
 });
 
 const publish = (text: string, to: TopicAddress = workers) => memory.publishId(to, text);
@@ -158,6 +159,7 @@ describe("dead letters of pushed messages", () => {
       push: { url, maxConcurrency: 10, timeoutSeconds: 5, autoAck: true },
       retry: { afterSeconds: 0, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
       deadLetter: { topic: "orders-dead", maxDeliveries: 3 },
+      flowControl: null,
     };
     settings = pushed;
     const pusher = memoryPusher(memory, endpoint.client, SECRET);

@@ -185,6 +185,7 @@ describe("dead letters", () => {
       push: null,
       retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
       deadLetter: { topic: "orders-dead", maxDeliveries: 2 },
+      flowControl: null,
     };
     const published = await publish("poison");
     if (published.deferred) throw new Error("not deferred in memory");

@@ -133,6 +133,7 @@ describe("a message's headers travel with it", () => {
       push: null,
       retry: { afterSeconds: 60, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
       deadLetter: { topic: "orders-dead", maxDeliveries: 1 },
+      flowControl: null,
     };
     await memory.publishId(workers, "poison", { headers });
     expect(await memory.receive(workers, { visibilityTimeoutSeconds: 1 })).toHaveLength(1);

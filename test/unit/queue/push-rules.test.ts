@@ -32,6 +32,7 @@ function pushedTo(url: string, more: Partial<PushedSettings> = {}): PushedSettin
     push: { url, maxConcurrency: 10, timeoutSeconds: 5, autoAck: false },
     retry: { afterSeconds: 30, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
     deadLetter: null,
+    flowControl: null,
     ...more,
   };
 }

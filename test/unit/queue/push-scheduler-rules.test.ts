@@ -38,6 +38,7 @@ function pushedTo(
     push: { url, maxConcurrency, timeoutSeconds: 30, autoAck: true },
     retry: { afterSeconds: 1, initialDelaySeconds: 0, maxBackoffSeconds: 3600 },
     deadLetter: null,
+    flowControl: null,
     ...more,
   };
 }

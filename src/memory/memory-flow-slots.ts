@@ -1,0 +1,74 @@
+// The in-memory twin of flow control's per-key slot records (FlowSlotLedger): compare-and-set on
+// a revision, and a record nobody wrote for FLOW_RECORD_TTL_MS forgotten, as the JetStream
+// bucket's max age forgets it (src/nats/queue-state/flow-slots.ts). Held to the same contract
+// (test/contract/flow-slots-contract.ts).
+import type { FlowSlotLedger, KeySlots, SlotHolder } from "../queue/broker.js";
+import { FLOW_RECORD_TTL_MS } from "../queue/limits.js";
+import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
+
+const topicPrefix = (t: TopicAddress) => JSON.stringify([t.namespace.key, t.topic]) + "#";
+const groupPrefix = (g: GroupAddress) => `${topicPrefix(g)}${JSON.stringify(g.group)}#`;
+const slotKey = (g: GroupAddress, keyHash: string) => `${groupPrefix(g)}${keyHash}`;
+
+interface Entry {
+  readonly holders: readonly SlotHolder[];
+  readonly revision: number;
+  readonly writtenAtMs: number;
+}
+
+export class MemoryFlowSlots implements FlowSlotLedger {
+  readonly #now: () => number;
+  readonly #records = new Map<string, Entry>();
+  #revision = 0;
+
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null> {
+    const e = this.#live(slotKey(group, keyHash));
+    return Promise.resolve(e ? { holders: e.holders, revision: e.revision } : null);
+  }
+
+  putKeySlots(
+    group: GroupAddress,
+    keyHash: string,
+    holders: readonly SlotHolder[],
+    expectedRevision: number | null,
+  ): Promise<number | null> {
+    const k = slotKey(group, keyHash);
+    const e = this.#live(k);
+    if ((e?.revision ?? null) !== expectedRevision) return Promise.resolve(null);
+    const revision = ++this.#revision;
+    this.#records.set(k, {
+      holders: holders.map((h) => ({ ...h })),
+      revision,
+      writtenAtMs: this.#now(),
+    });
+    return Promise.resolve(revision);
+  }
+
+  /** Forgets the records of every group of the topic (removed, or its messages purged). */
+  forgetTopic(topic: TopicAddress): void {
+    this.#forget(topicPrefix(topic));
+  }
+
+  /** Forgets the group's records (the group was removed, or sought). */
+  forgetGroup(group: GroupAddress): void {
+    this.#forget(groupPrefix(group));
+  }
+
+  #forget(prefix: string): void {
+    for (const k of [...this.#records.keys()]) if (k.startsWith(prefix)) this.#records.delete(k);
+  }
+
+  #live(k: string): Entry | null {
+    const e = this.#records.get(k);
+    if (!e) return null;
+    if (this.#now() - e.writtenAtMs >= FLOW_RECORD_TTL_MS) {
+      this.#records.delete(k);
+      return null;
+    }
+    return e;
+  }
+}

@@ -1,0 +1,116 @@
+// Flow control's per-key slot records on JetStream (the FlowSlotLedger port, implemented here
+// directly, not through the Broker): one KV entry per group and key, written by compare-and-set on its revision. Keys are
+// "<stream>.<consumer>.<keyHash>", all hex and digits: a message's key (user text) reaches a
+// subject only as its hash. The bucket's max age forgets a record nobody wrote for longer than
+// the longest lease; which holders still hold is the domain's to say (src/queue/flow-control/),
+// so every server version (2.9 on) serves it: no per-message TTL is needed.
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { StorageType } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { FlowSlotLedger, KeySlots, SlotHolder } from "../../queue/broker.js";
+import type { GroupAddress } from "../../queue/namespace.js";
+import { groupNames } from "../core/naming.js";
+import { Once } from "../core/once.js";
+import { storeOp, type ObserveOperation } from "../core/store-op.js";
+import { isWrongLastSequence } from "./lease-records.js";
+
+export const FLOW_SLOTS_BUCKET = "VQS_FLOW_SLOTS";
+
+const HASH = /^[0-9a-f]{16,64}$/;
+
+export interface FlowSlotRecordsOptions {
+  readonly replicas: number;
+  /** A record untouched this long is forgotten (longer than any lease it holds). */
+  readonly ttlMs: number;
+  readonly timeoutMs: number;
+  readonly region: string;
+  /** Times each operation (vqs_jetstream_request_duration_seconds: flow_slots_get, _put). */
+  readonly observe: ObserveOperation;
+}
+
+export class FlowSlotRecords implements FlowSlotLedger {
+  readonly #js: JetStreamClient;
+  readonly #opts: FlowSlotRecordsOptions;
+  readonly #kv = new Once<KV>();
+
+  constructor(js: JetStreamClient, opts: FlowSlotRecordsOptions) {
+    this.#js = js;
+    this.#opts = opts;
+  }
+
+  #bucket(): Promise<KV> {
+    return this.#kv.get(() =>
+      new Kvm(this.#js).create(FLOW_SLOTS_BUCKET, {
+        history: 1,
+        replicas: this.#opts.replicas,
+        ttl: this.#opts.ttlMs,
+        storage: StorageType.File,
+        timeout: this.#opts.timeoutMs,
+        // A read decides whether a key has room: from the stream leader, never a lagging replica.
+        allow_direct: false,
+      }),
+    );
+  }
+
+  /**
+   * Removes every record under `prefix` (`<stream>.>`: a removed topic's, `<stream>.<consumer>.>`:
+   * a removed or sought group's): holders of leases that no cursor knows any more would hold
+   * their keys until their deadlines.
+   */
+  async forget(jsm: JetStreamManager, prefix: string): Promise<void> {
+    await this.#bucket();
+    await jsm.streams.purge(`KV_${FLOW_SLOTS_BUCKET}`, {
+      filter: `$KV.${FLOW_SLOTS_BUCKET}.${prefix}`,
+    });
+  }
+
+  getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null> {
+    return storeOp(this.#opts.observe, "flow_slots_get", async () => {
+      const e = await (await this.#bucket()).get(this.#key(group, keyHash));
+      if (!e || e.operation !== "PUT") return null;
+      return { holders: decode(e.string()), revision: e.revision };
+    });
+  }
+
+  putKeySlots(
+    group: GroupAddress,
+    keyHash: string,
+    holders: readonly SlotHolder[],
+    expectedRevision: number | null,
+  ): Promise<number | null> {
+    const value = JSON.stringify(holders.map((h) => [h.streamSeq, h.deliveryCount, h.untilMs]));
+    return storeOp(this.#opts.observe, "flow_slots_put", async () => {
+      const k = this.#key(group, keyHash);
+      const kv = await this.#bucket();
+      try {
+        return expectedRevision === null
+          ? await kv.create(k, value)
+          : await kv.update(k, value, expectedRevision);
+      } catch (err) {
+        if (isWrongLastSequence(err)) return null;
+        throw err;
+      }
+    });
+  }
+
+  #key(group: GroupAddress, keyHash: string): string {
+    if (!HASH.test(keyHash)) throw new Error("a flow-control key must reach the store hashed");
+    const g = groupNames(this.#opts.region, group);
+    return `${g.stream}.${g.consumer}.${keyHash}`;
+  }
+}
+
+/** A stored value back to holders; anything unreadable holds nothing. */
+function decode(text: string): SlotHolder[] {
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (!Array.isArray(v)) return [];
+    return v.flatMap((h: unknown) =>
+      Array.isArray(h) && h.length === 3 && h.every((n) => Number.isSafeInteger(n))
+        ? [{ streamSeq: h[0] as number, deliveryCount: h[1] as number, untilMs: h[2] as number }]
+        : [],
+    );
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,86 @@
+// One contract for flow control's per-key slot records (FlowSlotLedger, src/queue/broker.ts), run
+// against the in-memory twin (memory.test.ts) and the JetStream KV bucket on a real nats-server
+// (jetstream.test.ts): compare-and-set on the revision, records per group and key, holders kept
+// as written, and a record nobody writes forgotten after the store's time to live.
+import { randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import type { FlowSlotLedger } from "../../src/queue/broker.js";
+import { FLOW_RECORD_TTL_MS } from "../../src/queue/limits.js";
+import { makeNamespace, type GroupAddress } from "../../src/queue/namespace.js";
+
+export interface FlowSlotsUnderTest {
+  readonly ledger: () => FlowSlotLedger;
+  /** Lets `ms` of the store's time pass; absent: the store's time cannot be moved (real server). */
+  readonly advance?: (ms: number) => Promise<void>;
+}
+
+const namespace = makeNamespace("contract-team", "contract-project", "production", null);
+const group = (name = "g"): GroupAddress => ({
+  namespace,
+  topic: `f_${randomBytes(5).toString("hex")}`,
+  group: name,
+});
+const hash = () => randomBytes(16).toString("hex");
+const holder = (streamSeq: number, untilMs = 1_900_000_000_000) => ({
+  streamSeq,
+  deliveryCount: 1,
+  untilMs,
+});
+
+export function flowSlotsContract(name: string, under: FlowSlotsUnderTest): void {
+  describe(`flow slot records contract: ${name}`, () => {
+    it("has no record for a key never written, and creates one only once", async () => {
+      const l = under.ledger();
+      const g = group();
+      const k = hash();
+      expect(await l.getKeySlots(g, k)).toBeNull();
+      const rev = await l.putKeySlots(g, k, [holder(1)], null);
+      expect(rev).not.toBeNull();
+      expect(await l.putKeySlots(g, k, [holder(2)], null)).toBeNull(); // created already
+      expect(await l.getKeySlots(g, k)).toEqual({ holders: [holder(1)], revision: rev });
+    });
+
+    it("writes only over the revision it read: a racing writer loses", async () => {
+      const l = under.ledger();
+      const g = group();
+      const k = hash();
+      const rev = (await l.putKeySlots(g, k, [holder(1)], null))!;
+      const mine = await l.putKeySlots(g, k, [holder(1), holder(2)], rev);
+      expect(mine).not.toBeNull();
+      expect(mine).not.toBe(rev);
+      expect(await l.putKeySlots(g, k, [holder(3)], rev)).toBeNull(); // read before mine
+      const now = await l.getKeySlots(g, k);
+      expect(now?.holders).toEqual([holder(1), holder(2)]);
+      // Every holder field as written, an empty record too.
+      expect(await l.putKeySlots(g, k, [], mine)).not.toBeNull();
+      expect((await l.getKeySlots(g, k))?.holders).toEqual([]);
+    });
+
+    it("keeps each group's and key's records apart", async () => {
+      const l = under.ledger();
+      const g = group();
+      const other = { ...g, group: "other" };
+      const [k1, k2] = [hash(), hash()];
+      await l.putKeySlots(g, k1, [holder(1)], null);
+      expect(await l.getKeySlots(g, k2)).toBeNull();
+      expect(await l.getKeySlots(other, k1)).toBeNull();
+      expect(await l.putKeySlots(other, k1, [holder(9)], null)).not.toBeNull();
+      expect((await l.getKeySlots(g, k1))?.holders).toEqual([holder(1)]);
+    });
+
+    it.runIf(under.advance !== undefined)(
+      "forgets a record nobody wrote for its time to live",
+      async () => {
+        const l = under.ledger();
+        const g = group();
+        const k = hash();
+        const rev = (await l.putKeySlots(g, k, [holder(1)], null))!;
+        await under.advance!(FLOW_RECORD_TTL_MS - 1000);
+        expect((await l.getKeySlots(g, k))?.revision).toBe(rev);
+        await under.advance!(2000);
+        expect(await l.getKeySlots(g, k)).toBeNull();
+        expect(await l.putKeySlots(g, k, [holder(2)], null)).not.toBeNull();
+      },
+    );
+  });
+}
