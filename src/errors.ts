@@ -35,7 +35,7 @@ export const ERRORS = {
   reserved_message_header: {
     status: 400,
     message:
-      "Message headers named ce-*, x-vercel-queue-* or Content-* (but Content-Type and Content-Length) are the service's own.",
+      "Message headers named ce-* or Content-* (but Content-Type and Content-Length) are the service's own.",
   },
   message_headers_too_large: {
     status: 400,

@@ -44,10 +44,19 @@ const NOT_THE_MESSAGES = new Set([
   "tracestate",
   "baggage",
 ]);
-const NOT_THE_MESSAGES_PREFIXES = ["vqs-", "accept-", "sec-", "x-forwarded-", "proxy-"];
+// `x-vercel-queue-*` is the service's own protocol space: a delivery writes trace context there,
+// and clients send routing headers in it (the Workflow world's `x-vercel-queue-region`).
+const NOT_THE_MESSAGES_PREFIXES = [
+  "vqs-",
+  "x-vercel-queue-",
+  "accept-",
+  "sec-",
+  "x-forwarded-",
+  "proxy-",
+];
 
 /** Names a delivery writes itself (a push's CloudEvent and trace headers, a part's Content-*). */
-const RESERVED_PREFIXES = ["ce-", "content-", "x-vercel-queue-"];
+const RESERVED_PREFIXES = ["ce-", "content-"];
 
 /**
  * An HTTP field name (RFC 9110 token), in lower case; not `__proto__`, which a plain object's
@@ -89,7 +98,7 @@ export function messageHeaders(headers: Headers): MessageHeaders {
     if (kind === "not-own") continue;
     if (kind === "reserved") {
       throw new AppError("reserved_message_header", {
-        message: `The header ${name} is the service's own (ce-*, x-vercel-queue-* and Content-* other than Content-Type and Content-Length are what a delivery writes): send it under another name.`,
+        message: `The header ${name} is the service's own (ce-* and Content-* other than Content-Type and Content-Length are what a delivery writes): send it under another name.`,
       });
     }
     // Given more than once: one value, as HTTP joins a field's lines.

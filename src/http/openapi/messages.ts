@@ -38,7 +38,7 @@ export const PART_PUBLISH_HEADERS = Object.fromEntries(
 export const LEASE_HEADERS = LEASE_HEADER_DEFINITION.properties;
 
 /** What a publish keeps of its other headers (docs/api.md, "Message headers"). */
-export const MESSAGE_HEADERS_RULE = `Every other header is the message's own, kept and delivered with it (part headers, NDJSON \`headers\`, push headers), except HTTP's and the transport's, \`Vqs-*\`, the trace context, \`Content-Type\`, \`Content-Length\` and credentials; \`ce-*\`, \`x-vercel-queue-*\` and other \`Content-*\` names are refused (reserved_message_header). Values visible ASCII (invalid_message_header); at most ${LIMITS.messageHeaders.maxCount} headers of ${LIMITS.messageHeaders.maxBytes} bytes together (message_headers_too_large).`;
+export const MESSAGE_HEADERS_RULE = `Every other header is the message's own, kept and delivered with it (part headers, NDJSON \`headers\`, push headers), except HTTP's and the transport's, \`Vqs-*\` and \`x-vercel-queue-*\`, the trace context, \`Content-Type\`, \`Content-Length\` and credentials; \`ce-*\` and other \`Content-*\` names are refused (reserved_message_header). Values visible ASCII (invalid_message_header); at most ${LIMITS.messageHeaders.maxCount} headers of ${LIMITS.messageHeaders.maxBytes} bytes together (message_headers_too_large).`;
 
 export const ACCEPT_RULE =
   "`Accept` must include `multipart/mixed` (preferred when both are) or `application/x-ndjson`.";

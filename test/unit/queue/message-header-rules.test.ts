@@ -45,13 +45,13 @@ describe("a publish's own headers", () => {
     expect(publishInput({ "content-type": "text/plain" }, EMPTY).headers).toEqual({});
   });
 
+  it("leave out the service's own x-vercel-queue-* names, as the Workflow world sends them", () => {
+    const input = publishInput({ "x-vercel-queue-region": "iad1", "x-tenant": "acme" }, EMPTY);
+    expect(input.headers).toEqual({ "x-tenant": "acme" });
+  });
+
   it("refuse names a delivery writes itself, with reserved_message_header", () => {
-    for (const name of [
-      "ce-type",
-      "ce-vqsreceipthandle",
-      "content-language",
-      "x-vercel-queue-prime",
-    ]) {
+    for (const name of ["ce-type", "ce-vqsreceipthandle", "content-language"]) {
       expect(() => publishInput({ [name]: "1" }, EMPTY), name).toThrow(
         refusal("reserved_message_header"),
       );
