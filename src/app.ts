@@ -12,8 +12,6 @@ import { installConsole, type ConsoleOptions } from "./http/plugins/console.js";
 import { installHealth } from "./http/plugins/health.js";
 import { installMetrics } from "./http/plugins/metrics.js";
 import { installNamespaceCaps } from "./http/plugins/namespace-caps.js";
-import { installRequestShare } from "./http/plugins/request-share.js";
-import type { FairShare } from "./queue/admission/in-flight/fair-share.js";
 import type { NamespaceCounts } from "./queue/admission/in-flight/namespace-counts.js";
 import { installOpenApi } from "./http/openapi/plugin.js";
 import { acknowledgeRoute } from "./http/routes/messages/acknowledge.js";
@@ -73,8 +71,6 @@ export interface AppDeps {
   readonly budget: RegionalBudget;
   /** Requests in flight per namespace on this gateway, capped. */
   readonly requestsInFlight: NamespaceCounts;
-  /** The gateway's thread shared among tenants (request-share.ts); absent: not shared. */
-  readonly requestShare?: FairShare;
   /** Largest message body accepted (413 above). */
   readonly maxMessageBytes: number;
   /** Bodies up to this size travel inside their message; larger ones go to the body store. */
@@ -149,7 +145,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       onRefused: () => deps.metrics.tenantLimitRefused("rate_limited"),
     });
     installNamespaceCaps(api, deps.requestsInFlight);
-    if (deps.requestShare) installRequestShare(api, deps.requestShare);
     await api.register((scope, _options, registered) => {
       // A publish and a batch read their own bodies, streamed: the parser hands the request stream over unread.
       scope.removeAllContentTypeParsers();

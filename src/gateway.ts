@@ -4,7 +4,7 @@ import { namespaceLabel } from "./queue/namespace.js";
 import { NamespaceCounts } from "./queue/admission/in-flight/namespace-counts.js";
 import { DemandExchange } from "./nats/core/demand-exchange.js";
 import { DelayedPublishCap } from "./queue/admission/rates/delayed-publish-cap.js";
-import { FairShare, REQUEST_SHARE } from "./queue/admission/in-flight/fair-share.js";
+import { FairShare } from "./queue/admission/in-flight/fair-share.js";
 import { fairAdmin, fairBroker } from "./queue/admission/in-flight/fair-ports.js";
 import type { FastifyInstance } from "fastify";
 import { fileURLToPath } from "node:url";
@@ -335,7 +335,6 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     logger,
     metrics,
     requestsInFlight,
-    requestShare: new FairShare(localNow, REQUEST_SHARE),
     budget,
     maxMessageBytes,
     inlineBodyBytes,

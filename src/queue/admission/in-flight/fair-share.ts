@@ -27,12 +27,6 @@ export const TOTAL = 256;
 /** How long a tenant's operation makes the others share (ms). */
 export const SHARED_MS = 1000;
 
-/**
- * The bounds of the gateway thread's share (src/http/plugins/request-share.ts): requests at work
- * per tenant, twice the store's so that its slots stay full; a tenant alone is not held back.
- */
-export const REQUEST_SHARE: FairShareBounds = { total: 1024, perTenant: 16, alone: 1024 };
-
 export interface FairShareBounds {
   readonly total: number;
   readonly perTenant: number;
