@@ -2,9 +2,10 @@
 // JetStreamBroker, JetStreamRecords, SettingsBucket and JetStreamAdmin on a real nats-server, time
 // passing for real (a 1 s ack wait keeps the lease tests short; the TTL case has a bucket of its
 // own whose records live a second).
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
+import { FLOW_SLOTS_BUCKET } from "../../src/nats/queue-state/flow-slots.js";
 import { JetStreamRecords } from "../../src/nats/queue-state/jetstream-records.js";
 import { LeaseRecords } from "../../src/nats/queue-state/lease-records.js";
 import { useGateways } from "../helpers/fixture.js";
@@ -57,9 +58,16 @@ ledgersContract("JetStream KV", {
   now: () => fixture.gateways[0]!.gateway.jetstream.now(),
 });
 
-// The bucket's max age (hours) is not waited for here: the twin's case checks the rule.
+// The bucket's max age (hours) is not waited for here: the bucket is checked to have it, and the
+// twin's case checks the rule.
 flowSlotsContract("JetStream KV", {
   ledger: () => fixture.gateways[0]!.gateway.jetstream.flowSlots,
+  forgetting: {
+    keptMs: async () => {
+      const info = await (await jetstreamManager(nc!)).streams.info(`KV_${FLOW_SLOTS_BUCKET}`);
+      return info.config.max_age / 1e6;
+    },
+  },
 });
 
 settingsContract("JetStream KV", () => fixture.gateways[0]!.gateway.jetstream.settings);

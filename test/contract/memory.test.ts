@@ -81,4 +81,4 @@ deferrerContract("in memory", {
   },
 });
 
-flowSlotsContract("in memory", { ledger: () => broker.flowSlots, advance });
+flowSlotsContract("in memory", { ledger: () => broker.flowSlots, forgetting: { advance } });
