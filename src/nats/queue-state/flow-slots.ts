@@ -5,14 +5,12 @@
 // the longest lease; which holders still hold is the domain's to say (src/queue/flow-control/),
 // so every server version (2.9 on) serves it: no per-message TTL is needed.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { StorageType } from "@nats-io/jetstream";
-import { Kvm, type KV } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
 import type { FlowSlotLedger, KeySlots, SlotHolder } from "../../queue/broker.js";
 import type { GroupAddress } from "../../queue/namespace.js";
 import { groupNames } from "../core/naming.js";
-import { Once } from "../core/once.js";
 import { storeOp, type ObserveOperation } from "../core/store-op.js";
-import { isWrongLastSequence } from "./lease-records.js";
+import { isWrongLastSequence, LeaseRecords } from "./lease-records.js";
 
 export const FLOW_SLOTS_BUCKET = "VQS_FLOW_SLOTS";
 
@@ -29,27 +27,22 @@ export interface FlowSlotRecordsOptions {
 }
 
 export class FlowSlotRecords implements FlowSlotLedger {
-  readonly #js: JetStreamClient;
   readonly #opts: FlowSlotRecordsOptions;
-  readonly #kv = new Once<KV>();
+  /** The bucket, opened as the lease records' is (reads from the stream leader, a max age). */
+  readonly #records: LeaseRecords;
 
   constructor(js: JetStreamClient, opts: FlowSlotRecordsOptions) {
-    this.#js = js;
     this.#opts = opts;
+    this.#records = new LeaseRecords(js, {
+      name: FLOW_SLOTS_BUCKET,
+      replicas: opts.replicas,
+      ttlMs: opts.ttlMs,
+      timeoutMs: opts.timeoutMs,
+    });
   }
 
   #bucket(): Promise<KV> {
-    return this.#kv.get(() =>
-      new Kvm(this.#js).create(FLOW_SLOTS_BUCKET, {
-        history: 1,
-        replicas: this.#opts.replicas,
-        ttl: this.#opts.ttlMs,
-        storage: StorageType.File,
-        timeout: this.#opts.timeoutMs,
-        // A read decides whether a key has room: from the stream leader, never a lagging replica.
-        allow_direct: false,
-      }),
-    );
+    return this.#records.bucket();
   }
 
   /**
@@ -57,11 +50,8 @@ export class FlowSlotRecords implements FlowSlotLedger {
    * a removed or sought group's): holders of leases that no cursor knows any more would hold
    * their keys until their deadlines.
    */
-  async forget(jsm: JetStreamManager, prefix: string): Promise<void> {
-    await this.#bucket();
-    await jsm.streams.purge(`KV_${FLOW_SLOTS_BUCKET}`, {
-      filter: `$KV.${FLOW_SLOTS_BUCKET}.${prefix}`,
-    });
+  forget(jsm: JetStreamManager, prefix: string): Promise<void> {
+    return this.#records.forget(jsm, prefix);
   }
 
   getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null> {

@@ -54,7 +54,8 @@ export class LeaseRecords {
    */
   async forget(jsm: JetStreamManager, prefix: string): Promise<void> {
     await this.bucket();
-    await jsm.streams.purge(`KV_${LEASES_BUCKET}`, { filter: `$KV.${LEASES_BUCKET}.${prefix}` });
+    const name = this.#opts.name ?? LEASES_BUCKET;
+    await jsm.streams.purge(`KV_${name}`, { filter: `$KV.${name}.${prefix}` });
   }
 
   // --- per group: messages dead-lettered (LeaseLedger writes it), push health ---

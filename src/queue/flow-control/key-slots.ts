@@ -29,27 +29,18 @@ export class KeySlots {
     holder: SlotHolder,
     limit: number,
   ): Promise<boolean> {
-    for (let i = 0; i < CAS_TRIES; i++) {
-      const current = await this.#ledger.getKeySlots(group, keyHash);
-      const now = this.#now();
-      const live = (current?.holders ?? []).filter(
-        (h) => h.untilMs > now && h.streamSeq !== holder.streamSeq,
-      );
-      if (live.length >= limit) return false;
-      const written = await this.#ledger.putKeySlots(
-        group,
-        keyHash,
-        [...live, holder],
-        current?.revision ?? null,
-      );
-      if (written !== null) return true;
-    }
-    return false;
+    const written = await this.#update(group, keyHash, (holders, now) => {
+      const live = holders.filter((h) => h.untilMs > now && h.streamSeq !== holder.streamSeq);
+      return live.length >= limit ? null : [...live, holder];
+    });
+    return written === true;
   }
 
   /**
    * The lease of message `streamSeq` now ends at `untilMs` (now or earlier: it gave its slot
-   * back). Nothing happens when it holds no slot of the key (its lease had ended already).
+   * back). Nothing happens when it holds no slot of the key (its lease had ended already). A
+   * writer that loses every race leaves the slot to end with its lease, as if the gateway had
+   * died.
    */
   async moveUntil(
     group: GroupAddress,
@@ -57,18 +48,12 @@ export class KeySlots {
     streamSeq: number,
     untilMs: number,
   ): Promise<void> {
-    for (let i = 0; i < CAS_TRIES; i++) {
-      const current = await this.#ledger.getKeySlots(group, keyHash);
-      const now = this.#now();
-      const holders = current?.holders ?? [];
+    await this.#update(group, keyHash, (holders, now) => {
       const mine = holders.find((h) => h.streamSeq === streamSeq && h.untilMs > now);
-      if (!current || !mine) return;
+      if (!mine) return null;
       const others = holders.filter((h) => h.untilMs > now && h.streamSeq !== streamSeq);
-      const next = untilMs > now ? [...others, { ...mine, untilMs }] : others;
-      const written = await this.#ledger.putKeySlots(group, keyHash, next, current.revision);
-      if (written !== null) return;
-    }
-    // Lost every race: the slot ends with its lease, as if the gateway had died.
+      return untilMs > now ? [...others, { ...mine, untilMs }] : others;
+    });
   }
 
   /**
@@ -82,23 +67,39 @@ export class KeySlots {
     holder: SlotHolder,
     limit: number,
   ): Promise<boolean> {
-    for (let i = 0; i < CAS_TRIES; i++) {
-      const current = await this.#ledger.getKeySlots(group, keyHash);
-      const now = this.#now();
-      const live = (current?.holders ?? []).filter((h) => h.untilMs > now);
+    const written = await this.#update(group, keyHash, (holders, now) => {
+      const live = holders.filter((h) => h.untilMs > now);
       const mine = live.find((h) => h.streamSeq === holder.streamSeq);
       const others = live.filter((h) => h !== mine);
-      if (!mine && others.length >= limit) return false;
-      const next = [...others, { ...(mine ?? holder), untilMs: holder.untilMs }];
+      if (!mine && others.length >= limit) return null;
+      return [...others, { ...(mine ?? holder), untilMs: holder.untilMs }];
+    });
+    return written === true;
+  }
+
+  /**
+   * Reads the key's record, asks `next` for its new holders (null: leave it as it is), and writes
+   * them by compare-and-set, reading again after a lost race, CAS_TRIES times. True once written,
+   * false when `next` declined, null when every race was lost.
+   */
+  async #update(
+    group: GroupAddress,
+    keyHash: string,
+    next: (holders: readonly SlotHolder[], now: number) => SlotHolder[] | null,
+  ): Promise<boolean | null> {
+    for (let i = 0; i < CAS_TRIES; i++) {
+      const current = await this.#ledger.getKeySlots(group, keyHash);
+      const holders = next(current?.holders ?? [], this.#now());
+      if (holders === null) return false;
       const written = await this.#ledger.putKeySlots(
         group,
         keyHash,
-        next,
+        holders,
         current?.revision ?? null,
       );
       if (written !== null) return true;
     }
-    return false;
+    return null;
   }
 
   /** Leases holding a slot of the key now (for tests and the management API). */
