@@ -55,7 +55,14 @@ export class Receiving {
       this.#ctx.flow.holds(group)
     ) {
       const now = await this.#receiveNow(group, options, spare);
-      if (now.length > 0 || waitMs === 0) return now;
+      if (now.length > 0) return now;
+      // A waiter of this gateway that hung up a moment ago may have left its feed's pull open at
+      // the server, older than this receive's: a message published meanwhile went to it, and is
+      // kept here as a spare. Its delivery came in before this pull's empty answer (one
+      // connection, in order), so it is here now.
+      const late = spare === null ? this.#ctx.longPolls.takeSpare(group) : null;
+      const got = late ? await this.#receiveNow(group, options, late) : now;
+      if (got.length > 0 || waitMs === 0) return got;
     }
     // Long polling: wait for a delivery (one shared feed per group on this gateway), then hand
     // it out like the first message of a pull; one that may not be handed out (expired, held by

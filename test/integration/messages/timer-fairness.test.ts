@@ -231,11 +231,9 @@ describe("timers across namespaces", () => {
     expect(res.status).toBe(200);
   }, 90_000);
 
-  // Retried: on fresh clones it failed 2 runs in 5 (the mate moved after all 2,000 of the flood's,
-  // once on an idle machine); a known flake under investigation (closing note of 2026-12-03).
   it(
     "follows the timer loop's measured throughput when the budget is above it: a shard-mate is not queued behind a flood",
-    { timeout: 90_000, retry: 2 },
+    { timeout: 90_000 },
     async () => {
       const TOTAL = 2000;
       for (const g of gateways.splice(0)) await g.close();
@@ -255,16 +253,21 @@ describe("timers across namespaces", () => {
       }
       // Due with the flood's last timers, behind all of them in the shard's stream.
       expect((await mate.publish(mateTopic, "mate", delayed)).status).toBe(201);
+      const mateDue = Date.now() + 6000;
       expect(Date.now() - published, "publishing took longer than the delay").toBeLessThan(5000);
       let floodMs = -1;
       let floodAtMate = -1;
+      let mateLateMs = -1;
       await eventually(
         async () => {
           const [mateReady, floodReady] = await Promise.all([
             readyCount(mateProject, mateTopic),
             readyCount(floodProject, floodTopic),
           ]);
-          if (floodAtMate < 0 && mateReady > 0) floodAtMate = floodReady;
+          if (floodAtMate < 0 && mateReady > 0) {
+            floodAtMate = floodReady;
+            mateLateMs = Date.now() - mateDue;
+          }
           if (floodMs < 0 && floodReady >= TOTAL) floodMs = Date.now() - published;
           return floodAtMate >= 0 && floodMs >= 0;
         },
@@ -275,11 +278,14 @@ describe("timers across namespaces", () => {
       expect(floodMs, "flood not all moved within a minute").toBeGreaterThanOrEqual(0);
       // Without the measured budget the loop moves the flood's 2,000 in stream order, the
       // shard-mate's last; with it the flood gets half the loop's throughput, spread out, and the
-      // shard-mate's timer goes through while most of the flood waits for its slots.
+      // shard-mate's timer goes through while most of the flood waits for its slots. A loop that
+      // keeps up with the flood as its timers come due (they come due as fast as they were
+      // published, and its batches are then too small to be measured) forms no queue to be
+      // behind: the mate's timer is then moved after all the flood's, and on time.
       expect(
-        floodAtMate,
-        `the shard-mate's timer moved after ${floodAtMate} of the flood's`,
-      ).toBeLessThan(TOTAL * 0.9);
+        floodAtMate < TOTAL * 0.9 || mateLateMs < 1000,
+        `the shard-mate's timer moved after ${floodAtMate} of the flood's, ${mateLateMs} ms late`,
+      ).toBe(true);
     },
   );
 });
