@@ -1,6 +1,6 @@
 // The in-memory twin of flow control's per-key slot records (FlowSlotLedger): compare-and-set on
 // a revision, and a record nobody wrote for FLOW_RECORD_TTL_MS forgotten, as the JetStream
-// bucket's max age forgets it (src/nats/queue-state/flow-slots.ts). Held to the same contract
+// bucket's max age forgets it (src/nats/queue-state/records/flow-slots.ts). Held to the same contract
 // (test/contract/flow-slots-contract.ts).
 import type { FlowSlotLedger, KeySlots, SlotHolder } from "../queue/broker.js";
 import { FLOW_RECORD_TTL_MS } from "../queue/limits.js";

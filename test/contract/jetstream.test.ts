@@ -5,9 +5,9 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
-import { FLOW_SLOTS_BUCKET } from "../../src/nats/queue-state/flow-slots.js";
-import { JetStreamRecords } from "../../src/nats/queue-state/jetstream-records.js";
-import { LeaseRecords } from "../../src/nats/queue-state/lease-records.js";
+import { FLOW_SLOTS_BUCKET } from "../../src/nats/queue-state/records/flow-slots.js";
+import { JetStreamRecords } from "../../src/nats/queue-state/records/jetstream-records.js";
+import { LeaseRecords } from "../../src/nats/queue-state/records/lease-records.js";
 import { useGateways } from "../helpers/fixture.js";
 import { sleep } from "../helpers/http.js";
 import { brokerContract } from "./broker-contract.js";

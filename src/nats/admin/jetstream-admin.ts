@@ -32,12 +32,12 @@ import {
 } from "../core/naming.js";
 import { directGet, leaderGet } from "../messages/reads.js";
 import { rfc3339ToMs } from "../messages/message-codec.js";
-import type { GroupEpochs } from "../queue-state/group-epochs.js";
-import type { LeaseRecords } from "../queue-state/lease-records.js";
-import type { FlowSlotRecords } from "../queue-state/flow-slots.js";
+import type { GroupEpochs } from "../queue-state/topics/group-epochs.js";
+import type { LeaseRecords } from "../queue-state/records/lease-records.js";
+import type { FlowSlotRecords } from "../queue-state/records/flow-slots.js";
 import type { JetStreamBodies } from "../bodies/jetstream-bodies.js";
-import type { Topology } from "../queue-state/topology.js";
-import type { StorageQuotas } from "../queue-state/storage-quotas.js";
+import type { Topology } from "../queue-state/topics/topology.js";
+import type { StorageQuotas } from "../queue-state/usage/storage-quotas.js";
 
 export interface JetStreamAdminDeps {
   readonly jsm: JetStreamManager;

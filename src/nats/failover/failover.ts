@@ -36,12 +36,12 @@ import {
   keyToken,
   nanosTokenToMs,
 } from "../messages/message-codec.js";
-import type { IdempotencyKeys } from "../queue-state/idempotency-keys.js";
+import type { IdempotencyKeys } from "../queue-state/keys/idempotency-keys.js";
 import { remainingTtl } from "../core/server-features.js";
 import { topicNames } from "../core/naming.js";
 import { Once } from "../core/once.js";
 import { PullClient } from "../pulls/pull-client.js";
-import type { Topology } from "../queue-state/topology.js";
+import type { Topology } from "../queue-state/topics/topology.js";
 
 const NS = "Vqs-Namespace";
 const TOPIC = "Vqs-Topic";

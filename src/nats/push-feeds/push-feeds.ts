@@ -21,7 +21,7 @@ import { patternPrefix } from "../../queue/settings/topic-pattern.js";
 import type { ConsumerFeed, FeedHandle } from "../pulls/consumer-feed.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
 import { toDelivery } from "../messages/deliveries.js";
-import { ackWaitMsOf, type PushedConsumer, type Topology } from "../queue-state/topology.js";
+import { ackWaitMsOf, type PushedConsumer, type Topology } from "../queue-state/topics/topology.js";
 
 export interface PushFeedsDeps {
   readonly settings: SettingsStore;

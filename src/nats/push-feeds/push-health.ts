@@ -6,7 +6,7 @@ import type { PushOutcomes } from "../../queue/broker.js";
 import type { PushHealth } from "../../queue/management/queue-admin.js";
 import type { GroupAddress } from "../../queue/namespace.js";
 import { groupNames, type GroupNames } from "../core/naming.js";
-import type { LeaseRecords } from "../queue-state/lease-records.js";
+import type { LeaseRecords } from "../queue-state/records/lease-records.js";
 
 const FLUSH_MS = 5000;
 /** Groups whose health waits to be written, at most (the oldest is dropped). */

@@ -35,16 +35,16 @@ import {
   writeFailureCause,
   type WriteFailureCause,
 } from "../core/errors.js";
-import type { GroupEpochs } from "./group-epochs.js";
+import type { GroupEpochs } from "./topics/group-epochs.js";
 import { currentGet, directGet, leaderGet } from "../messages/reads.js";
 import { RequestTimeoutError, type PubAck, type Requests } from "../core/requests.js";
-import type { IdempotencyKeys } from "./idempotency-keys.js";
+import type { IdempotencyKeys } from "./keys/idempotency-keys.js";
 import { decodeMessage, encodeHeaders, keyToken, rfc3339ToMs } from "../messages/message-codec.js";
 import { groupNames, topicNames, type GroupNames, type TopicNames } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
-import type { Topology } from "./topology.js";
+import type { Topology } from "./topics/topology.js";
 import type { TenantAdmission } from "../../queue/admission/stored/tenant-admission.js";
-import type { StorageQuotas } from "./storage-quotas.js";
+import type { StorageQuotas } from "./usage/storage-quotas.js";
 import { topicFull } from "../../queue/admission/stored/byte-quotas.js";
 
 export interface JetStreamBrokerDeps {

@@ -30,12 +30,16 @@ import {
 } from "../core/naming.js";
 import type { PullClient } from "../pulls/pull-client.js";
 import { currentGet, directGet, leaderGet } from "../messages/reads.js";
-import { FORGET_MARGIN_MS, readKeyMessage, readKeyRecord } from "../queue-state/key-records.js";
+import {
+  FORGET_MARGIN_MS,
+  readKeyMessage,
+  readKeyRecord,
+} from "../queue-state/keys/key-records.js";
 import { isNoResponders } from "../core/errors.js";
 import { remainingTtl } from "../core/server-features.js";
 import { Once } from "../core/once.js";
 import { isApiError, isMessageGone } from "../core/errors.js";
-import type { Topology } from "../queue-state/topology.js";
+import type { Topology } from "../queue-state/topics/topology.js";
 import { MoveBudget } from "./move-budget.js";
 import { parseAckSubject } from "../messages/ack-subject.js";
 

@@ -1,5 +1,5 @@
 // The usage port: what admission needs to know of what a tenant holds in the store, over all its
-// deployments. The NATS adapter implements it (src/nats/queue-state/tenant-usage.ts) with one
+// deployments. The NATS adapter implements it (src/nats/queue-state/usage/tenant-usage.ts) with one
 // region-wide read shared by every tenant asking at once.
 
 /** What a tenant holds, as the store showed it when read. */

@@ -10,7 +10,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { groupNames, topicNames } from "../../../src/nats/core/naming.js";
-import { Topology } from "../../../src/nats/queue-state/topology.js";
+import { Topology } from "../../../src/nats/queue-state/topics/topology.js";
 import { makeNamespace, type TopicAddress } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { uniqueName } from "../../helpers/http.js";

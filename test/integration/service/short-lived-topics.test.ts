@@ -10,7 +10,7 @@ import { QueueClient } from "@vercel/queue";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
-import { closeAndDelete } from "../../../src/nats/queue-state/topic-closing.js";
+import { closeAndDelete } from "../../../src/nats/queue-state/topics/topic-closing.js";
 import { namespaceLabel } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
 import { api, errorCode, sleep } from "../../helpers/http.js";

@@ -1,6 +1,6 @@
 // The byte quotas' decisions: a publish of `bytes` against what its topic, its namespace and its
 // tenant hold (429 topic_full / storage_quota_exceeded, Retry-After 30 s: space frees as messages
-// expire). The adapters count the bytes (src/nats/queue-state/storage-quotas.ts reads stream
+// expire). The adapters count the bytes (src/nats/queue-state/usage/storage-quotas.ts reads stream
 // info; tenant-admission.ts keeps the tenant's sum); only the comparison and the answer are here.
 import { AppError } from "../../../errors.js";
 

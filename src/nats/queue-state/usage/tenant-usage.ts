@@ -5,10 +5,10 @@
 // region listing runs at most once at a time per gateway, whatever the number of tenants asking.
 // A namespace's own counts (its caps) come from a listing of its streams by subject.
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { tenantKeyOf } from "../../queue/admission/tenant.js";
-import type { NamespaceUsagePort, TenantUsage, UsagePort } from "../../queue/admission/usage.js";
-import type { SettingsStore } from "../../queue/settings/settings-store.js";
-import { namespaceFilter } from "../core/naming.js";
+import { tenantKeyOf } from "../../../queue/admission/tenant.js";
+import type { NamespaceUsagePort, TenantUsage, UsagePort } from "../../../queue/admission/usage.js";
+import type { SettingsStore } from "../../../queue/settings/settings-store.js";
+import { namespaceFilter } from "../../core/naming.js";
 
 /** Subjects of every topic stream (`vqs.<namespace hash>.<topic hash>.>`). */
 const TOPIC_STREAMS = "vqs.*.*.>";

@@ -6,10 +6,10 @@
 // so every server version (2.9 on) serves it: no per-message TTL is needed.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import type { FlowSlotLedger, KeySlots, SlotHolder } from "../../queue/broker.js";
-import type { GroupAddress } from "../../queue/namespace.js";
-import { groupNames } from "../core/naming.js";
-import { storeOp, type ObserveOperation } from "../core/store-op.js";
+import type { FlowSlotLedger, KeySlots, SlotHolder } from "../../../queue/broker.js";
+import type { GroupAddress } from "../../../queue/namespace.js";
+import { groupNames } from "../../core/naming.js";
+import { storeOp, type ObserveOperation } from "../../core/store-op.js";
 import { isWrongLastSequence, LeaseRecords } from "./lease-records.js";
 
 export const FLOW_SLOTS_BUCKET = "VQS_FLOW_SLOTS";

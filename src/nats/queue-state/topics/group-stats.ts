@@ -2,9 +2,9 @@
 // region reports the same values): backlog (not yet delivered), in flight (delivered, not yet
 // acknowledged) and the age of the oldest message the group has not acknowledged.
 import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
-import { namespaceLabel } from "../../queue/namespace.js";
-import type { GroupStat } from "../../metrics.js";
-import { H, rfc3339ToMs } from "../messages/message-codec.js";
+import { namespaceLabel } from "../../../queue/namespace.js";
+import type { GroupStat } from "../../../metrics.js";
+import { H, rfc3339ToMs } from "../../messages/message-codec.js";
 
 interface StreamIdentity {
   region: string;

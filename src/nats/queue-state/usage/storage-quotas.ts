@@ -7,10 +7,10 @@
 // (max_bytes, topology.ts, opt-in since JetStream reserves it). See docs/architecture.md,
 // "Admission" ("Why not one NATS account per namespace").
 import { JetStreamApiCodes, type JetStreamManager } from "@nats-io/jetstream";
-import { admitNamespaceBytes } from "../../queue/admission/stored/byte-quotas.js";
-import type { UploadQuota } from "../../queue/broker.js";
-import { isApiError } from "../core/errors.js";
-import { BODY_STREAM, bodyNamespaceFilter } from "../core/naming.js";
+import { admitNamespaceBytes } from "../../../queue/admission/stored/byte-quotas.js";
+import type { UploadQuota } from "../../../queue/broker.js";
+import { isApiError } from "../../core/errors.js";
+import { BODY_STREAM, bodyNamespaceFilter } from "../../core/naming.js";
 
 export interface StorageQuotaOptions {
   /** Bytes one topic may store; 0: no limit. */

@@ -4,8 +4,8 @@
 // leader: a lagging replica could show no record, an older one, or no message, and the key would
 // be given to a second copy (docs/architecture.md, "Reads that decide").
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { decodeMessage, rfc3339ToMs } from "../messages/message-codec.js";
-import { leaderGet } from "../messages/reads.js";
+import { decodeMessage, rfc3339ToMs } from "../../messages/message-codec.js";
+import { leaderGet } from "../../messages/reads.js";
 
 /** A key's records are deleted this long after its message's expiry (clock estimates). */
 export const FORGET_MARGIN_MS = 1000;

@@ -8,9 +8,9 @@ import {
   type RecordAddress,
   type RecordEntry,
   type RecordStore,
-} from "../../queue/records/record-store.js";
-import { groupNames } from "../core/naming.js";
-import { storeOp, type ObserveOperation } from "../core/store-op.js";
+} from "../../../queue/records/record-store.js";
+import { groupNames } from "../../core/naming.js";
+import { storeOp, type ObserveOperation } from "../../core/store-op.js";
 import { isWrongLastSequence, type LeaseRecords } from "./lease-records.js";
 
 export interface JetStreamRecordsDeps {

@@ -8,9 +8,9 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "../../logger.js";
-import { FollowedBucket } from "../core/followed-bucket.js";
-import type { GroupNames } from "../core/naming.js";
+import type { Logger } from "../../../logger.js";
+import { FollowedBucket } from "../../core/followed-bucket.js";
+import type { GroupNames } from "../../core/naming.js";
 
 export const EPOCHS_BUCKET = "VQS_GROUP_EPOCHS";
 

@@ -13,12 +13,12 @@
 // is still to come (docs/architecture.md, "Hygiene and scale").
 import type { JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import { JetStreamApiCodes } from "@nats-io/jetstream";
-import type { Logger } from "../../logger.js";
-import { decodeMessage, rfc3339ToMs } from "../messages/message-codec.js";
-import { isApiError } from "../core/errors.js";
-import { bodyPrefixOfTopicSubjects } from "../core/naming.js";
-import type { JetStreamBodies } from "../bodies/jetstream-bodies.js";
-import { leaderGet } from "../messages/reads.js";
+import type { Logger } from "../../../logger.js";
+import { decodeMessage, rfc3339ToMs } from "../../messages/message-codec.js";
+import { isApiError } from "../../core/errors.js";
+import { bodyPrefixOfTopicSubjects } from "../../core/naming.js";
+import type { JetStreamBodies } from "../../bodies/jetstream-bodies.js";
+import { leaderGet } from "../../messages/reads.js";
 import { closeAndDelete, closedAt, CLOSE_STALE_MS, openSubjects, reopen } from "./topic-closing.js";
 
 export interface TopicSweeperDeps {

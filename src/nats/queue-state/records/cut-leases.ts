@@ -9,12 +9,12 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "../../logger.js";
-import type { CutLeaseLog, LeaseRef } from "../../queue/broker.js";
-import type { GroupAddress } from "../../queue/namespace.js";
-import { FollowedBucket } from "../core/followed-bucket.js";
-import { groupNames } from "../core/naming.js";
-import { storeOp, type ObserveOperation } from "../core/store-op.js";
+import type { Logger } from "../../../logger.js";
+import type { CutLeaseLog, LeaseRef } from "../../../queue/broker.js";
+import type { GroupAddress } from "../../../queue/namespace.js";
+import { FollowedBucket } from "../../core/followed-bucket.js";
+import { groupNames } from "../../core/naming.js";
+import { storeOp, type ObserveOperation } from "../../core/store-op.js";
 
 export const CUTS_BUCKET = "VQS_CUT_LEASES";
 

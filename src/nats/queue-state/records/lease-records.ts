@@ -5,9 +5,9 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import type { PushHealth } from "../../queue/management/queue-admin.js";
-import type { GroupNames } from "../core/naming.js";
-import { Once } from "../core/once.js";
+import type { PushHealth } from "../../../queue/management/queue-admin.js";
+import type { GroupNames } from "../../core/naming.js";
+import { Once } from "../../core/once.js";
 
 export const LEASES_BUCKET = "VQS_LEASES";
 

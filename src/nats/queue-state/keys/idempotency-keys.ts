@@ -10,12 +10,12 @@
 // added before anything is stored. See docs/architecture.md, "Idempotency keys" and "A retried
 // publish".
 import { JetStreamApiCodes, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { AppError } from "../../errors.js";
-import type { PublishOutcome } from "../../queue/broker.js";
-import { isApiError, isMessageGone, isNoResponders, StreamGoneError } from "../core/errors.js";
-import type { TopicNames } from "../core/naming.js";
-import type { PubAck } from "../core/requests.js";
-import type { DelayScheduler } from "../scheduling/delay-scheduler.js";
+import { AppError } from "../../../errors.js";
+import type { PublishOutcome } from "../../../queue/broker.js";
+import { isApiError, isMessageGone, isNoResponders, StreamGoneError } from "../../core/errors.js";
+import type { TopicNames } from "../../core/naming.js";
+import type { PubAck } from "../../core/requests.js";
+import type { DelayScheduler } from "../../scheduling/delay-scheduler.js";
 import {
   FORGET_MARGIN_MS,
   readKeyMessage,

@@ -11,10 +11,10 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import type { StoreAdmission } from "../../queue/admission/stored/store-admission.js";
-import type { GroupStart } from "../../queue/broker.js";
-import { isApiError } from "../core/errors.js";
-import type { GroupNames, TopicNames } from "../core/naming.js";
+import type { StoreAdmission } from "../../../queue/admission/stored/store-admission.js";
+import type { GroupStart } from "../../../queue/broker.js";
+import { isApiError } from "../../core/errors.js";
+import type { GroupNames, TopicNames } from "../../core/naming.js";
 import { closedAt, CLOSE_STALE_MS, reopen } from "./topic-closing.js";
 
 export interface TopologyOptions {
