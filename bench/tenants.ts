@@ -595,7 +595,7 @@ async function main(): Promise<void> {
   const TUNED_LIMITS = {
     // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
     // what the gateway can serve, so that A's flood is mostly refused.
-    VQS_RATE_LIMIT_PER_SECOND: "250",
+    VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "250",
     ...(args["timer-team-limit"]
       ? { VQS_RATE_LIMIT_TEAMS: `team_timers=${args["timer-team-limit"]}` }
       : {}),

@@ -381,9 +381,14 @@ export function loadConfig(env: Env): Config {
     requestTimeoutMs: FIXED.requestTimeoutMs,
     dedupWindowSeconds: FIXED.dedupWindowSeconds,
     messageTtl: FIXED.messageTtl,
-    rateLimitPerSecond: int("VQS_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000),
+    rateLimitPerSecond: int(renamed(env, "VQS_RATE_LIMIT_PER_SECOND_PER_TENANT"), 0, 0, 1_000_000),
     rateLimitTeams: teamLimits("VQS_RATE_LIMIT_TEAMS", str("VQS_RATE_LIMIT_TEAMS"), 7, problems),
-    rateLimitBytesPerSecond: int("VQS_RATE_LIMIT_BYTES_PER_SECOND", 0, 0, 2 ** 50),
+    rateLimitBytesPerSecond: int(
+      renamed(env, "VQS_RATE_LIMIT_BYTES_PER_SECOND_PER_TENANT"),
+      0,
+      0,
+      2 ** 50,
+    ),
     rateLimitHoldMs: FIXED.rateLimitHoldMs,
     maxTopicsPerNamespace: int("VQS_MAX_TOPICS_PER_NAMESPACE", 1000, 0, 1_000_000),
     maxGroupsPerNamespace: int("VQS_MAX_GROUPS_PER_NAMESPACE", 5000, 0, 10_000_000),
@@ -453,6 +458,8 @@ export function loadConfig(env: Env): Config {
 export const RENAMED: Readonly<Record<string, string>> = {
   VQS_MAX_LARGE_UPLOADS: "VQS_MAX_LARGE_STREAMS",
   VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: "VQS_MAX_DELAYED_PUBLISHES_PER_SECOND",
+  VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "VQS_RATE_LIMIT_PER_SECOND",
+  VQS_RATE_LIMIT_BYTES_PER_SECOND_PER_TENANT: "VQS_RATE_LIMIT_BYTES_PER_SECOND",
 };
 
 /** The variable to read for a renamed setting: its new name, else its old one when only that is set. */

@@ -37,7 +37,7 @@ describe("configuration", () => {
       VQS_ALLOWED_TEAMS: "t1,t2",
       VQS_MAX_MESSAGE_BYTES: "2048",
       VQS_STREAM_REPLICAS: "3",
-      VQS_RATE_LIMIT_PER_SECOND: "50",
+      VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "50",
       VQS_RATE_LIMIT_TEAMS: "team_big=500, team_small=5",
       VQS_MAX_TOPICS_PER_NAMESPACE: "0",
       VQS_MAX_LARGE_UPLOADS: "3",
@@ -130,6 +130,17 @@ describe("configuration", () => {
     );
     expect(settingWarnings({ VQS_MAX_LARGE_UPLOADS: "5" })).toEqual([]);
     expect(() => loadConfig({ VQS_MAX_LARGE_STREAMS: "0" })).toThrow(/VQS_MAX_LARGE_STREAMS must/);
+  });
+
+  it("reads the per-tenant rate limits under their old names too, with a warning", () => {
+    const old = { VQS_RATE_LIMIT_PER_SECOND: "7", VQS_RATE_LIMIT_BYTES_PER_SECOND: "1000" };
+    expect(loadConfig(old)).toMatchObject({ rateLimitPerSecond: 7, rateLimitBytesPerSecond: 1000 });
+    expect(settingWarnings(old)).toEqual([
+      "VQS_RATE_LIMIT_PER_SECOND is renamed VQS_RATE_LIMIT_PER_SECOND_PER_TENANT; the old name stops working in the next release",
+      "VQS_RATE_LIMIT_BYTES_PER_SECOND is renamed VQS_RATE_LIMIT_BYTES_PER_SECOND_PER_TENANT; the old name stops working in the next release",
+    ]);
+    const both = { ...old, VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "8" };
+    expect(loadConfig(both).rateLimitPerSecond).toBe(8);
   });
 
   it("warns of a retired variable set, and ignores it (its value is fixed)", () => {

@@ -197,7 +197,7 @@ describe("large bodies against storage quotas", () => {
 describe("large bodies against the regional byte budget", () => {
   it("refuses a declared body while the tenant's bytes drain, and cuts off a chunked body that outruns the budget", async () => {
     const gw = await gateway({
-      VQS_RATE_LIMIT_BYTES_PER_SECOND: String(2 * MB),
+      VQS_RATE_LIMIT_BYTES_PER_SECOND_PER_TENANT: String(2 * MB),
       VQS_NAMESPACE_MAX_BYTES: "0",
       VQS_TOPIC_MAX_BYTES: "0",
     });

@@ -13,7 +13,7 @@ const HOLD_MS = 800;
 
 const fx = useGateways(1, {
   env: {
-    VQS_RATE_LIMIT_PER_SECOND: "1000",
+    VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "1000",
     VQS_RATE_LIMIT_TEAMS: "team_hold=2",
     VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_full=1",
   },
