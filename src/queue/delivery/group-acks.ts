@@ -20,8 +20,8 @@ export interface GroupAcksDeps {
   readonly idLeases: Pick<IdLeases, "update" | "noteCursorChange">;
   readonly now: () => number;
   readonly observer: Pick<QueueObserver, "acknowledged">;
-  /** Flow control: an acknowledged lease gives its key's slot back. */
-  readonly flow?: Pick<FlowGate, "leaseMoved">;
+  /** Flow control: an acknowledged lease gives its key's slot back (and its place in order). */
+  readonly flow?: Pick<FlowGate, "settled">;
 }
 
 export class GroupAcks {
@@ -54,7 +54,7 @@ export class GroupAcks {
       if (confirmed) await broker.ack(group, lease);
       else broker.ackUnconfirmed(group, lease);
       await this.#d.idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
-      await this.#d.flow?.leaseMoved(group, lease.streamSeq, 0);
+      await this.#d.flow?.settled(group, lease.streamSeq);
     }
     this.#d.observer.acknowledged();
   }
