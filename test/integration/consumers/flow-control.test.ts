@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { PushLedger } from "../../../src/queue/ledgers/push-ledger.js";
 import { makeNamespace } from "../../../src/queue/namespace.js";
 import { useGateways } from "../../helpers/fixture.js";
-import { api, parts, uniqueName, type Part } from "../../helpers/http.js";
+import { api, errorCode, parts, uniqueName, type Part } from "../../helpers/http.js";
 import { attemptUntil } from "../../helpers/wait.js";
 
 const fx = useGateways(2);
@@ -257,6 +257,27 @@ describe("flow control: concurrency per key, across gateways", () => {
 });
 
 describe("flow control: rate and order per key, across gateways", () => {
+  it("refuses ordered with a concurrency above 1, and a rate longer than a key is remembered", async () => {
+    const topic = uniqueName("flow-bad");
+    for (const flowControl of [
+      { key: "tenant", ordered: true, concurrency: 2 },
+      { key: "tenant", rate: { limit: 1, periodSeconds: 86_400 } },
+    ]) {
+      const put = await q(0).call("PUT", `${topic}/consumer/workers/settings`, {
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ flowControl }),
+      });
+      expect(put.status).toBe(400);
+      expect(await errorCode(put)).toBe("invalid_settings");
+    }
+    // Nothing stored: the group has no flow control.
+    const got = await q(0).call("GET", `${topic}/consumer/workers/settings`);
+    expect(got.status).toBe(404);
+    expect(
+      fx.gateways[0]!.gateway.settings.effective(NS, topic, "workers")?.flowControl ?? null,
+    ).toBeNull();
+  });
+
   it("hands out each key's messages in publish order through failed leases on two gateways", async () => {
     const topic = uniqueName("flow-ordered");
     await flowSettings(topic, { flowControl: { key: "tenant", ordered: true } });
