@@ -49,6 +49,8 @@ export class GroupAcks {
     }
     if (lease.kind === "id") {
       await this.#d.idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
+      // Settled: an ordered key whose head it was goes on.
+      await this.#d.flow?.settled(group, lease.streamSeq);
     } else {
       await this.assertCurrent(group, lease);
       if (confirmed) await broker.ack(group, lease);

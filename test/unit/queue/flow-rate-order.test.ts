@@ -287,6 +287,20 @@ describe("flow control: ordered keys", () => {
     expect(texts(got)).toEqual(["a2"]);
   });
 
+  it("keeps a message received by ID as its key's head, and settles it at its acknowledgement", async () => {
+    const id = await memory.publishId(group, "a1", { headers: { tenant: "a" } });
+    await publish("a2", "a");
+    const byId = await memory.queue.receiveById(group, id, {
+      visibilityTimeoutSeconds: 30,
+      maxConcurrency: null,
+    });
+    // a1 is leased by ID (it bypasses the key's limits), a2 is pulled: a1, found before it in
+    // the log and not acknowledged, is its key's head, so a2 waits.
+    expect(await receive()).toEqual([]);
+    await memory.queue.acknowledge(group, byId.receiptHandle);
+    expect(texts(await receive())).toEqual(["a2"]);
+  });
+
   it("keeps publish order when a later message reaches another gateway's gate first", async () => {
     for (const t of ["a1", "a2"]) await publish(t, "a");
     const other = otherContext();
