@@ -66,11 +66,13 @@ export function decide(
   nowMs: number,
   gapChecked = false,
 ): Verdict {
-  const live = state.holders.filter((h) => h.untilMs > nowMs && h.streamSeq !== holder.streamSeq);
+  const running = state.holders.filter((h) => h.untilMs > nowMs);
+  const live = running.filter((h) => h.streamSeq !== holder.streamSeq);
   let order = state.order;
   if (rules.ordered) {
     order = withSeen(state, [holder.streamSeq, ...seen]);
-    const joined = order !== state.order ? { ...state, holders: live, order } : null;
+    // Written while it waits: the holders as they are (only those ended dropped).
+    const joined = order !== state.order ? { ...state, holders: running, order } : null;
     const firstSight = !state.order.includes(holder.streamSeq);
     if (!gapChecked && firstSight && order[0] === holder.streamSeq) {
       if (holder.streamSeq > state.doneSeq + 1) return { take: false, reason: "gap", next: null };
@@ -85,7 +87,7 @@ export function decide(
     }
   }
   const limit = slotLimit(rules);
-  const registered = order !== state.order ? { ...state, holders: live, order } : null;
+  const registered = order !== state.order ? { ...state, holders: running, order } : null;
   if (limit !== null && live.length >= limit) {
     return { take: false, reason: "slots", next: registered };
   }
