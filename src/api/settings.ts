@@ -54,9 +54,18 @@ const DEAD_LETTER_FIELDS = {
 };
 
 const FLOW_RATE_FIELDS = {
-  limit: bounded(L.flowRateLimit, "Messages of one key handed out per period."),
-  periodSeconds: bounded(L.flowRatePeriodSeconds, "The period of the limit."),
-  burst: bounded(L.flowRateBurst, "Messages of one key that may go at once after a quiet time."),
+  limit: bounded(
+    L.flowRateLimit,
+    "Hand-outs of one key per period (a redelivery counts again; a message waiting does not).",
+  ),
+  periodSeconds: bounded(
+    L.flowRatePeriodSeconds,
+    "The period of the limit; periodSeconds * burst / limit is at most 10800.",
+  ),
+  burst: bounded(
+    L.flowRateBurst,
+    "Hand-outs of one key that may go at once after a quiet time (GCRA); default: limit. 1: evenly spaced.",
+  ),
 };
 
 const FLOW_CONTROL_FIELDS = {
@@ -68,14 +77,17 @@ const FLOW_CONTROL_FIELDS = {
       "The message header whose value is a message's key (stored lowercased): one a message keeps as its own (not Vqs-*, Content-*, ce-*, x-vercel-queue-*, credentials or trace context). Messages without it are not limited.",
   }),
   concurrency: nullable(bounded(L.flowConcurrency, "Messages of one key in flight at once."), {
-    description: "null: no limit per key on messages in flight.",
+    description:
+      "null: no limit per key on messages in flight. At least one of concurrency, rate and ordered is set; with ordered, 1 or null.",
   }),
   rate: nullable(Type.Object(FLOW_RATE_FIELDS, { additionalProperties: false }), {
-    description: "Not supported yet: must be absent or null.",
+    description:
+      "Hand-outs per key per period, GCRA-style: a message of a key without room waits (no delivery counted). null: no rate.",
   }),
   ordered: Type.Boolean({
     default: false,
-    description: "Not supported yet: must be absent or false.",
+    description:
+      "One message of a key in flight, handed out in publish order: the key's oldest unacknowledged message first, blocking its key until acknowledged, dead-lettered or expired.",
   }),
 };
 

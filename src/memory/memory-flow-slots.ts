@@ -2,16 +2,18 @@
 // a revision, and a record nobody wrote for FLOW_RECORD_TTL_MS forgotten, as the JetStream
 // bucket's max age forgets it (src/nats/queue-state/records/flow-slots.ts). Held to the same contract
 // (test/contract/flow-slots-contract.ts).
-import type { FlowSlotLedger, KeySlots, SlotHolder } from "../queue/broker.js";
+import type { FlowSlotLedger, KeyPace, KeySlots, SlotHolder } from "../queue/broker.js";
 import { FLOW_RECORD_TTL_MS } from "../queue/limits.js";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 
+const NO_PACE: KeyPace = { tatMs: null, order: [], doneSeq: 0 };
 const topicPrefix = (t: TopicAddress) => JSON.stringify([t.namespace.key, t.topic]) + "#";
 const groupPrefix = (g: GroupAddress) => `${topicPrefix(g)}${JSON.stringify(g.group)}#`;
 const slotKey = (g: GroupAddress, keyHash: string) => `${groupPrefix(g)}${keyHash}`;
 
 interface Entry {
   readonly holders: readonly SlotHolder[];
+  readonly pace: KeyPace;
   readonly revision: number;
   readonly writtenAtMs: number;
 }
@@ -27,7 +29,7 @@ export class MemoryFlowSlots implements FlowSlotLedger {
 
   getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null> {
     const e = this.#live(slotKey(group, keyHash));
-    return Promise.resolve(e ? { holders: e.holders, revision: e.revision } : null);
+    return Promise.resolve(e ? { holders: e.holders, ...e.pace, revision: e.revision } : null);
   }
 
   putKeySlots(
@@ -35,6 +37,7 @@ export class MemoryFlowSlots implements FlowSlotLedger {
     keyHash: string,
     holders: readonly SlotHolder[],
     expectedRevision: number | null,
+    pace: KeyPace = NO_PACE,
   ): Promise<number | null> {
     const k = slotKey(group, keyHash);
     const e = this.#live(k);
@@ -42,6 +45,7 @@ export class MemoryFlowSlots implements FlowSlotLedger {
     const revision = ++this.#revision;
     this.#records.set(k, {
       holders: holders.map((h) => ({ ...h })),
+      pace: { tatMs: pace.tatMs, order: [...pace.order], doneSeq: pace.doneSeq },
       revision,
       writtenAtMs: this.#now(),
     });

@@ -245,8 +245,21 @@ export interface SlotHolder {
   readonly untilMs: number;
 }
 
-/** A flow-control key's slots as stored: the leases holding one, and the record's revision. */
-export interface KeySlots {
+/**
+ * A flow-control key's pace, kept in the same record as its slots (one compare-and-set covers
+ * both): its rate's theoretical arrival time (GCRA) and, for an ordered group, its order.
+ */
+export interface KeyPace {
+  /** Rate: when the key's next hand-out is due without burst (server clock); null: none yet. */
+  readonly tatMs: number | null;
+  /** Ordered: the key's messages seen and not settled, by stream sequence; the first is the head. */
+  readonly order: readonly number[];
+  /** Ordered: the highest stream sequence of the key settled (acknowledged, dead-lettered, expired). */
+  readonly doneSeq: number;
+}
+
+/** A flow-control key's record as stored: the leases holding a slot, its pace, its revision. */
+export interface KeySlots extends KeyPace {
   readonly holders: readonly SlotHolder[];
   /** Store revision, for compare-and-set. */
   readonly revision: number;
@@ -262,12 +275,16 @@ export interface KeySlots {
  */
 export interface FlowSlotLedger {
   getKeySlots(group: GroupAddress, keyHash: string): Promise<KeySlots | null>;
-  /** Compare-and-set (null: create); the new revision, or null when another writer won. */
+  /**
+   * Compare-and-set (null: create); the new revision, or null when another writer won. `pace`
+   * absent: none (no rate counted, no order).
+   */
   putKeySlots(
     group: GroupAddress,
     keyHash: string,
     holders: readonly SlotHolder[],
     expectedRevision: number | null,
+    pace?: KeyPace,
   ): Promise<number | null>;
 }
 

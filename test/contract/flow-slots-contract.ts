@@ -26,6 +26,8 @@ const group = (name = "g"): GroupAddress => ({
   group: name,
 });
 const hash = () => randomBytes(16).toString("hex");
+/** A record written without pace reads back with none. */
+const none = { tatMs: null, order: [], doneSeq: 0 };
 const holder = (streamSeq: number, untilMs = 1_900_000_000_000) => ({
   streamSeq,
   deliveryCount: 1,
@@ -42,7 +44,7 @@ export function flowSlotsContract(name: string, under: FlowSlotsUnderTest): void
       const rev = await l.putKeySlots(g, k, [holder(1)], null);
       expect(rev).not.toBeNull();
       expect(await l.putKeySlots(g, k, [holder(2)], null)).toBeNull(); // created already
-      expect(await l.getKeySlots(g, k)).toEqual({ holders: [holder(1)], revision: rev });
+      expect(await l.getKeySlots(g, k)).toEqual({ holders: [holder(1)], ...none, revision: rev });
     });
 
     it("writes only over the revision it read: a racing writer loses", async () => {
@@ -71,6 +73,23 @@ export function flowSlotsContract(name: string, under: FlowSlotsUnderTest): void
       expect(await l.getKeySlots(other, k1)).toBeNull();
       expect(await l.putKeySlots(other, k1, [holder(9)], null)).not.toBeNull();
       expect((await l.getKeySlots(g, k1))?.holders).toEqual([holder(1)]);
+    });
+
+    it("keeps a key's pace (rate TAT, order, last settled) with its holders, in one write", async () => {
+      const l = under.ledger();
+      const g = group();
+      const k = hash();
+      const pace = { tatMs: 1_900_000_000_123.5, order: [7, 9, 12], doneSeq: 5 };
+      const rev = (await l.putKeySlots(g, k, [holder(7)], null, pace))!;
+      expect(await l.getKeySlots(g, k)).toEqual({ holders: [holder(7)], ...pace, revision: rev });
+      // A racing writer loses the pace as it loses the holders.
+      const next = { tatMs: 1_900_000_000_223.5, order: [9, 12], doneSeq: 7 };
+      const rev2 = (await l.putKeySlots(g, k, [], rev, next))!;
+      expect(await l.putKeySlots(g, k, [holder(1)], rev, pace)).toBeNull();
+      expect(await l.getKeySlots(g, k)).toEqual({ holders: [], ...next, revision: rev2 });
+      // Written without pace again (a gateway of the version before): none.
+      const rev3 = (await l.putKeySlots(g, k, [holder(9)], rev2))!;
+      expect(await l.getKeySlots(g, k)).toEqual({ holders: [holder(9)], ...none, revision: rev3 });
     });
 
     it("forgets a record nobody wrote for its time to live", async () => {

@@ -20,8 +20,8 @@ export interface GroupAcksDeps {
   readonly idLeases: Pick<IdLeases, "update" | "noteCursorChange">;
   readonly now: () => number;
   readonly observer: Pick<QueueObserver, "acknowledged">;
-  /** Flow control: an acknowledged lease gives its key's slot back. */
-  readonly flow?: Pick<FlowGate, "leaseMoved">;
+  /** Flow control: an acknowledged lease gives its key's slot back (and its place in order). */
+  readonly flow?: Pick<FlowGate, "settled">;
 }
 
 export class GroupAcks {
@@ -49,12 +49,14 @@ export class GroupAcks {
     }
     if (lease.kind === "id") {
       await this.#d.idLeases.update(group, lease, (l) => ({ ...l, state: "acked" }));
+      // Settled: an ordered key whose head it was goes on.
+      await this.#d.flow?.settled(group, lease.streamSeq);
     } else {
       await this.assertCurrent(group, lease);
       if (confirmed) await broker.ack(group, lease);
       else broker.ackUnconfirmed(group, lease);
       await this.#d.idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
-      await this.#d.flow?.leaseMoved(group, lease.streamSeq, 0);
+      await this.#d.flow?.settled(group, lease.streamSeq);
     }
     this.#d.observer.acknowledged();
   }

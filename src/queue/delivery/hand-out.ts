@@ -2,6 +2,7 @@
 // (expired messages acknowledged, leases taken by ID honoured, deliveries past `maxDeliveries`
 // moved to the dead-letter topic), each delivery's lease, and the message with its receipt handle.
 import type { Broker, Delivery, StoredMessage } from "../broker.js";
+import type { FlowGate } from "../flow-control/flow-gate.js";
 import type { IdLeases } from "../id-leases.js";
 import type { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
 import type { LeaseLedger } from "../ledgers/lease-ledger.js";
@@ -29,6 +30,8 @@ export interface HandOutDeps {
   readonly copies: MessageCopies;
   readonly settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly log: Pick<Logger, "warn"> | null;
+  /** Flow control: an expired or dead-lettered message settles (an ordered key's next goes). */
+  readonly flow?: Pick<FlowGate, "settled">;
 }
 
 export class HandOut {
@@ -42,6 +45,7 @@ export class HandOut {
   readonly #copies: MessageCopies;
   readonly #settingsOf: (group: GroupAddress) => ConsumerSettings | null;
   readonly #log: Pick<Logger, "warn"> | null;
+  readonly #flow: Pick<FlowGate, "settled"> | null;
 
   constructor(deps: HandOutDeps) {
     this.#broker = deps.broker;
@@ -54,6 +58,7 @@ export class HandOut {
     this.#copies = deps.copies;
     this.#settingsOf = deps.settingsOf;
     this.#log = deps.log;
+    this.#flow = deps.flow ?? null;
   }
 
   /**
@@ -94,7 +99,12 @@ export class HandOut {
   ): Promise<Delivery[]> {
     const now = this.#now();
     const expired = batch.filter((d) => d.message.expiresAtMs <= now);
-    await Promise.all(expired.map((d) => this.#broker.ack(group, d)));
+    await Promise.all(
+      expired.map(async (d) => {
+        await this.#broker.ack(group, d);
+        await this.#flow?.settled(group, d.streamSeq, d.message);
+      }),
+    );
     const fresh = batch.filter((d) => d.message.expiresAtMs > now);
     const admitted = (await this.#idLedger.usesIdLeases(group))
       ? await this.#idLeases.honour(group, fresh, deadlineMs)
@@ -127,6 +137,7 @@ export class HandOut {
       const now = this.#now();
       await this.#idLeases.noteCursorChange(group, groupLease(d, now), now, true);
       this.#observer.deadLettered(group);
+      await this.#flow?.settled(group, d.streamSeq, d.message);
       await this.#leases.noteDeadLettered(group).catch(() => undefined);
     } catch (err) {
       this.#log?.warn(

@@ -6,13 +6,15 @@
 // counts every release as one, and a key's backlog would walk its messages to `maxDeliveries`.
 // Only a delivery held longer than half its lease (or past the waitlist's bound) is given back,
 // and that release is counted as a holdback (the push path's count) so the delivery count the
-// consumer sees does not grow. See docs/architecture.md, "Flow control".
+// consumer sees does not grow. The same holds for a key without rate room, and for a message of an
+// ordered key that is not its head (key-rules.ts). See docs/architecture.md, "Flow control".
 import type { Logger } from "../../logger.js";
-import type { Broker, Delivery, FlowSlotLedger } from "../broker.js";
+import type { Broker, Delivery, FlowSlotLedger, StoredMessage } from "../broker.js";
 import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
 import type { ConsumerSettings, FlowControlSettings } from "../settings/consumer-settings.js";
 import { flowKeyHash } from "./flow-keys.js";
+import { keyRulesOf, slotLimit, type KeyRules, type KeyState } from "./key-rules.js";
 import { KeySlots } from "./key-slots.js";
 
 /** Deliveries one group may have held on one gateway; more are given back at once. */
@@ -25,9 +27,16 @@ export const MAX_HOLD_MS = 10_000;
 export const HELD_RETRY_MS = 1000;
 /** Keys of leases handed out here remembered (an acknowledgement here needs no read). */
 const MAX_REMEMBERED_KEYS = 100_000;
+/**
+ * Ordered: messages looked at before a key's new head on its first sight, for earlier ones of
+ * the key another gateway pulled and has not written into the order yet.
+ */
+export const ORDER_LOOKBACK = 64;
+/** Ordered: a head holding no slot is checked for being gone at most this often per gateway. */
+export const HEAD_CHECK_MS = 5000;
 
 export interface FlowGateDeps {
-  readonly broker: Pick<Broker, "setLease" | "leaseMsOf" | "readTopic" | "groupEpoch">;
+  readonly broker: Pick<Broker, "setLease" | "leaseMsOf" | "readTopic" | "groupEpoch" | "progress">;
   /** The per-key slot records, shared by every gateway of the region. */
   readonly slots: FlowSlotLedger;
   /** Where a release from the waitlist is counted as a holdback (the push path's count). */
@@ -60,6 +69,8 @@ export class FlowGate {
   readonly #groups = new Map<string, GroupHeld>();
   /** The key hash of each lease that took a slot here, by group and stream sequence. */
   readonly #keys = new Map<string, string>();
+  /** Ordered heads checked for being gone, and when (group, key and head). */
+  readonly #headChecks = new Map<string, number>();
   #sweeper: NodeJS.Timeout | null = null;
   /** Payload bytes held now, all groups. */
   #heldBytes = 0;
@@ -118,10 +129,10 @@ export class FlowGate {
     deadlineMs: number,
   ): Promise<{ readonly pass: Delivery[]; readonly held: Delivery[] }> {
     const flow = this.flowOf(group);
-    if (flow === null || flow.concurrency === null || live.length === 0) {
+    const rules = keyRulesOf(flow);
+    if (flow === null || rules === null || live.length === 0) {
       return { pass: [...live], held: [] };
     }
-    const limit = flow.concurrency;
     const byKey = new Map<string, Delivery[]>();
     const pass: Delivery[] = [];
     for (const d of live) {
@@ -130,12 +141,15 @@ export class FlowGate {
       else byKey.set(k, [...(byKey.get(k) ?? []), d]);
     }
     const held: Delivery[] = [];
-    // Keys in parallel; one key's deliveries in order, so the oldest takes the free slot.
+    // Keys in parallel; one key's deliveries in order, so the oldest takes the free slot (an
+    // ordered key's first write names all of them, so they wait in its order).
     await Promise.all(
-      [...byKey].map(async ([k, ds]) => {
+      [...byKey].map(async ([k, unsorted]) => {
+        const ds = unsorted.sort((a, b) => a.streamSeq - b.streamSeq);
         let full = false;
-        for (const d of ds) {
-          if (!full && (await this.#take(group, k, d, deadlineMs, limit))) pass.push(d);
+        for (const [i, d] of ds.entries()) {
+          const seen = rules.ordered ? ds.slice(i + 1).map((x) => x.streamSeq) : [];
+          if (!full && (await this.#take(group, k, d, deadlineMs, rules, seen))) pass.push(d);
           else {
             full = true;
             held.push(d);
@@ -153,7 +167,7 @@ export class FlowGate {
   /**
    * Up to `max` held deliveries of the group whose key has a slot now, oldest first, each taken
    * until `deadlineMs` and leased again for `leaseMs` from now (their lease ran from the pull).
-   * Those held too long are given back first.
+   * Those held too long and still without room are given back after.
    */
   async takeHeld(
     group: GroupAddress,
@@ -161,19 +175,25 @@ export class FlowGate {
     deadlineMs: number,
     leaseMs: number,
   ): Promise<Delivery[]> {
-    await this.sweep(group);
     const g = this.#groups.get(groupKey(group));
     const flow = this.flowOf(group);
-    if (!g || max <= 0) return [];
+    if (!g || max <= 0) {
+      await this.sweep(group);
+      return [];
+    }
+    // Held before a seek: not taken (the sweep below forgets them).
+    const epoch = this.#d.broker.groupEpoch(group);
     const taken: Delivery[] = [];
     const full = new Set<string>();
-    for (const h of [...g.held]) {
+    // The settings changed since it was held: no limit now, or a different one.
+    const rules = keyRulesOf(flow);
+    // Oldest first by publish order: an ordered key's head redelivered after a later message
+    // of the key was held goes first.
+    for (const h of [...g.held].sort((a, b) => a.d.streamSeq - b.d.streamSeq)) {
       if (taken.length >= max) break;
-      if (full.has(h.keyHash) || h.claimed) continue;
+      if (full.has(h.keyHash) || h.claimed || h.epoch !== epoch) continue;
       h.claimed = true;
-      // The settings changed since it was held: no limit now, or a different one.
-      const limit = flow?.concurrency ?? null;
-      if (limit !== null && !(await this.#take(group, h.keyHash, h.d, deadlineMs, limit))) {
+      if (rules !== null && !(await this.#take(group, h.keyHash, h.d, deadlineMs, rules))) {
         h.claimed = false;
         full.add(h.keyHash);
         continue;
@@ -187,6 +207,8 @@ export class FlowGate {
       }
       taken.push(h.d);
     }
+    // Tried before given back: a key whose room comes as its hold ends takes it at once.
+    await this.sweep(group);
     this.#forgetIfEmpty(group);
     return taken;
   }
@@ -223,13 +245,40 @@ export class FlowGate {
     untilMs: number,
   ): Promise<boolean> {
     const flow = this.flowOf(group);
-    if (flow === null || flow.concurrency === null) return true;
+    const rules = keyRulesOf(flow);
+    const limit = rules === null ? null : slotLimit(rules);
+    if (flow === null || limit === null) return true;
     const k =
       this.#keys.get(seqKey(group, lease.streamSeq)) ??
       (await this.#keyOfSeq(group, lease.streamSeq, flow));
     if (k === null) return true;
     const holder = { streamSeq: lease.streamSeq, deliveryCount: lease.deliveryCount, untilMs };
-    return this.#slots.extend(group, k, holder, flow.concurrency);
+    return this.#slots.extend(group, k, holder, limit);
+  }
+
+  /**
+   * Message `streamSeq` of the group settled for good (acknowledged through any gateway,
+   * dead-lettered, or expired): its slot frees, and under `ordered` it leaves its key's order, so
+   * the key's next message is the head. `message`: its message when at hand (no read). Never
+   * throws: a slot not freed ends with its lease; a head left behind is found gone later.
+   */
+  async settled(group: GroupAddress, streamSeq: number, message?: StoredMessage): Promise<void> {
+    const flow = this.flowOf(group);
+    if (flow === null) return;
+    try {
+      const k = message
+        ? flowKeyHash(message, flow)
+        : (this.#keys.get(seqKey(group, streamSeq)) ??
+          (await this.#keyOfSeq(group, streamSeq, flow)));
+      if (k === null) return;
+      await this.#slots.settle(group, k, streamSeq, keyRulesOf(flow));
+      this.#keys.delete(seqKey(group, streamSeq));
+    } catch (err) {
+      this.#d.log?.warn(
+        { err, topic: group.topic, group: group.group, seq: streamSeq },
+        "flow control: a settled message's slot was not given back; it frees when its lease ends",
+      );
+    }
   }
 
   /** Gives back what was held past its time (counted as holdbacks, not deliveries). */
@@ -258,15 +307,27 @@ export class FlowGate {
     await Promise.all(all.flatMap((g) => g.held.map((h) => this.#giveBack(g.group, h.d))));
   }
 
+  /** One read and one write of the key's record; more only for an ordered key's head changes. */
   async #take(
     group: GroupAddress,
     keyHash: string,
     d: Delivery,
     deadlineMs: number,
-    limit: number,
+    rules: KeyRules,
+    seen: readonly number[] = [],
   ): Promise<boolean> {
     const holder = { streamSeq: d.streamSeq, deliveryCount: d.deliveryCount, untilMs: deadlineMs };
-    if (!(await this.#slots.take(group, keyHash, holder, limit))) return false;
+    let v = await this.#slots.admit(group, keyHash, holder, seen, rules);
+    if (!v.take && v.reason === "gap") {
+      const earlier = await this.#earlierOfKey(group, keyHash, d.streamSeq, v.read.doneSeq);
+      v = await this.#slots.admit(group, keyHash, holder, [...seen, ...earlier], rules, true);
+    }
+    if (!v.take && v.reason === "order") {
+      if (await this.#settleGoneHead(group, keyHash, v.next ?? v.read, rules)) {
+        v = await this.#slots.admit(group, keyHash, holder, seen, rules, true);
+      }
+    }
+    if (!v.take) return false;
     if (this.#keys.size >= MAX_REMEMBERED_KEYS) {
       const oldest = this.#keys.keys().next();
       if (!oldest.done) this.#keys.delete(oldest.value);
@@ -313,6 +374,63 @@ export class FlowGate {
   ): Promise<string | null> {
     const [m] = await this.#d.broker.readTopic(group, streamSeq, 1);
     return m && m.streamSeq === streamSeq ? flowKeyHash(m.message, flow) : null;
+  }
+
+  /**
+   * Messages of the key published within ORDER_LOOKBACK before `streamSeq`, after its last
+   * settled one and after the group's acknowledged floor, not expired: pulled by another gateway
+   * and not yet in the order, they come first.
+   */
+  async #earlierOfKey(
+    group: GroupAddress,
+    keyHash: string,
+    streamSeq: number,
+    doneSeq: number,
+  ): Promise<number[]> {
+    const flow = this.flowOf(group);
+    const from = Math.max(doneSeq + 1, streamSeq - ORDER_LOOKBACK, 1);
+    if (flow === null || from >= streamSeq) return [];
+    const now = this.#d.now();
+    const read = await this.#d.broker.readTopic(group, from, streamSeq - from);
+    const mine = read.filter(
+      (m) =>
+        m.streamSeq < streamSeq &&
+        m.message.expiresAtMs > now &&
+        flowKeyHash(m.message, flow) === keyHash,
+    );
+    if (mine.length === 0) return [];
+    const floor = (await this.#d.broker.progress(group))?.ackFloorSeq ?? 0;
+    return mine.map((m) => m.streamSeq).filter((s) => s > floor);
+  }
+
+  /**
+   * An ordered key's head that holds no slot may be gone without having been settled here (the
+   * gateway that acknowledged it died first, it expired unseen, it was removed): it is, when the
+   * group's acknowledged floor passed it or the log no longer has it live. Checked at most every
+   * HEAD_CHECK_MS per head on this gateway. True when it was settled now.
+   */
+  async #settleGoneHead(
+    group: GroupAddress,
+    keyHash: string,
+    state: KeyState,
+    rules: KeyRules,
+  ): Promise<boolean> {
+    const head = state.order[0];
+    const now = this.#d.now();
+    if (head === undefined || state.holders.some((h) => h.streamSeq === head && h.untilMs > now)) {
+      return false;
+    }
+    const checkKey = `${seqKey(group, head)}#${keyHash}`;
+    if ((this.#headChecks.get(checkKey) ?? -Infinity) > now - HEAD_CHECK_MS) return false;
+    if (this.#headChecks.size >= MAX_REMEMBERED_KEYS) this.#headChecks.clear();
+    this.#headChecks.set(checkKey, now);
+    const [m] = await this.#d.broker.readTopic(group, head, 1);
+    const live = m !== undefined && m.streamSeq === head && m.message.expiresAtMs > now;
+    const floor = live ? ((await this.#d.broker.progress(group))?.ackFloorSeq ?? 0) : 0;
+    if (live && floor < head) return false;
+    await this.#slots.settle(group, keyHash, head, rules);
+    this.#headChecks.delete(checkKey);
+    return true;
   }
 
   /** While anything is held, what is held too long is given back within a second. */

@@ -3,9 +3,18 @@
 // region sees the same holders. A holder holds until its `untilMs` (the lease's deadline, on the
 // gateways' common clock): a gateway that dies holding one frees it when the lease would have
 // ended, and a record nobody writes is forgotten by the store. Expired holders are dropped at
-// each write, so a record stays as small as the key's concurrency.
-import type { FlowSlotLedger, SlotHolder } from "../broker.js";
+// each write, so a record stays as small as the key's concurrency. The same record keeps the
+// key's pace (its rate's TAT, its order: key-rules.ts), so one read and one write decide a take.
+import type { FlowSlotLedger, KeyPace, SlotHolder } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";
+import {
+  decide,
+  NO_PACE,
+  settle,
+  type KeyRules,
+  type KeyState,
+  type Verdict,
+} from "./key-rules.js";
 
 /** Writers racing on one key's record: tries before a take counts as "no room" (tried later). */
 const CAS_TRIES = 8;
@@ -29,11 +38,59 @@ export class KeySlots {
     holder: SlotHolder,
     limit: number,
   ): Promise<boolean> {
-    const written = await this.#update(group, keyHash, (holders, now) => {
-      const live = holders.filter((h) => h.untilMs > now && h.streamSeq !== holder.streamSeq);
-      return live.length >= limit ? null : [...live, holder];
+    const rules = { concurrency: limit, rate: null, ordered: false };
+    return (await this.admit(group, keyHash, holder, [], rules)).take;
+  }
+
+  /**
+   * Takes a slot of the key for `holder` if its rules allow it now (key-rules.ts), writing what
+   * they say even when it waits (the deliveries `seen` with it join an ordered key's order). A
+   * writer that loses every race is told "slots" (tried later).
+   */
+  async admit(
+    group: GroupAddress,
+    keyHash: string,
+    holder: SlotHolder,
+    seen: readonly number[],
+    rules: KeyRules,
+    gapChecked = false,
+  ): Promise<Verdict & { readonly read: KeyState }> {
+    let verdict: (Verdict & { readonly read: KeyState }) | null = null;
+    const written = await this.#update(group, keyHash, (state, now) => {
+      const v = decide(state, holder, seen, rules, now, gapChecked);
+      verdict = { ...v, read: state };
+      return v.next;
     });
-    return written === true;
+    const v = verdict as (Verdict & { readonly read: KeyState }) | null;
+    if (v === null || written === null) {
+      return { take: false, reason: "slots", next: null, read: v?.read ?? EMPTY };
+    }
+    return v;
+  }
+
+  /**
+   * Message `streamSeq` settled (acknowledged, dead-lettered, expired): its slot frees and it
+   * leaves its key's order, the next of the key becoming the head.
+   */
+  async settle(
+    group: GroupAddress,
+    keyHash: string,
+    streamSeq: number,
+    rules: KeyRules | null,
+  ): Promise<void> {
+    await this.#update(group, keyHash, (state, now) => {
+      const holding = state.holders.some((h) => h.streamSeq === streamSeq && h.untilMs > now);
+      const ordered = state.order.includes(streamSeq) || (rules?.ordered ?? false);
+      return holding || ordered ? settle(state, streamSeq, rules, now) : null;
+    });
+  }
+
+  /** The key's record as it is now (its holders still running). */
+  async state(group: GroupAddress, keyHash: string): Promise<KeyState> {
+    const now = this.#now();
+    const current = await this.#ledger.getKeySlots(group, keyHash);
+    if (!current) return EMPTY;
+    return { ...paceOf(current), holders: current.holders.filter((h) => h.untilMs > now) };
   }
 
   /**
@@ -48,11 +105,12 @@ export class KeySlots {
     streamSeq: number,
     untilMs: number,
   ): Promise<void> {
-    await this.#update(group, keyHash, (holders, now) => {
+    await this.#update(group, keyHash, (state, now) => {
+      const { holders } = state;
       const mine = holders.find((h) => h.streamSeq === streamSeq && h.untilMs > now);
       if (!mine) return null;
       const others = holders.filter((h) => h.untilMs > now && h.streamSeq !== streamSeq);
-      return untilMs > now ? [...others, { ...mine, untilMs }] : others;
+      return { ...state, holders: untilMs > now ? [...others, { ...mine, untilMs }] : others };
     });
   }
 
@@ -67,35 +125,37 @@ export class KeySlots {
     holder: SlotHolder,
     limit: number,
   ): Promise<boolean> {
-    const written = await this.#update(group, keyHash, (holders, now) => {
-      const live = holders.filter((h) => h.untilMs > now);
+    const written = await this.#update(group, keyHash, (state, now) => {
+      const live = state.holders.filter((h) => h.untilMs > now);
       const mine = live.find((h) => h.streamSeq === holder.streamSeq);
       const others = live.filter((h) => h !== mine);
       if (!mine && others.length >= limit) return null;
-      return [...others, { ...(mine ?? holder), untilMs: holder.untilMs }];
+      return { ...state, holders: [...others, { ...(mine ?? holder), untilMs: holder.untilMs }] };
     });
     return written === true;
   }
 
   /**
-   * Reads the key's record, asks `next` for its new holders (null: leave it as it is), and writes
-   * them by compare-and-set, reading again after a lost race, CAS_TRIES times. True once written,
-   * false when `next` declined, null when every race was lost.
+   * Reads the key's record, asks `next` for what it becomes (null: leave it as it is), and
+   * writes it by compare-and-set, reading again after a lost race, CAS_TRIES times. True once
+   * written, false when `next` declined, null when every race was lost.
    */
   async #update(
     group: GroupAddress,
     keyHash: string,
-    next: (holders: readonly SlotHolder[], now: number) => SlotHolder[] | null,
+    next: (state: KeyState, now: number) => KeyState | null,
   ): Promise<boolean | null> {
     for (let i = 0; i < CAS_TRIES; i++) {
       const current = await this.#ledger.getKeySlots(group, keyHash);
-      const holders = next(current?.holders ?? [], this.#now());
-      if (holders === null) return false;
+      const state = current ? { holders: current.holders, ...paceOf(current) } : EMPTY;
+      const after = next(state, this.#now());
+      if (after === null) return false;
       const written = await this.#ledger.putKeySlots(
         group,
         keyHash,
-        holders,
+        after.holders,
         current?.revision ?? null,
+        paceOf(after),
       );
       if (written !== null) return true;
     }
@@ -108,4 +168,10 @@ export class KeySlots {
     const current = await this.#ledger.getKeySlots(group, keyHash);
     return (current?.holders ?? []).filter((h) => h.untilMs > now);
   }
+}
+
+const EMPTY: KeyState = { holders: [], ...NO_PACE };
+
+function paceOf(s: KeyPace): KeyPace {
+  return { tatMs: s.tatMs, order: s.order, doneSeq: s.doneSeq };
 }

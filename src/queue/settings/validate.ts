@@ -4,7 +4,7 @@
 // 400 invalid_settings with a message naming the field's path, or 403
 // push_destination_not_allowed for a well-formed push URL outside the operator's allow-list.
 import { AppError } from "../../errors.js";
-import { isValidName } from "../limits.js";
+import { FLOW_RECORD_TTL_MS, isValidName } from "../limits.js";
 import { headerKind } from "../message-headers.js";
 import {
   DEFAULT_SETTINGS,
@@ -202,13 +202,19 @@ function flowControl(v: unknown): FlowControlSettings | null {
   const ordered = v.ordered === undefined ? false : v.ordered;
   if (typeof ordered !== "boolean") invalid("flowControl.ordered must be true or false.");
   const rate = flowRate(v.rate);
-  // Not built yet: refused rather than stored and ignored.
-  if (rate !== null) invalid("flowControl.rate is not supported yet.");
-  if (ordered) invalid("flowControl.ordered is not supported yet.");
-  if (concurrency === 0 || concurrency === null) {
-    invalid(`flowControl.concurrency is required: an integer from ${c.min} to ${c.max}.`);
+  const limit = concurrency === 0 ? null : concurrency;
+  if (limit === null && rate === null && !ordered) {
+    invalid(
+      `flowControl needs a limit: concurrency (an integer from ${c.min} to ${c.max}), rate or ordered.`,
+    );
   }
-  return { key, concurrency, rate, ordered };
+  // One in flight per key is what keeps its order: a larger concurrency would break it.
+  if (ordered && limit !== null && limit > 1) {
+    invalid(
+      "flowControl.ordered allows one message of a key in flight: concurrency must be 1 or absent.",
+    );
+  }
+  return { key, concurrency: limit, rate, ordered };
 }
 
 function flowRate(v: unknown): FlowControlSettings["rate"] {
@@ -221,9 +227,14 @@ function flowRate(v: unknown): FlowControlSettings["rate"] {
   }
   const { flowRateLimit: l, flowRatePeriodSeconds: s, flowRateBurst: b } = L;
   const limit = int(v, "limit", p, l.min, l.max, l.min);
-  return {
-    limit,
-    periodSeconds: int(v, "periodSeconds", p, s.min, s.max, s.min),
-    burst: int(v, "burst", p, b.min, b.max, limit),
-  };
+  const periodSeconds = int(v, "periodSeconds", p, s.min, s.max, s.min);
+  const burst = int(v, "burst", p, b.min, b.max, limit);
+  // A key's record (its TAT) is forgotten once unwritten for FLOW_RECORD_TTL_MS: the time it may
+  // run ahead, burst intervals, must fit in it, or a quiet key would come back with more room.
+  if ((periodSeconds * 1000 * burst) / limit > FLOW_RECORD_TTL_MS) {
+    invalid(
+      `${p}: periodSeconds * burst / limit must be at most ${FLOW_RECORD_TTL_MS / 1000} (seconds a key's rate is remembered).`,
+    );
+  }
+  return { limit, periodSeconds, burst };
 }

@@ -113,6 +113,7 @@ export function createQueueContext(deps: QueueContextDeps): QueueContext {
       copies,
       settingsOf,
       log: deps.log ?? null,
+      flow,
     }),
     acks: new GroupAcks({
       broker,

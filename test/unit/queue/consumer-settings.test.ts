@@ -265,9 +265,14 @@ describe("flow control settings", () => {
   });
 
   it("refuses a concurrency out of bounds, or none, and unknown fields", () => {
-    for (const concurrency of [0, 1001, 1.5, "2", true, undefined, null]) {
+    for (const concurrency of [0, 1001, 1.5, "2", true]) {
       expect(invalid({ flowControl: { key: "k", concurrency } })).toMatch(
         /^flowControl\.concurrency/,
+      );
+    }
+    for (const concurrency of [undefined, null]) {
+      expect(invalid({ flowControl: { key: "k", concurrency } })).toMatch(
+        /^flowControl needs a limit: concurrency .*, rate or ordered/,
       );
     }
     expect(invalid({ flowControl: { key: "k", concurrency: 1, keys: 1 } })).toMatch(
@@ -276,20 +281,50 @@ describe("flow control settings", () => {
     expect(invalid({ flowControl: "k" })).toMatch(/flowControl must be an object/);
   });
 
-  it("refuses rate and ordered, not built yet, after checking their shape", () => {
-    const base = { key: "k", concurrency: 1 };
-    expect(invalid({ flowControl: { ...base, rate: { limit: 10, periodSeconds: 1 } } })).toMatch(
-      /flowControl\.rate is not supported yet/,
-    );
+  it("takes a rate per key (burst: limit unless given), checked in shape and horizon", () => {
+    const base = { key: "k", concurrency: null };
+    expect(flow({ ...base, rate: { limit: 10, periodSeconds: 1 } })).toEqual({
+      key: "k",
+      concurrency: null,
+      rate: { limit: 10, periodSeconds: 1, burst: 10 },
+      ordered: false,
+    });
+    expect(flow({ key: "k", rate: { limit: 6, periodSeconds: 60, burst: 1 } })?.rate).toEqual({
+      limit: 6,
+      periodSeconds: 60,
+      burst: 1,
+    });
     expect(invalid({ flowControl: { ...base, rate: { limit: 0, periodSeconds: 1 } } })).toMatch(
       /flowControl\.rate\.limit must be an integer/,
     );
     expect(invalid({ flowControl: { ...base, rate: { limit: 1 } } })).toMatch(/are required/);
-    expect(invalid({ flowControl: { ...base, ordered: true } })).toMatch(
-      /flowControl\.ordered is not supported yet/,
+    expect(
+      invalid({ flowControl: { ...base, rate: { limit: 1, periodSeconds: 1, per: 2 } } }),
+    ).toMatch(/Unknown field flowControl\.rate\.per/);
+    // Beyond what a key's record remembers (3 h): refused, not silently reset.
+    expect(
+      invalid({ flowControl: { ...base, rate: { limit: 1, periodSeconds: 86_400 } } }),
+    ).toMatch(/periodSeconds \* burst \/ limit must be at most 10800/);
+    expect(flow({ ...base, rate: { limit: 24, periodSeconds: 86_400, burst: 1 } })?.rate).toEqual({
+      limit: 24,
+      periodSeconds: 86_400,
+      burst: 1,
+    });
+  });
+
+  it("takes ordered (one in flight per key), refused with a concurrency above 1", () => {
+    expect(flow({ key: "k", ordered: true })).toEqual({
+      key: "k",
+      concurrency: null,
+      rate: null,
+      ordered: true,
+    });
+    expect(flow({ key: "k", concurrency: 1, ordered: true })?.concurrency).toBe(1);
+    expect(invalid({ flowControl: { key: "k", concurrency: 2, ordered: true } })).toMatch(
+      /flowControl\.ordered allows one message of a key in flight: concurrency must be 1/,
     );
-    expect(invalid({ flowControl: { ...base, ordered: "yes" } })).toMatch(/true or false/);
-    expect(flow({ ...base, rate: null, ordered: false })?.ordered).toBe(false);
+    expect(invalid({ flowControl: { key: "k", ordered: "yes" } })).toMatch(/true or false/);
+    expect(invalid({ flowControl: { key: "k", ordered: false } })).toMatch(/needs a limit/);
   });
 
   it("refuses flow control on a pushed group, not built yet", () => {

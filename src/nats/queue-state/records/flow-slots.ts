@@ -6,7 +6,7 @@
 // so every server version (2.9 on) serves it: no per-message TTL is needed.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import type { FlowSlotLedger, KeySlots, SlotHolder } from "../../../queue/broker.js";
+import type { FlowSlotLedger, KeyPace, KeySlots, SlotHolder } from "../../../queue/broker.js";
 import type { GroupAddress } from "../../../queue/namespace.js";
 import { groupNames } from "../../core/naming.js";
 import { storeOp, type ObserveOperation } from "../../core/store-op.js";
@@ -58,7 +58,7 @@ export class FlowSlotRecords implements FlowSlotLedger {
     return storeOp(this.#opts.observe, "flow_slots_get", async () => {
       const e = await (await this.#bucket()).get(this.#key(group, keyHash));
       if (!e || e.operation !== "PUT") return null;
-      return { holders: decode(e.string()), revision: e.revision };
+      return { ...decode(e.string()), revision: e.revision };
     });
   }
 
@@ -67,8 +67,9 @@ export class FlowSlotRecords implements FlowSlotLedger {
     keyHash: string,
     holders: readonly SlotHolder[],
     expectedRevision: number | null,
+    pace: KeyPace = NO_PACE,
   ): Promise<number | null> {
-    const value = JSON.stringify(holders.map((h) => [h.streamSeq, h.deliveryCount, h.untilMs]));
+    const value = encode(holders, pace);
     return storeOp(this.#opts.observe, "flow_slots_put", async () => {
       const k = this.#key(group, keyHash);
       const kv = await this.#bucket();
@@ -90,17 +91,44 @@ export class FlowSlotRecords implements FlowSlotLedger {
   }
 }
 
-/** A stored value back to holders; anything unreadable holds nothing. */
-function decode(text: string): SlotHolder[] {
+const NO_PACE: KeyPace = { tatMs: null, order: [], doneSeq: 0 };
+
+/**
+ * A record as stored: a key without pace as the list of holders `[[seq, count, untilMs], ...]`
+ * (what gateways before rate and order wrote and read), else `{h: holders, t: tat, o: order, d:
+ * doneSeq}`.
+ */
+function encode(holders: readonly SlotHolder[], pace: KeyPace): string {
+  const h = holders.map((x) => [x.streamSeq, x.deliveryCount, x.untilMs]);
+  if (pace.tatMs === null && pace.order.length === 0 && pace.doneSeq === 0) {
+    return JSON.stringify(h);
+  }
+  return JSON.stringify({ h, t: pace.tatMs, o: pace.order, d: pace.doneSeq });
+}
+
+/** A stored value back to a record; anything unreadable holds nothing and paces nothing. */
+function decode(text: string): Omit<KeySlots, "revision"> {
   try {
     const v = JSON.parse(text) as unknown;
-    if (!Array.isArray(v)) return [];
-    return v.flatMap((h: unknown) =>
-      Array.isArray(h) && h.length === 3 && h.every((n) => Number.isSafeInteger(n))
-        ? [{ streamSeq: h[0] as number, deliveryCount: h[1] as number, untilMs: h[2] as number }]
-        : [],
-    );
+    if (Array.isArray(v)) return { holders: holdersOf(v), ...NO_PACE };
+    if (typeof v !== "object" || v === null) return { holders: [], ...NO_PACE };
+    const r = v as { h?: unknown; t?: unknown; o?: unknown; d?: unknown };
+    const order = Array.isArray(r.o) ? r.o.filter((n): n is number => Number.isSafeInteger(n)) : [];
+    return {
+      holders: Array.isArray(r.h) ? holdersOf(r.h) : [],
+      tatMs: typeof r.t === "number" && Number.isFinite(r.t) ? r.t : null,
+      order,
+      doneSeq: typeof r.d === "number" && Number.isSafeInteger(r.d) ? r.d : 0,
+    };
   } catch {
-    return [];
+    return { holders: [], ...NO_PACE };
   }
+}
+
+function holdersOf(v: readonly unknown[]): SlotHolder[] {
+  return v.flatMap((h: unknown) =>
+    Array.isArray(h) && h.length === 3 && h.every((n) => Number.isSafeInteger(n))
+      ? [{ streamSeq: h[0] as number, deliveryCount: h[1] as number, untilMs: h[2] as number }]
+      : [],
+  );
 }
