@@ -15,9 +15,15 @@
 import type { Logger } from "../../logger.js";
 import { NamespaceCounts } from "../admission/in-flight/namespace-counts.js";
 import { tenantKeyOf } from "../admission/tenant.js";
+import { MAX_HELD_BYTES } from "../flow-control/flow-gate.js";
 import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
-import { GroupPushes, type GroupPushesDeps, type NamespaceSlots } from "./group-pushes.js";
+import {
+  GroupPushes,
+  type GroupPushesDeps,
+  type NamespaceSlots,
+  type PushFlow,
+} from "./group-pushes.js";
 import type { PushFeedHooks } from "./push-feed.js";
 import { pushedGroupKey as groupKey } from "./pushed-groups.js";
 import type { PushedSettings } from "./pusher.js";
@@ -29,6 +35,8 @@ export interface PushSchedulerDeps {
   readonly ledger: Pick<PushLedger, "holdBack">;
   /** Pushes in flight per namespace on this gateway, with its cap (0: none). */
   readonly pushesInFlight?: NamespaceCounts;
+  /** Per-key slots (flow control), shared with the receive path (QueueContext.flow). */
+  readonly flow?: PushFlow;
   readonly now: () => number;
   readonly log: Pick<Logger, "warn">;
 }
@@ -40,6 +48,8 @@ export class PushScheduler implements NamespaceSlots {
   readonly #groups = new Map<string, Set<GroupPushes>>();
   /** The same, by group (for acknowledgements). */
   readonly #byGroup = new Map<string, GroupPushes>();
+  /** Payload bytes held for a full key, all groups (bounded as the receive path's waitlist). */
+  #heldBytes = 0;
 
   constructor(deps: PushSchedulerDeps) {
     this.#d = deps;
@@ -55,6 +65,7 @@ export class PushScheduler implements NamespaceSlots {
         feed,
         push: this.#d.push,
         ledger: this.#d.ledger,
+        flow: this.#d.flow ?? null,
         now: this.#d.now,
         log: this.#d.log,
       },
@@ -123,5 +134,15 @@ export class PushScheduler implements NamespaceSlots {
     const siblings = [...this.#groups.keys()].filter((k) => k === ns || tenantKeyOf(k) === tenant);
     for (const k of siblings) this.dispatch(k);
     for (const k of siblings) for (const g of this.#groups.get(k) ?? []) g.wakeFeed();
+  }
+
+  holdBytes(bytes: number): boolean {
+    if (this.#heldBytes + bytes > MAX_HELD_BYTES) return false;
+    this.#heldBytes += bytes;
+    return true;
+  }
+
+  unholdBytes(bytes: number): void {
+    this.#heldBytes -= bytes;
   }
 }

@@ -292,11 +292,18 @@ describe("flow control settings", () => {
     expect(flow({ ...base, rate: null, ordered: false })?.ordered).toBe(false);
   });
 
-  it("refuses flow control on a pushed group, not built yet", () => {
+  it("takes concurrency per key on a pushed group, and refuses rate and ordered there", () => {
     const push = { url: "http://localhost:3000/q" };
-    expect(invalid({ push, flowControl: { key: "k", concurrency: 1 } })).toMatch(
-      /not supported yet on a pushed group/,
+    const stored = validateSettings({ push, flowControl: { key: "K", concurrency: 2 } }, orders);
+    expect(stored.flowControl).toEqual({ key: "k", concurrency: 2, rate: null, ordered: false });
+    expect(stored.push?.url).toBe(push.url);
+    const base = { key: "k", concurrency: 1 };
+    expect(invalid({ push, flowControl: { ...base, ordered: true } })).toMatch(
+      /ordered is not supported yet/,
     );
+    expect(
+      invalid({ push, flowControl: { ...base, rate: { limit: 1, periodSeconds: 1 } } }),
+    ).toMatch(/rate is not supported yet/);
   });
 });
 
