@@ -10,8 +10,10 @@
 // - a push's slot frees at its endpoint's answer or at its message's acknowledgement through
 //   this gateway, whichever is first.
 // So a namespace whose endpoint never answers holds at most the cap of this gateway's pushes, and
-// one held message per group. What a group's consumer allows at once across gateways
-// (`maxConcurrency`) is the store's to enforce; see docs/architecture.md, "Push delivery".
+// one held message per group (up to MAX_HELD_PER_GROUP for a group limited per key, whose held
+// messages wait for their key's slot: group-pushes.ts). What a group's consumer allows at once
+// across gateways (`max_ack_pending`, push-cap.ts) is the store's to enforce; see
+// docs/architecture.md, "Push delivery" and "Flow control".
 import type { Logger } from "../../logger.js";
 import { NamespaceCounts } from "../admission/in-flight/namespace-counts.js";
 import { tenantKeyOf } from "../admission/tenant.js";
