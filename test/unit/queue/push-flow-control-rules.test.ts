@@ -208,7 +208,39 @@ describe("per-key concurrency on a pushed group", () => {
   });
 });
 
+describe("a pushed group's per-key limit changed", () => {
+  it("lifted: what waited for its key is pushed at the next try", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const w = await world();
+    await publish(w, ["a1", "a"], ["a2", "a"]);
+    await pushWith(w, keyed("http://127.0.0.1:9/a", 1));
+    expect(await settle(() => w.pushes.open.length === 1)).toBe(true);
+    await quiet();
+    await pushWith(w, { ...keyed("http://127.0.0.1:9/a", 1), flowControl: null });
+    vi.advanceTimersByTime(FULL_KEY_RETRY_MS);
+    expect(await settle(() => w.pushes.open.length === 2)).toBe(true);
+    expect(openTexts(w)).toEqual(["a1", "a2"]);
+  });
+});
+
 describe("a pushed group's per-key slot with the real Pusher", () => {
+  it("is given back by a push held back for retry.initialDelaySeconds: the key's next is looked at at once", async () => {
+    const w = await world(true);
+    const url = endpoint.app.hookRoute("flow-initial", 200);
+    await publish(w, ["a1", "a"], ["a2", "a"]);
+    const later = keyed(url, 1);
+    await pushWith(w, { ...later, retry: { ...later.retry, initialDelaySeconds: 5 } });
+    // Both held back unpushed, one after the other: the first gave its slot back.
+    expect(await settle(() => w.pushes.started.length === 2, 2000)).toBe(true);
+    expect(endpoint.app.requests.filter((r) => r.path === "/hook/flow-initial")).toHaveLength(0);
+    w.memory.advance(5_000);
+    w.memory.broker.pump();
+    const pushed = () => endpoint.app.requests.filter((r) => r.path === "/hook/flow-initial");
+    expect(await settle(() => pushed().length === 2, 2000)).toBe(true);
+    expect(pushed().map((r) => r.body.toString())).toEqual(["a1", "a2"]);
+    expect(pushed().map((r) => r.headers["ce-vqsdeliverycount"])).toEqual(["1", "1"]);
+  });
+
   it("is given back when a failed push is released for its retry: the key's next message goes meanwhile", async () => {
     const w = await world(true);
     let calls = 0;
