@@ -316,6 +316,11 @@ export class GroupPushes {
     for (const h of this.#held.splice(0)) this.#drop(h);
   }
 
+  /** The hashes of the keys its held messages wait for (found without a free slot). */
+  waitingKeys(): string[] {
+    return this.#held.filter((h) => h.untilMs !== null).map((h) => h.keyHash!);
+  }
+
   /** Resolves once no push of this group is under way. */
   drained(): Promise<void> {
     if (this.#pushing === 0) return Promise.resolve();

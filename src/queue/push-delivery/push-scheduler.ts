@@ -138,6 +138,21 @@ export class PushScheduler implements NamespaceSlots {
     for (const k of siblings) for (const g of this.#groups.get(k) ?? []) g.wakeFeed();
   }
 
+  /**
+   * Messages held here because their key had no free slot, all pushed groups, and the keys they
+   * are of (a metric: no label per key).
+   */
+  heldForKeys(): { readonly messages: number; readonly keys: number } {
+    let messages = 0;
+    let keys = 0;
+    for (const g of this.#byGroup.values()) {
+      const waiting = g.waitingKeys();
+      messages += waiting.length;
+      keys += new Set(waiting).size;
+    }
+    return { messages, keys };
+  }
+
   holdBytes(bytes: number): boolean {
     if (this.#heldBytes + bytes > MAX_HELD_BYTES) return false;
     this.#heldBytes += bytes;

@@ -162,6 +162,14 @@ describe("per-key concurrency on a pushed group, two gateways", () => {
       await eventually(() => route.runs.filter((r) => r.key.startsWith("fast")).length === 6),
     ).toBe(true);
     expect(pushed(route.runs, "slow")).toEqual([1]);
+    // slow 2 is held, for its key, by whichever gateway pulled it: counted, with no label per key.
+    const held = async (series: string) =>
+      (await Promise.all(fx.gateways.map((g) => metricValue(g.metricsUrl, series)))).reduce(
+        (x, y) => x + (y || 0),
+        0,
+      );
+    await expect.poll(() => held("vqs_flow_held_messages")).toBe(1);
+    await expect.poll(() => held("vqs_flow_waiting_keys")).toBe(1);
     unstall();
     expect(await eventually(() => pushed(route.runs, "slow").length === 2, 20_000)).toBe(true);
     expect(pushed(route.runs, "slow")).toEqual([1, 2]);
