@@ -182,7 +182,8 @@ export class GroupPushes {
 
   /**
    * The order of the message this group would push next (see `Held.order`); null: none. It is
-   * the oldest held; a limit within the group (per key) would choose here, and in `pushNext`.
+   * the oldest held of no key or of a key not known full ("nextOrder skips full keys"), while
+   * the group has a push to spare.
    */
   nextOrder(): number | null {
     return this.#next()?.order ?? null;
