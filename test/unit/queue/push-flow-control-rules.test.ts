@@ -6,7 +6,10 @@
 // with two gateways: test/integration/consumers/push-flow-control.test.ts.
 import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { MemorySettingsStore } from "../../../src/memory/memory-settings-store.js";
+import type { StoredMessage } from "../../../src/queue/broker.js";
 import { MAX_HELD_PER_GROUP, MAX_HOLD_MS } from "../../../src/queue/flow-control/flow-gate.js";
+import { flowKeyHash } from "../../../src/queue/flow-control/flow-keys.js";
+import { KeySlots } from "../../../src/queue/flow-control/key-slots.js";
 import { makeNamespace, type GroupAddress } from "../../../src/queue/namespace.js";
 import { FULL_KEY_RETRY_MS } from "../../../src/queue/push-delivery/group-pushes.js";
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
@@ -86,6 +89,18 @@ async function ack(w: World, p: OpenPush): Promise<void> {
 
 const openTexts = (w: World) => w.pushes.open.map((p) => p.text).sort();
 const find = (w: World, text: string) => w.pushes.open.find((p) => p.text === text)!;
+/** Waits in real time (the full keys' tries, a push's timeout) until `done` or `orAsync` holds. */
+async function eventuallyPushed(
+  done: () => boolean,
+  orAsync: () => Promise<boolean> = () => Promise.resolve(false),
+): Promise<boolean> {
+  for (let i = 0; i < 40; i++) {
+    if (done() || (await orAsync())) return true;
+    await new Promise((r) => setTimeout(r, FULL_KEY_RETRY_MS / 5));
+  }
+  return done() || (await orAsync());
+}
+
 /** Lets the async slot takes run (each a read and a compare-and-set on the twin). */
 const quiet = () => settle(() => false, 30);
 
@@ -224,6 +239,34 @@ describe("a pushed group's per-key limit changed", () => {
 });
 
 describe("a pushed group's per-key slot with the real Pusher", () => {
+  it("is kept after a push that timed out, until its message may come back: its handler may still run", async () => {
+    const w = await world(true);
+    const url = endpoint.app.hookRoute("flow-timeout", 200, () => 1500);
+    await publish(w, ["a1", "a"], ["a2", "a"]);
+    const push = { url, maxConcurrency: 10, timeoutSeconds: 1, autoAck: true };
+    await pushWith(w, { ...keyed(url, 1), push });
+    const pushed = () => endpoint.app.requests.filter((r) => r.path === "/hook/flow-timeout");
+    expect(await settle(() => pushed().length === 1, 2000)).toBe(true);
+    // Past the push's timeout (real time), its slot moved with its lease to its retry, 5 s on
+    // (the twins' clock): a2 waits.
+    const slots = new KeySlots(w.memory.broker.flowSlots, w.memory.now);
+    const keyA = flowKeyHash({ headers: { tenant: "a" } } as unknown as StoredMessage, {
+      key: "tenant",
+      concurrency: 1,
+      rate: null,
+      ordered: false,
+    })!;
+    const movedToRetry = async () =>
+      (await slots.holders(group, keyA)).some((h) => h.untilMs >= w.memory.now() + 4_000);
+    expect(await eventuallyPushed(() => false, movedToRetry)).toBe(true);
+    await quiet();
+    expect(pushed().map((r) => r.body.toString())).toEqual(["a1"]);
+    // Its lease (1 s + 2 s) moved to its retry (5 s after the timeout), the slot with it: then
+    // key a's next push goes (a1's retry, or a2, given back meanwhile after half a lease held).
+    w.memory.advance(6_000);
+    expect(await eventuallyPushed(() => pushed().length >= 2)).toBe(true);
+  });
+
   it("is given back by a push held back for retry.initialDelaySeconds: the key's next is looked at at once", async () => {
     const w = await world(true);
     const url = endpoint.app.hookRoute("flow-initial", 200);
