@@ -39,6 +39,7 @@ const FEATURE_TESTS = [
     "long-polling",
     "push",
     "push-consumer-creation",
+    "push-flow-control",
   ].map((name) => `test/integration/consumers/${name}.test.ts`),
 ];
 // The quick lane (`npm run test:quick`): what needs no nats-server, helm or promtool, so no

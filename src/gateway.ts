@@ -234,10 +234,15 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     log: logger,
     bodies: jetstream.bodies,
   });
-  metrics.useFlowHeld(() => ({
-    messages: queueContext.flow.heldCount,
-    keys: queueContext.flow.waitingKeys,
-  }));
+  // Held for their key by a receive's waitlist, or by the push scheduler (made below).
+  let pushScheduler: PushScheduler | null = null;
+  metrics.useFlowHeld(() => {
+    const pushed = pushScheduler?.heldForKeys() ?? { messages: 0, keys: 0 };
+    return {
+      messages: queueContext.flow.heldCount + pushed.messages,
+      keys: queueContext.flow.waitingKeys + pushed.keys,
+    };
+  });
   const waiters = new NamespaceCounts(config.maxWaitersPerNamespace);
   const queue = new QueueService({
     context: queueContext,
@@ -283,6 +288,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
     broker: jetstream.broker,
     outcomes: jetstream.pushHealth,
     ledger: queueContext.pushLedger,
+    flow: queueContext.flow,
     transport: pushClient,
     signer: pushKeys,
     observer: metrics.push,
@@ -354,15 +360,15 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
   const metricsApp = buildMetricsApp(metrics, logger.child({ component: "metrics" }));
   jetstream.scheduler.start();
   const pushesInFlight = new NamespaceCounts(config.maxPushesInFlightPerNamespace);
-  jetstream.startPush(
-    new PushScheduler({
-      push: (group, delivery, settings) => pusher.push(group, delivery, settings),
-      ledger: queueContext.pushLedger,
-      pushesInFlight,
-      now: jetstream.now,
-      log: logger,
-    }),
-  );
+  pushScheduler = new PushScheduler({
+    push: (group, delivery, settings) => pusher.push(group, delivery, settings),
+    ledger: queueContext.pushLedger,
+    pushesInFlight,
+    flow: queueContext.flow,
+    now: jetstream.now,
+    log: logger,
+  });
+  jetstream.startPush(pushScheduler);
   metrics.useNamespaceCaps({
     requests_in_flight: requestsInFlight,
     waiters,

@@ -79,7 +79,7 @@ export class MemoryPushFeeds {
           pushes.take({
             delivery,
             renew: () => void broker.setLease(group, delivery, broker.leaseMsOf(group)),
-            release: () => void broker.setLease(group, delivery, 0),
+            release: (delayMs = 0) => void broker.setLease(group, delivery, delayMs),
           }),
         gone: () => pushes.gone(),
       });

@@ -56,6 +56,7 @@ export function memoryPusher(memory: MemoryQueue, client: PushClient, secret: st
     broker: memory.broker,
     outcomes: memory.broker,
     ledger: memory.context.pushLedger,
+    flow: memory.context.flow,
     transport: client,
     signer: new PushSigningKeys({
       secret,
@@ -129,6 +130,7 @@ export async function scheduledPushes(
     },
     ledger: memory.context.pushLedger,
     pushesInFlight: new NamespaceCounts(options.cap),
+    flow: memory.context.flow,
     now: memory.now,
     log: createLogger("silent"),
   });

@@ -13,6 +13,7 @@ import type { Logger } from "../../logger.js";
 import type { GroupAddress } from "../../queue/namespace.js";
 import type { GroupPushes } from "../../queue/push-delivery/group-pushes.js";
 import { pushLeaseMs } from "../../queue/push-delivery/push-lease.js";
+import { pushedMaxAckPending } from "../../queue/push-delivery/push-cap.js";
 import type { PushScheduler } from "../../queue/push-delivery/push-scheduler.js";
 import type { PushedSettings } from "../../queue/push-delivery/pusher.js";
 import { pushedGroups } from "../../queue/push-delivery/pushed-groups.js";
@@ -286,7 +287,7 @@ class GroupRunner {
     this.#pushes.update(settings);
     const pushed = {
       ackWaitMs: pushLeaseMs(settings.push),
-      maxAckPending: settings.push.maxConcurrency,
+      maxAckPending: pushedMaxAckPending(settings),
     };
     if (
       this.#noted?.ackWaitMs !== pushed.ackWaitMs ||
@@ -306,7 +307,7 @@ class GroupRunner {
         gone: () => this.#gone(),
       });
     } else if (
-      this.#cap !== settings.push.maxConcurrency ||
+      this.#cap !== pushedMaxAckPending(settings) ||
       this.#ackWaitMs !== pushLeaseMs(settings.push)
     ) {
       await this.#setConfig(settings);
@@ -329,14 +330,14 @@ class GroupRunner {
   }
 
   /**
-   * `max_ack_pending` = `maxConcurrency`, and `ack_wait` = the push lease, so JetStream's own
+   * `max_ack_pending` = `maxConcurrency` (more for a group limited per key: push-cap.ts), and `ack_wait` = the push lease, so JetStream's own
    * lease is the push's and no push sets one. JetStream measures a `-NAK {delay}` from the
    * `ack_wait` of the moment the lease ends, so changing `ack_wait` would move every lease out
    * (a handler's extension, a retry's wait) by the difference: it is changed only while none is
    * out, tried again at every look until then (pushes meanwhile set their lease themselves).
    */
   async #setConfig(settings: PushedSettings): Promise<void> {
-    const cap = settings.push.maxConcurrency;
+    const cap = pushedMaxAckPending(settings);
     const leaseMs = pushLeaseMs(settings.push);
     const info = await this.#d.jsm.consumers.info(this.names.stream, this.names.consumer);
     const change: Partial<ConsumerUpdateConfig> = {};
@@ -366,7 +367,13 @@ class GroupRunner {
     this.#pushes.take({
       delivery,
       renew: () => respond(msg, "+WPI"),
-      release: () => respond(msg, "-NAK"),
+      release: (delayMs = 0) =>
+        respond(
+          msg,
+          delayMs > 0
+            ? `-NAK ${JSON.stringify({ delay: Math.round(delayMs) * 1_000_000 })}`
+            : "-NAK",
+        ),
     });
   }
 

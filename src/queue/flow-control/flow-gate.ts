@@ -455,6 +455,23 @@ export class FlowGate {
     const k = groupKey(group);
     if (this.#groups.get(k)?.held.length === 0) this.#groups.delete(k);
   }
+
+  /**
+   * The push path's slot (GroupPushes, src/queue/push-delivery/): takes one of the key's slots
+   * for a pushed delivery until `deadlineMs`, as a receive's delivery takes one; false when the
+   * key has none free. Nothing is held here: the push scheduler keeps the delivery leased and
+   * tries again when a slot may have freed. True when the group has no limit (any more).
+   */
+  async takePushSlot(
+    group: GroupAddress,
+    keyHash: string,
+    d: Delivery,
+    deadlineMs: number,
+  ): Promise<boolean> {
+    const rules = keyRulesOf(this.flowOf(group));
+    if (rules === null) return true;
+    return this.#take(group, keyHash, d, deadlineMs, rules);
+  }
 }
 
 function groupKey(group: GroupAddress): string {

@@ -8,8 +8,11 @@ export interface PulledPush {
   readonly delivery: Delivery;
   /** Its lease starts again (the same delivery, no count): it waits for a slot. */
   renew(): void;
-  /** Given back at once, unpushed (the store counts a delivery; see `PushLedger.holdBack`). */
-  release(): void;
+  /**
+   * Given back unpushed, visible again `delayMs` later (none: at once). The store counts a
+   * delivery; see `PushLedger.holdBack`.
+   */
+  release(delayMs?: number): void;
 }
 
 /** What the scheduler asks of a pushed group's feed. */

@@ -10,14 +10,22 @@
 // - a push's slot frees at its endpoint's answer or at its message's acknowledgement through
 //   this gateway, whichever is first.
 // So a namespace whose endpoint never answers holds at most the cap of this gateway's pushes, and
-// one held message per group. What a group's consumer allows at once across gateways
-// (`maxConcurrency`) is the store's to enforce; see docs/architecture.md, "Push delivery".
+// one held message per group (up to MAX_HELD_PER_GROUP for a group limited per key, whose held
+// messages wait for their key's slot: group-pushes.ts). What a group's consumer allows at once
+// across gateways (`max_ack_pending`, push-cap.ts) is the store's to enforce; see
+// docs/architecture.md, "Push delivery" and "Flow control".
 import type { Logger } from "../../logger.js";
 import { NamespaceCounts } from "../admission/in-flight/namespace-counts.js";
 import { tenantKeyOf } from "../admission/tenant.js";
+import { MAX_HELD_BYTES } from "../flow-control/flow-gate.js";
 import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
-import { GroupPushes, type GroupPushesDeps, type NamespaceSlots } from "./group-pushes.js";
+import {
+  GroupPushes,
+  type GroupPushesDeps,
+  type NamespaceSlots,
+  type PushFlow,
+} from "./group-pushes.js";
 import type { PushFeedHooks } from "./push-feed.js";
 import { pushedGroupKey as groupKey } from "./pushed-groups.js";
 import type { PushedSettings } from "./pusher.js";
@@ -29,6 +37,8 @@ export interface PushSchedulerDeps {
   readonly ledger: Pick<PushLedger, "holdBack">;
   /** Pushes in flight per namespace on this gateway, with its cap (0: none). */
   readonly pushesInFlight?: NamespaceCounts;
+  /** Per-key slots (flow control), shared with the receive path (QueueContext.flow). */
+  readonly flow?: PushFlow;
   readonly now: () => number;
   readonly log: Pick<Logger, "warn">;
 }
@@ -40,6 +50,8 @@ export class PushScheduler implements NamespaceSlots {
   readonly #groups = new Map<string, Set<GroupPushes>>();
   /** The same, by group (for acknowledgements). */
   readonly #byGroup = new Map<string, GroupPushes>();
+  /** Payload bytes held for a full key, all groups (bounded as the receive path's waitlist). */
+  #heldBytes = 0;
 
   constructor(deps: PushSchedulerDeps) {
     this.#d = deps;
@@ -55,6 +67,7 @@ export class PushScheduler implements NamespaceSlots {
         feed,
         push: this.#d.push,
         ledger: this.#d.ledger,
+        flow: this.#d.flow ?? null,
         now: this.#d.now,
         log: this.#d.log,
       },
@@ -123,5 +136,30 @@ export class PushScheduler implements NamespaceSlots {
     const siblings = [...this.#groups.keys()].filter((k) => k === ns || tenantKeyOf(k) === tenant);
     for (const k of siblings) this.dispatch(k);
     for (const k of siblings) for (const g of this.#groups.get(k) ?? []) g.wakeFeed();
+  }
+
+  /**
+   * Messages held here because their key had no free slot, all pushed groups, and the keys they
+   * are of (a metric: no label per key).
+   */
+  heldForKeys(): { readonly messages: number; readonly keys: number } {
+    let messages = 0;
+    let keys = 0;
+    for (const g of this.#byGroup.values()) {
+      const waiting = g.waitingKeys();
+      messages += waiting.length;
+      keys += new Set(waiting).size;
+    }
+    return { messages, keys };
+  }
+
+  holdBytes(bytes: number): boolean {
+    if (this.#heldBytes + bytes > MAX_HELD_BYTES) return false;
+    this.#heldBytes += bytes;
+    return true;
+  }
+
+  unholdBytes(bytes: number): void {
+    this.#heldBytes -= bytes;
   }
 }

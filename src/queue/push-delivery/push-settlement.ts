@@ -8,6 +8,7 @@ import type { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
 import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAcks } from "../delivery/group-acks.js";
 import type { GroupLeases } from "../delivery/group-leases.js";
+import type { FlowGate } from "../flow-control/flow-gate.js";
 import type { IdLeases } from "../id-leases.js";
 import type { GroupAddress } from "../namespace.js";
 import type { Lease } from "../identity/receipt-handle.js";
@@ -20,6 +21,8 @@ export interface PushSettlementRules {
   readonly acks: Pick<GroupAcks, "acknowledge">;
   readonly idLeases: Pick<IdLeases, "releaseHeld">;
   readonly groupLeases: Pick<GroupLeases, "set">;
+  /** Flow control: a released push gives its key's slot back while it waits for its retry. */
+  readonly flow?: Pick<FlowGate, "leaseMoved">;
 }
 
 export class PushSettlement {
@@ -30,6 +33,7 @@ export class PushSettlement {
   readonly #idLedger: PushSettlementRules["idLedger"];
   readonly #groupLeases: Pick<GroupLeases, "set">;
   readonly #acks: Pick<GroupAcks, "acknowledge">;
+  readonly #flow: Pick<FlowGate, "leaseMoved"> | null;
 
   /** `rules`: the receive path's, so an `autoAck` or a release counts as theirs do. */
   constructor(
@@ -45,6 +49,7 @@ export class PushSettlement {
     this.#idLeases = rules.idLeases;
     this.#idLedger = rules.idLedger;
     this.#groupLeases = rules.groupLeases;
+    this.#flow = rules.flow ?? null;
   }
 
   /**
@@ -59,11 +64,14 @@ export class PushSettlement {
 
   /**
    * Releases a pushed message after a failed push: it comes back `seconds` later. A lease the
-   * handler took by ID for it (a message above the inline limit) is released too.
+   * handler took by ID for it (a message above the inline limit) is released too. Its key's
+   * slot (flow control) frees now: waiting for its retry, it is not in flight, and its
+   * redelivery takes a slot again.
    */
   async release(group: GroupAddress, lease: Lease, seconds: number): Promise<void> {
     await this.#idLeases.releaseHeld(group, lease.streamSeq);
     await this.#groupLeases.set(group, lease, this.#now() + seconds * 1000);
+    await this.#flow?.leaseMoved(group, lease.streamSeq, 0);
   }
 
   /**
@@ -108,6 +116,9 @@ export class PushSettlement {
    */
   async afterPushById(group: GroupAddress, lease: Lease): Promise<void> {
     const byId = await this.#idLedger.getIdLease(group, lease.streamSeq);
-    if (byId?.state === "acked") await this.#broker.ack(group, lease);
+    if (byId?.state === "acked") {
+      await this.#broker.ack(group, lease);
+      await this.#flow?.leaseMoved(group, lease.streamSeq, 0);
+    }
   }
 }

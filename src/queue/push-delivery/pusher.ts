@@ -7,6 +7,7 @@
 // is the PushScheduler's (push-scheduler.ts), the pulling the NATS adapter's (src/nats/push-feeds/);
 // see docs/architecture.md, "Push delivery".
 import type { Logger } from "../../logger.js";
+import type { FlowGate } from "../flow-control/flow-gate.js";
 import type { Delivery, GroupCursor, PushOutcomes } from "../broker.js";
 import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
@@ -47,6 +48,11 @@ export interface PusherDeps {
   readonly outcomes: PushOutcomes;
   /** Holdbacks and handler leases (QueueContext.pushLedger). */
   readonly ledger: PushLedger;
+  /**
+   * Flow control (QueueContext.flow): the key slot GroupPushes took for a push is given back
+   * when nothing is pushed, and when a failed push is released for its retry.
+   */
+  readonly flow?: Pick<FlowGate, "leaseMoved">;
   readonly transport: PushTransport;
   readonly signer: PushSigner;
   readonly observer: PushObserver;
@@ -80,8 +86,10 @@ export class Pusher {
   async push(group: GroupAddress, delivery: Delivery, settings: PushedSettings): Promise<void> {
     try {
       const d = await this.#deferred(group, delivery, settings);
-      if (d === null) return;
-      await this.#push(group, d, settings);
+      if (d === null || !(await this.#push(group, d, settings))) {
+        // Held back, expired, dead-lettered or leased by ID: its key's slot (if it took one) goes.
+        await this.#d.flow?.leaseMoved(group, delivery.streamSeq, 0);
+      }
     } catch (err) {
       this.#d.log.warn(
         { err, topic: group.topic, group: group.group },
@@ -116,20 +124,21 @@ export class Pusher {
     return held === 0 ? d : { ...d, deliveryCount: count };
   }
 
-  async #push(group: GroupAddress, d: Delivery, settings: PushedSettings): Promise<void> {
+  /** False when nothing was pushed (the delivery was not handed out). */
+  async #push(group: GroupAddress, d: Delivery, settings: PushedSettings): Promise<boolean> {
     const push = settings.push;
     const leaseMs = pushLeaseMs(push);
     // Taken before the handle is made: a seek in between makes the autoAck's lease stale.
     const epoch = this.#settle.groupEpoch(group);
     const handed = await this.#d.handOut.pulled(group, [d], leaseMs);
     const out = handed[0];
-    if (!out) return; // expired, or held by a lease taken by ID
+    if (!out) return false; // expired, or held by a lease taken by ID
     const { lease, message } = out;
     if (!this.#allowed(group, push.url)) {
       // The operator narrowed the allow-lists since the settings were stored.
       this.#report(group, "blocked", 0, message, push, null);
       await this.#release(group, lease, settings, message.deliveryCount);
-      return;
+      return true;
     }
     // Above the inline limit (and unless a 2xx acknowledges, which needs the body there) the
     // client leases the message by ID: the cursor's lease is given up for that. A body in the
@@ -166,19 +175,20 @@ export class Pusher {
     if (response.outcome === "success") {
       if (push.autoAck) await this.#settle.acknowledge(group, lease, epoch);
       else if (!inline) await this.#settle.afterPushById(group, lease);
-      return;
+      return true;
     }
     // The handler set the message's lease itself (a retry directive, or extensions while it
     // ran): its word stands.
-    if (await this.#settle.leaseSetByHandler(group, lease)) return;
+    if (await this.#settle.leaseSetByHandler(group, lease)) return true;
     if (response.outcome === "timeout") {
       // No answer: the handler may still be running, holding the lease it was given (and
       // extending it through the API, which its handle still may): not cut short.
       const seconds = retryDelaySeconds(settings.retry, message.deliveryCount);
       await this.#settle.releaseTimedOut(group, lease, seconds);
-      return;
+      return true;
     }
     await this.#release(group, lease, settings, message.deliveryCount);
+    return true;
   }
 
   async #release(

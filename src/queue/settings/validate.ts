@@ -62,9 +62,13 @@ export function validateSettings(body: unknown, target: TopicTarget): ConsumerSe
     deadLetter: deadLetter(body.deadLetter, target),
     flowControl: flowControl(body.flowControl),
   };
-  // The pusher does not take per-key slots yet: refused rather than stored and ignored.
-  if (settings.push && settings.flowControl) {
-    invalid("flowControl is not supported yet on a pushed group (push): only on a polled one.");
+  // The pusher takes per-key slots (concurrency); rate and order per key are not pushed yet:
+  // refused rather than stored and ignored.
+  const flow = settings.flowControl;
+  if (settings.push && flow && (flow.rate !== null || flow.ordered)) {
+    invalid(
+      "flowControl.rate and flowControl.ordered are not supported yet on a pushed group (push): only concurrency.",
+    );
   }
   return settings;
 }

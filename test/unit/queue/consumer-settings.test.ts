@@ -327,11 +327,18 @@ describe("flow control settings", () => {
     expect(invalid({ flowControl: { key: "k", ordered: false } })).toMatch(/needs a limit/);
   });
 
-  it("refuses flow control on a pushed group, not built yet", () => {
+  it("takes concurrency per key on a pushed group, and refuses rate and ordered there", () => {
     const push = { url: "http://localhost:3000/q" };
-    expect(invalid({ push, flowControl: { key: "k", concurrency: 1 } })).toMatch(
+    const stored = validateSettings({ push, flowControl: { key: "K", concurrency: 2 } }, orders);
+    expect(stored.flowControl).toEqual({ key: "k", concurrency: 2, rate: null, ordered: false });
+    expect(stored.push?.url).toBe(push.url);
+    const base = { key: "k", concurrency: 1 };
+    expect(invalid({ push, flowControl: { ...base, ordered: true } })).toMatch(
       /not supported yet on a pushed group/,
     );
+    expect(
+      invalid({ push, flowControl: { ...base, rate: { limit: 1, periodSeconds: 1 } } }),
+    ).toMatch(/not supported yet on a pushed group/);
   });
 });
 

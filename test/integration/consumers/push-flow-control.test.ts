@@ -1,0 +1,200 @@
+// Flow control's concurrency per key on a PUSHED group, on a real nats-server with two gateways
+// pushing the same group: a real endpoint runs the real client's handleCallback (which
+// acknowledges through the first gateway, whichever gateway pushed), and records what of each key
+// runs at once. A key at concurrency 1 never has two handlers running, other keys go while one
+// key's handler stalls, and a message that waited for its key is pushed as delivery 1. The rules
+// in detail on the twins: test/unit/queue/push-flow-control-rules.test.ts.
+import { QueueClient } from "@vercel/queue";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { groupNames } from "../../../src/nats/core/naming.js";
+import { MAX_HELD_PER_GROUP } from "../../../src/queue/flow-control/flow-gate.js";
+import { makeNamespace } from "../../../src/queue/namespace.js";
+import { metricValue } from "../../helpers/metrics.js";
+import { useGateways } from "../../helpers/fixture.js";
+import { api, uniqueName } from "../../helpers/http.js";
+import { startPushApp, type PushApp } from "../../helpers/push-app.js";
+import { eventually } from "../../helpers/wait.js";
+
+const fx = useGateways(2);
+const NS = makeNamespace("team_a", "prj_1", "production", null);
+let app: PushApp;
+let token: string;
+
+beforeAll(async () => {
+  token = await fx.issuer.token();
+  app = await startPushApp(fx.gateways[0]!.url, token);
+});
+
+afterAll(async () => {
+  await app?.close();
+});
+
+function sender(i = 0): QueueClient {
+  return new QueueClient({
+    region: "iad1",
+    token,
+    deploymentId: null,
+    resolveBaseUrl: () => new URL(fx.gateways[i]!.url),
+  });
+}
+
+/** Stores the settings, and waits until both gateways have them. */
+async function settings(topic: string, body: Record<string, unknown>): Promise<void> {
+  const res = await api(fx.gateways[0]!.url, token).call(
+    "PUT",
+    `${topic}/consumer/workers/settings`,
+    { headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+  );
+  expect(res.status, await res.clone().text()).toBe(200);
+  for (const gw of fx.gateways) {
+    expect(
+      await eventually(() => gw.gateway.settings.effective(NS, topic, "workers") !== null),
+    ).toBe(true);
+  }
+}
+
+interface Run {
+  readonly key: string;
+  readonly n: number;
+  readonly deliveryCount: number;
+}
+
+/**
+ * A handleCallback route that records each handler run, how many of each key run at once (the
+ * most ever), and waits for `hold(key, n)` before it returns (and the client acknowledges).
+ */
+function keyedRoute(topic: string, hold: (key: string, n: number) => Promise<void>) {
+  const runs: Run[] = [];
+  const now = new Map<string, number>();
+  const most = new Map<string, number>();
+  const all = { now: 0, most: 0 };
+  const url = app.fetchRoute(topic, {
+    handler: async (payload, meta) => {
+      const { key, n } = payload as { key: string; n: number };
+      const running = (now.get(key) ?? 0) + 1;
+      now.set(key, running);
+      most.set(key, Math.max(most.get(key) ?? 0, running));
+      all.now++;
+      all.most = Math.max(all.most, all.now);
+      runs.push({ key, n, deliveryCount: meta.deliveryCount });
+      try {
+        await hold(key, n);
+      } finally {
+        now.set(key, (now.get(key) ?? 1) - 1);
+        all.now--;
+      }
+    },
+  });
+  return { url, runs, most, all };
+}
+
+const pushed = (runs: readonly Run[], key: string) =>
+  runs.filter((r) => r.key === key).map((r) => r.n);
+
+describe("per-key concurrency on a pushed group, two gateways", () => {
+  it("never runs two handlers of a key at concurrency 1, whichever gateway pushes; each message once, as delivery 1", async () => {
+    const topic = uniqueName("push-flow");
+    // Each handler runs a little while, so that a second push of its key would overlap it.
+    const route = keyedRoute(topic, () => new Promise((r) => setTimeout(r, 40)));
+    await settings(topic, {
+      push: { url: route.url, maxConcurrency: 8 },
+      flowControl: { key: "tenant", concurrency: 1 },
+    });
+    const SUCCESS = 'vqs_push_requests_total{outcome="success"}';
+    const before = await Promise.all(
+      fx.gateways.map(async (g) => (await metricValue(g.metricsUrl, SUCCESS)) || 0),
+    );
+    const keys = ["a", "b", "c"];
+    const sends: Promise<unknown>[] = [];
+    for (let n = 0; n < 8; n++) {
+      for (const key of keys) {
+        // Sent through both gateways, so both have the group's feed busy.
+        sends.push(sender(n % 2).send(topic, { key, n }, { headers: { tenant: key } }));
+      }
+    }
+    await Promise.all(sends);
+    expect(await eventually(() => route.runs.length >= 24, 30_000)).toBe(true);
+    for (const key of keys) {
+      expect(route.most.get(key)).toBe(1);
+      expect(pushed(route.runs, key).sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+    expect(route.runs.every((r) => r.deliveryCount === 1)).toBe(true);
+    // Both gateways pushed the group (JetStream shares its pulls): the limit held across them.
+    const deltas = async () =>
+      Promise.all(
+        fx.gateways.map(
+          async (g, i) => ((await metricValue(g.metricsUrl, SUCCESS)) || 0) - before[i]!,
+        ),
+      );
+    // Counted once each push's answer is in (the last ones just after their handlers ran).
+    await expect.poll(async () => (await deltas()).reduce((x, y) => x + y, 0)).toBe(24);
+    const d = await deltas();
+    expect(
+      d.every((x) => x > 0),
+      `pushes per gateway: ${d.join(", ")}`,
+    ).toBe(true);
+  });
+
+  it("pushes other keys while one key's handler stalls; the stalled key's next waits unpushed, then goes as delivery 1", async () => {
+    const topic = uniqueName("push-flow-stall");
+    let unstall: () => void = () => undefined;
+    const stalled = new Promise<void>((r) => (unstall = r));
+    const route = keyedRoute(topic, (key) => (key === "slow" ? stalled : Promise.resolve()));
+    await settings(topic, {
+      push: { url: route.url, maxConcurrency: 4 },
+      flowControl: { key: "tenant", concurrency: 1 },
+    });
+    const client = sender();
+    await client.send(topic, { key: "slow", n: 1 }, { headers: { tenant: "slow" } });
+    expect(await eventually(() => pushed(route.runs, "slow").length === 1)).toBe(true);
+    await client.send(topic, { key: "slow", n: 2 }, { headers: { tenant: "slow" } });
+    for (let n = 1; n <= 6; n++) {
+      await client.send(
+        topic,
+        { key: `fast-${n % 3}`, n },
+        { headers: { tenant: `fast-${n % 3}` } },
+      );
+    }
+    // Six messages of other keys behind slow 2, in a group of 4 pushes, one of them stalled.
+    expect(
+      await eventually(() => route.runs.filter((r) => r.key.startsWith("fast")).length === 6),
+    ).toBe(true);
+    expect(pushed(route.runs, "slow")).toEqual([1]);
+    // slow 2 is held, for its key, by whichever gateway pulled it: counted, with no label per key.
+    const held = async (series: string) =>
+      (await Promise.all(fx.gateways.map((g) => metricValue(g.metricsUrl, series)))).reduce(
+        (x, y) => x + (y || 0),
+        0,
+      );
+    await expect.poll(() => held("vqs_flow_held_messages")).toBe(1);
+    await expect.poll(() => held("vqs_flow_waiting_keys")).toBe(1);
+    unstall();
+    expect(await eventually(() => pushed(route.runs, "slow").length === 2, 20_000)).toBe(true);
+    expect(pushed(route.runs, "slow")).toEqual([1, 2]);
+    // Waiting for its key counted no delivery.
+    expect(route.runs.find((r) => r.key === "slow" && r.n === 2)!.deliveryCount).toBe(1);
+    expect(route.most.get("slow")).toBe(1);
+  });
+
+  it("gives the consumer maxConcurrency + MAX_HELD_PER_GROUP as max_ack_pending, room for held messages", async () => {
+    const topic = uniqueName("push-flow-cap");
+    const route = keyedRoute(topic, () => Promise.resolve());
+    await sender().send(topic, { key: "a", n: 1 }, { headers: { tenant: "a" } });
+    await settings(topic, {
+      push: { url: route.url, maxConcurrency: 3 },
+      flowControl: { key: "tenant", concurrency: 1 },
+    });
+    expect(await eventually(() => route.runs.length === 1)).toBe(true);
+    const nc = await connect({ servers: fx.nats.url });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const names = groupNames("iad1", { namespace: NS, topic, group: "workers" });
+      const info = await jsm.consumers.info(names.stream, names.consumer);
+      expect(info.config.max_ack_pending).toBe(3 + MAX_HELD_PER_GROUP);
+    } finally {
+      await nc.close();
+    }
+  });
+});
