@@ -10,6 +10,7 @@ import { MemorySettingsStore } from "../../../src/memory/memory-settings-store.j
 import type { ConsumerSettings } from "../../../src/queue/settings/consumer-settings.js";
 import { makeNamespace, type GroupAddress, type Namespace } from "../../../src/queue/namespace.js";
 import { memoryQueue, type MemoryQueue } from "../../helpers/memory-queue.js";
+import { eventually } from "../../helpers/wait.js";
 import {
   memoryPusher,
   scheduledPushes,
@@ -239,7 +240,8 @@ describe("a message held at its namespace's cap", () => {
     await push(w, t2, oneTry);
     for (const p of [...w.pushes.open]) p.end();
     const pushedThere = () => endpoint.app.requests.filter((r) => r.path === "/hook/holdback");
-    expect(await settle(() => pushedThere().length === 1, 2000)).toBe(true);
+    // A real HTTP request: waited for in time, not in event-loop turns (a loaded machine).
+    expect(await eventually(() => pushedThere().length === 1, 10_000)).toBe(true);
     expect(pushedThere()[0]!.headers["ce-vqsdeliverycount"]).toBe("1");
     expect(await w.memory.context.leaseLedger.deadLettered(t2)).toBe(0);
   });
