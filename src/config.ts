@@ -4,9 +4,9 @@ import { parseCidr } from "./outbound/push-address-policy.js";
 import {
   DEVELOPMENT_PUSH_URLS,
   parsePushUrlPrefix,
-  parseTenantPushUrls,
   type PushUrlPrefix,
 } from "./queue/settings/push-destinations.js";
+import { foldedWarnings, tenantOverrides } from "./tenant-overrides.js";
 
 export interface OidcConfig {
   readonly jwksUrl: string;
@@ -110,7 +110,7 @@ export interface Config {
   readonly topicHardMaxBytes: number;
   /** Bytes all of a namespace's topics may store together; 0: no limit. */
   readonly namespaceMaxBytes: number;
-  /** Per-team overrides of namespaceMaxBytes and tenantMaxBytes (VQS_NAMESPACE_MAX_BYTES_TEAMS). */
+  /** Per-team overrides of namespaceMaxBytes and tenantMaxBytes (VQS_TENANT_OVERRIDES `bytes`). */
   readonly namespaceMaxBytesTeams: ReadonlyMap<string, number>;
   /** Bytes all of a tenant's topics may store, all its deployments together; 0: no limit. */
   readonly tenantMaxBytes: number;
@@ -135,7 +135,7 @@ export interface Config {
    * push is off (production without the setting).
    */
   readonly pushAllowedUrls: readonly PushUrlPrefix[] | null;
-  /** Per tenant ("team" or "team/project") allow-lists (VQS_PUSH_ALLOWED_URLS_TEAMS). */
+  /** Per tenant ("team" or "team/project") allow-lists (VQS_TENANT_OVERRIDES `push`). */
   readonly pushAllowedUrlsTenants: ReadonlyMap<string, readonly PushUrlPrefix[]>;
   /**
    * Private, loopback or link-local networks a push destination's name may resolve to
@@ -335,12 +335,7 @@ export function loadConfig(env: Env): Config {
     problems.push("NODE_ENV=production needs NATS_URL (the region's NATS servers)");
   }
 
-  let tenantPushUrls = new Map<string, PushUrlPrefix[]>();
-  try {
-    tenantPushUrls = parseTenantPushUrls(list("VQS_PUSH_ALLOWED_URLS_TEAMS"));
-  } catch (err) {
-    problems.push(`VQS_PUSH_ALLOWED_URLS_TEAMS entry ${(err as Error).message}`);
-  }
+  const overrides = tenantOverrides(env, problems);
 
   const config: Config = {
     production,
@@ -382,7 +377,7 @@ export function loadConfig(env: Env): Config {
     dedupWindowSeconds: FIXED.dedupWindowSeconds,
     messageTtl: FIXED.messageTtl,
     rateLimitPerSecond: int(renamed(env, "VQS_RATE_LIMIT_PER_SECOND_PER_TENANT"), 0, 0, 1_000_000),
-    rateLimitTeams: teamLimits("VQS_RATE_LIMIT_TEAMS", str("VQS_RATE_LIMIT_TEAMS"), 7, problems),
+    rateLimitTeams: overrides.rate,
     rateLimitBytesPerSecond: int(
       renamed(env, "VQS_RATE_LIMIT_BYTES_PER_SECOND_PER_TENANT"),
       0,
@@ -395,12 +390,7 @@ export function loadConfig(env: Env): Config {
     topicMaxBytes: int("VQS_TOPIC_MAX_BYTES", 1 << 30, 0, 2 ** 50),
     topicHardMaxBytes: FIXED.topicHardMaxBytes,
     namespaceMaxBytes: int("VQS_NAMESPACE_MAX_BYTES", 10 * (1 << 30), 0, 2 ** 50),
-    namespaceMaxBytesTeams: teamLimits(
-      "VQS_NAMESPACE_MAX_BYTES_TEAMS",
-      str("VQS_NAMESPACE_MAX_BYTES_TEAMS"),
-      16,
-      problems,
-    ),
+    namespaceMaxBytesTeams: overrides.bytes,
     tenantMaxBytes: int("VQS_TENANT_MAX_BYTES", 256 * 1_048_576, 0, 2 ** 50),
     maxDeploymentsPerTenant: int("VQS_MAX_DEPLOYMENTS_PER_TENANT", 32, 0, 1_000_000),
     maxRequestsInFlightPerNamespace: int("VQS_MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE", 1000, 0, 1e7),
@@ -418,11 +408,11 @@ export function loadConfig(env: Env): Config {
     maxSettingsPerNamespace: FIXED.maxSettingsPerNamespace,
     pushAllowedUrls: pushAllowedUrls(
       list("VQS_PUSH_ALLOWED_URLS"),
-      tenantPushUrls.size > 0,
+      overrides.push.size > 0,
       production,
       problems,
     ),
-    pushAllowedUrlsTenants: tenantPushUrls,
+    pushAllowedUrlsTenants: overrides.push,
     pushAllowedPrivateNetworks: privateNetworks(
       str("VQS_PUSH_ALLOWED_PRIVATE_NETWORKS"),
       production,
@@ -526,7 +516,7 @@ export function settingWarnings(env: Env): string[] {
     (name) =>
       `${name} is no longer read: ${REPLACED[name] ?? "its value is fixed"} (docs/configuration.md)`,
   );
-  return [...retired, ...renamedWarnings(env)];
+  return [...retired, ...renamedWarnings(env), ...foldedWarnings(env)];
 }
 
 function renamedWarnings(env: Env): string[] {
@@ -537,28 +527,6 @@ function renamedWarnings(env: Env): string[] {
         ? `${old} is ignored: ${name}, its new name, is set`
         : `${old} is renamed ${name}; the old name stops working in the next release`,
     );
-}
-
-/** `team=limit,team=limit` (VQS_RATE_LIMIT_TEAMS, VQS_NAMESPACE_MAX_BYTES_TEAMS). */
-function teamLimits(
-  name: string,
-  value: string | null,
-  digits: number,
-  problems: string[],
-): ReadonlyMap<string, number> {
-  const limits = new Map<string, number>();
-  for (const entry of (value ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    const m = new RegExp(`^([^=\\s]+)=(\\d{1,${digits}})$`).exec(entry);
-    if (!m) {
-      problems.push(`${name} entries look like team_id=100 (got "${entry}")`);
-      continue;
-    }
-    limits.set(m[1]!, Number(m[2]));
-  }
-  return limits;
 }
 
 /** VQS_PUSH_SIGNING_KEY_IDS: key IDs (a `kid`), the first signs; default one key, "v1". */

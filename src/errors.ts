@@ -133,7 +133,7 @@ export const ERRORS = {
   push_destination_not_allowed: {
     status: 403,
     message:
-      "The push URL is outside the destinations the operator allows this namespace (VQS_PUSH_ALLOWED_URLS, VQS_PUSH_ALLOWED_URLS_TEAMS).",
+      "The push URL is outside the destinations the operator allows this namespace (VQS_PUSH_ALLOWED_URLS, VQS_TENANT_OVERRIDES).",
   },
   settings_limit_reached: {
     status: 403,

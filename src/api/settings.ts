@@ -23,7 +23,7 @@ const PUSH_FIELDS = {
     format: "uri",
     maxLength: L.pushUrlMaxLength,
     description:
-      "Where each message is POSTed: an absolute http or https URL without user, password or fragment, inside the operator's allow-lists for the namespace (VQS_PUSH_ALLOWED_URLS, VQS_PUSH_ALLOWED_URLS_TEAMS). Stored normalized.",
+      "Where each message is POSTed: an absolute http or https URL without user, password or fragment, inside the operator's allow-lists for the namespace (VQS_PUSH_ALLOWED_URLS, VQS_TENANT_OVERRIDES). Stored normalized.",
   }),
   maxConcurrency: bounded(L.maxConcurrency, "Pushes in flight for the group, region-wide."),
   timeoutSeconds: bounded(L.timeoutSeconds, "Longest a push may take before it failed."),

@@ -217,6 +217,34 @@ describe("the chart, through helm and the Kubernetes schemas", () => {
     expect(settingWarnings(env).join("\n")).toMatch(/^VQS_OPERATOR_CLAIM is no longer read/);
   });
 
+  it("renders tenantOverrides into VQS_TENANT_OVERRIDES, and the old per-team keys with a warning", () => {
+    const overrides =
+      "team_a:rate=500,team_a:bytes=1073741824,team_a/prj_1:push=http://a1.svc:3000";
+    const env = podEnv(
+      render(merged({ config: { ...regionValues.config, tenantOverrides: overrides } })),
+    );
+    expect(env.VQS_TENANT_OVERRIDES).toBe(overrides);
+    const c = loadConfig(env);
+    expect(c.rateLimitTeams.get("team_a")).toBe(500);
+    expect(c.namespaceMaxBytesTeams.get("team_a")).toBe(1073741824);
+    expect(c.pushAllowedUrlsTenants.get("team_a/prj_1")?.map((p) => p.text)).toEqual([
+      "http://a1.svc:3000",
+    ]);
+    const old = podEnv(
+      render(merged({ config: { ...regionValues.config, rateLimitTeams: "team_a=500" } })),
+    );
+    expect(loadConfig(old).rateLimitTeams.get("team_a")).toBe(500);
+    expect(settingWarnings(old).join("\n")).toMatch(
+      /VQS_RATE_LIMIT_TEAMS is folded into VQS_TENANT_OVERRIDES/,
+    );
+    const bad = helm(
+      "template",
+      merged({ config: { ...regionValues.config, tenantOverrides: "team_a=500" } }),
+    );
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain("tenantOverrides");
+  });
+
   it("refuses large-body values the gateway would refuse, and a store the NATS volume cannot hold", () => {
     for (const [key, name] of Object.entries(LARGE_BODY_VALUES)) {
       const { min, max } = gatewayRange(name);

@@ -143,6 +143,56 @@ describe("configuration", () => {
     expect(loadConfig(both).rateLimitPerSecond).toBe(8);
   });
 
+  it("reads per-tenant overrides from VQS_TENANT_OVERRIDES, and the three variables it folds, with a warning", () => {
+    const c = loadConfig({
+      VQS_TENANT_OVERRIDES:
+        "team_a:rate=500, team_a:bytes=1073741824, team_a/prj_1:push=http://a1.svc:3000, team_a:push=https://a.example.com",
+    });
+    expect([...c.rateLimitTeams]).toEqual([["team_a", 500]]);
+    expect([...c.namespaceMaxBytesTeams]).toEqual([["team_a", 1073741824]]);
+    expect([...c.pushAllowedUrlsTenants].map(([t, ps]) => [t, ps.map((p) => p.text)])).toEqual([
+      ["team_a/prj_1", ["http://a1.svc:3000"]],
+      ["team_a", ["https://a.example.com"]],
+    ]);
+    const old = {
+      VQS_RATE_LIMIT_TEAMS: "team_a=5,team_b=6",
+      VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_a=7",
+      VQS_PUSH_ALLOWED_URLS_TEAMS: "team_a=https://old.example.com",
+    };
+    // The old entries first, the new variable's after: a number set twice takes the new one,
+    // push prefixes add up.
+    const both = loadConfig({
+      ...old,
+      VQS_TENANT_OVERRIDES: "team_a:rate=50,team_a:push=https://new.example.com",
+    });
+    expect([...both.rateLimitTeams]).toEqual([
+      ["team_a", 50],
+      ["team_b", 6],
+    ]);
+    expect([...both.namespaceMaxBytesTeams]).toEqual([["team_a", 7]]);
+    expect(both.pushAllowedUrlsTenants.get("team_a")?.map((p) => p.text)).toEqual([
+      "https://old.example.com",
+      "https://new.example.com",
+    ]);
+    expect(settingWarnings(old)).toEqual([
+      "VQS_RATE_LIMIT_TEAMS is folded into VQS_TENANT_OVERRIDES (its entries team_id=value become team_id:rate=value); the old name stops working in the next release",
+      "VQS_NAMESPACE_MAX_BYTES_TEAMS is folded into VQS_TENANT_OVERRIDES (its entries team_id=value become team_id:bytes=value); the old name stops working in the next release",
+      "VQS_PUSH_ALLOWED_URLS_TEAMS is folded into VQS_TENANT_OVERRIDES (its entries team_id=value become team_id:push=value); the old name stops working in the next release",
+    ]);
+    for (const bad of [
+      "team_a=5",
+      "team_a:speed=5",
+      "team_a/prj_1:rate=5",
+      "team_a:rate=-1",
+      "team_a:rate=12345678",
+      "team_a:bytes=1e9",
+      "a/b/c:push=https://x.example.com",
+      "team_a:push=localhost",
+    ]) {
+      expect(() => loadConfig({ VQS_TENANT_OVERRIDES: bad }), bad).toThrow(/VQS_TENANT_OVERRIDES/);
+    }
+  });
+
   it("warns of a retired variable set, and ignores it (its value is fixed)", () => {
     const env = { VQS_CONSUMER_ACK_WAIT_SECONDS: "1", VQS_MESSAGE_TTL: "off" };
     expect(loadConfig(env).consumerAckWaitSeconds).toBe(FIXED.consumerAckWaitSeconds);
@@ -189,6 +239,7 @@ describe("configuration", () => {
       { VQS_STREAM_REPLICAS: "0" },
       { VQS_RATE_LIMIT_TEAMS: "team_a:5" },
       { VQS_RATE_LIMIT_TEAMS: "team_a=-1" },
+      { VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_a" },
       { VQS_CONSOLE: "true" },
       { VQS_MAX_LARGE_UPLOADS: "0" },
       { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: "-1" },

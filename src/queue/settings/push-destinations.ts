@@ -1,6 +1,6 @@
 // Where pushes may go: the operator's allow-lists of URL prefixes, one for every tenant
 // (VQS_PUSH_ALLOWED_URLS) and one per team or per team and project
-// (VQS_PUSH_ALLOWED_URLS_TEAMS), and the one matcher every check uses (settings are checked
+// (VQS_TENANT_OVERRIDES' push entries), and the one matcher every check uses (settings are checked
 // when stored, and the pusher checks again before each push, since the lists may have been
 // narrowed since). A namespace may push inside the global list, its team's and its team and
 // project's: never inside another tenant's.
@@ -136,23 +136,6 @@ export class PushDestinations {
   }
 }
 
-/** Parses `team=prefix,team/project=prefix,...` (a tenant repeated: more prefixes). */
-export function parseTenantPushUrls(entries: readonly string[]): Map<string, PushUrlPrefix[]> {
-  const tenants = new Map<string, PushUrlPrefix[]>();
-  for (const entry of entries) {
-    const m = /^([^=/\s]+(?:\/[^=/\s]+)?)=(.+)$/.exec(entry);
-    if (!m) {
-      throw new Error(
-        `"${entry}" must look like team_id=https://hooks.example.com or team_id/project_id=http://app.svc:3000`,
-      );
-    }
-    const list = tenants.get(m[1]!) ?? [];
-    list.push(parsePushUrlPrefix(m[2]!));
-    tenants.set(m[1]!, list);
-  }
-  return tenants;
-}
-
 /**
  * Throws 403 push_destination_not_allowed unless the namespace's allow-lists have `url`.
  * `prefixes` null: push is off (production without any allow-list).
@@ -161,7 +144,7 @@ export function checkPushDestination(url: string, prefixes: readonly PushUrlPref
   if (prefixes === null) {
     throw new AppError("push_destination_not_allowed", {
       message:
-        "Push delivery is off on this service: the operator must set VQS_PUSH_ALLOWED_URLS (or VQS_PUSH_ALLOWED_URLS_TEAMS) to the URLs pushes may go to.",
+        "Push delivery is off on this service: the operator must set VQS_PUSH_ALLOWED_URLS (or VQS_TENANT_OVERRIDES' push entries) to the URLs pushes may go to.",
     });
   }
   if (!isPushUrlAllowed(url, prefixes)) throw new AppError("push_destination_not_allowed");

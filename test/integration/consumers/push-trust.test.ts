@@ -55,11 +55,11 @@ beforeAll(async () => {
     // Every tenant: a port-less entry, and one shared route of the app.
     VQS_PUSH_ALLOWED_URLS: `http://hooks.global.test/q,http://127.0.0.1:${appPort}/fetch/shared`,
     // Team B only: the app (by address and by name), a closed port, the banner.
-    VQS_PUSH_ALLOWED_URLS_TEAMS: [
-      `team_b=http://127.0.0.1:${appPort}`,
-      `team_b=http://localhost:${appPort}`,
-      `team_b/prj_1=http://127.0.0.1:${closedPort}`,
-      `team_b/prj_1=http://127.0.0.1:${bannerPort}`,
+    VQS_TENANT_OVERRIDES: [
+      `team_b:push=http://127.0.0.1:${appPort}`,
+      `team_b:push=http://localhost:${appPort}`,
+      `team_b/prj_1:push=http://127.0.0.1:${closedPort}`,
+      `team_b/prj_1:push=http://127.0.0.1:${bannerPort}`,
     ].join(","),
     // Names may resolve to no private address at all, loopback included.
     VQS_PUSH_ALLOWED_PRIVATE_NETWORKS: "none",

@@ -26,7 +26,7 @@ const f = useConnectedGateway({
     VQS_MAX_DEPLOYMENTS_PER_TENANT: String(DEPLOYMENTS),
     VQS_LARGE_BODY_STORE_BYTES: String(10 * SHARE),
     VQS_PUSH_ALLOWED_URLS: "http://hooks.global.test/q",
-    VQS_PUSH_ALLOWED_URLS_TEAMS: "team_b=http://hooks.team-b.test:8080/hook",
+    VQS_TENANT_OVERRIDES: "team_b:push=http://hooks.team-b.test:8080/hook",
   },
   // A chunk that would expire before its message is seen in seconds.
   config: { largeBodyTtlMarginSeconds: 1, largeBodyNamespacePercent: 10 },

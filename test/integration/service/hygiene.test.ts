@@ -44,7 +44,10 @@ const streamOf = (project: string, topic: string) =>
 describe("per-tenant rate limit", () => {
   it("answers 429 with Retry-After on publish and receive past the limit, per tenant, never on ack", async () => {
     const gw = await gateway({
-      env: { VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "5", VQS_RATE_LIMIT_TEAMS: "team_big=1000" },
+      env: {
+        VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "5",
+        VQS_TENANT_OVERRIDES: "team_big:rate=1000",
+      },
     });
     const topic = uniqueName();
     const q = api(gw.url, await issuer.token({ project_id: "prj_rate" }));

@@ -14,8 +14,7 @@ const HOLD_MS = 800;
 const fx = useGateways(1, {
   env: {
     VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "1000",
-    VQS_RATE_LIMIT_TEAMS: "team_hold=2",
-    VQS_NAMESPACE_MAX_BYTES_TEAMS: "team_full=1",
+    VQS_TENANT_OVERRIDES: "team_hold:rate=2,team_full:bytes=1",
   },
   config: { rateLimitHoldMs: HOLD_MS },
 });

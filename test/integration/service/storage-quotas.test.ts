@@ -162,7 +162,7 @@ describe("storage quotas", () => {
       ...QUOTA_ENV,
       VQS_TOPIC_MAX_BYTES: "0",
       VQS_NAMESPACE_MAX_BYTES: "1000",
-      VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_q=${10 * QUOTA}`,
+      VQS_TENANT_OVERRIDES: `team_q:bytes=${10 * QUOTA}`,
     });
     expect((await api(teamRaised.url, token).publish(topic, BODY)).status).toBe(201);
     const otherTeam = api(teamRaised.url, await issuer.token({ owner_id: "team_small" }));

@@ -1,4 +1,4 @@
-// The push allow-lists: how VQS_PUSH_ALLOWED_URLS and VQS_PUSH_ALLOWED_URLS_TEAMS are read,
+// The push allow-lists: how VQS_PUSH_ALLOWED_URLS and VQS_TENANT_OVERRIDES (and its old VQS_PUSH_ALLOWED_URLS_TEAMS) are read,
 // that their matching cannot be fooled by look-alike hosts, credentials, ports, paths or
 // encodings, and that a namespace gets only its own tenant's lists.
 import { describe, expect, it } from "vitest";
