@@ -54,22 +54,28 @@ export interface MemoryQueue {
   ): Promise<string>;
   /** Receives with one message at most, a lease of 30 s and no concurrency limit, unless `more` says. */
   receive(group: GroupAddress, more?: Partial<ReceiveOptions>): ReturnType<QueueService["receive"]>;
+  /** A second gateway: its own context (waitlists, remembered keys) over the same store and clock. */
+  anotherGateway(): QueueService;
+  /** That second gateway's context alone. */
+  anotherContext(): QueueContext;
 }
 
 export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
   let clock = Date.parse("2026-01-05T10:00:00Z");
   const now = () => clock;
   const broker = new MemoryBroker({ now, defaultLeaseMs: 60_000, dedupWindowMs: 120_000 });
-  const context = createQueueContext({
-    broker,
-    records: broker.records,
-    cuts: broker.cuts,
-    flowSlots: broker.flowSlots,
-    idLeaseMarkWaitMs: 0,
-    keys: deriveSecretKeys(options.secret ?? "memory-queue-secret-memory-queue-secret", "iad1"),
-    now,
-    ...(options.settingsOf ? { settingsOf: options.settingsOf } : {}),
-  });
+  const newContext = () =>
+    createQueueContext({
+      broker,
+      records: broker.records,
+      cuts: broker.cuts,
+      flowSlots: broker.flowSlots,
+      idLeaseMarkWaitMs: 0,
+      keys: deriveSecretKeys(options.secret ?? "memory-queue-secret-memory-queue-secret", "iad1"),
+      now,
+      ...(options.settingsOf ? { settingsOf: options.settingsOf } : {}),
+    });
+  const context = newContext();
   const queue = new QueueService({ context });
   const publish = (
     topic: TopicAddress,
@@ -108,6 +114,8 @@ export function memoryQueue(options: MemoryQueueOptions = {}): MemoryQueue {
         maxConcurrency: null,
         ...more,
       }),
+    anotherGateway: () => new QueueService({ context: newContext() }),
+    anotherContext: newContext,
   };
 }
 

@@ -2,7 +2,6 @@
 // a key's messages beyond its limit wait (held on the gateway, no delivery counted, never a 429)
 // while other keys' messages go; a slot frees at an acknowledgement, a release or the lease's
 // end, through any gateway. On a real nats-server: test/integration/consumers/flow-control.test.ts.
-import { randomBytes } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
 import { errorCode } from "../../helpers/memory-queue.js";
 import { MemoryQueueAdmin } from "../../../src/memory/memory-queue-admin.js";
@@ -11,9 +10,7 @@ import {
   DEFAULT_SETTINGS,
   type ConsumerSettings,
 } from "../../../src/queue/settings/consumer-settings.js";
-import { QueueService } from "../../../src/queue/queue-service.js";
-import { deriveSecretKeys } from "../../../src/queue/identity/secret-keys.js";
-import { createQueueContext } from "../../../src/queue/use-cases/queue-context.js";
+import type { QueueService } from "../../../src/queue/queue-service.js";
 import type { ReceivedMessage } from "../../../src/queue/delivery/received-message.js";
 import { memoryQueue, rulesGroup, type MemoryQueue } from "../../helpers/memory-queue.js";
 
@@ -36,16 +33,7 @@ function limited(concurrency: number, more: Partial<ConsumerSettings> = {}): Con
 
 /** Publishes `text` with the header `tenant: key` (null: without it). */
 async function publish(text: string, key: string | null): Promise<void> {
-  await memory.broker.publish(group, {
-    payload: new TextEncoder().encode(text),
-    contentType: "text/plain",
-    retentionSeconds: 3600,
-    delaySeconds: 0,
-    idempotencyKey: null,
-    nonce: randomBytes(4).toString("hex"),
-    trace: null,
-    headers: key === null ? {} : { tenant: key },
-  });
+  await memory.publishId(group, text, { headers: key === null ? {} : { tenant: key } });
 }
 
 const text = (m: ReceivedMessage) => new TextDecoder().decode(m.payload);
@@ -128,18 +116,7 @@ describe("flow control: concurrency per key", () => {
 
   it("holds the limit across gateways, and frees it through any of them", async () => {
     // A second gateway: its own context (waitlist, remembered keys) over the same store.
-    const other = new QueueService({
-      context: createQueueContext({
-        broker: memory.broker,
-        records: memory.broker.records,
-        cuts: memory.broker.cuts,
-        flowSlots: memory.broker.flowSlots,
-        idLeaseMarkWaitMs: 0,
-        keys: deriveSecretKeys("memory-queue-secret-memory-queue-secret", "iad1"),
-        now: memory.now,
-        settingsOf: () => settings,
-      }),
-    });
+    const other = memory.anotherGateway();
     for (const t of ["a1", "a2"]) await publish(t, "a");
     const [a1] = await receive(memory.queue, 1);
     expect(await receive(other)).toEqual([]); // a2 held on the other gateway

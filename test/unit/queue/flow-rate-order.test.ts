@@ -4,19 +4,16 @@
 // messages go; an ordered key's head goes first after a failed or ended lease, and blocks its
 // key until acknowledged, dead-lettered or expired. Real nats-server:
 // test/integration/consumers/flow-control.test.ts.
-import { randomBytes } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
 import { HEAD_CHECK_MS, MAX_HOLD_MS } from "../../../src/queue/flow-control/flow-gate.js";
 import { gcraTake } from "../../../src/queue/flow-control/gcra.js";
 import type { ReceivedMessage } from "../../../src/queue/delivery/received-message.js";
-import { deriveSecretKeys } from "../../../src/queue/identity/secret-keys.js";
 import { QueueService } from "../../../src/queue/queue-service.js";
 import {
   DEFAULT_SETTINGS,
   type ConsumerSettings,
   type FlowControlSettings,
 } from "../../../src/queue/settings/consumer-settings.js";
-import { createQueueContext } from "../../../src/queue/use-cases/queue-context.js";
 import { memoryQueue, rulesGroup, type MemoryQueue } from "../../helpers/memory-queue.js";
 
 const group = rulesGroup("workers");
@@ -37,14 +34,8 @@ function flow(f: Partial<FlowControlSettings>, more: Partial<ConsumerSettings> =
 }
 
 async function publish(text: string, key: string | null, retentionSeconds = 3600): Promise<void> {
-  await memory.broker.publish(group, {
-    payload: new TextEncoder().encode(text),
-    contentType: "text/plain",
+  await memory.publishId(group, text, {
     retentionSeconds,
-    delaySeconds: 0,
-    idempotencyKey: null,
-    nonce: randomBytes(4).toString("hex"),
-    trace: null,
     headers: key === null ? {} : { tenant: key },
   });
 }
@@ -56,23 +47,8 @@ const receive = (q: QueueService = memory.queue, maxMessages = 10, leaseSeconds 
 const ackAll = (ms: readonly ReceivedMessage[], q: QueueService = memory.queue) =>
   Promise.all(ms.map((m) => q.acknowledge(group, m.receiptHandle)));
 
-/** A second gateway: its own context (waitlist, remembered keys) over the same store. */
-function otherContext() {
-  return createQueueContext({
-    broker: memory.broker,
-    records: memory.broker.records,
-    cuts: memory.broker.cuts,
-    flowSlots: memory.broker.flowSlots,
-    idLeaseMarkWaitMs: 0,
-    keys: deriveSecretKeys("memory-queue-secret-memory-queue-secret", "iad1"),
-    now: memory.now,
-    settingsOf: () => settings,
-  });
-}
-
-function otherGateway(): QueueService {
-  return new QueueService({ context: otherContext() });
-}
+const otherGateway = () => memory.anotherGateway();
+const otherContext = () => memory.anotherContext();
 
 describe("GCRA", () => {
   it("lets `burst` go at once, then one per interval, exactly", () => {
