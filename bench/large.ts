@@ -26,13 +26,7 @@ import { settle, type Settled } from "./lib/large/settle.js";
 import { slope, watchMemory, watchRss } from "./lib/large/memory.js";
 import { findBodyStore } from "./lib/large/body-store.js";
 import { startSmallPublisher, type SmallPublisher } from "./lib/large/publisher.js";
-import {
-  acknowledge,
-  downloadBody,
-  downloadBodyWire,
-  uploadBody,
-  type GatewayTarget,
-} from "./lib/large/transfer.js";
+import { acknowledge, downloadBody, uploadBody, type GatewayTarget } from "./lib/large/transfer.js";
 import type { BenchNats } from "./lib/nats-server.js";
 import { numberOption } from "./lib/options.js";
 import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
@@ -58,7 +52,6 @@ const HELP = `npm run bench:large -- [options]
   --gateway-env K=V,..  extra settings of the gateway: VARIABLE=v, or a fixed value by its Config field (largeBodyWindow=2)
   --settle-seconds <s>  before each scenario, sync and wait up to s for nats-server and the
                         gateway to go idle, reported (default 30; 0: no settling)
-  --cpu-prof            write a V8 CPU profile of the gateway to bench/results/profiles/
   --only <list>         scenarios to run, of throughput,memory,latency,batch (default all)
   --quick               --rounds 1, --small-seconds 5 (a check that everything runs)
   --out <file>          results file (default bench/results/large.json)`;
@@ -80,7 +73,6 @@ interface Options {
   readonly gatewayEnv: Record<string, string>;
   readonly only: ReadonlySet<string>;
   readonly quick: boolean;
-  readonly cpuProf: boolean;
   readonly settleSeconds: number;
   readonly out: string;
 }
@@ -97,7 +89,6 @@ function parseOptions(): Options {
       "gateway-env": { type: "string", default: "" },
       only: { type: "string", default: SCENARIOS.join(",") },
       quick: { type: "boolean", default: false },
-      "cpu-prof": { type: "boolean", default: false },
       "settle-seconds": { type: "string", default: "30" },
       out: { type: "string", default: join(RESULTS, "large.json") },
       help: { type: "boolean", default: false },
@@ -135,7 +126,6 @@ function parseOptions(): Options {
     gatewayEnv,
     only,
     quick,
-    cpuProf: values["cpu-prof"],
     settleSeconds: num("settle-seconds", values["settle-seconds"], 0, 600),
     out: values.out,
   };
@@ -191,11 +181,8 @@ interface RoundResult {
   readonly round: number;
   readonly rawUploadMBps: number;
   readonly gatewayUploadMBps: number;
-  readonly gatewayChunkedUploadMBps: number;
   readonly rawDownloadMBps: number;
   readonly gatewayDownloadMBps: number;
-  /** The same receive read off the socket, without the client's multipart parser. */
-  readonly gatewayWireDownloadMBps: number;
   /** CPU seconds per body: the gateway's, and the load generator's (client) for each way. */
   readonly cpuSeconds: Record<string, { gateway: number; client: number }>;
 }
@@ -214,7 +201,7 @@ async function throughput(
   const topics: string[] = [];
   for (let r = 1; r <= o.rounds; r++) {
     const topic = `large-${r}`;
-    topics.push(topic, `large-chunked-${r}`);
+    topics.push(topic);
     const cpu: Record<string, { gateway: number; client: number }> = {};
     const pid = env.gateway.pid;
     const rawUp = async () =>
@@ -223,15 +210,12 @@ async function throughput(
           timed(() => uploadChunks(js, cs, `r${r}`, body, chunk)),
         )
       ).ms;
-    const gwUp = async (contentLength: boolean, t: string) => {
-      const { ms, value } = await charged(
-        pid,
-        cpu,
-        contentLength ? "gatewayUpload" : "gatewayChunkedUpload",
-        () => timed(() => uploadBody(env.target, t, body, { contentLength })),
+    const gwUp = async () => {
+      const { ms, value } = await charged(pid, cpu, "gatewayUpload", () =>
+        timed(() => uploadBody(env.target, topic, body, { contentLength: true })),
       );
       if (value.status !== 201) {
-        throw new Error(`gateway upload to ${t}: HTTP ${value.status} ${value.body}`);
+        throw new Error(`gateway upload to ${topic}: HTTP ${value.status} ${value.body}`);
       }
       return ms;
     };
@@ -242,13 +226,10 @@ async function throughput(
       if (value.sha256 !== sha256) throw new Error("raw chunk read: SHA-256 differs");
       return ms;
     };
-    const gwDown = async (wire: boolean) => {
-      const group = `${wire ? "dlw" : "dl"}-${r}`;
-      const { ms, value } = await charged(
-        pid,
-        cpu,
-        wire ? "gatewayWireDownload" : "gatewayDownload",
-        () => timed(() => (wire ? downloadBodyWire : downloadBody)(env.target, topic, group)),
+    const gwDown = async () => {
+      const group = `dl-${r}`;
+      const { ms, value } = await charged(pid, cpu, "gatewayDownload", () =>
+        timed(() => downloadBody(env.target, topic, group)),
       );
       if (value.status !== 200 || value.sha256 !== sha256 || value.bytes !== body.length) {
         throw new Error(
@@ -263,37 +244,32 @@ async function throughput(
     const gatewayFirst = r % 2 === 0;
     let rawUpMs: number, gwUpMs: number, rawDownMs: number, gwDownMs: number;
     if (gatewayFirst) {
-      gwUpMs = await gwUp(true, topic);
+      gwUpMs = await gwUp();
       rawUpMs = await rawUp();
     } else {
       rawUpMs = await rawUp();
-      gwUpMs = await gwUp(true, topic);
+      gwUpMs = await gwUp();
     }
-    const gwChunkedMs = await gwUp(false, `large-chunked-${r}`);
     if (gatewayFirst) {
-      gwDownMs = await gwDown(false);
+      gwDownMs = await gwDown();
       rawDownMs = await rawDown();
     } else {
       rawDownMs = await rawDown();
-      gwDownMs = await gwDown(false);
+      gwDownMs = await gwDown();
     }
-    const gwWireDownMs = await gwDown(true);
     await removeChunks(jsm, cs, `r${r}`);
     const res: RoundResult = {
       round: r,
       rawUploadMBps: mbps(body.length, rawUpMs),
       gatewayUploadMBps: mbps(body.length, gwUpMs),
-      gatewayChunkedUploadMBps: mbps(body.length, gwChunkedMs),
       rawDownloadMBps: mbps(body.length, rawDownMs),
       gatewayDownloadMBps: mbps(body.length, gwDownMs),
-      gatewayWireDownloadMBps: mbps(body.length, gwWireDownMs),
       cpuSeconds: cpu,
     };
     log(
-      `round ${r}: upload raw ${res.rawUploadMBps} / gateway ${res.gatewayUploadMBps} ` +
-        `(chunked ${res.gatewayChunkedUploadMBps}) MB/s; download raw ${res.rawDownloadMBps} / ` +
-        `gateway ${res.gatewayDownloadMBps} (without the client's parser ` +
-        `${res.gatewayWireDownloadMBps}) MB/s; CPU s gateway/client ` +
+      `round ${r}: upload raw ${res.rawUploadMBps} / gateway ${res.gatewayUploadMBps} MB/s; ` +
+        `download raw ${res.rawDownloadMBps} / gateway ${res.gatewayDownloadMBps} MB/s; ` +
+        `CPU s gateway/client ` +
         Object.entries(cpu)
           .map(([k, v]) => `${k} ${v.gateway}/${v.client}`)
           .join(", "),
@@ -306,13 +282,9 @@ async function throughput(
 // ---------------------------------------------------------------------------------------------
 // Scenario 2: the gateway's resident memory with k large transfers at once.
 
-/** How a level's memory is read: as it comes, or with the gateway's GC forced before each sample. */
-type MemoryPass = "as-is" | "gc";
-
 interface MemoryLevel {
   readonly concurrency: number;
   readonly kind: "upload" | "download";
-  readonly pass: MemoryPass;
   /** RSS after a full GC, before the level's transfers. */
   readonly baselineMiB: number;
   /** The highest RSS seen (from /proc every 20 ms). */
@@ -335,18 +307,6 @@ interface MemoryLevel {
   readonly seconds: number;
 }
 
-/** Slopes (MiB per added transfer) of a kind's peaks over the concurrency levels. */
-interface MemorySlopes {
-  /** RSS peak, memory as it comes (the GC's timing included). */
-  readonly rss: number;
-  /** RSS peak read right after a forced full GC (every 100 ms): garbage does not count. */
-  readonly rssGc: number;
-  /** heapUsed + external peak after forced GCs: what the transfers keep alive. */
-  readonly liveGc: number;
-  /** external peak as it comes (Buffers and ArrayBuffers, garbage included). */
-  readonly external: number;
-}
-
 async function memoryScenario(
   o: Options,
   env: Env,
@@ -355,7 +315,7 @@ async function memoryScenario(
 ): Promise<{
   levels: MemoryLevel[];
   slopeMiB: { upload: number; download: number };
-  slopesMiB: Record<"upload" | "download", MemorySlopes>;
+  liveSlopeMiB: { upload: number; download: number };
 }> {
   // The body every download level receives (each download by a group of its own).
   const downloadTopic = "mem-download";
@@ -383,104 +343,94 @@ async function memoryScenario(
   const mib = (bytes: number) => round(bytes / MiB, 1);
   for (const kind of MEMORY_KINDS) {
     for (const k of o.concurrency) {
-      for (const pass of ["as-is", "gc"] as const)
-        for (let r = 0; r < o.memoryRepeats; r++) {
-          // A gateway of its own per level and pass, so no level starts from an earlier one's
-          // high-water mark; one transfer first, so the code and the buffers of the path are warm.
-          const gw = await env.startGateway();
-          const tag = `${kind}-${k}-${pass}-${r}`;
-          try {
-            const target: GatewayTarget = { ...env.target, url: gw.url };
-            await transfer(target, kind, `mem-warm-${tag}`);
-            // After a full GC, what the gateway holds with nothing running.
-            const before = await gw.memory();
-            await sleep(200);
-            const baseline = sampleProc(gw.pid)?.rssBytes ?? NaN;
-            const watch = watchRss(gw.pid);
-            const usage = watchMemory(gw, {
-              gc: pass === "gc",
-              everyMs: 100,
-              metricsUrl: gw.metricsUrl,
-            });
-            const t0 = performance.now();
-            await Promise.all(
-              Array.from({ length: k }, (_, i) => transfer(target, kind, `mem-${tag}-${i}`)),
-            );
-            const seconds = (performance.now() - t0) / 1000;
-            const peak = watch.stop();
-            const used = await usage.stop();
-            const level: MemoryLevel = {
-              concurrency: k,
-              kind,
-              pass,
-              baselineMiB: mib(baseline),
-              peakMiB: mib(peak),
-              growthMiB: mib(peak - baseline),
-              perTransferMiB: round((peak - baseline) / MiB / k, 2),
-              usageMiB: {
-                before: {
-                  heapUsed: mib(before?.heapUsed ?? NaN),
-                  external: mib(before?.external ?? NaN),
-                  arrayBuffers: mib(before?.arrayBuffers ?? NaN),
-                },
-                peak: {
-                  heapUsed: mib(used.heapUsed),
-                  external: mib(used.external),
-                  arrayBuffers: mib(used.arrayBuffers),
-                  js: mib(used.js),
-                  rss: mib(used.rss),
-                  readAheadChunks: used.readAheadChunks,
-                },
-                samples: used.samples,
+      for (let r = 0; r < o.memoryRepeats; r++) {
+        // A gateway of its own per level and pass, so no level starts from an earlier one's
+        // high-water mark; one transfer first, so the code and the buffers of the path are warm.
+        const gw = await env.startGateway();
+        const tag = `${kind}-${k}-${r}`;
+        try {
+          const target: GatewayTarget = { ...env.target, url: gw.url };
+          await transfer(target, kind, `mem-warm-${tag}`);
+          // After a full GC, what the gateway holds with nothing running.
+          const before = await gw.memory();
+          await sleep(200);
+          const baseline = sampleProc(gw.pid)?.rssBytes ?? NaN;
+          const watch = watchRss(gw.pid);
+          const usage = watchMemory(gw, {
+            gc: true,
+            everyMs: 100,
+            metricsUrl: gw.metricsUrl,
+          });
+          const t0 = performance.now();
+          await Promise.all(
+            Array.from({ length: k }, (_, i) => transfer(target, kind, `mem-${tag}-${i}`)),
+          );
+          const seconds = (performance.now() - t0) / 1000;
+          const peak = watch.stop();
+          const used = await usage.stop();
+          const level: MemoryLevel = {
+            concurrency: k,
+            kind,
+            baselineMiB: mib(baseline),
+            peakMiB: mib(peak),
+            growthMiB: mib(peak - baseline),
+            perTransferMiB: round((peak - baseline) / MiB / k, 2),
+            usageMiB: {
+              before: {
+                heapUsed: mib(before?.heapUsed ?? NaN),
+                external: mib(before?.external ?? NaN),
+                arrayBuffers: mib(before?.arrayBuffers ?? NaN),
               },
-              seconds: round(seconds, 1),
-            };
-            log(
-              `memory, ${k} ${kind}(s) at once (fresh gateway, ${pass}): RSS ${level.baselineMiB} ` +
-                `-> peak ${level.peakMiB} MiB (+${level.growthMiB}); peaks heapUsed ` +
-                `${level.usageMiB.peak.heapUsed}, external ${level.usageMiB.peak.external} ` +
-                `(arrayBuffers ${level.usageMiB.peak.arrayBuffers}), heap+external ` +
-                `${level.usageMiB.peak.js} MiB, read ahead ${used.readAheadChunks} chunks (before: ` +
-                `${level.usageMiB.before.heapUsed} + ` +
-                `${level.usageMiB.before.external}); ${used.samples} samples in ${level.seconds} s`,
-            );
-            levels.push(level);
-          } finally {
-            await gw.stop();
-          }
-          if (kind === "upload") {
-            await purgeTopic(env, `mem-warm-${tag}`);
-            for (let i = 0; i < k; i++) await purgeTopic(env, `mem-${tag}-${i}`);
-          }
+              peak: {
+                heapUsed: mib(used.heapUsed),
+                external: mib(used.external),
+                arrayBuffers: mib(used.arrayBuffers),
+                js: mib(used.js),
+                rss: mib(used.rss),
+                readAheadChunks: used.readAheadChunks,
+              },
+              samples: used.samples,
+            },
+            seconds: round(seconds, 1),
+          };
+          log(
+            `memory, ${k} ${kind}(s) at once (fresh gateway): RSS ${level.baselineMiB} ` +
+              `-> peak ${level.peakMiB} MiB (+${level.growthMiB}); peaks heapUsed ` +
+              `${level.usageMiB.peak.heapUsed}, external ${level.usageMiB.peak.external} ` +
+              `(arrayBuffers ${level.usageMiB.peak.arrayBuffers}), heap+external ` +
+              `${level.usageMiB.peak.js} MiB, read ahead ${used.readAheadChunks} chunks (before: ` +
+              `${level.usageMiB.before.heapUsed} + ` +
+              `${level.usageMiB.before.external}); ${used.samples} samples in ${level.seconds} s`,
+          );
+          levels.push(level);
+        } finally {
+          await gw.stop();
         }
+        if (kind === "upload") {
+          await purgeTopic(env, `mem-warm-${tag}`);
+          for (let i = 0; i < k; i++) await purgeTopic(env, `mem-${tag}-${i}`);
+        }
+      }
     }
   }
   // Each level's figure is the median of its repeats (fresh gateways), the slope over those.
-  const slopeOf = (kind: "upload" | "download", pass: MemoryPass, y: (l: MemoryLevel) => number) =>
+  // The target's figure is RSS with a full GC forced before each sample (bench/README.md says why).
+  const slopeOf = (kind: "upload" | "download", y: (l: MemoryLevel) => number) =>
     round(
       slope(
         o.concurrency.map((k) => ({
           x: k,
-          y: median(
-            levels.filter((l) => l.kind === kind && l.pass === pass && l.concurrency === k).map(y),
-          ),
+          y: median(levels.filter((l) => l.kind === kind && l.concurrency === k).map(y)),
         })),
       ),
       2,
     );
-  const slopes = (kind: "upload" | "download"): MemorySlopes => ({
-    rss: slopeOf(kind, "as-is", (l) => l.peakMiB),
-    rssGc: slopeOf(kind, "gc", (l) => l.usageMiB.peak.rss),
-    liveGc: slopeOf(kind, "gc", (l) => l.usageMiB.peak.js),
-    external: slopeOf(kind, "as-is", (l) => l.usageMiB.peak.external),
-  });
-  const slopesMiB = { upload: slopes("upload"), download: slopes("download") };
+  const rss = (l: MemoryLevel) => l.usageMiB.peak.rss;
+  const live = (l: MemoryLevel) => l.usageMiB.peak.js;
   return {
     levels,
-    // The target's figure: RSS with the GC forced before each sample (bench/README.md, "Large
-    // bodies", says why).
-    slopeMiB: { upload: slopesMiB.upload.rssGc, download: slopesMiB.download.rssGc },
-    slopesMiB,
+    slopeMiB: { upload: slopeOf("upload", rss), download: slopeOf("download", rss) },
+    liveSlopeMiB: { upload: slopeOf("upload", live), download: slopeOf("download", live) },
   };
 }
 
@@ -605,7 +555,6 @@ async function main(): Promise<void> {
     const gatewayStart = (extra: Record<string, string> = {}) => ({
       logFile: gatewayLog,
       env: { ...o.gatewayEnv, ...extra },
-      nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", join(RESULTS, "profiles")] : [],
     });
     const { nats, gateway } = await servers.start({
       natsStore: join(servers.root, "store"),
@@ -684,7 +633,11 @@ async function main(): Promise<void> {
     if (o.only.has("memory")) await settleBefore("memory");
     const mem = o.only.has("memory")
       ? await memoryScenario(o, env, body, sha256)
-      : { levels: [], slopeMiB: { upload: NaN, download: NaN }, slopesMiB: null };
+      : {
+          levels: [],
+          slopeMiB: { upload: NaN, download: NaN },
+          liveSlopeMiB: { upload: NaN, download: NaN },
+        };
     if (o.only.has("latency")) await settleBefore("latency");
     const latency = o.only.has("latency") ? await latencyScenario(o, env, body) : [];
     if (o.only.has("batch")) await settleBefore("batch");
@@ -696,24 +649,14 @@ async function main(): Promise<void> {
     const summary = {
       rawUploadMBps: med((r) => r.rawUploadMBps),
       gatewayUploadMBps: med((r) => r.gatewayUploadMBps),
-      gatewayChunkedUploadMBps: med((r) => r.gatewayChunkedUploadMBps),
       rawDownloadMBps: med((r) => r.rawDownloadMBps),
       gatewayDownloadMBps: med((r) => r.gatewayDownloadMBps),
       uploadRatio: ratio(
         (r) => r.gatewayUploadMBps,
         (r) => r.rawUploadMBps,
       ),
-      chunkedUploadRatio: ratio(
-        (r) => r.gatewayChunkedUploadMBps,
-        (r) => r.rawUploadMBps,
-      ),
       downloadRatio: ratio(
         (r) => r.gatewayDownloadMBps,
-        (r) => r.rawDownloadMBps,
-      ),
-      gatewayWireDownloadMBps: med((r) => r.gatewayWireDownloadMBps),
-      wireDownloadRatio: ratio(
-        (r) => r.gatewayWireDownloadMBps,
         (r) => r.rawDownloadMBps,
       ),
     };
@@ -752,12 +695,10 @@ async function main(): Promise<void> {
         target: ">= 0.5x raw",
         value: summary.downloadRatio,
         pass: summary.downloadRatio >= 0.5,
-        note: `without the client's multipart parser: ${summary.wireDownloadRatio}`,
       },
     ];
     const memoryTargets: Target[] = [
       ...MEMORY_KINDS.map((kind): Target => {
-        const sl = mem.slopesMiB?.[kind];
         return {
           name:
             `gateway RSS per additional concurrent ${kind} (slope over ` +
@@ -766,9 +707,8 @@ async function main(): Promise<void> {
           value: mem.slopeMiB[kind],
           pass: mem.slopeMiB[kind] <= 4,
           note:
-            `RSS as it comes ${sl?.rss} MiB, live heap+external ${sl?.liveGc} MiB, ` +
-            `external as it comes ${sl?.external} MiB; growth / transfers, worst level: ` +
-            `${worstPerTransfer(kind)} MiB`,
+            `live heap+external ${mem.liveSlopeMiB[kind]} MiB; growth / transfers, worst ` +
+            `level: ${worstPerTransfer(kind)} MiB`,
         };
       }),
     ];
@@ -824,9 +764,7 @@ async function main(): Promise<void> {
       "| | raw JetStream chunks | gateway | gateway / raw |",
       "| --- | ---: | ---: | ---: |",
       `| upload MB/s (Content-Length) | ${summary.rawUploadMBps} | ${summary.gatewayUploadMBps} | ${summary.uploadRatio} |`,
-      `| upload MB/s (chunked) | ${summary.rawUploadMBps} | ${summary.gatewayChunkedUploadMBps} | ${summary.chunkedUploadRatio} |`,
       `| download MB/s (multipart receive) | ${summary.rawDownloadMBps} | ${summary.gatewayDownloadMBps} | ${summary.downloadRatio} |`,
-      `| download MB/s (read off the socket, no multipart parser) | ${summary.rawDownloadMBps} | ${summary.gatewayWireDownloadMBps} | ${summary.wireDownloadRatio} |`,
       "",
       "CPU seconds per body (median; gateway / load generator):",
       "",
@@ -835,11 +773,11 @@ async function main(): Promise<void> {
       ...Object.entries(cpuPerBody).map(([k, v]) => `| ${k} | ${v.gateway} | ${v.client} |`),
     ];
     const memTable = [
-      "| transfers at once | kind | GC | RSS before (MiB) | peak (MiB) | growth (MiB) | heapUsed before / peak | external before / peak | arrayBuffers peak | heap+external peak | seconds |",
-      "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      "| transfers at once | kind | RSS before (MiB) | peak (MiB) | growth (MiB) | heapUsed before / peak | external before / peak | arrayBuffers peak | heap+external peak | seconds |",
+      "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
       ...mem.levels.map(
         (l) =>
-          `| ${l.concurrency} | ${l.kind} | ${l.pass === "gc" ? "forced" : "as it comes"} | ` +
+          `| ${l.concurrency} | ${l.kind} | ` +
           `${l.baselineMiB} | ${l.peakMiB} | ${l.growthMiB} | ` +
           `${l.usageMiB.before.heapUsed} / ${l.usageMiB.peak.heapUsed} | ` +
           `${l.usageMiB.before.external} / ${l.usageMiB.peak.external} | ` +
@@ -864,10 +802,8 @@ async function main(): Promise<void> {
         "",
         ...table,
         "",
-        `Gateway memory (RSS from /proc every 20 ms, process.memoryUsage() every 100 ms; slope ` +
-          `of the RSS peak over transfers with a full GC before each sample: upload ` +
-          `${mem.slopeMiB.upload} MiB, download ${mem.slopeMiB.download} MiB per transfer; all ` +
-          `slopes: ${JSON.stringify(mem.slopesMiB)}):`,
+        `Gateway memory (a full GC before each sample, every 100 ms; slope of the RSS peak over ` +
+          `transfers: upload ${mem.slopeMiB.upload} MiB, download ${mem.slopeMiB.download} MiB):`,
         "",
         ...memTable,
         "",
