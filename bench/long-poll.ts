@@ -3,9 +3,8 @@
 // one keep-alive connection and loop over ReceiveMessages with Vqs-Wait-Seconds (20), answering
 // each 204 with the next receive at once. Measured: the gateway's memory per waiter, the NATS
 // subscriptions and pull requests held, publish→receive latency of messages published while they
-// wait (one at a time, and one to every group at once), and CPU while they wait; then the same
-// receivers short-poll (an immediate receive, a 100 ms pause after an empty one, as the official
-// client does today) for requests/s and CPU, in the same run. See bench/README.md.
+// wait (one at a time, and one to every group at once), and CPU while they wait. See
+// bench/README.md.
 // Never part of `npm test`. All traffic stays on 127.0.0.1; every loop is bounded in count and time.
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -32,7 +31,7 @@ const NATS_LOG = join(BENCH_DIR, "results", "long-poll-nats-server.log");
 /** Open files each process needs beyond one per receiver (NATS, logs, the publisher, node). */
 const SPARE_FILES = 512;
 /** Kinds of message (byte 12 of the payload), for the latency recorders. */
-const KIND = { warmUp: 0, longSpaced: 1, longBurst: 2, shortSpaced: 3, shortBurst: 4 } as const;
+const KIND = { warmUp: 0, longSpaced: 1, longBurst: 2 } as const;
 
 const HELP = `npm run bench:long-poll -- [options]
   --quick              ~1.5 min: 2,000 waiters over 20 groups, 10 s waits, short windows
@@ -44,8 +43,6 @@ const HELP = `npm run bench:long-poll -- [options]
   --messages <n>       messages published one at a time while they wait (default 200, quick 40)
   --spacing-ms <ms>    between those publishes (default 25)
   --bursts <n>         bursts of one message to every group at once (default 5, quick 2)
-  --poll-ms <ms>       short polling's pause after an empty receive (default 100)
-  --short-seconds <s>  CPU window of the short-poll loop (default 10, quick 3)
   --out <file>         results file (default bench/results/long-poll.json)`;
 
 interface Options {
@@ -58,8 +55,6 @@ interface Options {
   readonly messages: number;
   readonly spacingMs: number;
   readonly bursts: number;
-  readonly pollMs: number;
-  readonly shortSeconds: number;
   readonly out: string;
 }
 
@@ -74,8 +69,6 @@ function parseOptions(): Options {
       messages: { type: "string" },
       "spacing-ms": { type: "string", default: "25" },
       bursts: { type: "string" },
-      "poll-ms": { type: "string", default: "100" },
-      "short-seconds": { type: "string" },
       out: { type: "string", default: join(BENCH_DIR, "results", "long-poll.json") },
       help: { type: "boolean", default: false },
     },
@@ -100,8 +93,6 @@ function parseOptions(): Options {
     messages: Math.round(num("messages", values.messages ?? (q ? "40" : "200"), 1, 100_000)),
     spacingMs: num("spacing-ms", values["spacing-ms"], 1, 10_000),
     bursts: Math.round(num("bursts", values.bursts ?? (q ? "2" : "5"), 0, 100)),
-    pollMs: num("poll-ms", values["poll-ms"], 0, 60_000),
-    shortSeconds: num("short-seconds", values["short-seconds"] ?? (q ? "3" : "10"), 1, 120),
     out: values.out,
   };
 }
@@ -422,7 +413,7 @@ async function main(): Promise<void> {
     }
     if (pub.errors > 0) throw new Error(`setup: ${pub.errors} publishes failed`);
 
-    // Warm-up: a small fleet long-polls, gets messages, short-polls; then it goes away and the
+    // Warm-up: a small fleet long-polls and gets messages; then it goes away and the
     // groups' feeds close (5 s without waiters).
     log("warm-up");
     {
@@ -433,7 +424,6 @@ async function main(): Promise<void> {
         Math.min(o.waiters, 4 * o.groups),
         {
           waitSeconds: o.waitSeconds,
-          pollMs: o.pollMs,
           maxMessages: 1,
         },
       );
@@ -442,8 +432,6 @@ async function main(): Promise<void> {
       await until(async () => ((await gw.waiting()) ?? 0) >= warm.receivers.length, 20_000);
       for (let i = 0; i < 2 * topics.length; i++) await pub.publish(topics[i % topics.length]!, 0);
       await until(() => warm.received.size >= 2 * topics.length, 10_000);
-      warm.mode = "short";
-      await sleep(2000);
       await warm.stop();
     }
     setupClient.close();
@@ -462,7 +450,6 @@ async function main(): Promise<void> {
     // Every receiver connected (one immediate receive each), the connections idle.
     const fleet = new ReceiverFleet(gw.url, issuer.token, topics, o.waiters, {
       waitSeconds: o.waitSeconds,
-      pollMs: o.pollMs,
       maxMessages: 1,
     });
     servers.onCleanup(() => fleet.stop());
@@ -520,23 +507,6 @@ async function main(): Promise<void> {
       `steady long polling (${steady.seconds} s, one wait cycle): ${cpuLine(steady)}; pulls held ${n3.pullsHeld} (max ${n3.maxPullsPerConsumer})`,
     );
 
-    // Short polling: each receiver switches when its wait ends.
-    fleet.mode = "short";
-    t = performance.now();
-    await until(() => fleet.sentSince("short", t) >= o.waiters, (o.waitSeconds + 30) * 1000);
-    log(`all short-polling (${round((performance.now() - t) / 1000, 1)} s)`);
-    await sleep(2000);
-    const short = await cpuWindow(procs, nats, fleet, o.shortSeconds * 1000);
-    const n4 = await natsState(nats, jsm);
-    log(
-      `short polling every ${o.pollMs} ms (${short.seconds} s): ${cpuLine(short)}; gateway NATS subs ${n4.gatewaySubscriptions}, pulls held ${n4.pullsHeld}`,
-    );
-    const shortLatency = await latencyPhase(o, fleet, pub, topics, {
-      spaced: KIND.shortSpaced,
-      burst: KIND.shortBurst,
-    });
-    log(`short polling, publish→receive: ${latencyLine(shortLatency)}`);
-
     // Everyone hangs up; what is left after the groups' feeds closed.
     await fleet.stop();
     await sleep(7000);
@@ -552,7 +522,6 @@ async function main(): Promise<void> {
       round(((Number(b[k]) - Number(a[k])) * 1024) / Math.max(1, n), 2);
     const usPerReceive = (w: CpuWindow) =>
       w.receivesPerSec > 0 ? round((w.cpu.gatewayCpu * 1e4) / w.receivesPerSec, 0) : null;
-    const ratio = (a: number, b: number) => (b > 0 ? round(a / b, 1) : null);
     const summary = {
       waiters: o.waiters,
       waiting: waitingNow,
@@ -572,19 +541,9 @@ async function main(): Promise<void> {
         maxPerConsumer: Math.max(n2.maxPullsPerConsumer, n3.maxPullsPerConsumer),
         consumers: n2.consumers,
       },
-      latency: { longPolling: longLatency, shortPolling: shortLatency },
-      cpu: { noReceivers: idle0, waitingIdle: idle, longPollSteady: steady, shortPoll: short },
-      saved: {
-        receivesPerSec: round(short.receivesPerSec - steady.receivesPerSec, 0),
-        receivesRatio: ratio(short.receivesPerSec, steady.receivesPerSec),
-        gatewayCpuRatio: ratio(short.cpu.gatewayCpu, steady.cpu.gatewayCpu),
-        natsCpuRatio: ratio(short.cpu.natsCpu, steady.cpu.natsCpu),
-        shortPollOfferedPerSec: round(o.waiters / (o.pollMs / 1000), 0),
-        gatewayCpuUsPerReceive: {
-          longPoll: usPerReceive(steady),
-          shortPoll: usPerReceive(short),
-        },
-      },
+      latency: longLatency,
+      cpu: { noReceivers: idle0, waitingIdle: idle, longPollSteady: steady },
+      gatewayCpuUsPerReceive: usPerReceive(steady),
       emptyLongPolls: emptyLongPolls(fleet),
       afterHangUp: { waiting: leftWaiting, memory: m5, nats: n5 },
     };
@@ -599,7 +558,7 @@ async function main(): Promise<void> {
         connectSeconds,
         rampSeconds,
         memory: { noReceivers: m0, connectedIdle: m1, waiting: m2, afterHangUp: m5 },
-        nats: { noReceivers: n0, waiting: n2, steady: n3, shortPoll: n4, afterHangUp: n5 },
+        nats: { noReceivers: n0, waiting: n2, steady: n3, afterHangUp: n5 },
       },
       summary,
       errors: { count: fleet.counts.errors, kinds: Object.fromEntries(fleet.errorKinds) },
@@ -645,21 +604,9 @@ type Summary = {
   memoryPerWaiterKB: Record<string, number>;
   gatewayNatsSubscriptions: { none: number; waiting: number };
   pullsHeld: { waiting: number; steady: number; maxPerConsumer: number; consumers: number };
-  latency: { longPolling: LatencyResult; shortPolling: LatencyResult };
-  cpu: {
-    noReceivers: CpuWindow;
-    waitingIdle: CpuWindow | null;
-    longPollSteady: CpuWindow;
-    shortPoll: CpuWindow;
-  };
-  saved: {
-    receivesPerSec: number;
-    receivesRatio: number | null;
-    gatewayCpuRatio: number | null;
-    natsCpuRatio: number | null;
-    shortPollOfferedPerSec: number;
-    gatewayCpuUsPerReceive: { longPoll: number | null; shortPoll: number | null };
-  };
+  latency: LatencyResult;
+  cpu: { noReceivers: CpuWindow; waitingIdle: CpuWindow | null; longPollSteady: CpuWindow };
+  gatewayCpuUsPerReceive: number | null;
   emptyLongPolls: EmptyLongPolls;
 };
 
@@ -676,8 +623,7 @@ function report(
       ? `${w.cpu.gatewayCpu} / ${w.cpu.natsCpu} / ${w.cpu.clientCpu} (other ${w.cpu.otherCpu}, steal ${w.cpu.stealCpu})`
       : "n/a";
   const lat = (l: LatencyResult["oneAtATime"]) => `${l.p50Ms} / ${l.p99Ms} (max ${l.maxMs})`;
-  const L = s.latency.longPolling;
-  const S = s.latency.shortPolling;
+  const L = s.latency;
   const rows: [string, string][] = [
     ["waiters / groups / Vqs-Wait-Seconds", `${s.waiters} / ${s.groups} / ${s.waitSeconds}`],
     [
@@ -694,11 +640,11 @@ function report(
     ],
     [
       `publish→receive ms p50 / p99, one message at a time (${o.messages}, ${o.spacingMs} ms apart)`,
-      `${lat(L.oneAtATime)}; short polling: ${lat(S.oneAtATime)}`,
+      lat(L.oneAtATime),
     ],
     [
       `publish→receive ms p50 / p99, one message to every group at once (${o.bursts} × ${s.groups})`,
-      `${lat(L.burst)}; short polling: ${lat(S.burst)}`,
+      lat(L.burst),
     ],
     [
       "wake-ups: answers with a message / messages; early 204s; missing; twice",
@@ -717,18 +663,7 @@ function report(
       `… long polling, one whole ${s.waitSeconds} s cycle (each wait renewed once)`,
       `${c(s.cpu.longPollSteady)}; ${s.cpu.longPollSteady.receivesPerSec} receives/s`,
     ],
-    [
-      `… short polling (${o.pollMs} ms pause after an empty receive)`,
-      `${c(s.cpu.shortPoll)}; ${s.cpu.shortPoll.receivesPerSec} receives/s (${s.saved.shortPollOfferedPerSec} wanted)`,
-    ],
-    [
-      "saved by long polling (short ÷ long, same run)",
-      `${s.saved.receivesPerSec} receives/s (×${s.saved.receivesRatio}); gateway CPU ×${s.saved.gatewayCpuRatio}, NATS CPU ×${s.saved.natsCpuRatio}`,
-    ],
-    [
-      "gateway CPU per receive (µs): a renewed long poll / a short poll",
-      `${s.saved.gatewayCpuUsPerReceive.longPoll} / ${s.saved.gatewayCpuUsPerReceive.shortPoll}`,
-    ],
+    ["gateway CPU per renewed long poll (µs)", String(s.gatewayCpuUsPerReceive)],
   ];
   return [
     "",

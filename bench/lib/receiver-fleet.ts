@@ -1,6 +1,5 @@
 // Many receivers, each on its own keep-alive connection to one gateway, each looping over
-// ReceiveMessages: long polling (Vqs-Wait-Seconds) or short polling (an immediate receive, then a
-// pause when it was empty), switched for all of them at once. Messages carry their publish time
+// ReceiveMessages with Vqs-Wait-Seconds (long polling). Messages carry their publish time
 // and a sequence number (see stampMessage), so the fleet records publish→receive latency and how
 // often each message arrived. Used by bench/long-poll.ts.
 import { GatewayApi } from "./gw.js";
@@ -15,7 +14,7 @@ const MAX_ROUNDS = 1_000_000;
 /** A receive that fails is tried again after this pause (never in a tight loop). */
 const ERROR_PAUSE_MS = 100;
 
-export type Mode = "long" | "short" | "stop";
+export type Mode = "long" | "immediate" | "stop";
 
 export interface Receiver {
   readonly index: number;
@@ -69,7 +68,6 @@ export class ReceiverFleet {
   /** Publish→receive latency by the message's kind byte. */
   readonly latency = new Map<number, Recorder>();
   readonly #waitSeconds: number;
-  readonly #pollMs: number;
   readonly #maxMessages: number;
   readonly #auth: string;
   #loops: Promise<void>[] = [];
@@ -79,10 +77,9 @@ export class ReceiverFleet {
     token: string,
     topics: readonly string[],
     count: number,
-    o: { waitSeconds: number; pollMs: number; maxMessages: number },
+    o: { waitSeconds: number; maxMessages: number },
   ) {
     this.#waitSeconds = o.waitSeconds;
-    this.#pollMs = o.pollMs;
     this.#maxMessages = o.maxMessages;
     // One client (one keep-alive agent) per receiver: its requests follow one another, so it
     // holds exactly one connection.
@@ -107,7 +104,7 @@ export class ReceiverFleet {
       Array.from({ length: Math.min(parallel, this.receivers.length) }, async () => {
         while (next < this.receivers.length) {
           const r = this.receivers[next++]!;
-          await this.#round(r, "short", false);
+          await this.#round(r, "immediate");
         }
       }),
     );
@@ -155,12 +152,12 @@ export class ReceiverFleet {
 
   async #loop(r: Receiver): Promise<void> {
     for (let i = 0; i < MAX_ROUNDS && this.mode !== "stop"; i++) {
-      await this.#round(r, this.mode, true);
+      await this.#round(r, this.mode);
     }
   }
 
-  /** One receive (and the acknowledgement of what it got); `pause`: short polling's pause. */
-  async #round(r: Receiver, mode: Mode, pause: boolean): Promise<void> {
+  /** One receive (and the acknowledgement of what it got). */
+  async #round(r: Receiver, mode: Mode): Promise<void> {
     if (mode === "stop") return;
     const wait = mode === "long" ? this.#waitSeconds : 0;
     r.mode = mode;
@@ -187,7 +184,6 @@ export class ReceiverFleet {
         this.emptyLongPolls.record(got - r.sentAt);
         if (got - r.sentAt < wait * 1000 - 1000) this.counts.earlyEmpty++;
       }
-      if (pause && mode === "short") await sleep(this.#pollMs);
       return;
     }
     if (res.status !== 200) {
