@@ -12,19 +12,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Agent, request } from "undici";
-import { startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
-import { startBenchNats } from "./lib/nats-server.js";
+import { benchServers, type BenchServers, type GatewayStart } from "./lib/standalone.js";
 import { loadAverage } from "./lib/proc.js";
 import { percentiles, round, sleep } from "./lib/stats.js";
 import { timerShard } from "../src/nats/core/naming.js";
 import { makeNamespace } from "../src/queue/namespace.js";
-import { AUDIENCE, ISSUER, startIssuer } from "../test/helpers/issuer.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const { values: args } = parseArgs({
@@ -560,38 +557,19 @@ function startWorker(role: "quiet" | "noisy", scenario: string, env: Record<stri
 }
 
 async function main(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "vqs-bench-tenants-"));
+  const servers = await benchServers("vqs-bench-tenants-");
+  try {
+    await measureAll(servers);
+  } finally {
+    await servers.cleanup();
+    await agent.close();
+  }
+}
+
+async function measureAll(servers: BenchServers): Promise<void> {
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
-  const nats = await startBenchNats(
-    join(dir, "store"),
-    join(BENCH_DIR, "results", "tenants-nats.log"),
-  );
-  const issuer = await startIssuer();
+  const issuer = servers.issuer;
   const gatewayCount = Number(args.gateways);
-  const startGw = (i: number): Promise<GatewayProcess> =>
-    startGatewayProcess({
-      logFile: join(
-        BENCH_DIR,
-        "results",
-        i === 0 ? "tenants-gateway.log" : `tenants-gateway-${i}.log`,
-      ),
-      env: {
-        PORT: "0",
-        VQS_METRICS_PORT: "0",
-        HOST: "127.0.0.1",
-        NATS_URL: nats.url,
-        VQS_REGION: "bench1",
-        VQS_OIDC_JWKS_URL: issuer.jwksUrl,
-        VQS_OIDC_ISSUER: ISSUER,
-        VQS_OIDC_AUDIENCE: AUDIENCE,
-        VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
-        LOG_LEVEL: "error",
-        VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
-        ...(args.defaults ? {} : TUNED_LIMITS),
-      },
-      // Pushes under way per namespace on a gateway, tuned like the limits above.
-      ...(args.defaults ? {} : { options: { maxPushesInFlightPerNamespace: 64 } }),
-    });
   const TUNED_LIMITS = {
     // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
     // what the gateway can serve, so that A's flood is mostly refused.
@@ -605,19 +583,36 @@ async function main(): Promise<void> {
     VQS_TENANT_MAX_BYTES: String(1024 * 1024 * 1024),
     VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
     VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
-    VQS_MAX_TOPICS_PER_NAMESPACE: "0",
-    VQS_MAX_GROUPS_PER_NAMESPACE: "0",
     ...(args["delayed-cap"]
       ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: args["delayed-cap"] }
       : {}),
+    // Pushes under way per namespace on a gateway, tuned like the limits above.
+    maxPushesInFlightPerNamespace: "64",
   };
-  const gws = await Promise.all(Array.from({ length: gatewayCount }, (_, i) => startGw(i)));
+  const gatewayStart = (i: number): GatewayStart => ({
+    logFile: join(BENCH_DIR, "results", `tenants-gateway${i === 0 ? "" : `-${i}`}.log`),
+    env: {
+      LOG_LEVEL: "error",
+      VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
+      ...(args.defaults ? {} : TUNED_LIMITS),
+    },
+    // --defaults: the service's default limits; else the bench's uncapped ones, tuned above.
+    defaultLimits: args.defaults,
+  });
+  const { gateway } = await servers.start({
+    natsStore: join(servers.root, "store"),
+    natsLog: join(BENCH_DIR, "results", "tenants-nats.log"),
+    ...gatewayStart(0),
+  });
+  const gws = [gateway];
+  for (let i = 1; i < gatewayCount; i++) gws.push(await servers.startGateway(gatewayStart(i)));
   const urls = gws.map((g) => g.url).join(",");
   const env = (token: string) => ({ VQS_BENCH_GATEWAY_URL: urls, VQS_BENCH_TOKEN: token });
   // A namespace of A's per scenario: the storage it filled in one does not refuse the next.
   const tokenA = (scenario: string) =>
-    issuer.token(
+    issuer.sign(
       {
+        owner_id: "team_a",
         project_id: `prj_noisy_${scenario}`,
         ...(scenario === "a_storage_full" ? { owner_id: "team_full" } : {}),
         // With --timer-team-limit A's timer flood gets that request budget (a batch's parts each
@@ -626,9 +621,9 @@ async function main(): Promise<void> {
           ? { owner_id: "team_timers" }
           : {}),
       },
-      { expiresIn: "3h" },
+      "3h",
     );
-  const tokenB = await issuer.token({ project_id: "prj_quiet" }, { expiresIn: "3h" });
+  const tokenB = await issuer.sign({ owner_id: "team_a", project_id: "prj_quiet" }, "3h");
   // Timers are sharded by namespace: B must not share A's timer shard (it would measure the
   // shard-mate's exposure, which C measures on purpose).
   const shardOf = (project: string, team = "team_a") =>
@@ -640,7 +635,10 @@ async function main(): Promise<void> {
   if (shardOf("prj_quiet") === floodShard) throw new Error("B shares A's timer shard: rename one");
   let mate = 0;
   while (shardOf(`prj_shard_mate_${mate}`) !== floodShard) mate++;
-  const tokenC = await issuer.token({ project_id: `prj_shard_mate_${mate}` }, { expiresIn: "3h" });
+  const tokenC = await issuer.sign(
+    { owner_id: "team_a", project_id: `prj_shard_mate_${mate}` },
+    "3h",
+  );
 
   const results: Record<
     string,
@@ -708,11 +706,6 @@ async function main(): Promise<void> {
   };
   await writeFile(args.out, JSON.stringify(out, null, 2));
   console.log(JSON.stringify(ratios, null, 2));
-  await Promise.all(gws.map((g) => g.stop()));
-  await issuer.close();
-  await nats.stop();
-  await rm(dir, { recursive: true, force: true });
-  await agent.close();
 }
 
 (args.role ? worker(args.role, args.scenario ?? "") : main()).catch((err: unknown) => {

@@ -1,5 +1,6 @@
 // The benchmark's token issuer: an RS256 key served as a JWKS on loopback (the gateways fetch it
-// once and cache it, as in production) and one long-lived token for every request.
+// once and cache it, as in production), one long-lived token for every request, and tokens for
+// other namespaces (bench:tenants).
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { createServer } from "node:http";
 
@@ -9,6 +10,8 @@ export const BENCH_AUDIENCE = "https://bench.local/team_bench";
 export interface BenchIssuer {
   readonly jwksUrl: string;
   readonly token: string;
+  /** A token for `claims` over the bench's own (team_bench/prj_bench/production). */
+  sign(claims: Record<string, unknown>, expiresIn?: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -22,20 +25,23 @@ export async function startBenchIssuer(): Promise<BenchIssuer> {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const addr = server.address();
   const port = typeof addr === "object" && addr ? addr.port : 0;
-  const token = await new SignJWT({
-    owner_id: "team_bench",
-    project_id: "prj_bench",
-    environment: "production",
-  })
-    .setProtectedHeader({ alg: "RS256", kid: "bench" })
-    .setIssuer(BENCH_ISSUER)
-    .setAudience(BENCH_AUDIENCE)
-    .setIssuedAt()
-    .setExpirationTime("6h")
-    .sign(privateKey);
+  const sign = (claims: Record<string, unknown>, expiresIn = "6h") =>
+    new SignJWT({
+      owner_id: "team_bench",
+      project_id: "prj_bench",
+      environment: "production",
+      ...claims,
+    })
+      .setProtectedHeader({ alg: "RS256", kid: "bench" })
+      .setIssuer(BENCH_ISSUER)
+      .setAudience(BENCH_AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime(expiresIn)
+      .sign(privateKey);
   return {
     jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
-    token,
+    token: await sign({}),
+    sign,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

@@ -21,8 +21,10 @@ export interface GatewayStart {
   readonly nodeFlags?: readonly string[];
   /** The gateway from the compiled build (what production runs), not the sources under tsx. */
   readonly build?: boolean;
-  /** Variables on top of the benchmark gateway's environment. */
+  /** Variables on top of the benchmark gateway's environment (camelCase keys: fixed values). */
   readonly env?: Record<string, string>;
+  /** The service's default limits instead of the bench's uncapped namespaces and tenants. */
+  readonly defaultLimits?: boolean;
 }
 
 export interface BenchServers {
@@ -67,6 +69,7 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
           BENCH_ISSUER,
           BENCH_AUDIENCE,
           settings.env,
+          !o.defaultLimits,
         ),
         options: settings.options,
         nodeFlags: o.nodeFlags ?? [],
