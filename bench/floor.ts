@@ -15,7 +15,7 @@ import { floorScenario, type FloorResult } from "./lib/floor/floor.js";
 import { GatewayApi } from "./lib/gw.js";
 import { createHttpClient } from "./lib/http-client.js";
 import { boundRun, loadAverage } from "./lib/proc.js";
-import { topicStream } from "./lib/push/throughput.js";
+import { topicStream } from "./lib/gw.js";
 import { benchServers, elapsedLog } from "./lib/standalone.js";
 import { fillStream } from "./lib/raw.js";
 import { round } from "./lib/stats.js";

@@ -12,7 +12,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
-import { GatewayApi, gwPublishOp, gwReceiveOp } from "./lib/gw.js";
+import { GatewayApi, gwPublishOp, gwReceiveOp, topicStream, type TopicStream } from "./lib/gw.js";
 import { createHttpClient, type HttpClient } from "./lib/http-client.js";
 import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
 import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
@@ -197,40 +197,9 @@ async function stopEnv(env: Env): Promise<void> {
   await env.nats.stop();
 }
 
-/** A gateway topic's stream, found by its description after one publish through the gateway. */
-interface TopicStream extends RawStream {
-  readonly topic: string;
-  readonly config: StreamConfig;
-  /** Headers of a message the gateway stored, with a fresh nonce each call. */
-  readonly makeHeaders: () => MsgHdrs;
-}
-
-async function gatewayTopic(env: Env, topic: string, payload: Buffer): Promise<TopicStream> {
-  const res = await env.api.publish(topic, stampPayload(payload));
-  if (res.status !== 201) {
-    throw new Error(`probe publish to ${topic}: HTTP ${res.status} ${res.body.toString()}`);
-  }
-  let pages = 0;
-  for await (const info of env.jsm.streams.list()) {
-    if (++pages > 100_000) break;
-    let described: { topic?: string } = {};
-    try {
-      described = JSON.parse(info.config.description ?? "{}") as { topic?: string };
-    } catch {
-      continue;
-    }
-    if (described.topic !== topic) continue;
-    const last = await env.jsm.streams.getMessage(info.config.name, { seq: info.state.last_seq });
-    if (!last) throw new Error(`stream ${info.config.name}: the probe message is missing`);
-    return {
-      topic,
-      stream: info.config.name,
-      subject: last.subject,
-      config: info.config,
-      makeHeaders: headersLike(last.header),
-    };
-  }
-  throw new Error(`no stream describes topic ${topic} (has the naming scheme changed?)`);
+/** A gateway topic's stream (its payloads stamped with their send time). */
+function gatewayTopic(env: Env, topic: string, payload: Buffer): Promise<TopicStream> {
+  return topicStream(env, topic, stampPayload(payload));
 }
 
 /** nats-server's count of clients it disconnected as slow consumers. */

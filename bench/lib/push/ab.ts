@@ -7,7 +7,8 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { GatewayApi } from "../gw.js";
 import { sampleProc } from "../proc.js";
 import type { PushEndpoint } from "./endpoints.js";
-import { pushOff, pushOn, topicStream } from "./throughput.js";
+import { topicStream } from "../gw.js";
+import { pushOff, pushOn } from "./throughput.js";
 import { fillStream } from "../raw.js";
 import { sleep } from "../stats.js";
 

@@ -7,7 +7,7 @@
 // round's ratios (plain/poll, callback/poll) are what carries over. A push group is switched on
 // and off through its settings (PUT with `push`, then PUT `{}`), as an operator would.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { gwReceiveOp, type GatewayApi } from "../gw.js";
+import { gwReceiveOp, topicStream, type GatewayApi } from "../gw.js";
 import {
   loadAverage,
   sampleMachine,
@@ -17,7 +17,7 @@ import {
 } from "../proc.js";
 import type { PushEndpoint } from "./endpoints.js";
 import { nowMs } from "./stamp.js";
-import { fillStream, headersLike, type RawStream } from "../raw.js";
+import { fillStream } from "../raw.js";
 import { Window } from "../runner.js";
 import { Recorder, sleep } from "../stats.js";
 
@@ -429,34 +429,4 @@ function machinePercent(
   k: keyof MachineSample,
 ): number {
   return a && b && seconds > 0 ? ((b[k] - a[k]) / seconds) * 100 : NaN;
-}
-
-/** A gateway topic and its stream (made by a first publish), for writing backlog into it. */
-export async function topicStream(
-  ctx: Pick<ThroughputContext, "api" | "jsm">,
-  topic: string,
-  payload: Buffer,
-): Promise<RawStream & { readonly makeHeaders: ReturnType<typeof headersLike> }> {
-  const res = await ctx.api.publish(topic, payload);
-  if (res.status !== 201) throw new Error(`publish to ${topic}: HTTP ${res.status}`);
-  let pages = 0;
-  for await (const info of ctx.jsm.streams.list()) {
-    if (++pages > 100_000) break;
-    let d: { topic?: string } = {};
-    try {
-      d = JSON.parse(info.config.description ?? "{}") as { topic?: string };
-    } catch {
-      continue;
-    }
-    if (d.topic !== topic) continue;
-    const last = await ctx.jsm.streams.getMessage(info.config.name, { seq: info.state.last_seq });
-    if (!last) throw new Error(`stream ${info.config.name}: the first message is missing`);
-    // Stored as the gateway stores them (headers copied, fresh nonce): queue messages to it.
-    return {
-      stream: info.config.name,
-      subject: last.subject,
-      makeHeaders: headersLike(last.header),
-    };
-  }
-  throw new Error(`no stream describes topic ${topic}`);
 }
