@@ -33,9 +33,6 @@ const { values } = parseArgs({
     steps: { type: "string", default: "10" },
     concurrency: { type: "string", default: "50" },
     out: { type: "string", default: join(RESULTS, "workflow.json") },
-    // V8 CPU profiles of each app process, in bench/results/profiles/workflow-<queue>/, and of
-    // the gateway, in bench/results/profiles/workflow-gateway/ (written when it stops).
-    "cpu-prof": { type: "boolean", default: false },
     // App processes on each queue (the example server's WORKFLOW_APP_PROCESSES), sharing the
     // concurrency: graphile-worker's pool is split between them, vqs's namespace cap is theirs.
     apps: { type: "string", default: "1" },
@@ -122,12 +119,6 @@ async function readTiming(dir: string, window: readonly [number, number]): Promi
   };
 }
 
-/** The node options that make an app process write its CPU profile on exit, if asked. */
-function profileArgs(queue: string): string[] {
-  if (!values["cpu-prof"]) return [];
-  return ["--cpu-prof", `--cpu-prof-dir=${join(RESULTS, "profiles", `workflow-${queue}`)}`];
-}
-
 /** CPU seconds of a process and of its children (Postgres's backends), so far. */
 function treeCpu(pid: number): number {
   let total = sampleProc(pid)?.cpuSeconds ?? 0;
@@ -164,101 +155,20 @@ interface Result {
   readonly loadAverage: number;
   /** The measured window (epoch ms), for the app's event loop utilization over it. */
   readonly window: readonly [number, number];
-  /** vqs only: where a step's time goes, from the gateway's own metrics (means, ms). */
-  readonly gateway?: GatewayBreakdown;
   /** Measured inside the app processes (their whole life: the warm-up run is in it too). */
   app?: AppTiming;
-}
-
-interface GatewayBreakdown {
-  /** A push, from the request to the app's answer (the app's handler, its ack included). */
-  readonly pushMs: number;
-  readonly pushes: number;
-  /** The gateway's own time per request the app makes: publish and acknowledge. */
-  readonly publishMs: number;
-  readonly ackMs: number;
-  /** Of which JetStream's (store) time. */
-  readonly jetstreamPublishMs: number;
-  readonly jetstreamAckMs: number;
-  /**
-   * What the app asked of the gateway per push, by request (`METHOD route`): a publish and an
-   * acknowledgement each, no lease extension (PATCH) and no receive by ID.
-   */
-  readonly requestsPerPush: Record<string, number>;
-  /** The gateway's garbage collections over the phase, by kind: count and ms. */
-  readonly gc: Record<string, { n: number; ms: number }>;
-}
-
-/** Sum and count of the histogram series whose labels contain every `match` (Prometheus text). */
-function histogram(text: string, name: string, match: string[] = []): { sum: number; n: number } {
-  let sum = 0;
-  let n = 0;
-  for (const line of text.split("\n")) {
-    const isSum = line.startsWith(`${name}_sum`);
-    if (!isSum && !line.startsWith(`${name}_count`)) continue;
-    if (!match.every((m) => line.includes(m))) continue;
-    const v = Number(line.slice(line.lastIndexOf(" ") + 1));
-    if (isSum) sum += v;
-    else n += v;
-  }
-  return { sum, n };
-}
-
-const meanMs = (h: { sum: number; n: number }) => (h.n > 0 ? round((h.sum / h.n) * 1000) : 0);
-
-/** The gateway's figures since `before` (both scraped from /metrics). */
-function breakdown(before: string, after: string): GatewayBreakdown {
-  const delta = (name: string, match: string[] = []) => {
-    const a = histogram(after, name, match);
-    const b = histogram(before, name, match);
-    return { sum: a.sum - b.sum, n: a.n - b.n };
-  };
-  const push = delta("vqs_push_duration_seconds", ['outcome="success"']);
-  const requestsPerPush: Record<string, number> = {};
-  for (const line of after.split("\n")) {
-    const m = /^vqs_http_request_duration_seconds_count\{.*method="(\w+)".*route="([^"]+)"/.exec(
-      line,
-    );
-    if (!m) continue;
-    const key = `${m[1]} ${m[2]}`;
-    if (key in requestsPerPush) continue;
-    const n = delta("vqs_http_request_duration_seconds", [`method="${m[1]}"`, `route="${m[2]}"`]).n;
-    if (n > 0) requestsPerPush[key] = round(n / Math.max(1, push.n));
-  }
-  return {
-    pushMs: meanMs(push),
-    pushes: push.n,
-    publishMs: meanMs(
-      delta("vqs_http_request_duration_seconds", ['method="POST"', 'route="/api/v3/topic/:topic"']),
-    ),
-    ackMs: meanMs(delta("vqs_http_request_duration_seconds", ['method="DELETE"'])),
-    jetstreamPublishMs: meanMs(
-      delta("vqs_jetstream_request_duration_seconds", ['operation="publish"']),
-    ),
-    jetstreamAckMs: meanMs(delta("vqs_jetstream_request_duration_seconds", ['operation="ack"'])),
-    requestsPerPush,
-    gc: Object.fromEntries(
-      ["minor", "major", "incremental", "weakcb"].map((kind) => {
-        const g = delta("nodejs_gc_duration_seconds", [`kind="${kind}"`]);
-        return [kind, { n: g.n, ms: round(g.sum * 1000) }];
-      }),
-    ),
-  };
 }
 
 async function measure(
   queue: string,
   app: WorkflowApp,
   pids: Record<string, number>,
-  metricsUrl?: string,
 ): Promise<Result> {
   // One warm-up run: bundles loaded, connections open.
   await app.completed(await app.start("sequence", [`warm-${queue}`, 1]), 60_000);
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, treeCpu(pid)]));
   // This process too: it starts and watches the runs (and, on vqs, drains the gateway's log).
   const self0 = process.cpuUsage();
-  const scrape = () => (metricsUrl ? fetch(metricsUrl).then((r) => r.text()) : null);
-  const metrics0 = await scrape();
   const t0 = performance.now();
   const windowStart = Date.now();
   const ids = await Promise.all(
@@ -278,7 +188,6 @@ async function measure(
   }
   const seconds = (performance.now() - t0) / 1000;
   const window: [number, number] = [windowStart, Date.now()];
-  const metrics1 = await scrape();
   const self = process.cpuUsage(self0);
   const cpuSeconds = {
     ...Object.fromEntries(
@@ -304,7 +213,6 @@ async function measure(
     stepToStepMs: { p50: round(p.p50), p99: round(p.p99), max: round(p.max) },
     cpuSeconds,
     loadAverage: round(loadAverage()),
-    ...(metrics0 !== null && metrics1 !== null ? { gateway: breakdown(metrics0, metrics1) } : {}),
   };
 }
 
@@ -332,10 +240,8 @@ try {
     // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
     // app, over all of its groups (each group's push.maxConcurrency alone would allow 11 × 50).
     options: { maxPushesInFlightPerNamespace: CONCURRENCY },
-    nodeFlags: profileArgs("gateway"),
     logFile: join(RESULTS, "workflow-gateway.log"),
   });
-  // A profile is written at a graceful exit (SIGTERM, waited for).
   cleanups.unshift(() => gateway.stop());
   let base: Result;
   let ours: Result;
@@ -357,7 +263,6 @@ try {
         WORKFLOW_APP_PROCESSES: String(APPS),
         ...pgTiming.env,
       },
-      nodeArgs: profileArgs("world-postgres"),
     });
     apps.push(baseline);
     log(`world-postgres queue: ${RUNS} runs of ${STEPS} steps...`);
@@ -384,21 +289,15 @@ try {
         WORKFLOW_APP_PROCESSES: String(APPS),
         ...vqsTiming.env,
       },
-      nodeArgs: profileArgs("vqs"),
     });
     apps.push(app);
     log(`vqs: ${RUNS} runs of ${STEPS} steps...`);
-    const ours = await measure(
-      "vqs",
-      app,
-      {
-        app: app.child.pid!,
-        postgres: postgres.pid,
-        gateway: gateway.pid,
-        "nats-server": listenerPid(nats.port),
-      },
-      gateway.metricsUrl,
-    );
+    const ours = await measure("vqs", app, {
+      app: app.child.pid!,
+      postgres: postgres.pid,
+      gateway: gateway.pid,
+      "nats-server": listenerPid(nats.port),
+    });
     await app.stop();
     ours.app = await readTiming(vqsTiming.dir, ours.window);
     return ours;
@@ -438,21 +337,6 @@ try {
     log(
       `${r.queue.padEnd(15)} ${r.runsPerSecond} runs/s (${r.seconds} s), step to step p50 ` +
         `${r.stepToStepMs.p50} ms p99 ${r.stepToStepMs.p99} ms; CPU ${cpu}; load ${r.loadAverage}`,
-    );
-  }
-  if (ours.gateway) {
-    const g = ours.gateway;
-    log(
-      `vqs gateway: ${g.pushes} pushes of ${g.pushMs} ms on average (the app's handler); ` +
-        `its own time per publish ${g.publishMs} ms (JetStream ${g.jetstreamPublishMs} ms), ` +
-        `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms); requests per push: ` +
-        Object.entries(g.requestsPerPush)
-          .map(([k, v]) => `${k} ${v}`)
-          .join(", ") +
-        `; collections ` +
-        Object.entries(g.gc)
-          .map(([k, v]) => `${k} ${v.n} (${v.ms} ms)`)
-          .join(", "),
     );
   }
   for (const r of results) {
