@@ -1,24 +1,21 @@
 // `npm run bench [-- --quick] [options]`: the gateway against raw JetStream, in one run, on one
-// local nats-server (file storage), with the same payloads and concurrency; then push delivery
-// against polling (bench/lib/push/scenario.ts). See bench/README.md.
+// local nats-server (file storage), with the same payloads and concurrency. Push, the HTTP floor
+// and BullMQ are bench:push, bench:floor and bench:bullmq. See bench/README.md.
 // Never part of `npm test`. All traffic stays on 127.0.0.1; every loop is bounded in count and time.
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
+import type { GatewayProcess } from "./lib/gateways.js";
 import { GatewayApi, gwPublishOp, gwReceiveOp, topicStream, type TopicStream } from "./lib/gw.js";
 import { createHttpClient, type HttpClient } from "./lib/http-client.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
-import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import type { BenchNats } from "./lib/nats-server.js";
 import { numberOption } from "./lib/options.js";
 import { boundRun, loadAverage } from "./lib/proc.js";
-import { pushScenario, pushTables, pushTargets, type PushResult } from "./lib/push/scenario.js";
 import {
   createRawConsumer,
   createRawStream,
@@ -42,15 +39,8 @@ import {
   type ScenarioRow,
   type Target,
 } from "./lib/report.js";
-import {
-  bullmqScenario,
-  bullmqTable,
-  redisServerVersion,
-  type BullmqResult,
-} from "./lib/bullmq/scenario.js";
-import { floorScenario, floorTable, type FloorResult } from "./lib/floor/floor.js";
 import { drive, type Processes, type Window } from "./lib/runner.js";
-import { elapsedLog, machineInfo } from "./lib/standalone.js";
+import { benchServers, elapsedLog, machineInfo, type BenchServers } from "./lib/standalone.js";
 import { Recorder, round, sleep } from "./lib/stats.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -67,12 +57,6 @@ const HELP = `npm run bench -- [options]
   --warmup <s>         warm-up before each window (default 1, quick 0.5)
   --sizes <list>       payload sizes in bytes (default 1024,65536)
   --concurrency <list> requests in flight (default 1,16,64,256)
-  --skip-floor         leave out the HTTP floor (a bare Fastify route; quick and full runs)
-  --skip-bullmq        leave out the comparison with BullMQ on redis-server (20,000 messages,
-                       two rounds; quick: 5,000, one round); npm run bench:bullmq runs it alone
-  --skip-push          leave out push delivery (in quick and full runs; npm run bench:push runs
-                       it alone)
-  --push-concurrency <list>  push.maxConcurrency = polled receives in flight (default 1,16,64)
   --e2e-load <f>       publish rate of the publish-to-delivery runs, as a fraction of the
                        gateway's publish/receive capacity at 16 in flight (default 0.3)
   --cpu-prof           write a V8 CPU profile of each gateway process to bench/results/profiles/
@@ -85,10 +69,6 @@ interface Options {
   readonly durationMs: number;
   readonly sizes: readonly number[];
   readonly concurrency: readonly number[];
-  readonly skipPush: boolean;
-  readonly skipFloor: boolean;
-  readonly skipBullmq: boolean;
-  readonly pushConcurrency: readonly number[];
   readonly e2eLoad: number;
   readonly cpuProf: boolean;
   readonly out: string;
@@ -103,10 +83,6 @@ function parseOptions(): Options {
       warmup: { type: "string" },
       sizes: { type: "string", default: "1024,65536" },
       concurrency: { type: "string", default: "1,16,64,256" },
-      "skip-push": { type: "boolean", default: false },
-      "skip-floor": { type: "boolean", default: false },
-      "skip-bullmq": { type: "boolean", default: false },
-      "push-concurrency": { type: "string", default: "1,16,64" },
       "e2e-load": { type: "string", default: "0.3" },
       "cpu-prof": { type: "boolean", default: false },
       out: { type: "string", default: join(BENCH_DIR, "results", "latest.json") },
@@ -128,10 +104,6 @@ function parseOptions(): Options {
     durationMs: num("duration", values.duration ?? (quick ? "1.5" : "5"), 0.2, 120) * 1000,
     sizes: list("sizes", values.sizes, 16, 1024 * 1024),
     concurrency: list("concurrency", values.concurrency, 1, 1024),
-    skipPush: values["skip-push"],
-    skipFloor: values["skip-floor"],
-    skipBullmq: values["skip-bullmq"],
-    pushConcurrency: list("push-concurrency", values["push-concurrency"], 1, 1000),
     e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
     cpuProf: values["cpu-prof"],
     out: values.out,
@@ -154,30 +126,22 @@ interface Env {
   readonly procs: Processes;
 }
 
-async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Promise<Env> {
-  const nats = await startBenchNats(storeDir, NATS_LOG);
-  const gateways: GatewayProcess[] = [];
-  try {
-    for (let i = 0; i < o.gateways; i++) {
-      gateways.push(
-        await startGatewayProcess({
-          env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
-          nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : [],
-          logFile: gatewayLog(i),
-        }),
-      );
-    }
-  } catch (err) {
-    await Promise.all(gateways.map((g) => g.stop()));
-    await nats.stop();
-    throw err;
-  }
-  const nc = await connect({
-    servers: nats.url,
-    name: "vqs-bench-raw",
-    maxReconnectAttempts: 3,
+async function startEnv(o: Options, servers: BenchServers): Promise<Env> {
+  const gatewayStart = (i: number) => ({
+    logFile: gatewayLog(i),
+    nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : [],
   });
+  const { nats, gateway } = await servers.start({
+    natsStore: join(servers.root, "store"),
+    natsLog: NATS_LOG,
+    ...gatewayStart(0),
+  });
+  const gateways = [gateway];
+  for (let i = 1; i < o.gateways; i++) gateways.push(await servers.startGateway(gatewayStart(i)));
+  const nc = await connect({ servers: nats.url, name: "vqs-bench-raw", maxReconnectAttempts: 3 });
+  servers.onCleanup(() => nc.close());
   const client = createHttpClient(gateways.map((g) => g.url));
+  servers.onCleanup(() => client.close());
   return {
     nats,
     gateways,
@@ -185,16 +149,9 @@ async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Prom
     js: jetstream(nc),
     jsm: await jetstreamManager(nc),
     client,
-    api: new GatewayApi(client, issuer.token),
+    api: new GatewayApi(client, servers.issuer.token),
     procs: { gatewayPids: gateways.map((g) => g.pid), natsPid: nats.pid },
   };
-}
-
-async function stopEnv(env: Env): Promise<void> {
-  env.client.close();
-  await env.nc.close().catch(() => undefined);
-  await Promise.all(env.gateways.map((g) => g.stop()));
-  await env.nats.stop();
 }
 
 /** A gateway topic's stream (its payloads stamped with their send time). */
@@ -533,18 +490,9 @@ function targets(rows: readonly ScenarioRow[], o: Options): Target[] {
 
 async function main(): Promise<void> {
   const o = parseOptions();
+  const servers = await benchServers("vqs-bench-");
   // The whole run is bounded: a hung scenario cannot keep the machine busy.
-  const hardLimitMs = (o.quick ? 8 : 45) * 60_000;
-  const root = await mkdtemp(join(tmpdir(), "vqs-bench-"));
-  const issuer = await startBenchIssuer();
-  const envs: Env[] = [];
-  const cleanup = async () => {
-    for (const e of envs.splice(0)) await stopEnv(e).catch(() => undefined);
-    await issuer.close().catch(() => undefined);
-    await rm(root, { recursive: true, force: true }).catch(() => undefined);
-  };
-  const endTimeLimit = boundRun(cleanup, hardLimitMs, log);
-
+  const endTimeLimit = boundRun(servers.cleanup, (o.quick ? 8 : 20) * 60_000, log);
   const startedAt = new Date();
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
   for (let i = 0; i < o.gateways; i++) await writeFile(gatewayLog(i), "");
@@ -556,79 +504,14 @@ async function main(): Promise<void> {
   }
   try {
     log(`vqs bench (${o.quick ? "quick" : "full"}): ${o.gateways} gateway process(es)`);
-    const env = await startEnv(o, issuer, join(root, "main"));
-    envs.push(env);
+    const env = await startEnv(o, servers);
     const machine = await machineInfo(env.nats);
     log(
       `machine: ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; load average ${machine.loadAverageAtStart}`,
     );
-
     await warmUp(o, env);
     const rows = await mainScenarios(o, env);
-    let floor: FloorResult | null = null;
-    if (!o.skipFloor) {
-      const payload = randomBytes(1024);
-      floor = await floorScenario(
-        {
-          api: env.api,
-          procs: env.procs,
-          token: issuer.token,
-          fill: async (topic, n) => {
-            const s = await gatewayTopic(env, topic, payload);
-            await ensureBacklog(env, s, payload, n, s.makeHeaders, 120);
-          },
-          log,
-        },
-        { warmupMs: o.warmupMs, durationMs: o.durationMs, inFlight: 64, payload },
-      );
-      for (const [k, g] of Object.entries(floor.gateway)) {
-        const f = floor.floor[k as keyof FloorResult["floor"]];
-        log(
-          `  floor ${k}: gateway ${g.cpuUsPerRequest} µs/request, floor ${f.cpuUsPerRequest} µs (x${round(g.cpuUsPerRequest / f.cpuUsPerRequest, 2)})`,
-        );
-      }
-    }
-    let push: PushResult | null = null;
-    if (!o.skipPush) {
-      push = await pushScenario(
-        {
-          api: env.api,
-          gatewayUrl: env.gateways[0]!.url,
-          gatewayPids: env.procs.gatewayPids,
-          natsPid: env.nats.pid,
-          token: issuer.token,
-          js: env.js,
-          jsm: env.jsm,
-          logDir: join(BENCH_DIR, "results"),
-          log,
-        },
-        { quick: o.quick, levels: o.pushConcurrency },
-      );
-    }
-    let bullmq: BullmqResult | { skipped: string };
-    if (o.skipBullmq) bullmq = { skipped: "--skip-bullmq" };
-    else if (redisServerVersion() === null) {
-      bullmq = { skipped: "no redis-server (node scripts/ensure-redis.mjs installs it)" };
-      log(`bullmq: skipped, ${bullmq.skipped}`);
-    } else {
-      bullmq = await bullmqScenario(
-        {
-          api: env.api,
-          gatewayUrl: env.gateways[0]!.url,
-          gatewayPid: env.gateways[0]!.pid,
-          natsPid: env.nats.pid,
-          token: issuer.token,
-          logDir: join(BENCH_DIR, "results"),
-          redisDir: join(root, "redis"),
-          log,
-        },
-        { messages: o.quick ? 5000 : 20_000, rounds: o.quick ? 1 : 2 },
-      );
-    }
-    await stopEnv(env);
-    envs.splice(envs.indexOf(env), 1);
-
-    const t = [...targets(rows, o), ...pushTargets(push, "--skip-push")];
+    const t = targets(rows, o);
     const results = {
       tool: "vqs bench (bench/run.ts)",
       mode: o.quick ? "quick" : "full",
@@ -641,18 +524,21 @@ async function main(): Promise<void> {
         sizes: o.sizes,
         concurrency: o.concurrency,
         e2eLoad: o.e2eLoad,
-        pushConcurrency: o.pushConcurrency,
       },
       machine: { ...machine, loadAverageAtEnd: loadAverage() },
       scenarios: rows,
-      push: push ?? { skipped: "--skip-push" },
-      floor: floor ?? { skipped: "--skip-floor" },
-      bullmq,
       targets: t,
     };
     await mkdir(dirname(o.out), { recursive: true });
     await writeFile(o.out, JSON.stringify(results, null, 2) + "\n");
-
+    const logLines = await Promise.all(
+      Array.from({ length: o.gateways }, (_, i) =>
+        readFile(gatewayLog(i), "utf8").then(
+          (t) => t.split("\n").filter(Boolean).length,
+          () => 0,
+        ),
+      ),
+    );
     const out: string[] = [
       "",
       `vqs bench, ${results.mode} run, ${startedAt.toISOString()}: ${machine.cores} cores (${machine.cpuModel}), ` +
@@ -664,31 +550,18 @@ async function main(): Promise<void> {
       ...(rows.some((r) => r.raw.stoppedEarly || r.gateway.stoppedEarly)
         ? ["* the run stopped early (its backlog ran out); the rate is over the time it ran.", ""]
         : []),
-    ];
-    if (push) out.push(pushTables(push), "");
-    if (floor) {
-      const push64 = push?.levels.find((l) => l.concurrency === 64)?.plain.gatewayUsPerMsg;
-      out.push(floorTable(floor, push64 ?? null), "");
-    }
-    if ("rounds" in bullmq) out.push(bullmqTable(bullmq), "");
-    out.push("Targets (ratios within this run):", "", targetsTable(t), "");
-    const logLines = await Promise.all(
-      Array.from({ length: o.gateways }, (_, i) =>
-        readFile(gatewayLog(i), "utf8").then(
-          (t) => t.split("\n").filter(Boolean).length,
-          () => 0,
-        ),
-      ),
-    );
-    out.push(
+      "Targets (ratios within this run):",
+      "",
+      targetsTable(t),
+      "",
       `Results: ${relative(REPO_DIR, o.out)}; gateway log lines (warnings and errors): ` +
         logLines.map((n, i) => `${n} in ${relative(REPO_DIR, gatewayLog(i))}`).join(", "),
       "",
-    );
+    ];
     process.stdout.write(out.join("\n"));
   } finally {
     endTimeLimit();
-    await cleanup();
+    await servers.cleanup();
   }
 }
 
