@@ -1,6 +1,7 @@
 // Per-process resource readings from /proc (Linux): CPU seconds, resident memory and bytes
 // written to storage, so each scenario can say whose CPU (load generator, gateway, NATS) or which
 // disk it used. Elsewhere the readings are null and the report says "n/a".
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on every Linux we know). */
@@ -112,4 +113,16 @@ export function boundRun(
     process.once(signal, () => void cleanup().finally(() => process.exit(code)));
   }
   return () => clearTimeout(watchdog);
+}
+
+/** Stops `child`: SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
+export function childStopper(child: ChildProcess, graceMs: number): () => Promise<void> {
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  return async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
 }

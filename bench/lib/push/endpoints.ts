@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { childStopper } from "../proc.js";
 
 const BENCH_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const REPO_DIR = dirname(BENCH_DIR);
@@ -60,7 +61,7 @@ export async function startPushEndpoint(o: PushEndpointOptions): Promise<PushEnd
     },
   );
   closeSync(log);
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const stop = childStopper(child, 5_000);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
@@ -108,12 +109,6 @@ export async function startPushEndpoint(o: PushEndpointOptions): Promise<PushEnd
         child.send({ type: "read", id, takeLatencies });
       });
     },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop,
   };
 }
