@@ -319,6 +319,15 @@ class Tally {
   }
 }
 
+/** A's publish flood: plain publishes on 64 connections, as fast as they are answered. */
+async function flood(base: string, token: string, stop: () => boolean, t: Tally): Promise<void> {
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (!stop()) t.note(await call(base, token, "POST", "/api/v3/topic/a-flood", {}, "x"));
+    }),
+  );
+}
+
 /** A's noisy scenarios; each runs until `stop()` and says when its set-up is done. */
 const NOISY: Record<
   string,
@@ -328,11 +337,7 @@ const NOISY: Record<
   async a_publish_flood(base, token, stop, ready) {
     const t = new Tally();
     ready();
-    await Promise.all(
-      Array.from({ length: 64 }, async () => {
-        while (!stop()) t.note(await call(base, token, "POST", "/api/v3/topic/a-flood", {}, "x"));
-      }),
-    );
+    await flood(base, token, stop, t);
     return t;
   },
 
@@ -371,11 +376,7 @@ const NOISY: Record<
       }),
     );
     ready();
-    await Promise.all(
-      Array.from({ length: 64 }, async () => {
-        while (!stop()) t.note(await call(base, token, "POST", "/api/v3/topic/a-flood", {}, "x"));
-      }),
-    );
+    await flood(base, token, stop, t);
     return t;
   },
 
