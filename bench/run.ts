@@ -2,11 +2,11 @@
 // local nats-server (file storage), with the same payloads and concurrency. Push, the HTTP floor
 // and BullMQ are bench:push, bench:floor and bench:bullmq. See bench/README.md.
 // Never part of `npm test`. All traffic stays on 127.0.0.1; every loop is bounded in count and time.
-import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -19,10 +19,8 @@ import { boundRun, loadAverage } from "./lib/proc.js";
 import {
   createRawConsumer,
   createRawStream,
-  errorKind,
   fillStream,
   headersLike,
-  RAW_TIMEOUT_MS,
   rawPublishOp,
   rawReceiveOp,
   stampPayload,
@@ -41,11 +39,10 @@ import {
 } from "./lib/report.js";
 import { drive, type Processes, type Window } from "./lib/runner.js";
 import { benchServers, elapsedLog, machineInfo, type BenchServers } from "./lib/standalone.js";
-import { Recorder, round, sleep } from "./lib/stats.js";
+import { Recorder } from "./lib/stats.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_DIR = dirname(BENCH_DIR);
-const PROFILE_DIR = join(BENCH_DIR, "results", "profiles");
 /** Where gateway process i writes its log (warnings and errors only; *.log is git-ignored). */
 const gatewayLog = (i: number) => join(BENCH_DIR, "results", `gateway-${i + 1}.log`);
 const NATS_LOG = join(BENCH_DIR, "results", "nats-server.log");
@@ -57,9 +54,6 @@ const HELP = `npm run bench -- [options]
   --warmup <s>         warm-up before each window (default 1, quick 0.5)
   --sizes <list>       payload sizes in bytes (default 1024,65536)
   --concurrency <list> requests in flight (default 1,16,64,256)
-  --e2e-load <f>       publish rate of the publish-to-delivery runs, as a fraction of the
-                       gateway's publish/receive capacity at 16 in flight (default 0.3)
-  --cpu-prof           write a V8 CPU profile of each gateway process to bench/results/profiles/
   --out <file>         results file (default bench/results/latest.json)`;
 
 interface Options {
@@ -69,8 +63,6 @@ interface Options {
   readonly durationMs: number;
   readonly sizes: readonly number[];
   readonly concurrency: readonly number[];
-  readonly e2eLoad: number;
-  readonly cpuProf: boolean;
   readonly out: string;
 }
 
@@ -83,8 +75,6 @@ function parseOptions(): Options {
       warmup: { type: "string" },
       sizes: { type: "string", default: "1024,65536" },
       concurrency: { type: "string", default: "1,16,64,256" },
-      "e2e-load": { type: "string", default: "0.3" },
-      "cpu-prof": { type: "boolean", default: false },
       out: { type: "string", default: join(BENCH_DIR, "results", "latest.json") },
       help: { type: "boolean", default: false },
     },
@@ -104,8 +94,6 @@ function parseOptions(): Options {
     durationMs: num("duration", values.duration ?? (quick ? "1.5" : "5"), 0.2, 120) * 1000,
     sizes: list("sizes", values.sizes, 16, 1024 * 1024),
     concurrency: list("concurrency", values.concurrency, 1, 1024),
-    e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
-    cpuProf: values["cpu-prof"],
     out: values.out,
   };
 }
@@ -127,10 +115,7 @@ interface Env {
 }
 
 async function startEnv(o: Options, servers: BenchServers): Promise<Env> {
-  const gatewayStart = (i: number) => ({
-    logFile: gatewayLog(i),
-    nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : [],
-  });
+  const gatewayStart = (i: number) => ({ logFile: gatewayLog(i) });
   const { nats, gateway } = await servers.start({
     natsStore: join(servers.root, "store"),
     natsLog: NATS_LOG,
@@ -236,12 +221,8 @@ async function publishRun(
   });
 }
 
-function receiveRecorders(delivery = false): ReceiveRecorders {
-  return {
-    receive: new Recorder(),
-    ack: new Recorder(),
-    ...(delivery ? { delivery: new Recorder() } : {}),
-  };
+function receiveRecorders(): ReceiveRecorders {
+  return { receive: new Recorder(), ack: new Recorder() };
 }
 
 let consumerCounter = 0;
@@ -272,84 +253,6 @@ async function receiveRun(
     side,
     concurrency: n,
   });
-}
-
-/**
- * Publish-to-delivery: n publishers at a fixed total rate (open loop) and n receivers (receive 10,
- * ack each, 2 ms pause when empty) on a fresh topic; the latency is from the send time written in
- * the payload to the receive response that carries it.
- */
-async function e2eRun(
-  o: Options,
-  env: Env,
-  side: Side,
-  payload: Buffer,
-  n: number,
-  rate: number,
-  like: StreamConfig,
-): Promise<RunResult & { publishP50Ms: number; publishP99Ms: number; offeredRate: number }> {
-  const label = `${Math.round(payload.length / 1024)}K`;
-  const r = receiveRecorders(true);
-  const pub = new Recorder();
-  let s: RawStream;
-  let consume: (w: number, window: Window) => Promise<void>;
-  let send: (b: Buffer) => Promise<boolean>;
-  if (side === "raw") {
-    s = await createRawStream(env.jsm, like, `BENCH_E2E_${label}`);
-    await createRawConsumer(env.jsm, s, "e2e");
-    consume = rawReceiveOp(env.nc, s.stream, "e2e", r, 2);
-    const makeHeaders = headersLike(undefined);
-    send = async (b) => {
-      await env.js.publish(s.subject, b, {
-        headers: makeHeaders(),
-        expect: { streamName: s.stream },
-        timeout: RAW_TIMEOUT_MS,
-      });
-      return true;
-    };
-  } else {
-    const topic = `bench-e2e-${label.toLowerCase()}`;
-    s = await gatewayTopic(env, topic, payload);
-    consume = gwReceiveOp(env.api, topic, "e2e", r, 2);
-    send = async (b) => (await env.api.publish(topic, b)).status === 201;
-  }
-  const interval = 1000 / rate;
-  let k = 0;
-  const t0 = performance.now();
-  const produce = async (_w: number, window: Window) => {
-    const due = t0 + k++ * interval;
-    const wait = Math.min(due, window.end) - performance.now();
-    if (wait > 0) await sleep(wait);
-    if (!window.running()) return;
-    const t = performance.now();
-    try {
-      const ok = await send(stampPayload(payload));
-      const done = performance.now();
-      if (!ok) pub.error("publish failed");
-      else if (window.counts(done)) pub.record(done - t);
-    } catch (err) {
-      pub.error(errorKind(err));
-    }
-  };
-  const { window, resources } = await drive(env.procs, 2 * n, o.warmupMs, o.durationMs, (w, win) =>
-    w < n ? produce(w, win) : consume(w, win),
-  );
-  await env.jsm.streams.delete(s.stream).catch(() => undefined);
-  const delivery = r.delivery!;
-  const result = summarize(window, resources, delivery, delivery, {
-    ack: r.ack,
-    gateways: env.gateways.length,
-    side,
-    concurrency: n,
-  });
-  const pp = pub.samples.length ? pub.samples.slice().sort((a, b) => a - b) : [NaN];
-  return {
-    ...result,
-    errors: result.errors + r.receive.errors + pub.errors,
-    publishP50Ms: round(pp[Math.floor(pp.length * 0.5)] ?? NaN, 3),
-    publishP99Ms: round(pp[Math.min(pp.length - 1, Math.floor(pp.length * 0.99))] ?? NaN, 3),
-    offeredRate: round(rate, 0),
-  };
 }
 
 function logRun(what: string, side: Side, r: RunResult): void {
@@ -431,22 +334,6 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
       rows.push(row("receive", size, n, a, b));
     }
 
-    // Publish-to-delivery at 16 in flight (or the nearest level run), at a fixed offered rate.
-    const n = o.concurrency.includes(16) ? 16 : o.concurrency[0]!;
-    const gwPub = rows.find(
-      (r) => r.kind === "publish" && r.sizeBytes === size && r.concurrency === n,
-    );
-    const gwRecv = rows.find(
-      (r) => r.kind === "receive" && r.sizeBytes === size && r.concurrency === n,
-    );
-    const capacity = Math.min(gwPub?.gateway.msgsPerSec ?? 500, gwRecv?.gateway.msgsPerSec ?? 500);
-    const rate = Math.max(10, capacity * o.e2eLoad);
-    const a = await counted(env, () => e2eRun(o, env, "raw", payload, n, rate, topic.config));
-    logRun(`deliver ${sz} x${n} @${Math.round(rate)}/s`, "raw", a);
-    const b = await counted(env, () => e2eRun(o, env, "gateway", payload, n, rate, topic.config));
-    logRun(`deliver ${sz} x${n} @${Math.round(rate)}/s`, "gateway", b);
-    rows.push(row("e2e", size, n, a, b));
-
     await env.jsm.streams.delete(raw.stream).catch(() => undefined);
     await env.jsm.streams.delete(topic.stream).catch(() => undefined);
   }
@@ -497,11 +384,6 @@ async function main(): Promise<void> {
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
   for (let i = 0; i < o.gateways; i++) await writeFile(gatewayLog(i), "");
   await writeFile(NATS_LOG, "");
-  if (o.cpuProf) {
-    // Profiles of earlier runs would be mistaken for this one's.
-    await rm(PROFILE_DIR, { recursive: true, force: true });
-    await mkdir(PROFILE_DIR, { recursive: true });
-  }
   try {
     log(`vqs bench (${o.quick ? "quick" : "full"}): ${o.gateways} gateway process(es)`);
     const env = await startEnv(o, servers);
@@ -523,7 +405,6 @@ async function main(): Promise<void> {
         durationSeconds: o.durationMs / 1000,
         sizes: o.sizes,
         concurrency: o.concurrency,
-        e2eLoad: o.e2eLoad,
       },
       machine: { ...machine, loadAverageAtEnd: loadAverage() },
       scenarios: rows,

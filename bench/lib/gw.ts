@@ -4,7 +4,7 @@
 import { parseMultipart, type HttpClient } from "./http-client.js";
 import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import type { MsgHdrs } from "@nats-io/transport-node";
-import { errorKind, headersLike, sentAt, type RawStream, type ReceiveRecorders } from "./raw.js";
+import { errorKind, headersLike, type RawStream, type ReceiveRecorders } from "./raw.js";
 import { sleep, type Recorder } from "./stats.js";
 import type { Window } from "./runner.js";
 
@@ -116,10 +116,7 @@ export function gwReceiveOp(
       }
       const parts = parseMultipart(res.contentType, res.body);
       handles = parts.map((p) => p.headers.get("vqs-receipt-handle") ?? "");
-      if (window.counts(got)) {
-        r.receive.record(got - t, parts.length);
-        if (r.delivery) for (const p of parts) r.delivery.record(got - sentAt(p.payload), 1);
-      }
+      if (window.counts(got)) r.receive.record(got - t, parts.length);
     } catch (err) {
       r.receive.error(errorKind(err));
       await sleep(10);
