@@ -212,11 +212,6 @@ export function rawReceiveOp(
   };
 }
 
-/** The send time (performance.now() of this process) in a payload's first 8 bytes. */
-export function sentAt(payload: Uint8Array): number {
-  return Buffer.from(payload.buffer, payload.byteOffset, 8).readDoubleLE(0);
-}
-
 export function stampPayload(template: Buffer): Buffer {
   const b = Buffer.allocUnsafe(template.length);
   template.copy(b);
