@@ -151,12 +151,7 @@ const cpu: [number[], number[]] = [[], []];
 const sys: [AbSyscalls[], AbSyscalls[]] = [[], []];
 if (mode === "push") {
   const nc = await connect({ servers: nats.url });
-  const endpoint = await startPushEndpoint({
-    mode: "plain",
-    gatewayUrl: gateways[0]!.url,
-    token: issuer.token,
-    logFile: join(dir, "endpoint.log"),
-  });
+  const endpoint = await startPushEndpoint({ logFile: join(dir, "endpoint.log") });
   const r = await abPushSlices({
     apis: [apis[0]!, apis[1]!],
     pids: [gateways[0]!.pid, gateways[1]!.pid],

@@ -1,11 +1,11 @@
 // `npm run bench:push [-- --quick] [options]`: the push scenario group alone
 // (bench/lib/push/scenario.ts) on its own nats-server and gateway process: push to a plain
-// endpoint and to handleCallback against polled receive 10 + ack, in paired slices, then
+// endpoint against polled receive 10 + ack, in paired slices, then
 // publish-to-handler latency. See bench/README.md. Never part of `npm test`; everything on
 // 127.0.0.1, bounded.
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -21,14 +21,12 @@ const RESULTS = join(BENCH_DIR, "results");
 const HELP = `npm run bench:push -- [options]
   --quick              shorter slices and fewer rounds (~2 min instead of ~5)
   --concurrency <list> push.maxConcurrency = polled receives in flight (default 1,16,64)
-  --cpu-prof           a V8 CPU profile of the gateway in bench/results/profiles/
   --out <file>         results file (default bench/results/push.json)`;
 
 const { values } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     concurrency: { type: "string", default: "1,16,64" },
-    "cpu-prof": { type: "boolean", default: false },
     out: { type: "string", default: join(RESULTS, "push.json") },
     help: { type: "boolean", default: false },
   },
@@ -50,16 +48,10 @@ const endTimeLimit = boundRun(servers.cleanup, (values.quick ? 8 : 20) * 60_000,
 
 try {
   await mkdir(RESULTS, { recursive: true });
-  const profileDir = join(RESULTS, "profiles");
-  if (values["cpu-prof"]) {
-    await rm(profileDir, { recursive: true, force: true });
-    await mkdir(profileDir, { recursive: true });
-  }
   const { nats, gateway } = await servers.start({
     natsStore: join(root, "store"),
     natsLog: join(RESULTS, "nats-server.log"),
     logFile: join(RESULTS, "gateway-1.log"),
-    nodeFlags: values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
   });
   const nc = await connect({ servers: nats.url, name: "vqs-bench-push" });
   const client = createHttpClient([gateway.url]);
@@ -72,10 +64,7 @@ try {
   const result = await pushScenario(
     {
       api: new GatewayApi(client, issuer.token),
-      gatewayUrl: gateway.url,
-      gatewayPids: [gateway.pid],
-      natsPid: nats.pid,
-      token: issuer.token,
+      gatewayPid: gateway.pid,
       js: jetstream(nc),
       jsm: await jetstreamManager(nc),
       logDir: RESULTS,

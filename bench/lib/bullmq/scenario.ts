@@ -26,10 +26,8 @@ export const BULLMQ_VERSION = "6.7.0";
 
 export interface BullmqContext {
   readonly api: GatewayApi;
-  readonly gatewayUrl: string;
   readonly gatewayPid: number;
   readonly natsPid: number;
-  readonly token: string;
   /** Where the endpoint's log goes. */
   readonly logDir: string;
   /** Redis's store (made here). */
@@ -235,12 +233,7 @@ export async function bullmqScenario(ctx: BullmqContext, o: BullmqOptions): Prom
     const logFile = join(ctx.logDir, "push-endpoint-plain.log");
     await mkdir(ctx.logDir, { recursive: true });
     await writeFile(logFile, "");
-    endpoint = await startPushEndpoint({
-      mode: "plain",
-      gatewayUrl: ctx.gatewayUrl,
-      token: ctx.token,
-      logFile,
-    });
+    endpoint = await startPushEndpoint({ logFile });
     const api = ctx.api;
     const payload = randomBytes(1024);
     const data = { p: randomBytes(768).toString("base64") }; // 1,024 characters

@@ -1,68 +1,49 @@
-// The push scenario group of `npm run bench` (and all of `npm run bench:push`): the two push
-// endpoints in their own processes, throughput in paired slices against polling
-// (throughput.ts), then publish-to-handler latency (latency.ts); its table and targets.
+// `npm run bench:push`'s scenario: the plain push endpoint in its own process, throughput in
+// paired slices against polling (throughput.ts), then publish-to-handler latency (latency.ts);
+// its table and targets.
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { GatewayApi } from "../gw.js";
-import { loadAverage } from "../proc.js";
-import { startPushEndpoint, type PushEndpoint } from "./endpoints.js";
-import { pollLatency, pushLatency, type LatencyResult } from "./latency.js";
+import { startPushEndpoint } from "./endpoints.js";
+import { pushLatency, type LatencyResult } from "./latency.js";
 import { pushThroughput, type LevelResult } from "./throughput.js";
 import type { Target } from "../report.js";
 
-export interface PushOptions {
-  readonly quick: boolean;
-  readonly levels: readonly number[];
-}
-
 export interface PushContext {
   readonly api: GatewayApi;
-  /** The gateway the callback endpoint's client acknowledges through. */
-  readonly gatewayUrl: string;
-  readonly gatewayPids: readonly number[];
-  readonly natsPid: number;
-  readonly token: string;
+  readonly gatewayPid: number;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
-  /** Where the endpoints' logs go. */
+  /** Where the endpoint's log goes. */
   readonly logDir: string;
   readonly log: (line: string) => void;
 }
 
 export interface PushResult {
-  readonly payloadBytes: number;
   readonly rounds: number;
   readonly sliceSeconds: number;
-  readonly loadAverageAtStart: number;
   readonly levels: readonly LevelResult[];
-  readonly latency: readonly LatencyResult[];
-  readonly latencyIntervalMs: number;
+  readonly latency: LatencyResult;
 }
 
-export async function pushScenario(ctx: PushContext, o: PushOptions): Promise<PushResult> {
+export async function pushScenario(
+  ctx: PushContext,
+  o: { quick: boolean; levels: readonly number[] },
+): Promise<PushResult> {
   const payload = randomBytes(1024);
   const rounds = o.quick ? 3 : 6;
   const sliceMs = o.quick ? 1200 : 2000;
-  const latencyMessages = o.quick ? 150 : 400;
-  const latencyIntervalMs = 20;
-  const loadAverageAtStart = loadAverage();
   ctx.log(
-    `push: endpoints; ${o.levels.join("/")} in flight, ${rounds} rounds of 3 slices of ${sliceMs / 1000} s each`,
+    `push: ${o.levels.join("/")} in flight, ${rounds} rounds of 2 slices of ${sliceMs / 1000} s`,
   );
-  const endpoints: PushEndpoint[] = [];
+  const logFile = join(ctx.logDir, "push-endpoint-plain.log");
+  await writeFile(logFile, "");
+  const plain = await startPushEndpoint({ logFile });
   try {
-    for (const mode of ["plain", "callback"] as const) {
-      const logFile = join(ctx.logDir, `push-endpoint-${mode}.log`);
-      await writeFile(logFile, ""); // this run's lines only (the client logs failed callbacks)
-      endpoints.push(
-        await startPushEndpoint({ mode, gatewayUrl: ctx.gatewayUrl, token: ctx.token, logFile }),
-      );
-    }
-    const [plain, callback] = endpoints as [PushEndpoint, PushEndpoint];
     const levels = await pushThroughput(
-      { ...ctx, plain, callback },
+      { ...ctx, plain },
       {
         levels: o.levels,
         rounds,
@@ -72,111 +53,67 @@ export async function pushScenario(ctx: PushContext, o: PushOptions): Promise<Pu
         payload,
       },
     );
-    ctx.log(`push: latency, ${latencyMessages} messages ${latencyIntervalMs} ms apart per path`);
-    const lat = { messages: latencyMessages, intervalMs: latencyIntervalMs, payload };
-    const latency = [
-      await pushLatency(ctx.api, plain, lat, ctx.log),
-      await pushLatency(ctx.api, callback, lat, ctx.log),
-      await pollLatency(ctx.api, lat, ctx.log),
-    ];
-    return {
-      payloadBytes: payload.length,
-      rounds,
-      sliceSeconds: sliceMs / 1000,
-      loadAverageAtStart,
-      levels,
-      latency,
-      latencyIntervalMs,
-    };
+    const messages = o.quick ? 150 : 400;
+    ctx.log(`push: latency, ${messages} messages 20 ms apart`);
+    const latency = await pushLatency(ctx.api, plain, { messages, intervalMs: 20, payload });
+    return { rounds, sliceSeconds: sliceMs / 1000, levels, latency };
   } finally {
-    await Promise.all(endpoints.map((e) => e.stop()));
+    await plain.stop();
   }
 }
 
-/** The issue's targets: plain push ≥ 2× polled receive+ack (16 and 64 in flight), p50 < 10 ms. */
-export function pushTargets(r: PushResult | null, note?: string): Target[] {
+/** The issue's targets: ≥ 10,000 pushes/s and ≥ 2× polled receive+ack, p50 < 10 ms. */
+export function pushTargets(r: PushResult): Target[] {
+  const at = (n: number) => r.levels.find((l) => l.concurrency === n);
   const out: Target[] = [];
+  const l64 = at(64);
+  out.push({
+    name: "pushes/s to a plain endpoint, 64 in flight",
+    target: ">= 10,000",
+    value: l64?.plain.msgsPerSec ?? null,
+    pass: l64 ? l64.plain.msgsPerSec >= 10_000 : null,
+  });
   for (const n of [16, 64]) {
-    const level = r?.levels.find((l) => l.concurrency === n);
+    const level = at(n);
     out.push({
       name: `push to a plain endpoint vs polled receive 10 + ack, ${n} in flight`,
       target: ">= 2x",
-      value: level?.ratio.plainToPoll ?? null,
-      pass: level ? level.ratio.plainToPoll >= 2 : null,
-      ...(level ? {} : { note: note ?? "not run" }),
+      value: level?.plainToPoll ?? null,
+      pass: level ? level.plainToPoll >= 2 : null,
+      ...(level ? {} : { note: "not run" }),
     });
   }
-  const plain = r?.latency.find((l) => l.path === "push plain");
   out.push({
     name: "publish → plain push handler latency p50, ms",
     target: "< 10 ms",
-    value: plain?.p50Ms ?? null,
-    pass: plain ? plain.p50Ms < 10 : null,
-    ...(plain ? {} : { note: note ?? "not run" }),
+    value: r.latency.p50Ms,
+    pass: r.latency.p50Ms < 10,
   });
   return out;
 }
 
-function fmt(n: number): string {
-  if (!Number.isFinite(n)) return "n/a";
-  return n >= 100 ? Math.round(n).toLocaleString("en-US") : String(n);
-}
-
 /** The throughput and latency tables, Markdown. */
 export function pushTables(r: PushResult): string {
+  const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "n/a");
   const lines = [
-    `Push, ${r.payloadBytes / 1024} KiB, median of ${r.rounds} paired rounds of ${r.sliceSeconds} s slices ` +
-      `(ratios: median of the rounds' ratios; µs: CPU per message)`,
+    `Push, 1 KiB, median of ${r.rounds} paired rounds of ${r.sliceSeconds} s slices ` +
+      `(ratio: median of the rounds' ratios; µs: gateway CPU per message)`,
     "",
-    "| in flight | push plain msg/s | push handleCallback msg/s | poll receive 10 + ack msg/s | plain / poll | handleCallback / poll | gateway µs/msg plain / callback / poll | endpoint µs/msg plain / callback; load generator (poll) | NATS µs/msg plain / callback / poll | machine busy / steal % |",
-    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| in flight | push plain msg/s | poll receive 10 + ack msg/s | plain / poll | gateway µs/msg plain / poll | errors | load average |",
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
   for (const l of r.levels) {
     lines.push(
-      `| ${l.concurrency} | ${fmt(l.plain.msgsPerSec)} | ${fmt(l.callback.msgsPerSec)} | ${fmt(l.poll.msgsPerSec)} | ` +
-        `${l.ratio.plainToPoll.toFixed(2)} | ${l.ratio.callbackToPoll.toFixed(2)} | ` +
-        `${fmt(l.plain.gatewayUsPerMsg)} / ${fmt(l.callback.gatewayUsPerMsg)} / ${fmt(l.poll.gatewayUsPerMsg)} | ` +
-        `${fmt(l.plain.consumerUsPerMsg)} / ${fmt(l.callback.consumerUsPerMsg)}; ${fmt(l.poll.consumerUsPerMsg)} | ` +
-        `${fmt(l.plain.natsUsPerMsg)} / ${fmt(l.callback.natsUsPerMsg)} / ${fmt(l.poll.natsUsPerMsg)} | ` +
-        `${l.machineBusy} / ${l.steal}${l.note ? ` (${l.note})` : ""} |`,
+      `| ${l.concurrency} | ${fmt(l.plain.msgsPerSec)} | ${fmt(l.poll.msgsPerSec)} | ` +
+        `${l.plainToPoll.toFixed(2)} | ${fmt(l.plain.gatewayUsPerMsg)} / ${fmt(l.poll.gatewayUsPerMsg)} | ` +
+        `${l.plain.errors + l.poll.errors} | ${l.loadAverage}${l.note ? ` (${l.note})` : ""} |`,
     );
   }
+  const t = r.latency;
   lines.push(
     "",
-    "CPU of each process while each group ran, % of one core (2 cores = 200 %; the gateway is one " +
-      "thread: near 100 % it is the limit):",
-    "",
-    "| in flight | group | msg/s | gateway % | endpoint % | NATS % | load generator % | machine busy % (all processes) | load average |",
-    "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    `Publish → plain handler latency: ${t.received} / ${t.sent} received, p50 ${t.p50Ms} ms, ` +
+      `p99 ${t.p99Ms} ms, max ${t.maxMs} ms`,
   );
-  for (const l of r.levels) {
-    for (const m of ["plain", "poll", "callback"] as const) {
-      const c = l[m].cpuPercent;
-      const endpoint = m === "poll" ? "–" : fmt(c.consumer);
-      lines.push(
-        `| ${l.concurrency} | ${m} | ${fmt(l[m].msgsPerSec)} | ${fmt(c.gateway)} | ${endpoint} | ` +
-          `${fmt(c.nats)} | ${fmt(c.generator)} | ${fmt(c.machine)} | ${l.loadAverage} |`,
-      );
-    }
-  }
-  const errors = r.levels.flatMap((l) =>
-    (["plain", "callback", "poll"] as const)
-      .filter((m) => l[m].errors > 0)
-      .map((m) => `${m} x${l.concurrency}: ${l[m].errors}`),
-  );
-  if (errors.length) lines.push("", `Errors (non-2xx pushes, failed acks): ${errors.join(", ")}`);
-  lines.push(
-    "",
-    `Publish → handler latency, one message every ${r.latencyIntervalMs} ms:`,
-    "",
-    "| path | received | p50 ms | p99 ms | max ms | publish call p50 ms | machine busy / steal % | load average |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-  );
-  for (const l of r.latency) {
-    lines.push(
-      `| ${l.path} | ${l.received} / ${l.sent} | ${l.p50Ms} | ${l.p99Ms} | ${l.maxMs} | ${l.publishP50Ms} | ` +
-        `${l.machineBusy} / ${l.steal} | ${l.loadAverage} |`,
-    );
-  }
   return lines.join("\n");
 }
