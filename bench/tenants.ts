@@ -32,8 +32,6 @@ const { values: args } = parseArgs({
     out: { type: "string", default: join(BENCH_DIR, "results", "tenants.json") },
     role: { type: "string" },
     only: { type: "string" },
-    "delayed-cap": { type: "string" },
-    "timer-team-limit": { type: "string" },
     scenario: { type: "string" },
     gateways: { type: "string", default: "1" },
     /** The gateways run on the service's default limits (no rate limit, default caps). */
@@ -229,61 +227,6 @@ async function runQuiet(base: string, token: string, scenario: string, seconds: 
 }
 
 type QuietResult = Awaited<ReturnType<typeof runQuiet>>;
-type ShardMate = Awaited<ReturnType<typeof runShardMate>>;
-
-/**
- * Timer lateness of a namespace that shares the timer shard of A's (C): 5 messages a second
- * delayed 1 s for `seconds`, received by long polling. What the sharding leaves exposed.
- */
-async function runShardMate(base: string, token: string, scenario: string, seconds: number) {
-  const topic = `c-${scenario}`;
-  const dueAt = new Map<string, number>();
-  const late: number[] = [];
-  const until = Date.now() + seconds * 1000;
-  let errors = 0;
-  const receiver = (async () => {
-    // The flood may hold C's timers back far longer than the window: wait up to a minute more.
-    while (Date.now() < until || (dueAt.size > 0 && Date.now() < until + 60_000)) {
-      const r = await call(base, token, "POST", `/api/v3/topic/${topic}/consumer/g`, {
-        accept: "application/x-ndjson",
-        "vqs-max-messages": "10",
-        "vqs-wait-seconds": "2",
-      }).catch(() => null);
-      if (r?.status !== 200) continue;
-      const now = Date.now();
-      for (const line of r.body.split("\n").filter(Boolean)) {
-        const m = JSON.parse(line) as { body?: string };
-        const id = Buffer.from(m.body ?? "", "base64").toString();
-        const due = dueAt.get(id);
-        if (due !== undefined) late.push(now - due);
-        dueAt.delete(id);
-      }
-    }
-  })();
-  for (let n = 0; Date.now() < until; n++) {
-    const id = `c${n}`;
-    dueAt.set(id, Date.now() + 1000);
-    const r = await call(
-      base,
-      token,
-      "POST",
-      `/api/v3/topic/${topic}`,
-      {
-        "vqs-delay-seconds": "1",
-      },
-      id,
-    );
-    if (r.status !== 201) {
-      errors++;
-      dueAt.delete(id);
-    }
-    await sleep(200);
-  }
-  await receiver;
-  const p = percentiles(late);
-  return { p50: round(p.p50), p99: round(p.p99), n: late.length, notMoved: dueAt.size, errors };
-}
-
 /** A's answers in a scenario: counts by status, and refusals without Retry-After. */
 class Tally {
   readonly byStatus = new Map<number, number>();
@@ -491,7 +434,7 @@ const NOISY: Record<
 /** Messages between the bench and its tenant processes (IPC). */
 type WorkerMessage =
   | { type: "ready" }
-  | { type: "quiet"; result: QuietResult & { shardMate: ShardMate | null } }
+  | { type: "quiet"; result: QuietResult }
   | { type: "noisy"; tally: ReturnType<Tally["toJSON"]> };
 
 /** Runs as a tenant process: `--role quiet|noisy --scenario <name>`, told where by env. */
@@ -500,12 +443,7 @@ async function worker(role: string, scenario: string): Promise<void> {
   const token = process.env.VQS_BENCH_TOKEN!;
   const send = (m: WorkerMessage) => process.send!(m);
   if (role === "quiet") {
-    const tokenC = process.env.VQS_BENCH_TOKEN_SHARD_MATE;
-    const [result, shardMate] = await Promise.all([
-      runQuiet(base, token, scenario, SECONDS),
-      tokenC ? runShardMate(base, tokenC, scenario, SECONDS) : null,
-    ]);
-    send({ type: "quiet", result: { ...result, shardMate } });
+    send({ type: "quiet", result: await runQuiet(base, token, scenario, SECONDS) });
   } else {
     const run = NOISY[scenario];
     if (!run) throw new Error(`no scenario ${scenario}`);
@@ -575,18 +513,12 @@ async function measureAll(servers: BenchServers): Promise<void> {
     // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
     // what the gateway can serve, so that A's flood is mostly refused.
     VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "250",
-    ...(args["timer-team-limit"]
-      ? { VQS_RATE_LIMIT_TEAMS: `team_timers=${args["timer-team-limit"]}` }
-      : {}),
     // The small quota is the storage scenario's (its own team); the others have room (the
     // timer flood's 100,000 parked messages and timers take some 40 MB).
     VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
     VQS_TENANT_MAX_BYTES: String(1024 * 1024 * 1024),
     VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
     VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
-    ...(args["delayed-cap"]
-      ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: args["delayed-cap"] }
-      : {}),
     // Pushes under way per namespace on a gateway, tuned like the limits above.
     maxPushesInFlightPerNamespace: "64",
   };
@@ -616,35 +548,17 @@ async function measureAll(servers: BenchServers): Promise<void> {
         owner_id: "team_a",
         project_id: `prj_noisy_${scenario}`,
         ...(scenario === "a_storage_full" ? { owner_id: "team_full" } : {}),
-        // With --timer-team-limit A's timer flood gets that request budget (a batch's parts each
-        // count as a request), so that the timer limits are what hold it.
-        ...(scenario === "a_timer_flood" && args["timer-team-limit"]
-          ? { owner_id: "team_timers" }
-          : {}),
       },
       "3h",
     );
   const tokenB = await issuer.sign({ owner_id: "team_a", project_id: "prj_quiet" }, "3h");
-  // Timers are sharded by namespace: B must not share A's timer shard (it would measure the
-  // shard-mate's exposure, which C measures on purpose).
-  const shardOf = (project: string, team = "team_a") =>
-    timerShard(makeNamespace(team, project, "production", null).key);
-  const floodShard = shardOf(
-    "prj_noisy_a_timer_flood",
-    args["timer-team-limit"] ? "team_timers" : "team_a",
-  );
-  if (shardOf("prj_quiet") === floodShard) throw new Error("B shares A's timer shard: rename one");
-  let mate = 0;
-  while (shardOf(`prj_shard_mate_${mate}`) !== floodShard) mate++;
-  const tokenC = await issuer.sign(
-    { owner_id: "team_a", project_id: `prj_shard_mate_${mate}` },
-    "3h",
-  );
-
-  const results: Record<
-    string,
-    { b: QuietResult & { shardMate: ShardMate | null }; a: unknown; load: number }
-  > = {};
+  // Timers are sharded by namespace: B must not share the timer flood's shard.
+  const shardOf = (project: string) =>
+    timerShard(makeNamespace("team_a", project, "production", null).key);
+  if (shardOf("prj_quiet") === shardOf("prj_noisy_a_timer_flood")) {
+    throw new Error("B shares A's timer shard: rename one");
+  }
+  const results: Record<string, { b: QuietResult; a: unknown; load: number }> = {};
   const measure = async (name: string) => {
     let a: ReturnType<typeof startWorker> | null = null;
     let tallied: Promise<WorkerMessage & { type: "noisy" }> | null = null;
@@ -654,10 +568,7 @@ async function measureAll(servers: BenchServers): Promise<void> {
       tallied.catch(() => undefined);
       await a.next("ready");
     }
-    const b = startWorker("quiet", name, {
-      ...env(tokenB),
-      ...(name.endsWith("a_timer_flood") ? { VQS_BENCH_TOKEN_SHARD_MATE: tokenC } : {}),
-    });
+    const b = startWorker("quiet", name, env(tokenB));
     const { result } = await b.next("quiet");
     const load = loadAverage();
     let tally: unknown = null;
