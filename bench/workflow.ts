@@ -7,8 +7,7 @@
 // 127.0.0.1.
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -49,76 +48,6 @@ if (ORDER !== "world-postgres-first" && ORDER !== "vqs-first") {
   throw new Error("--order must be world-postgres-first or vqs-first");
 }
 
-/** Loaded into each app process: its handler times and how busy its thread was. */
-const APP_TIMING = join(dirname(fileURLToPath(import.meta.url)), "lib", "app-timing.mjs");
-
-interface AppTiming {
-  /** Mean time the app took to answer a delivery, by route (ms), and how many it answered. */
-  readonly handlerMs: Record<string, { n: number; meanMs: number }>;
-  /** Each app process's event loop utilization over its life (1: its thread never idle). */
-  readonly eventLoopUtilization: number[];
-  /** The same over the measured window only (from the first run's start to the last's end). */
-  readonly windowUtilization: number[];
-  readonly eventLoopDelayP99Ms: number[];
-  /** Garbage collections in the measured window, all app processes: count and ms by kind. */
-  readonly gcInWindow: Record<string, { n: number; ms: number }>;
-}
-
-/** The environment that loads bench/lib/app-timing.mjs, writing into a new directory. */
-async function timingEnv(): Promise<{ dir: string; env: Record<string, string> }> {
-  const dir = await mkdtemp(join(tmpdir(), "vqs-wf-timing-"));
-  return { dir, env: { NODE_OPTIONS: `--import=${APP_TIMING}`, VQS_BENCH_TIMING_DIR: dir } };
-}
-
-/** What the app processes wrote on exit (read after the app stopped). */
-async function readTiming(dir: string, window: readonly [number, number]): Promise<AppTiming> {
-  const windowElu: number[] = [];
-  const sums = new Map<string, { n: number; sumMs: number }>();
-  const elu: number[] = [];
-  const delayP99: number[] = [];
-  const gc: Record<string, { n: number; ms: number }> = {};
-  for (const f of await readdir(dir)) {
-    const t = JSON.parse(await readFile(join(dir, f), "utf8")) as {
-      requests: Record<string, { n: number; sumMs: number }>;
-      eventLoopUtilization: number;
-      timeline: [number, number][];
-      gcs?: [number, string, number][];
-      eventLoopDelayMs: { p99: number };
-    };
-    let deliveries = 0;
-    for (const [path, v] of Object.entries(t.requests)) {
-      if (!path.startsWith("/.well-known/workflow/v1/")) continue;
-      const route = path.slice(path.lastIndexOf("/") + 1);
-      const s = sums.get(route) ?? { n: 0, sumMs: 0 };
-      s.n += v.n;
-      s.sumMs += v.sumMs;
-      sums.set(route, s);
-      deliveries += v.n;
-    }
-    if (deliveries === 0) continue; // a cluster's primary serves nothing
-    elu.push(round(t.eventLoopUtilization));
-    // Samples of 100 ms each: their mean is the window's utilization.
-    const inWindow = t.timeline.filter(([at]) => at > window[0] && at <= window[1]);
-    windowElu.push(round(inWindow.reduce((n, [, u]) => n + u, 0) / Math.max(1, inWindow.length)));
-    delayP99.push(round(t.eventLoopDelayMs.p99));
-    for (const [at, kind, ms] of t.gcs ?? []) {
-      if (at <= window[0] || at > window[1]) continue;
-      const g = (gc[kind] ??= { n: 0, ms: 0 });
-      g.n++;
-      g.ms = round(g.ms + ms);
-    }
-  }
-  return {
-    handlerMs: Object.fromEntries(
-      [...sums].map(([k, v]) => [k, { n: v.n, meanMs: round(v.sumMs / Math.max(1, v.n)) }]),
-    ),
-    eventLoopUtilization: elu,
-    windowUtilization: windowElu,
-    eventLoopDelayP99Ms: delayP99,
-    gcInWindow: gc,
-  };
-}
-
 /** CPU seconds of a process and of its children (Postgres's backends), so far. */
 function treeCpu(pid: number): number {
   let total = sampleProc(pid)?.cpuSeconds ?? 0;
@@ -153,10 +82,6 @@ interface Result {
   /** CPU seconds per process over the whole measurement. */
   readonly cpuSeconds: Record<string, number>;
   readonly loadAverage: number;
-  /** The measured window (epoch ms), for the app's event loop utilization over it. */
-  readonly window: readonly [number, number];
-  /** Measured inside the app processes (their whole life: the warm-up run is in it too). */
-  app?: AppTiming;
 }
 
 async function measure(
@@ -170,7 +95,6 @@ async function measure(
   // This process too: it starts and watches the runs (and, on vqs, drains the gateway's log).
   const self0 = process.cpuUsage();
   const t0 = performance.now();
-  const windowStart = Date.now();
   const ids = await Promise.all(
     Array.from({ length: RUNS }, (_, i) => app.start("sequence", [`${queue}-${i}`, STEPS])),
   );
@@ -187,7 +111,6 @@ async function measure(
     if (pending.size > 0) await sleep(250);
   }
   const seconds = (performance.now() - t0) / 1000;
-  const window: [number, number] = [windowStart, Date.now()];
   const self = process.cpuUsage(self0);
   const cpuSeconds = {
     ...Object.fromEntries(
@@ -208,7 +131,6 @@ async function measure(
     runs: RUNS,
     steps: STEPS,
     seconds: round(seconds),
-    window,
     runsPerSecond: round(RUNS / seconds),
     stepToStepMs: { p50: round(p.p50), p99: round(p.p99), max: round(p.max) },
     cpuSeconds,
@@ -250,7 +172,6 @@ try {
     const pgDb = postgres.createDatabase("wf_pgqueue");
     migrateWorldPostgres(pgDb);
     const port = await freePort();
-    const pgTiming = await timingEnv();
     const baseline = await startWorkflowApp({
       gatewayUrl: gateway.url,
       token: await issuer.token(),
@@ -261,7 +182,6 @@ try {
         WORKFLOW_TARGET_WORLD: "@workflow/world-postgres",
         WORKFLOW_POSTGRES_WORKER_CONCURRENCY: String(Math.ceil(CONCURRENCY / APPS)),
         WORKFLOW_APP_PROCESSES: String(APPS),
-        ...pgTiming.env,
       },
     });
     apps.push(baseline);
@@ -271,14 +191,12 @@ try {
       postgres: postgres.pid,
     });
     await baseline.stop();
-    base.app = await readTiming(pgTiming.dir, base.window);
     return base;
   };
   const runVqs = async (): Promise<Result> => {
     // vqs: the World of examples/workflow.
     const vqsDb = postgres.createDatabase("wf_vqs");
     migrateWorldPostgres(vqsDb);
-    const vqsTiming = await timingEnv();
     const app = await startWorkflowApp({
       gatewayUrl: gateway.url,
       token: await issuer.token(),
@@ -287,7 +205,6 @@ try {
       env: {
         VQS_WORKFLOW_MAX_CONCURRENCY: String(CONCURRENCY),
         WORKFLOW_APP_PROCESSES: String(APPS),
-        ...vqsTiming.env,
       },
     });
     apps.push(app);
@@ -299,7 +216,6 @@ try {
       "nats-server": listenerPid(nats.port),
     });
     await app.stop();
-    ours.app = await readTiming(vqsTiming.dir, ours.window);
     return ours;
   };
   // Each phase has its own app and database; which runs first is a choice (--order), so
@@ -337,22 +253,6 @@ try {
     log(
       `${r.queue.padEnd(15)} ${r.runsPerSecond} runs/s (${r.seconds} s), step to step p50 ` +
         `${r.stepToStepMs.p50} ms p99 ${r.stepToStepMs.p99} ms; CPU ${cpu}; load ${r.loadAverage}`,
-    );
-  }
-  for (const r of results) {
-    const t = r.app;
-    if (!t) continue;
-    const routes = Object.entries(t.handlerMs)
-      .map(([k, v]) => `${k} ${v.n} × ${v.meanMs} ms`)
-      .join(", ");
-    log(
-      `${r.queue.padEnd(15)} in the app: deliveries answered in ${routes}; event loop ` +
-        `utilization ${t.eventLoopUtilization.join(" / ")} (over the measured window ` +
-        `${t.windowUtilization.join(" / ")}), loop delay p99 ` +
-        `${t.eventLoopDelayP99Ms.join(" / ")} ms; collections in the window ` +
-        Object.entries(t.gcInWindow)
-          .map(([k, v]) => `${k} ${v.n} (${v.ms} ms)`)
-          .join(", "),
     );
   }
   log(
