@@ -17,29 +17,15 @@ export class GatewayApi {
     this.#auth = `Bearer ${token}`;
   }
 
-  publish(topic: string, payload: Buffer, idempotencyKey?: string) {
+  publish(topic: string, payload: Buffer) {
     return this.#client.request(
       "POST",
       `/api/v3/topic/${topic}`,
       {
         authorization: this.#auth,
         "content-type": "application/octet-stream",
-        ...(idempotencyKey !== undefined ? { "vqs-idempotency-key": idempotencyKey } : {}),
       },
       payload,
-    );
-  }
-
-  /** Receive by ID with a lease of `visibilitySeconds` (0: released at once, so it can repeat). */
-  receiveById(topic: string, group: string, messageId: string, visibilitySeconds = 0) {
-    return this.#client.request(
-      "POST",
-      `/api/v3/topic/${topic}/consumer/${group}/id/${encodeURIComponent(messageId)}`,
-      {
-        authorization: this.#auth,
-        accept: "multipart/mixed",
-        "vqs-visibility-timeout-seconds": String(visibilitySeconds),
-      },
     );
   }
 

@@ -11,13 +11,8 @@ export interface ProcSample {
   /** user + system CPU seconds so far. */
   readonly cpuSeconds: number;
   readonly rssBytes: number;
-  /** Of cpuSeconds, the kernel's (system calls: socket writes and reads, mostly). */
-  readonly systemSeconds: number;
   /** Bytes this process caused to be sent to storage (/proc/<pid>/io write_bytes). */
   readonly writeBytes: number;
-  /** Read and write system calls so far (/proc/<pid>/io syscr, syscw; a writev counts once). */
-  readonly readCalls: number;
-  readonly writeCalls: number;
 }
 
 export function sampleProc(pid: number | "self"): ProcSample | null {
@@ -30,23 +25,16 @@ export function sampleProc(pid: number | "self"): ProcSample | null {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
     const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
     let writeBytes = 0;
-    let readCalls = 0;
-    let writeCalls = 0;
     try {
       const io = readFileSync(`/proc/${pid}/io`, "utf8");
       writeBytes = Number(/write_bytes:\s+(\d+)/.exec(io)?.[1] ?? 0);
-      readCalls = Number(/syscr:\s+(\d+)/.exec(io)?.[1] ?? 0);
-      writeCalls = Number(/syscw:\s+(\d+)/.exec(io)?.[1] ?? 0);
     } catch {
       // /proc/<pid>/io may be unreadable (capabilities); writes then read as 0.
     }
     return {
       cpuSeconds: (utime + stime) / CLK_TCK,
-      systemSeconds: stime / CLK_TCK,
       rssBytes: rssKb * 1024,
       writeBytes,
-      readCalls,
-      writeCalls,
     };
   } catch {
     return null;
