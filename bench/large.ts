@@ -153,7 +153,7 @@ async function throughput(
     const rawUp = () => timed(() => uploadChunks(js, cs, `r${r}`, body, chunk));
     const gwUp = () =>
       timed(async () => {
-        const res = await uploadBody(env.target, topic, body, { contentLength: true });
+        const res = await uploadBody(env.target, topic, body);
         if (res.status !== 201)
           throw new Error(`upload to ${topic}: HTTP ${res.status} ${res.body}`);
       });
@@ -211,17 +211,11 @@ interface MemoryLevel {
 async function memoryScenario(o: Options, env: Env, body: Buffer, sha256: string) {
   // The body every download level receives (each download by a group of its own).
   const downloadTopic = "mem-download";
-  const stored = await uploadBody(env.target, downloadTopic, body, {
-    contentLength: true,
-    retentionSeconds: 3600,
-  });
+  const stored = await uploadBody(env.target, downloadTopic, body, 3600);
   if (stored.status !== 201) throw new Error(`memory: HTTP ${stored.status} ${stored.body}`);
   const transfer = async (target: GatewayTarget, kind: Kind, name: string) => {
     if (kind === "upload") {
-      const res = await uploadBody(target, name, body, {
-        contentLength: true,
-        retentionSeconds: 60,
-      });
+      const res = await uploadBody(target, name, body, 60);
       if (res.status !== 201) throw new Error(`memory upload: HTTP ${res.status} ${res.body}`);
       return;
     }
@@ -309,10 +303,7 @@ async function latencyScenario(o: Options, env: Env, body: Buffer) {
   let uploads = 0;
   const loaders = Array.from({ length: LOADERS }, async (_, w) => {
     for (let i = 0; !stop && i < 10_000; i++) {
-      const res = await uploadBody(env.target, `load-${w}`, body, {
-        contentLength: true,
-        retentionSeconds: 60,
-      }).catch(() => null);
+      const res = await uploadBody(env.target, `load-${w}`, body, 60).catch(() => null);
       if (res?.status === 201) uploads++;
       else await sleep(100);
     }
@@ -371,7 +362,7 @@ async function main(): Promise<void> {
     const sha256 = createHash("sha256").update(body).digest("hex");
     // The gateway's body store, once a body went through it: the baseline copies its stream
     // configuration and its chunk size, so both sides write the same way.
-    const probe = await uploadBody(target, "large-probe", body, { contentLength: true });
+    const probe = await uploadBody(target, "large-probe", body);
     if (probe.status !== 201) {
       throw new Error(
         `the gateway refused a ${o.sizeBytes / MB} MB body: HTTP ${probe.status} ${probe.body} ` +
