@@ -23,7 +23,6 @@ import {
   headersLike,
   rawPublishOp,
   rawReceiveOp,
-  stampPayload,
   type RawStream,
   type ReceiveRecorders,
 } from "./lib/raw.js";
@@ -137,11 +136,6 @@ async function startEnv(o: Options, servers: BenchServers): Promise<Env> {
     api: new GatewayApi(client, servers.issuer.token),
     procs: { gatewayPids: gateways.map((g) => g.pid), natsPid: nats.pid },
   };
-}
-
-/** A gateway topic's stream (its payloads stamped with their send time). */
-function gatewayTopic(env: Env, topic: string, payload: Buffer): Promise<TopicStream> {
-  return topicStream(env, topic, stampPayload(payload));
 }
 
 /** nats-server's count of clients it disconnected as slow consumers. */
@@ -278,7 +272,7 @@ async function warmUp(o: Options, env: Env): Promise<void> {
   const seconds = o.quick ? 8 : 15;
   log(`warm-up: ${seconds} s of raw and gateway traffic`);
   const payload = randomBytes(1024);
-  const topic = await gatewayTopic(env, "bench-warmup", payload);
+  const topic = await topicStream(env, "bench-warmup", payload);
   const raw = await createRawStream(env.jsm, topic.config, "BENCH_WARMUP");
   await createRawConsumer(env.jsm, raw, "warmup");
   const sink = () => receiveRecorders();
@@ -302,7 +296,7 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
   for (const size of o.sizes) {
     const payload = randomBytes(size);
     const label = `${Math.round(size / 1024)}k`;
-    const topic = await gatewayTopic(env, `bench-${label}`, payload);
+    const topic = await topicStream(env, `bench-${label}`, payload);
     const raw = await createRawStream(env.jsm, topic.config, `BENCH_RAW_${label.toUpperCase()}`);
     const sz = sizeLabel(size);
 

@@ -212,13 +212,6 @@ export function rawReceiveOp(
   };
 }
 
-export function stampPayload(template: Buffer): Buffer {
-  const b = Buffer.allocUnsafe(template.length);
-  template.copy(b);
-  b.writeDoubleLE(performance.now(), 0);
-  return b;
-}
-
 export function errorKind(err: unknown): string {
   if (err instanceof Error) return `${err.name}: ${err.message}`.slice(0, 120);
   return String(err).slice(0, 120);
