@@ -27,9 +27,10 @@ import {
 import { abPushSlices } from "./lib/push/ab.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
+import { AUDIENCE, ISSUER } from "../test/helpers/issuer.js";
 import { startBenchNats } from "./lib/nats-server.js";
 import { boundRun, sampleProc } from "./lib/proc.js";
+import { startBenchIssuer } from "./lib/standalone.js";
 import { startPushEndpoint } from "./lib/push/endpoints.js";
 import { sleep } from "./lib/stats.js";
 
@@ -59,7 +60,7 @@ const dir = await mkdtemp(join(tmpdir(), "vqs-ab-"));
 const nats = await startBenchNats(join(dir, "store"), join(dir, "nats.log"));
 const issuer = await startBenchIssuer();
 // This checkout's benchmark environment for both (the other checkout's module starts its own).
-const env = benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE);
+const env = benchGatewayEnv(nats.url, issuer.jwksUrl, ISSUER, AUDIENCE);
 const gateways: GatewayProcess[] = [];
 const cleanup = async () => {
   for (const g of gateways) await g.stop().catch(() => undefined);

@@ -11,7 +11,7 @@ import {
   startGatewayProcess,
   type GatewayProcess,
 } from "./gateways.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./issuer.js";
+import { AUDIENCE, ISSUER, startIssuer } from "../../test/helpers/issuer.js";
 import { startBenchNats, type BenchNats } from "./nats-server.js";
 import { loadAverage } from "./proc.js";
 import { round } from "./stats.js";
@@ -43,6 +43,21 @@ export interface BenchServers {
   readonly cleanup: () => Promise<void>;
 }
 
+/** The tests' JWKS issuer on loopback, one long-lived token, and tokens for other namespaces. */
+export interface BenchIssuer {
+  readonly jwksUrl: string;
+  readonly token: string;
+  sign(claims: Record<string, unknown>, expiresIn?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startBenchIssuer(): Promise<BenchIssuer> {
+  const issuer = await startIssuer();
+  const sign = (claims: Record<string, unknown>, expiresIn = "6h") =>
+    issuer.token(claims, { expiresIn });
+  return { jwksUrl: issuer.jwksUrl, token: await sign({}), sign, close: () => issuer.close() };
+}
+
 export async function benchServers(prefix: string): Promise<BenchServers> {
   const root = await mkdtemp(join(tmpdir(), prefix));
   const issuer = await startBenchIssuer();
@@ -66,8 +81,8 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
         env: benchGatewayEnv(
           s.nats.url,
           issuer.jwksUrl,
-          BENCH_ISSUER,
-          BENCH_AUDIENCE,
+          ISSUER,
+          AUDIENCE,
           settings.env,
           !o.defaultLimits,
         ),
