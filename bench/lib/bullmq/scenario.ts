@@ -105,24 +105,10 @@ async function startRedis(dir: string): Promise<{ port: number; child: ChildProc
   await mkdir(dir, { recursive: true });
   // AOF with an fsync every second (Redis's recommended durability for queues), no RDB snapshots.
   const args = [
-    "--port",
-    String(port),
-    "--bind",
-    "127.0.0.1",
-    "--dir",
-    dir,
-    "--appendonly",
-    "yes",
-    "--appendfsync",
-    "everysec",
-    "--save",
-    "",
-    "--protected-mode",
-    "no",
-    "--logfile",
-    join(dir, "redis.log"),
-    "--maxmemory-policy",
-    "noeviction",
+    ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
+    ...["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""],
+    ...["--protected-mode", "no", "--logfile", join(dir, "redis.log")],
+    ...["--maxmemory-policy", "noeviction"],
   ];
   const child = spawn("redis-server", args, { stdio: "ignore" });
   child.once("error", (err) =>
