@@ -517,7 +517,7 @@ async function measureAll(servers: BenchServers): Promise<void> {
     // timer flood's 100,000 parked messages and timers take some 40 MB).
     VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
     VQS_TENANT_MAX_BYTES: String(1024 * 1024 * 1024),
-    VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
+    VQS_TENANT_OVERRIDES: `team_full:bytes=${QUOTA}`,
     VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
     // Pushes under way per namespace on a gateway, tuned like the limits above.
     maxPushesInFlightPerNamespace: "64",
