@@ -1,11 +1,9 @@
-// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--cpu-prof DIR] [--build]`: is B's gateway
+// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--build]`: is B's gateway
 // faster than A's? Both gateways run at once against one nats-server (each started by its own
 // checkout's bench/lib/gateways.ts, B defaulting to this one), and the load generator moves
 // between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
 // the median of the paired slice ratios B/A. Modes: receive (receive 10 + ack each), publish,
-// keyed (publish with a new idempotency key each), duplicate (publish with a key whose message
-// lives), by-id (receive by ID of stored messages, lease 0 s so they can be taken again), push
-// (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/push/ab.ts).
+// push (each gateway pushes to a plain endpoint, autoAck, maxConcurrency 64: lib/push/ab.ts).
 // `--build`: both gateways from their checkout's compiled build (`npm run build:bench` in each first),
 // as production runs them, rather than from the sources under tsx.
 //
@@ -26,12 +24,13 @@ import {
   type GatewayProcess,
   type GatewayProcessOptions,
 } from "./lib/gateways.js";
-import { abPushSlices, type AbSyscalls } from "./lib/push/ab.js";
+import { abPushSlices } from "./lib/push/ab.js";
 import { createHttpClient, parseMultipart } from "./lib/http-client.js";
 import { GatewayApi } from "./lib/gw.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer } from "./lib/issuer.js";
+import { AUDIENCE, ISSUER } from "../test/helpers/issuer.js";
 import { startBenchNats } from "./lib/nats-server.js";
 import { boundRun, sampleProc } from "./lib/proc.js";
+import { startBenchIssuer } from "./lib/standalone.js";
 import { startPushEndpoint } from "./lib/push/endpoints.js";
 import { sleep } from "./lib/stats.js";
 
@@ -41,12 +40,10 @@ const { values, positionals } = parseArgs({
   options: {
     mode: { type: "string", default: "receive" },
     slices: { type: "string", default: "20" },
-    // V8 profiles of gateway B in this directory.
-    "cpu-prof": { type: "string" },
     build: { type: "boolean", default: false },
   },
 });
-const MODES = ["receive", "publish", "keyed", "duplicate", "by-id", "push"] as const;
+const MODES = ["receive", "publish", "push"] as const;
 type Mode = (typeof MODES)[number];
 if (positionals.length < 1 || !(MODES as readonly string[]).includes(values.mode)) {
   console.error(`usage: npm run bench:ab -- <checkout A> [checkout B] [--mode ${MODES.join("|")}]`);
@@ -63,7 +60,7 @@ const dir = await mkdtemp(join(tmpdir(), "vqs-ab-"));
 const nats = await startBenchNats(join(dir, "store"), join(dir, "nats.log"));
 const issuer = await startBenchIssuer();
 // This checkout's benchmark environment for both (the other checkout's module starts its own).
-const env = benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE);
+const env = benchGatewayEnv(nats.url, issuer.jwksUrl, ISSUER, AUDIENCE);
 const gateways: GatewayProcess[] = [];
 const cleanup = async () => {
   for (const g of gateways) await g.stop().catch(() => undefined);
@@ -84,13 +81,11 @@ for (const [i, tree] of trees.entries()) {
   };
   // Push: a region each, or both gateways would push both groups (every gateway of a region does).
   const region: Record<string, string> = mode === "push" ? { VQS_REGION: `bench${i + 1}` } : {};
-  const prof = values["cpu-prof"];
   gateways.push(
     await lib.startGatewayProcess({
       env: { ...env, ...region },
       logFile: join(dir, `gw-${i}.log`),
       ...(values.build ? { build: true } : {}),
-      ...(prof && i === 1 ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${resolve(prof)}`] } : {}),
     }),
   );
 }
@@ -102,19 +97,6 @@ if (mode !== "push" && (await apis[0]!.publish(topic, payload)).status !== 201)
   throw new Error("first publish failed");
 // Enough for each group at 8,000 msg/s through its warm-up and its half of the slices.
 if (mode === "receive") await fillBacklog(Math.ceil((slices * 0.75 + 5) * 8_000));
-// Messages to take by ID, and live keys to publish duplicates of.
-const ids: string[] = [];
-if (mode === "by-id" || mode === "duplicate") {
-  for (let i = 0; i < 1000; i++) {
-    const res = await apis[0]!.publish(
-      topic,
-      payload,
-      mode === "duplicate" ? `live-${i}` : undefined,
-    );
-    ids.push((JSON.parse(res.body.toString()) as { messageId: string }).messageId);
-  }
-}
-let sent = 0;
 
 // Each slice counts what the active gateway completes; the other one only finishes what it had.
 let active = 0;
@@ -124,17 +106,8 @@ const worker = async () => {
   while (!stop) {
     const i = active;
     const api = apis[i]!;
-    if (mode !== "receive") {
-      const n = sent++;
-      const res =
-        mode === "publish"
-          ? await api.publish(topic, payload)
-          : mode === "keyed"
-            ? await api.publish(topic, payload, `new-${n}`)
-            : mode === "duplicate"
-              ? await api.publish(topic, payload, `live-${n % 1000}`)
-              : await api.receiveById(topic, `g${i}-${n % 64}`, ids[n % ids.length]!);
-      if ((res.status === 201 || res.status === 200) && i === active) completed++;
+    if (mode === "publish") {
+      if ((await api.publish(topic, payload)).status === 201 && i === active) completed++;
       continue;
     }
     const group = `g${i}`;
@@ -148,15 +121,9 @@ const worker = async () => {
 };
 const rates: [number[], number[]] = [[], []];
 const cpu: [number[], number[]] = [[], []];
-const sys: [AbSyscalls[], AbSyscalls[]] = [[], []];
 if (mode === "push") {
   const nc = await connect({ servers: nats.url });
-  const endpoint = await startPushEndpoint({
-    mode: "plain",
-    gatewayUrl: gateways[0]!.url,
-    token: issuer.token,
-    logFile: join(dir, "endpoint.log"),
-  });
+  const endpoint = await startPushEndpoint({ logFile: join(dir, "endpoint.log") });
   const r = await abPushSlices({
     apis: [apis[0]!, apis[1]!],
     pids: [gateways[0]!.pid, gateways[1]!.pid],
@@ -173,8 +140,6 @@ if (mode === "push") {
   rates[1].push(...r.rates[1]);
   cpu[0].push(...r.cpu[0]);
   cpu[1].push(...r.cpu[1]);
-  sys[0].push(...r.sys[0]);
-  sys[1].push(...r.sys[1]);
   await endpoint.stop();
   await nc.close();
 } else {
@@ -227,16 +192,6 @@ if (cpuRatios.length) {
   console.log(
     `gateway CPU per message B/A, median of paired slices: ${median(cpuRatios)?.toFixed(3)} ` +
       `(pairs: ${cpuRatios.map((r) => r.toFixed(2)).join(" ")})`,
-  );
-}
-
-// Push: where the gateway's CPU per message goes between its own code and the kernel.
-for (const i of [0, 1] as const) {
-  if (sys[i].length === 0) continue;
-  const m = (f: (x: AbSyscalls) => number) => median(sys[i].map(f))?.toFixed(2);
-  console.log(
-    `${i === 0 ? "A" : "B"} per message: ${m((x) => x.systemUs)} µs of it in the kernel, ` +
-      `${m((x) => x.writes)} write and ${m((x) => x.reads)} read system calls`,
   );
 }
 

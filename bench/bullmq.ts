@@ -39,10 +39,8 @@ async function main(): Promise<void> {
     const result = await bullmqScenario(
       {
         api: new GatewayApi(client, issuer.token),
-        gatewayUrl: gateway.url,
         gatewayPid: gateway.pid,
         natsPid: nats.pid,
-        token: issuer.token,
         logDir: RESULTS,
         redisDir: join(root, "redis"),
         log,

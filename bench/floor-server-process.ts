@@ -1,7 +1,7 @@
-// The HTTP floor of `npm run bench`: the gateway's own Fastify, with no plugins, hooks, logger or
+// The HTTP floor of `npm run bench:floor`: the gateway's own Fastify, with no plugins, hooks, logger or
 // metrics, answering 204 on routes shaped like the gateway's publish, receive and acknowledge.
 // What a gateway request costs above this is the gateway's own work. Started by
-// bench/lib/floor/floor.ts as `node --import tsx bench/floor-server-process.ts`; tells its URL
+// bench/floor.ts as `node --import tsx bench/floor-server-process.ts`; tells its URL
 // over IPC ({type: "listening", url}) and exits when the parent goes away or on SIGTERM.
 import Fastify from "fastify";
 import type { AddressInfo } from "node:net";

@@ -1,34 +1,28 @@
 // `npm run bench [-- --quick] [options]`: the gateway against raw JetStream, in one run, on one
-// local nats-server (file storage), with the same payloads and concurrency; then push delivery
-// against polling (bench/lib/push/scenario.ts). See bench/README.md.
+// local nats-server (file storage), with the same payloads and concurrency. Push, the HTTP floor
+// and BullMQ are bench:push, bench:floor and bench:bullmq. See bench/README.md.
 // Never part of `npm test`. All traffic stays on 127.0.0.1; every loop is bounded in count and time.
-import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { benchGatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
-import { GatewayApi, gwPublishOp, gwReceiveOp } from "./lib/gw.js";
-import { createHttpClient, parseMultipart, type HttpClient } from "./lib/http-client.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./lib/issuer.js";
-import { startBenchNats, type BenchNats } from "./lib/nats-server.js";
+import type { GatewayProcess } from "./lib/gateways.js";
+import { GatewayApi, gwPublishOp, gwReceiveOp, topicStream, type TopicStream } from "./lib/gw.js";
+import { createHttpClient, type HttpClient } from "./lib/http-client.js";
+import type { BenchNats } from "./lib/nats-server.js";
 import { numberOption } from "./lib/options.js";
-import { boundRun, loadAverage, sampleProc } from "./lib/proc.js";
-import { pushScenario, pushTables, pushTargets, type PushResult } from "./lib/push/scenario.js";
+import { boundRun, loadAverage } from "./lib/proc.js";
 import {
   createRawConsumer,
   createRawStream,
-  errorKind,
   fillStream,
   headersLike,
-  RAW_TIMEOUT_MS,
   rawPublishOp,
   rawReceiveOp,
-  stampPayload,
   type RawStream,
   type ReceiveRecorders,
 } from "./lib/raw.js";
@@ -42,44 +36,23 @@ import {
   type ScenarioRow,
   type Target,
 } from "./lib/report.js";
-import {
-  bullmqScenario,
-  bullmqTable,
-  redisServerVersion,
-  type BullmqResult,
-} from "./lib/bullmq/scenario.js";
-import { floorScenario, floorTable, type FloorResult } from "./lib/floor/floor.js";
 import { drive, type Processes, type Window } from "./lib/runner.js";
-import { elapsedLog, machineInfo } from "./lib/standalone.js";
-import { Recorder, round, sleep } from "./lib/stats.js";
+import { benchServers, elapsedLog, machineInfo, type BenchServers } from "./lib/standalone.js";
+import { Recorder } from "./lib/stats.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_DIR = dirname(BENCH_DIR);
-const PROFILE_DIR = join(BENCH_DIR, "results", "profiles");
 /** Where gateway process i writes its log (warnings and errors only; *.log is git-ignored). */
 const gatewayLog = (i: number) => join(BENCH_DIR, "results", `gateway-${i + 1}.log`);
 const NATS_LOG = join(BENCH_DIR, "results", "nats-server.log");
 
 const HELP = `npm run bench -- [options]
-  --quick              short run (~2-3 min): 1.5 s per scenario; no backlog or scale scenarios
+  --quick              short run (~2-3 min): 1.5 s per scenario
   --gateways <n>       gateway processes behind the load generator's round-robin (default 1)
   --duration <s>       measuring window per scenario (default 5, quick 1.5)
   --warmup <s>         warm-up before each window (default 1, quick 0.5)
   --sizes <list>       payload sizes in bytes (default 1024,65536)
   --concurrency <list> requests in flight (default 1,16,64,256)
-  --backlog <n>        messages in the deep-backlog scenario (default 1000000)
-  --topics <n>         topics of the scale scenario (default 10000)
-  --groups <n>         consumer groups of the scale scenario (default 1000)
-  --skip-backlog, --skip-scale   leave those scenarios out of a full run
-  --skip-floor         leave out the HTTP floor (a bare Fastify route; quick and full runs)
-  --skip-bullmq        leave out the comparison with BullMQ on redis-server (20,000 messages,
-                       two rounds; quick: 5,000, one round); npm run bench:bullmq runs it alone
-  --skip-push          leave out push delivery (in quick and full runs; npm run bench:push runs
-                       it alone)
-  --push-concurrency <list>  push.maxConcurrency = polled receives in flight (default 1,16,64)
-  --e2e-load <f>       publish rate of the publish-to-delivery runs, as a fraction of the
-                       gateway's publish/receive capacity at 16 in flight (default 0.3)
-  --cpu-prof           write a V8 CPU profile of each gateway process to bench/results/profiles/
   --out <file>         results file (default bench/results/latest.json)`;
 
 interface Options {
@@ -89,17 +62,6 @@ interface Options {
   readonly durationMs: number;
   readonly sizes: readonly number[];
   readonly concurrency: readonly number[];
-  readonly backlog: number;
-  readonly topics: number;
-  readonly groups: number;
-  readonly skipBacklog: boolean;
-  readonly skipScale: boolean;
-  readonly skipPush: boolean;
-  readonly skipFloor: boolean;
-  readonly skipBullmq: boolean;
-  readonly pushConcurrency: readonly number[];
-  readonly e2eLoad: number;
-  readonly cpuProf: boolean;
   readonly out: string;
 }
 
@@ -112,17 +74,6 @@ function parseOptions(): Options {
       warmup: { type: "string" },
       sizes: { type: "string", default: "1024,65536" },
       concurrency: { type: "string", default: "1,16,64,256" },
-      backlog: { type: "string", default: "1000000" },
-      topics: { type: "string", default: "10000" },
-      groups: { type: "string", default: "1000" },
-      "skip-backlog": { type: "boolean", default: false },
-      "skip-scale": { type: "boolean", default: false },
-      "skip-push": { type: "boolean", default: false },
-      "skip-floor": { type: "boolean", default: false },
-      "skip-bullmq": { type: "boolean", default: false },
-      "push-concurrency": { type: "string", default: "1,16,64" },
-      "e2e-load": { type: "string", default: "0.3" },
-      "cpu-prof": { type: "boolean", default: false },
       out: { type: "string", default: join(BENCH_DIR, "results", "latest.json") },
       help: { type: "boolean", default: false },
     },
@@ -142,17 +93,6 @@ function parseOptions(): Options {
     durationMs: num("duration", values.duration ?? (quick ? "1.5" : "5"), 0.2, 120) * 1000,
     sizes: list("sizes", values.sizes, 16, 1024 * 1024),
     concurrency: list("concurrency", values.concurrency, 1, 1024),
-    backlog: Math.round(num("backlog", values.backlog, 1000, 10_000_000)),
-    topics: Math.round(num("topics", values.topics, 1, 100_000)),
-    groups: Math.round(num("groups", values.groups, 1, 100_000)),
-    skipBacklog: values["skip-backlog"],
-    skipScale: values["skip-scale"],
-    skipPush: values["skip-push"],
-    skipFloor: values["skip-floor"],
-    skipBullmq: values["skip-bullmq"],
-    pushConcurrency: list("push-concurrency", values["push-concurrency"], 1, 1000),
-    e2eLoad: num("e2e-load", values["e2e-load"], 0.01, 1),
-    cpuProf: values["cpu-prof"],
     out: values.out,
   };
 }
@@ -173,30 +113,19 @@ interface Env {
   readonly procs: Processes;
 }
 
-async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Promise<Env> {
-  const nats = await startBenchNats(storeDir, NATS_LOG);
-  const gateways: GatewayProcess[] = [];
-  try {
-    for (let i = 0; i < o.gateways; i++) {
-      gateways.push(
-        await startGatewayProcess({
-          env: benchGatewayEnv(nats.url, issuer.jwksUrl, BENCH_ISSUER, BENCH_AUDIENCE),
-          nodeFlags: o.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : [],
-          logFile: gatewayLog(i),
-        }),
-      );
-    }
-  } catch (err) {
-    await Promise.all(gateways.map((g) => g.stop()));
-    await nats.stop();
-    throw err;
-  }
-  const nc = await connect({
-    servers: nats.url,
-    name: "vqs-bench-raw",
-    maxReconnectAttempts: 3,
+async function startEnv(o: Options, servers: BenchServers): Promise<Env> {
+  const gatewayStart = (i: number) => ({ logFile: gatewayLog(i) });
+  const { nats, gateway } = await servers.start({
+    natsStore: join(servers.root, "store"),
+    natsLog: NATS_LOG,
+    ...gatewayStart(0),
   });
+  const gateways = [gateway];
+  for (let i = 1; i < o.gateways; i++) gateways.push(await servers.startGateway(gatewayStart(i)));
+  const nc = await connect({ servers: nats.url, name: "vqs-bench-raw", maxReconnectAttempts: 3 });
+  servers.onCleanup(() => nc.close());
   const client = createHttpClient(gateways.map((g) => g.url));
+  servers.onCleanup(() => client.close());
   return {
     nats,
     gateways,
@@ -204,52 +133,9 @@ async function startEnv(o: Options, issuer: BenchIssuer, storeDir: string): Prom
     js: jetstream(nc),
     jsm: await jetstreamManager(nc),
     client,
-    api: new GatewayApi(client, issuer.token),
+    api: new GatewayApi(client, servers.issuer.token),
     procs: { gatewayPids: gateways.map((g) => g.pid), natsPid: nats.pid },
   };
-}
-
-async function stopEnv(env: Env): Promise<void> {
-  env.client.close();
-  await env.nc.close().catch(() => undefined);
-  await Promise.all(env.gateways.map((g) => g.stop()));
-  await env.nats.stop();
-}
-
-/** A gateway topic's stream, found by its description after one publish through the gateway. */
-interface TopicStream extends RawStream {
-  readonly topic: string;
-  readonly config: StreamConfig;
-  /** Headers of a message the gateway stored, with a fresh nonce each call. */
-  readonly makeHeaders: () => MsgHdrs;
-}
-
-async function gatewayTopic(env: Env, topic: string, payload: Buffer): Promise<TopicStream> {
-  const res = await env.api.publish(topic, stampPayload(payload));
-  if (res.status !== 201) {
-    throw new Error(`probe publish to ${topic}: HTTP ${res.status} ${res.body.toString()}`);
-  }
-  let pages = 0;
-  for await (const info of env.jsm.streams.list()) {
-    if (++pages > 100_000) break;
-    let described: { topic?: string } = {};
-    try {
-      described = JSON.parse(info.config.description ?? "{}") as { topic?: string };
-    } catch {
-      continue;
-    }
-    if (described.topic !== topic) continue;
-    const last = await env.jsm.streams.getMessage(info.config.name, { seq: info.state.last_seq });
-    if (!last) throw new Error(`stream ${info.config.name}: the probe message is missing`);
-    return {
-      topic,
-      stream: info.config.name,
-      subject: last.subject,
-      config: info.config,
-      makeHeaders: headersLike(last.header),
-    };
-  }
-  throw new Error(`no stream describes topic ${topic} (has the naming scheme changed?)`);
 }
 
 /** nats-server's count of clients it disconnected as slow consumers. */
@@ -329,12 +215,8 @@ async function publishRun(
   });
 }
 
-function receiveRecorders(delivery = false): ReceiveRecorders {
-  return {
-    receive: new Recorder(),
-    ack: new Recorder(),
-    ...(delivery ? { delivery: new Recorder() } : {}),
-  };
+function receiveRecorders(): ReceiveRecorders {
+  return { receive: new Recorder(), ack: new Recorder() };
 }
 
 let consumerCounter = 0;
@@ -367,84 +249,6 @@ async function receiveRun(
   });
 }
 
-/**
- * Publish-to-delivery: n publishers at a fixed total rate (open loop) and n receivers (receive 10,
- * ack each, 2 ms pause when empty) on a fresh topic; the latency is from the send time written in
- * the payload to the receive response that carries it.
- */
-async function e2eRun(
-  o: Options,
-  env: Env,
-  side: Side,
-  payload: Buffer,
-  n: number,
-  rate: number,
-  like: StreamConfig,
-): Promise<RunResult & { publishP50Ms: number; publishP99Ms: number; offeredRate: number }> {
-  const label = `${Math.round(payload.length / 1024)}K`;
-  const r = receiveRecorders(true);
-  const pub = new Recorder();
-  let s: RawStream;
-  let consume: (w: number, window: Window) => Promise<void>;
-  let send: (b: Buffer) => Promise<boolean>;
-  if (side === "raw") {
-    s = await createRawStream(env.jsm, like, `BENCH_E2E_${label}`);
-    await createRawConsumer(env.jsm, s, "e2e");
-    consume = rawReceiveOp(env.nc, s.stream, "e2e", r, 2);
-    const makeHeaders = headersLike(undefined);
-    send = async (b) => {
-      await env.js.publish(s.subject, b, {
-        headers: makeHeaders(),
-        expect: { streamName: s.stream },
-        timeout: RAW_TIMEOUT_MS,
-      });
-      return true;
-    };
-  } else {
-    const topic = `bench-e2e-${label.toLowerCase()}`;
-    s = await gatewayTopic(env, topic, payload);
-    consume = gwReceiveOp(env.api, topic, "e2e", r, 2);
-    send = async (b) => (await env.api.publish(topic, b)).status === 201;
-  }
-  const interval = 1000 / rate;
-  let k = 0;
-  const t0 = performance.now();
-  const produce = async (_w: number, window: Window) => {
-    const due = t0 + k++ * interval;
-    const wait = Math.min(due, window.end) - performance.now();
-    if (wait > 0) await sleep(wait);
-    if (!window.running()) return;
-    const t = performance.now();
-    try {
-      const ok = await send(stampPayload(payload));
-      const done = performance.now();
-      if (!ok) pub.error("publish failed");
-      else if (window.counts(done)) pub.record(done - t);
-    } catch (err) {
-      pub.error(errorKind(err));
-    }
-  };
-  const { window, resources } = await drive(env.procs, 2 * n, o.warmupMs, o.durationMs, (w, win) =>
-    w < n ? produce(w, win) : consume(w, win),
-  );
-  await env.jsm.streams.delete(s.stream).catch(() => undefined);
-  const delivery = r.delivery!;
-  const result = summarize(window, resources, delivery, delivery, {
-    ack: r.ack,
-    gateways: env.gateways.length,
-    side,
-    concurrency: n,
-  });
-  const pp = pub.samples.length ? pub.samples.slice().sort((a, b) => a - b) : [NaN];
-  return {
-    ...result,
-    errors: result.errors + r.receive.errors + pub.errors,
-    publishP50Ms: round(pp[Math.floor(pp.length * 0.5)] ?? NaN, 3),
-    publishP99Ms: round(pp[Math.min(pp.length - 1, Math.floor(pp.length * 0.99))] ?? NaN, 3),
-    offeredRate: round(rate, 0),
-  };
-}
-
 function logRun(what: string, side: Side, r: RunResult): void {
   log(
     `  ${what} ${side.padEnd(7)} ${String(r.msgsPerSec).padStart(7)} msg/s  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms` +
@@ -468,7 +272,7 @@ async function warmUp(o: Options, env: Env): Promise<void> {
   const seconds = o.quick ? 8 : 15;
   log(`warm-up: ${seconds} s of raw and gateway traffic`);
   const payload = randomBytes(1024);
-  const topic = await gatewayTopic(env, "bench-warmup", payload);
+  const topic = await topicStream(env, "bench-warmup", payload);
   const raw = await createRawStream(env.jsm, topic.config, "BENCH_WARMUP");
   await createRawConsumer(env.jsm, raw, "warmup");
   const sink = () => receiveRecorders();
@@ -492,7 +296,7 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
   for (const size of o.sizes) {
     const payload = randomBytes(size);
     const label = `${Math.round(size / 1024)}k`;
-    const topic = await gatewayTopic(env, `bench-${label}`, payload);
+    const topic = await topicStream(env, `bench-${label}`, payload);
     const raw = await createRawStream(env.jsm, topic.config, `BENCH_RAW_${label.toUpperCase()}`);
     const sz = sizeLabel(size);
 
@@ -524,372 +328,16 @@ async function mainScenarios(o: Options, env: Env): Promise<ScenarioRow[]> {
       rows.push(row("receive", size, n, a, b));
     }
 
-    // Publish-to-delivery at 16 in flight (or the nearest level run), at a fixed offered rate.
-    const n = o.concurrency.includes(16) ? 16 : o.concurrency[0]!;
-    const gwPub = rows.find(
-      (r) => r.kind === "publish" && r.sizeBytes === size && r.concurrency === n,
-    );
-    const gwRecv = rows.find(
-      (r) => r.kind === "receive" && r.sizeBytes === size && r.concurrency === n,
-    );
-    const capacity = Math.min(gwPub?.gateway.msgsPerSec ?? 500, gwRecv?.gateway.msgsPerSec ?? 500);
-    const rate = Math.max(10, capacity * o.e2eLoad);
-    const a = await counted(env, () => e2eRun(o, env, "raw", payload, n, rate, topic.config));
-    logRun(`deliver ${sz} x${n} @${Math.round(rate)}/s`, "raw", a);
-    const b = await counted(env, () => e2eRun(o, env, "gateway", payload, n, rate, topic.config));
-    logRun(`deliver ${sz} x${n} @${Math.round(rate)}/s`, "gateway", b);
-    rows.push(row("e2e", size, n, a, b));
-
     await env.jsm.streams.delete(raw.stream).catch(() => undefined);
     await env.jsm.streams.delete(topic.stream).catch(() => undefined);
   }
   return rows;
 }
 
-interface BacklogResult {
-  readonly wantedBacklog: number;
-  readonly deepBacklog: number;
-  readonly shallowBacklog: number;
-  readonly fillSeconds: number;
-  readonly note?: string;
-  readonly concurrency: number;
-  readonly gateway: { readonly shallow: RunResult; readonly deep: RunResult };
-  readonly raw: { readonly shallow: RunResult; readonly deep: RunResult };
-  readonly ratio: {
-    readonly gatewayP50: number;
-    readonly gatewayP99: number;
-    readonly gatewayThroughput: number;
-    readonly rawP50: number;
-    readonly rawP99: number;
-  };
-}
-
-/**
- * Receive latency with a deep backlog against a near-empty topic (one holding only what the run
- * consumes): receive 10 + ack, 16 in flight, 1 KiB, fresh consumer groups, gateway and raw.
- */
-async function backlogScenario(o: Options, env: Env, rows: ScenarioRow[]): Promise<BacklogResult> {
-  const n = 16;
-  const payload = randomBytes(1024);
-  const shallow = await gatewayTopic(env, "bench-shallow", payload);
-  const deep = await gatewayTopic(env, "bench-deep", payload);
-  const fillBudget = 420;
-  log(
-    `backlog: filling ${o.backlog.toLocaleString("en-US")} messages of 1 KiB (at most ${fillBudget} s)`,
-  );
-  const filled = await fillStream(
-    env.js,
-    deep,
-    payload,
-    o.backlog - 1,
-    fillBudget,
-    deep.makeHeaders,
-  );
-  const deepBacklog = await streamMessages(env, deep.stream);
-  log(`  deep backlog: ${deepBacklog.toLocaleString("en-US")} in ${filled.seconds.toFixed(0)} s`);
-  const recv1k = rows.find(
-    (r) => r.kind === "receive" && r.sizeBytes === 1024 && r.concurrency === n,
-  );
-  const fastest = Math.max(recv1k?.raw.msgsPerSec ?? 20_000, recv1k?.gateway.msgsPerSec ?? 0);
-  const need = Math.ceil(fastest * ((o.warmupMs + o.durationMs) / 1000) * 1.6);
-  const shallowBacklog = await ensureBacklog(env, shallow, payload, need, shallow.makeHeaders, 120);
-  // ABBA order per side (near-empty, deep, deep, near-empty), so a drift in the machine's load
-  // weighs on both alike; each figure is the mean of its two runs.
-  const abba = async (side: Side) => {
-    const run = (t: TopicStream) =>
-      counted(env, () => receiveRun(o, env, side, t, side === "gateway" ? t.topic : null, n));
-    const s1 = await run(shallow);
-    const d1 = await run(deep);
-    const d2 = await run(deep);
-    const s2 = await run(shallow);
-    return { shallow: meanRun(s1, s2), deep: meanRun(d1, d2) };
-  };
-  const runs = { gateway: await abba("gateway"), raw: await abba("raw") };
-  for (const side of ["gateway", "raw"] as const) {
-    logRun(`receive near-empty x${n}`, side, runs[side].shallow);
-    logRun(`receive ${deepBacklog} backlog x${n}`, side, runs[side].deep);
-  }
-  await env.jsm.streams.delete(deep.stream).catch(() => undefined);
-  await env.jsm.streams.delete(shallow.stream).catch(() => undefined);
-  return {
-    wantedBacklog: o.backlog,
-    deepBacklog,
-    shallowBacklog,
-    fillSeconds: round(filled.seconds, 1),
-    ...(deepBacklog < o.backlog
-      ? {
-          note: `backlog of ${deepBacklog.toLocaleString("en-US")} instead of ${o.backlog.toLocaleString("en-US")}: filling stopped at the ${fillBudget} s budget`,
-        }
-      : {}),
-    concurrency: n,
-    ...runs,
-    ratio: {
-      gatewayP50: round(runs.gateway.deep.p50Ms / runs.gateway.shallow.p50Ms, 2),
-      gatewayP99: round(runs.gateway.deep.p99Ms / runs.gateway.shallow.p99Ms, 2),
-      gatewayThroughput: round(runs.gateway.deep.msgsPerSec / runs.gateway.shallow.msgsPerSec, 2),
-      rawP50: round(runs.raw.deep.p50Ms / runs.raw.shallow.p50Ms, 2),
-      rawP99: round(runs.raw.deep.p99Ms / runs.raw.shallow.p99Ms, 2),
-    },
-  };
-}
-
-/** The mean of two runs of one scenario (rates and latency percentiles averaged). */
-function meanRun(a: RunResult, b: RunResult): RunResult {
-  const m = (x: number, y: number, d = 3) => round((x + y) / 2, d);
-  return {
-    ...a,
-    msgsPerSec: m(a.msgsPerSec, b.msgsPerSec, 0),
-    p50Ms: m(a.p50Ms, b.p50Ms),
-    p99Ms: m(a.p99Ms, b.p99Ms),
-    maxMs: Math.max(a.maxMs, b.maxMs),
-    ackP50Ms: m(a.ackP50Ms ?? NaN, b.ackP50Ms ?? NaN),
-    ackP99Ms: m(a.ackP99Ms ?? NaN, b.ackP99Ms ?? NaN),
-    messages: a.messages + b.messages,
-    operations: a.operations + b.operations,
-    errors: a.errors + b.errors,
-    seconds: a.seconds + b.seconds,
-    cpu: {
-      gatewayCpu: m(a.cpu.gatewayCpu, b.cpu.gatewayCpu, 0),
-      natsCpu: m(a.cpu.natsCpu, b.cpu.natsCpu, 0),
-      clientCpu: m(a.cpu.clientCpu, b.cpu.clientCpu, 0),
-      otherCpu: m(a.cpu.otherCpu, b.cpu.otherCpu, 0),
-      stealCpu: m(a.cpu.stealCpu, b.cpu.stealCpu, 0),
-      natsWriteMBps: m(a.cpu.natsWriteMBps, b.cpu.natsWriteMBps, 1),
-    },
-    natsSlowConsumers: (a.natsSlowConsumers ?? 0) + (b.natsSlowConsumers ?? 0),
-    runs: [a, b],
-  };
-}
-
-interface MemoryReading {
-  readonly natsOpenFiles: number | null;
-  readonly natsRssMB: number;
-  readonly gatewayRssMB: number;
-  readonly gatewayHeapUsedMB: number;
-}
-
-async function memory(env: Env): Promise<MemoryReading> {
-  const mb = (b: number) => round(b / 1024 / 1024, 1);
-  const mems = await Promise.all(env.gateways.map((g) => g.memory()));
-  return {
-    natsOpenFiles: await readdir(`/proc/${env.nats.pid}/fd`).then(
-      (f) => f.length,
-      () => null,
-    ),
-    natsRssMB: mb(sampleProc(env.nats.pid)?.rssBytes ?? NaN),
-    gatewayRssMB: mb(mems.reduce((s, m) => s + (m?.rss ?? NaN), 0)),
-    gatewayHeapUsedMB: mb(mems.reduce((s, m) => s + (m?.heapUsed ?? NaN), 0)),
-  };
-}
-
-interface ScaleResult {
-  readonly topics: {
-    readonly wanted: number;
-    readonly created: number;
-    readonly errors: number;
-    readonly errorKinds: Record<string, number>;
-    readonly seconds: number;
-    readonly publishP50Ms: number;
-    readonly publishP99Ms: number;
-    readonly streamsInNats: number | null;
-    readonly memoryBefore: MemoryReading;
-    readonly memoryAfter: MemoryReading;
-    readonly perTopicKB: {
-      readonly nats: number;
-      readonly gatewayRss: number;
-      readonly gatewayHeap: number;
-    };
-    /** Why topics failed, when the servers' logs say. */
-    readonly note?: string;
-  };
-  readonly groups: {
-    readonly wanted: number;
-    readonly served: number;
-    readonly errors: number;
-    readonly errorKinds: Record<string, number>;
-    readonly seconds: number;
-    readonly consumersInNats: number | null;
-    readonly memoryBefore: MemoryReading;
-    readonly memoryAfter: MemoryReading;
-    readonly perGroupKB: {
-      readonly nats: number;
-      readonly gatewayRss: number;
-      readonly gatewayHeap: number;
-    };
-  };
-  readonly metricsScrape: { readonly status: number; readonly ms: number; readonly bytes: number };
-  readonly natsMaxOpenFiles: number | null;
-}
-
-/** Runs `count` jobs with `concurrency` workers, within `maxSeconds`. */
-async function forEachBounded(
-  count: number,
-  concurrency: number,
-  maxSeconds: number,
-  job: (i: number) => Promise<void>,
-): Promise<number> {
-  const deadline = performance.now() + maxSeconds * 1000;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count && performance.now() < deadline) await job(next++);
-    }),
-  );
-  return next;
-}
-
-/**
- * Many topics and many consumer groups, on a fresh nats-server and gateway(s): one message to each
- * of `topics` topics; then `groups` groups each receive and acknowledge the 10 messages of one
- * topic. Every call must succeed; the memory it takes is read before and after.
- */
-async function scaleScenario(o: Options, env: Env): Promise<ScaleResult> {
-  const payload = randomBytes(1024);
-  const kinds = new Map<string, number>();
-  const fail = (k: string) => kinds.set(k, (kinds.get(k) ?? 0) + 1);
-
-  // Consumer groups first (on a server with one stream), then topics: each figure on its own.
-  const topic = "scale-groups";
-  for (let i = 0; i < 10; i++) {
-    const res = await env.api.publish(topic, payload);
-    if (res.status !== 201) fail(`publish HTTP ${res.status}`);
-  }
-  const memGroups0 = await memory(env);
-  let served = 0;
-  const g0 = performance.now();
-  await forEachBounded(o.groups, 64, 600, async (i) => {
-    const group = `scale-group-${i}`;
-    try {
-      const res = await env.api.receive(topic, group, 10);
-      if (res.status !== 200) return void fail(`receive HTTP ${res.status}`);
-      const parts = parseMultipart(res.contentType, res.body);
-      if (parts.length !== 10) fail(`receive got ${parts.length} of 10`);
-      let ok = true;
-      for (const p of parts) {
-        const a = await env.api.ack(topic, group, p.headers.get("vqs-receipt-handle") ?? "");
-        if (a.status !== 204) {
-          ok = false;
-          fail(`ack HTTP ${a.status}`);
-        }
-      }
-      if (ok && parts.length === 10) served++;
-    } catch (err) {
-      fail(errorKind(err));
-    }
-  });
-  const groupSeconds = (performance.now() - g0) / 1000;
-  await sleep(1000);
-  const memGroups1 = await memory(env);
-  const jsz2 = await env.nats.jsz();
-  const groupErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
-  const groupKinds = Object.fromEntries(kinds);
-  log(
-    `scale: ${served} groups served in ${groupSeconds.toFixed(0)} s, errors ${groupErrors}; ` +
-      `NATS ${memGroups0.natsRssMB} -> ${memGroups1.natsRssMB} MB, gateway ${memGroups0.gatewayRssMB} -> ${memGroups1.gatewayRssMB} MB`,
-  );
-
-  kinds.clear();
-  const memTopics0 = await memory(env);
-  const lat = new Recorder();
-  let created = 0;
-  const t0 = performance.now();
-  let lastLog = t0;
-  await forEachBounded(o.topics, 64, 900, async (i) => {
-    const t = performance.now();
-    try {
-      const res = await env.api.publish(`scale-topic-${i}`, payload);
-      if (res.status === 201) {
-        created++;
-        lat.record(performance.now() - t);
-      } else fail(`publish HTTP ${res.status}`);
-    } catch (err) {
-      fail(errorKind(err));
-    }
-    if (performance.now() - lastLog > 15_000) {
-      lastLog = performance.now();
-      log(`  topics: ${created.toLocaleString("en-US")} created`);
-    }
-  });
-  const topicSeconds = (performance.now() - t0) / 1000;
-  await sleep(1000);
-  const memTopics1 = await memory(env);
-  const jsz1 = await env.nats.jsz();
-  const topicErrors = [...kinds.values()].reduce((s, v) => s + v, 0);
-  const topicKinds = Object.fromEntries(kinds);
-  const m0 = performance.now();
-  // A scrape of the first gateway's metrics port (GET /metrics is not on the API port).
-  const metrics = await fetch(env.gateways[0]!.metricsUrl)
-    .then(async (r) => ({ status: r.status, body: Buffer.from(await r.arrayBuffer()) }))
-    .catch(() => null);
-  const metricsMs = performance.now() - m0;
-  let note: string | undefined;
-  if (topicErrors > 0) {
-    const natsLog = await readFile(env.nats.logFile, "utf8").catch(() => "");
-    if (/too many open files/i.test(natsLog)) {
-      note =
-        `nats-server ran out of open files (limit ${env.nats.maxOpenFiles ?? "unknown"}, ` +
-        `${memTopics1.natsOpenFiles} open): a file-store stream holds open files; raise its nofile limit`;
-    }
-  }
-  log(
-    `scale: ${created} topics in ${topicSeconds.toFixed(0)} s, errors ${topicErrors}; ` +
-      `NATS ${memTopics0.natsRssMB} -> ${memTopics1.natsRssMB} MB, gateway ${memTopics0.gatewayRssMB} -> ${memTopics1.gatewayRssMB} MB; ` +
-      `/metrics ${metrics?.status ?? "failed"} in ${metricsMs.toFixed(0)} ms` +
-      (note ? `; ${note}` : ""),
-  );
-  const p = lat.samples.slice().sort((a, b) => a - b);
-  const per = (a: MemoryReading, b: MemoryReading, count: number) => ({
-    nats: round(((b.natsRssMB - a.natsRssMB) * 1024) / Math.max(1, count), 1),
-    gatewayRss: round(((b.gatewayRssMB - a.gatewayRssMB) * 1024) / Math.max(1, count), 1),
-    gatewayHeap: round(
-      ((b.gatewayHeapUsedMB - a.gatewayHeapUsedMB) * 1024) / Math.max(1, count),
-      1,
-    ),
-  });
-  return {
-    topics: {
-      wanted: o.topics,
-      created,
-      errors: topicErrors,
-      errorKinds: topicKinds,
-      seconds: round(topicSeconds, 1),
-      publishP50Ms: round(p[Math.floor(p.length * 0.5)] ?? NaN, 2),
-      publishP99Ms: round(p[Math.min(p.length - 1, Math.floor(p.length * 0.99))] ?? NaN, 2),
-      streamsInNats: typeof jsz1?.streams === "number" ? jsz1.streams : null,
-      memoryBefore: memTopics0,
-      memoryAfter: memTopics1,
-      perTopicKB: per(memTopics0, memTopics1, created),
-      ...(note ? { note } : {}),
-    },
-    groups: {
-      wanted: o.groups,
-      served,
-      errors: groupErrors,
-      errorKinds: groupKinds,
-      seconds: round(groupSeconds, 1),
-      consumersInNats: typeof jsz2?.consumers === "number" ? jsz2.consumers : null,
-      memoryBefore: memGroups0,
-      memoryAfter: memGroups1,
-      perGroupKB: per(memGroups0, memGroups1, served),
-    },
-    natsMaxOpenFiles: env.nats.maxOpenFiles,
-    metricsScrape: {
-      status: metrics?.status ?? 0,
-      ms: round(metricsMs, 0),
-      bytes: metrics?.body.length ?? 0,
-    },
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 // Targets (the issue's, as ratios within this run).
 
-function targets(
-  rows: readonly ScenarioRow[],
-  backlog: BacklogResult | null,
-  scale: ScaleResult | null,
-  o: Options,
-): Target[] {
+function targets(rows: readonly ScenarioRow[], o: Options): Target[] {
   const out: Target[] = [];
   for (const size of o.sizes) {
     const at = (kind: ScenarioRow["kind"]) =>
@@ -916,34 +364,6 @@ function targets(
       pass: pub ? pub.ratio.p99 <= 3 : null,
     });
   }
-  out.push({
-    name: "receive p50 latency, deep backlog vs near-empty topic",
-    target: "<= 1.2x",
-    value: backlog?.ratio.gatewayP50 ?? null,
-    pass: backlog ? backlog.ratio.gatewayP50 <= 1.2 : null,
-    ...(backlog?.note
-      ? { note: backlog.note }
-      : !backlog
-        ? { note: o.quick ? "not in --quick" : "skipped" }
-        : {}),
-  });
-  out.push({
-    name: "receive p99 latency, deep backlog vs near-empty topic",
-    target: "<= 1.2x",
-    value: backlog?.ratio.gatewayP99 ?? null,
-    pass: backlog ? backlog.ratio.gatewayP99 <= 1.2 : null,
-  });
-  out.push({
-    name: `${o.topics.toLocaleString("en-US")} topics, ${o.groups.toLocaleString("en-US")} groups on one topic`,
-    target: "no errors",
-    value: scale ? scale.topics.errors + scale.groups.errors : null,
-    pass: scale
-      ? scale.topics.errors + scale.groups.errors === 0 &&
-        scale.topics.created === o.topics &&
-        scale.groups.served === o.groups
-      : null,
-    ...(!scale ? { note: o.quick ? "not in --quick" : "skipped" } : {}),
-  });
   return out;
 }
 
@@ -951,114 +371,23 @@ function targets(
 
 async function main(): Promise<void> {
   const o = parseOptions();
+  const servers = await benchServers("vqs-bench-");
   // The whole run is bounded: a hung scenario cannot keep the machine busy.
-  const hardLimitMs = (o.quick ? 8 : 45) * 60_000;
-  const root = await mkdtemp(join(tmpdir(), "vqs-bench-"));
-  const issuer = await startBenchIssuer();
-  const envs: Env[] = [];
-  const cleanup = async () => {
-    for (const e of envs.splice(0)) await stopEnv(e).catch(() => undefined);
-    await issuer.close().catch(() => undefined);
-    await rm(root, { recursive: true, force: true }).catch(() => undefined);
-  };
-  const endTimeLimit = boundRun(cleanup, hardLimitMs, log);
-
+  const endTimeLimit = boundRun(servers.cleanup, (o.quick ? 8 : 20) * 60_000, log);
   const startedAt = new Date();
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
   for (let i = 0; i < o.gateways; i++) await writeFile(gatewayLog(i), "");
   await writeFile(NATS_LOG, "");
-  if (o.cpuProf) {
-    // Profiles of earlier runs would be mistaken for this one's.
-    await rm(PROFILE_DIR, { recursive: true, force: true });
-    await mkdir(PROFILE_DIR, { recursive: true });
-  }
   try {
     log(`vqs bench (${o.quick ? "quick" : "full"}): ${o.gateways} gateway process(es)`);
-    const env = await startEnv(o, issuer, join(root, "main"));
-    envs.push(env);
+    const env = await startEnv(o, servers);
     const machine = await machineInfo(env.nats);
     log(
       `machine: ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node}, nats-server ${machine.nats}; load average ${machine.loadAverageAtStart}`,
     );
-
     await warmUp(o, env);
     const rows = await mainScenarios(o, env);
-    let backlog: BacklogResult | null = null;
-    if (!o.quick && !o.skipBacklog) backlog = await backlogScenario(o, env, rows);
-    let floor: FloorResult | null = null;
-    if (!o.skipFloor) {
-      const payload = randomBytes(1024);
-      floor = await floorScenario(
-        {
-          api: env.api,
-          procs: env.procs,
-          token: issuer.token,
-          fill: async (topic, n) => {
-            const s = await gatewayTopic(env, topic, payload);
-            await ensureBacklog(env, s, payload, n, s.makeHeaders, 120);
-          },
-          log,
-        },
-        { warmupMs: o.warmupMs, durationMs: o.durationMs, inFlight: 64, payload },
-      );
-      for (const [k, g] of Object.entries(floor.gateway)) {
-        const f = floor.floor[k as keyof FloorResult["floor"]];
-        log(
-          `  floor ${k}: gateway ${g.cpuUsPerRequest} µs/request, floor ${f.cpuUsPerRequest} µs (x${round(g.cpuUsPerRequest / f.cpuUsPerRequest, 2)})`,
-        );
-      }
-    }
-    let push: PushResult | null = null;
-    if (!o.skipPush) {
-      push = await pushScenario(
-        {
-          api: env.api,
-          gatewayUrl: env.gateways[0]!.url,
-          gatewayPids: env.procs.gatewayPids,
-          natsPid: env.nats.pid,
-          token: issuer.token,
-          js: env.js,
-          jsm: env.jsm,
-          logDir: join(BENCH_DIR, "results"),
-          log,
-        },
-        { quick: o.quick, levels: o.pushConcurrency },
-      );
-    }
-    let bullmq: BullmqResult | { skipped: string };
-    if (o.skipBullmq) bullmq = { skipped: "--skip-bullmq" };
-    else if (redisServerVersion() === null) {
-      bullmq = { skipped: "no redis-server (node scripts/ensure-redis.mjs installs it)" };
-      log(`bullmq: skipped, ${bullmq.skipped}`);
-    } else {
-      bullmq = await bullmqScenario(
-        {
-          api: env.api,
-          gatewayUrl: env.gateways[0]!.url,
-          gatewayPid: env.gateways[0]!.pid,
-          natsPid: env.nats.pid,
-          token: issuer.token,
-          logDir: join(BENCH_DIR, "results"),
-          redisDir: join(root, "redis"),
-          log,
-        },
-        { messages: o.quick ? 5000 : 20_000, rounds: o.quick ? 1 : 2 },
-      );
-    }
-    await stopEnv(env);
-    envs.splice(envs.indexOf(env), 1);
-
-    let scale: ScaleResult | null = null;
-    if (!o.quick && !o.skipScale) {
-      log(`scale: fresh nats-server and gateway(s); ${o.topics} topics, then ${o.groups} groups`);
-      const scaleEnv = await startEnv(o, issuer, join(root, "scale"));
-      envs.push(scaleEnv);
-      scale = await scaleScenario(o, scaleEnv);
-      await stopEnv(scaleEnv);
-      envs.splice(envs.indexOf(scaleEnv), 1);
-    }
-
-    const t = [...targets(rows, backlog, scale, o), ...pushTargets(push, "--skip-push")];
+    const t = targets(rows, o);
     const results = {
       tool: "vqs bench (bench/run.ts)",
       mode: o.quick ? "quick" : "full",
@@ -1070,21 +399,21 @@ async function main(): Promise<void> {
         durationSeconds: o.durationMs / 1000,
         sizes: o.sizes,
         concurrency: o.concurrency,
-        e2eLoad: o.e2eLoad,
-        pushConcurrency: o.pushConcurrency,
       },
       machine: { ...machine, loadAverageAtEnd: loadAverage() },
       scenarios: rows,
-      backlog: backlog ?? { skipped: o.quick ? "--quick" : "--skip-backlog" },
-      scale: scale ?? { skipped: o.quick ? "--quick" : "--skip-scale" },
-      push: push ?? { skipped: "--skip-push" },
-      floor: floor ?? { skipped: "--skip-floor" },
-      bullmq,
       targets: t,
     };
     await mkdir(dirname(o.out), { recursive: true });
     await writeFile(o.out, JSON.stringify(results, null, 2) + "\n");
-
+    const logLines = await Promise.all(
+      Array.from({ length: o.gateways }, (_, i) =>
+        readFile(gatewayLog(i), "utf8").then(
+          (t) => t.split("\n").filter(Boolean).length,
+          () => 0,
+        ),
+      ),
+    );
     const out: string[] = [
       "",
       `vqs bench, ${results.mode} run, ${startedAt.toISOString()}: ${machine.cores} cores (${machine.cpuModel}), ` +
@@ -1096,64 +425,18 @@ async function main(): Promise<void> {
       ...(rows.some((r) => r.raw.stoppedEarly || r.gateway.stoppedEarly)
         ? ["* the run stopped early (its backlog ran out); the rate is over the time it ran.", ""]
         : []),
-    ];
-    if (backlog) {
-      out.push(
-        `Deep backlog (${backlog.deepBacklog.toLocaleString("en-US")} messages of 1 KiB) vs near-empty topic ` +
-          `(${backlog.shallowBacklog.toLocaleString("en-US")}), receive 10 + ack, ${backlog.concurrency} in flight:`,
-        `  gateway receive p50 ${backlog.gateway.shallow.p50Ms} -> ${backlog.gateway.deep.p50Ms} ms (x${backlog.ratio.gatewayP50}), ` +
-          `p99 ${backlog.gateway.shallow.p99Ms} -> ${backlog.gateway.deep.p99Ms} ms (x${backlog.ratio.gatewayP99}), ` +
-          `throughput ${backlog.gateway.shallow.msgsPerSec} -> ${backlog.gateway.deep.msgsPerSec} msg/s`,
-        `  raw pull p50 ${backlog.raw.shallow.p50Ms} -> ${backlog.raw.deep.p50Ms} ms (x${backlog.ratio.rawP50}), ` +
-          `p99 ${backlog.raw.shallow.p99Ms} -> ${backlog.raw.deep.p99Ms} ms (x${backlog.ratio.rawP99})`,
-        ...(backlog.note ? [`  NOTE: ${backlog.note}`] : []),
-        "",
-      );
-    }
-    if (scale) {
-      const s = scale;
-      out.push(
-        `Scale: ${s.topics.created.toLocaleString("en-US")} of ${s.topics.wanted.toLocaleString("en-US")} topics in ${s.topics.seconds} s ` +
-          `(${s.topics.errors} errors; first publish p50 ${s.topics.publishP50Ms} ms, p99 ${s.topics.publishP99Ms} ms); ` +
-          `NATS RSS ${s.topics.memoryBefore.natsRssMB} -> ${s.topics.memoryAfter.natsRssMB} MB, ` +
-          `gateway RSS ${s.topics.memoryBefore.gatewayRssMB} -> ${s.topics.memoryAfter.gatewayRssMB} MB ` +
-          `(heap ${s.topics.memoryBefore.gatewayHeapUsedMB} -> ${s.topics.memoryAfter.gatewayHeapUsedMB} MB); ` +
-          `per topic: NATS ${s.topics.perTopicKB.nats} KB, gateway ${s.topics.perTopicKB.gatewayRss} KB RSS; ` +
-          `NATS open files ${s.topics.memoryAfter.natsOpenFiles ?? "n/a"} (limit ${s.natsMaxOpenFiles ?? "unknown"})` +
-          (s.topics.note ? `\n  NOTE: ${s.topics.note}` : ""),
-        `  ${s.groups.served.toLocaleString("en-US")} of ${s.groups.wanted.toLocaleString("en-US")} groups on one topic in ${s.groups.seconds} s ` +
-          `(${s.groups.errors} errors); NATS RSS ${s.groups.memoryBefore.natsRssMB} -> ${s.groups.memoryAfter.natsRssMB} MB, ` +
-          `gateway RSS ${s.groups.memoryBefore.gatewayRssMB} -> ${s.groups.memoryAfter.gatewayRssMB} MB ` +
-          `(heap ${s.groups.memoryBefore.gatewayHeapUsedMB} -> ${s.groups.memoryAfter.gatewayHeapUsedMB} MB); ` +
-          `per group: NATS ${s.groups.perGroupKB.nats} KB, gateway ${s.groups.perGroupKB.gatewayRss} KB RSS; ` +
-          `GET /metrics ${s.metricsScrape.status} in ${s.metricsScrape.ms} ms`,
-        "",
-      );
-    }
-    if (push) out.push(pushTables(push), "");
-    if (floor) {
-      const push64 = push?.levels.find((l) => l.concurrency === 64)?.plain.gatewayUsPerMsg;
-      out.push(floorTable(floor, push64 ?? null), "");
-    }
-    if ("rounds" in bullmq) out.push(bullmqTable(bullmq), "");
-    out.push("Targets (ratios within this run):", "", targetsTable(t), "");
-    const logLines = await Promise.all(
-      Array.from({ length: o.gateways }, (_, i) =>
-        readFile(gatewayLog(i), "utf8").then(
-          (t) => t.split("\n").filter(Boolean).length,
-          () => 0,
-        ),
-      ),
-    );
-    out.push(
+      "Targets (ratios within this run):",
+      "",
+      targetsTable(t),
+      "",
       `Results: ${relative(REPO_DIR, o.out)}; gateway log lines (warnings and errors): ` +
         logLines.map((n, i) => `${n} in ${relative(REPO_DIR, gatewayLog(i))}`).join(", "),
       "",
-    );
+    ];
     process.stdout.write(out.join("\n"));
   } finally {
     endTimeLimit();
-    await cleanup();
+    await servers.cleanup();
   }
 }
 

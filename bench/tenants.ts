@@ -12,19 +12,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Agent, request } from "undici";
-import { startGatewayProcess, type GatewayProcess } from "./lib/gateways.js";
-import { startBenchNats } from "./lib/nats-server.js";
+import { benchServers, type BenchServers, type GatewayStart } from "./lib/standalone.js";
 import { loadAverage } from "./lib/proc.js";
 import { percentiles, round, sleep } from "./lib/stats.js";
 import { timerShard } from "../src/nats/core/naming.js";
 import { makeNamespace } from "../src/queue/namespace.js";
-import { AUDIENCE, ISSUER, startIssuer } from "../test/helpers/issuer.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const { values: args } = parseArgs({
@@ -35,8 +32,6 @@ const { values: args } = parseArgs({
     out: { type: "string", default: join(BENCH_DIR, "results", "tenants.json") },
     role: { type: "string" },
     only: { type: "string" },
-    "delayed-cap": { type: "string" },
-    "timer-team-limit": { type: "string" },
     scenario: { type: "string" },
     gateways: { type: "string", default: "1" },
     /** The gateways run on the service's default limits (no rate limit, default caps). */
@@ -232,61 +227,6 @@ async function runQuiet(base: string, token: string, scenario: string, seconds: 
 }
 
 type QuietResult = Awaited<ReturnType<typeof runQuiet>>;
-type ShardMate = Awaited<ReturnType<typeof runShardMate>>;
-
-/**
- * Timer lateness of a namespace that shares the timer shard of A's (C): 5 messages a second
- * delayed 1 s for `seconds`, received by long polling. What the sharding leaves exposed.
- */
-async function runShardMate(base: string, token: string, scenario: string, seconds: number) {
-  const topic = `c-${scenario}`;
-  const dueAt = new Map<string, number>();
-  const late: number[] = [];
-  const until = Date.now() + seconds * 1000;
-  let errors = 0;
-  const receiver = (async () => {
-    // The flood may hold C's timers back far longer than the window: wait up to a minute more.
-    while (Date.now() < until || (dueAt.size > 0 && Date.now() < until + 60_000)) {
-      const r = await call(base, token, "POST", `/api/v3/topic/${topic}/consumer/g`, {
-        accept: "application/x-ndjson",
-        "vqs-max-messages": "10",
-        "vqs-wait-seconds": "2",
-      }).catch(() => null);
-      if (r?.status !== 200) continue;
-      const now = Date.now();
-      for (const line of r.body.split("\n").filter(Boolean)) {
-        const m = JSON.parse(line) as { body?: string };
-        const id = Buffer.from(m.body ?? "", "base64").toString();
-        const due = dueAt.get(id);
-        if (due !== undefined) late.push(now - due);
-        dueAt.delete(id);
-      }
-    }
-  })();
-  for (let n = 0; Date.now() < until; n++) {
-    const id = `c${n}`;
-    dueAt.set(id, Date.now() + 1000);
-    const r = await call(
-      base,
-      token,
-      "POST",
-      `/api/v3/topic/${topic}`,
-      {
-        "vqs-delay-seconds": "1",
-      },
-      id,
-    );
-    if (r.status !== 201) {
-      errors++;
-      dueAt.delete(id);
-    }
-    await sleep(200);
-  }
-  await receiver;
-  const p = percentiles(late);
-  return { p50: round(p.p50), p99: round(p.p99), n: late.length, notMoved: dueAt.size, errors };
-}
-
 /** A's answers in a scenario: counts by status, and refusals without Retry-After. */
 class Tally {
   readonly byStatus = new Map<number, number>();
@@ -322,6 +262,15 @@ class Tally {
   }
 }
 
+/** A's publish flood: plain publishes on 64 connections, as fast as they are answered. */
+async function flood(base: string, token: string, stop: () => boolean, t: Tally): Promise<void> {
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (!stop()) t.note(await call(base, token, "POST", "/api/v3/topic/a-flood", {}, "x"));
+    }),
+  );
+}
+
 /** A's noisy scenarios; each runs until `stop()` and says when its set-up is done. */
 const NOISY: Record<
   string,
@@ -331,11 +280,7 @@ const NOISY: Record<
   async a_publish_flood(base, token, stop, ready) {
     const t = new Tally();
     ready();
-    await Promise.all(
-      Array.from({ length: 64 }, async () => {
-        while (!stop()) t.note(await call(base, token, "POST", "/api/v3/topic/a-flood", {}, "x"));
-      }),
-    );
+    await flood(base, token, stop, t);
     return t;
   },
 
@@ -374,11 +319,7 @@ const NOISY: Record<
       }),
     );
     ready();
-    await Promise.all(
-      Array.from({ length: 64 }, async () => {
-        while (!stop()) t.note(await call(base, token, "POST", "/api/v3/topic/a-flood", {}, "x"));
-      }),
-    );
+    await flood(base, token, stop, t);
     return t;
   },
 
@@ -493,7 +434,7 @@ const NOISY: Record<
 /** Messages between the bench and its tenant processes (IPC). */
 type WorkerMessage =
   | { type: "ready" }
-  | { type: "quiet"; result: QuietResult & { shardMate: ShardMate | null } }
+  | { type: "quiet"; result: QuietResult }
   | { type: "noisy"; tally: ReturnType<Tally["toJSON"]> };
 
 /** Runs as a tenant process: `--role quiet|noisy --scenario <name>`, told where by env. */
@@ -502,12 +443,7 @@ async function worker(role: string, scenario: string): Promise<void> {
   const token = process.env.VQS_BENCH_TOKEN!;
   const send = (m: WorkerMessage) => process.send!(m);
   if (role === "quiet") {
-    const tokenC = process.env.VQS_BENCH_TOKEN_SHARD_MATE;
-    const [result, shardMate] = await Promise.all([
-      runQuiet(base, token, scenario, SECONDS),
-      tokenC ? runShardMate(base, tokenC, scenario, SECONDS) : null,
-    ]);
-    send({ type: "quiet", result: { ...result, shardMate } });
+    send({ type: "quiet", result: await runQuiet(base, token, scenario, SECONDS) });
   } else {
     const run = NOISY[scenario];
     if (!run) throw new Error(`no scenario ${scenario}`);
@@ -560,92 +496,69 @@ function startWorker(role: "quiet" | "noisy", scenario: string, env: Record<stri
 }
 
 async function main(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "vqs-bench-tenants-"));
+  const servers = await benchServers("vqs-bench-tenants-");
+  try {
+    await measureAll(servers);
+  } finally {
+    await servers.cleanup();
+    await agent.close();
+  }
+}
+
+async function measureAll(servers: BenchServers): Promise<void> {
   await mkdir(join(BENCH_DIR, "results"), { recursive: true });
-  const nats = await startBenchNats(
-    join(dir, "store"),
-    join(BENCH_DIR, "results", "tenants-nats.log"),
-  );
-  const issuer = await startIssuer();
+  const issuer = servers.issuer;
   const gatewayCount = Number(args.gateways);
-  const startGw = (i: number): Promise<GatewayProcess> =>
-    startGatewayProcess({
-      logFile: join(
-        BENCH_DIR,
-        "results",
-        i === 0 ? "tenants-gateway.log" : `tenants-gateway-${i}.log`,
-      ),
-      env: {
-        PORT: "0",
-        VQS_METRICS_PORT: "0",
-        HOST: "127.0.0.1",
-        NATS_URL: nats.url,
-        VQS_REGION: "bench1",
-        VQS_OIDC_JWKS_URL: issuer.jwksUrl,
-        VQS_OIDC_ISSUER: ISSUER,
-        VQS_OIDC_AUDIENCE: AUDIENCE,
-        VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
-        LOG_LEVEL: "error",
-        VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
-        ...(args.defaults ? {} : TUNED_LIMITS),
-      },
-      // Pushes under way per namespace on a gateway, tuned like the limits above.
-      ...(args.defaults ? {} : { options: { maxPushesInFlightPerNamespace: 64 } }),
-    });
   const TUNED_LIMITS = {
     // Per tenant: above B's needs (about 100 publishes and 50 receives a second), well below
     // what the gateway can serve, so that A's flood is mostly refused.
     VQS_RATE_LIMIT_PER_SECOND_PER_TENANT: "250",
-    ...(args["timer-team-limit"]
-      ? { VQS_RATE_LIMIT_TEAMS: `team_timers=${args["timer-team-limit"]}` }
-      : {}),
     // The small quota is the storage scenario's (its own team); the others have room (the
     // timer flood's 100,000 parked messages and timers take some 40 MB).
     VQS_NAMESPACE_MAX_BYTES: String(1024 * 1024 * 1024),
     VQS_TENANT_MAX_BYTES: String(1024 * 1024 * 1024),
-    VQS_NAMESPACE_MAX_BYTES_TEAMS: `team_full=${QUOTA}`,
+    VQS_TENANT_OVERRIDES: `team_full:bytes=${QUOTA}`,
     VQS_MAX_WAITERS_PER_NAMESPACE: "1000",
-    VQS_MAX_TOPICS_PER_NAMESPACE: "0",
-    VQS_MAX_GROUPS_PER_NAMESPACE: "0",
-    ...(args["delayed-cap"]
-      ? { VQS_MAX_DELAYED_PUBLISHES_PER_SECOND_PER_NAMESPACE: args["delayed-cap"] }
-      : {}),
+    // Pushes under way per namespace on a gateway, tuned like the limits above.
+    maxPushesInFlightPerNamespace: "64",
   };
-  const gws = await Promise.all(Array.from({ length: gatewayCount }, (_, i) => startGw(i)));
+  const gatewayStart = (i: number): GatewayStart => ({
+    logFile: join(BENCH_DIR, "results", `tenants-gateway${i === 0 ? "" : `-${i}`}.log`),
+    env: {
+      LOG_LEVEL: "error",
+      VQS_PUSH_ALLOWED_URLS: "http://127.0.0.1:*",
+      ...(args.defaults ? {} : TUNED_LIMITS),
+    },
+    // --defaults: the service's default limits; else the bench's uncapped ones, tuned above.
+    defaultLimits: args.defaults,
+  });
+  const { gateway } = await servers.start({
+    natsStore: join(servers.root, "store"),
+    natsLog: join(BENCH_DIR, "results", "tenants-nats.log"),
+    ...gatewayStart(0),
+  });
+  const gws = [gateway];
+  for (let i = 1; i < gatewayCount; i++) gws.push(await servers.startGateway(gatewayStart(i)));
   const urls = gws.map((g) => g.url).join(",");
   const env = (token: string) => ({ VQS_BENCH_GATEWAY_URL: urls, VQS_BENCH_TOKEN: token });
   // A namespace of A's per scenario: the storage it filled in one does not refuse the next.
   const tokenA = (scenario: string) =>
-    issuer.token(
+    issuer.sign(
       {
+        owner_id: "team_a",
         project_id: `prj_noisy_${scenario}`,
         ...(scenario === "a_storage_full" ? { owner_id: "team_full" } : {}),
-        // With --timer-team-limit A's timer flood gets that request budget (a batch's parts each
-        // count as a request), so that the timer limits are what hold it.
-        ...(scenario === "a_timer_flood" && args["timer-team-limit"]
-          ? { owner_id: "team_timers" }
-          : {}),
       },
-      { expiresIn: "3h" },
+      "3h",
     );
-  const tokenB = await issuer.token({ project_id: "prj_quiet" }, { expiresIn: "3h" });
-  // Timers are sharded by namespace: B must not share A's timer shard (it would measure the
-  // shard-mate's exposure, which C measures on purpose).
-  const shardOf = (project: string, team = "team_a") =>
-    timerShard(makeNamespace(team, project, "production", null).key);
-  const floodShard = shardOf(
-    "prj_noisy_a_timer_flood",
-    args["timer-team-limit"] ? "team_timers" : "team_a",
-  );
-  if (shardOf("prj_quiet") === floodShard) throw new Error("B shares A's timer shard: rename one");
-  let mate = 0;
-  while (shardOf(`prj_shard_mate_${mate}`) !== floodShard) mate++;
-  const tokenC = await issuer.token({ project_id: `prj_shard_mate_${mate}` }, { expiresIn: "3h" });
-
-  const results: Record<
-    string,
-    { b: QuietResult & { shardMate: ShardMate | null }; a: unknown; load: number }
-  > = {};
+  const tokenB = await issuer.sign({ owner_id: "team_a", project_id: "prj_quiet" }, "3h");
+  // Timers are sharded by namespace: B must not share the timer flood's shard.
+  const shardOf = (project: string) =>
+    timerShard(makeNamespace("team_a", project, "production", null).key);
+  if (shardOf("prj_quiet") === shardOf("prj_noisy_a_timer_flood")) {
+    throw new Error("B shares A's timer shard: rename one");
+  }
+  const results: Record<string, { b: QuietResult; a: unknown; load: number }> = {};
   const measure = async (name: string) => {
     let a: ReturnType<typeof startWorker> | null = null;
     let tallied: Promise<WorkerMessage & { type: "noisy" }> | null = null;
@@ -655,10 +568,7 @@ async function main(): Promise<void> {
       tallied.catch(() => undefined);
       await a.next("ready");
     }
-    const b = startWorker("quiet", name, {
-      ...env(tokenB),
-      ...(name.endsWith("a_timer_flood") ? { VQS_BENCH_TOKEN_SHARD_MATE: tokenC } : {}),
-    });
+    const b = startWorker("quiet", name, env(tokenB));
     const { result } = await b.next("quiet");
     const load = loadAverage();
     let tally: unknown = null;
@@ -708,11 +618,6 @@ async function main(): Promise<void> {
   };
   await writeFile(args.out, JSON.stringify(out, null, 2));
   console.log(JSON.stringify(ratios, null, 2));
-  await Promise.all(gws.map((g) => g.stop()));
-  await issuer.close();
-  await nats.stop();
-  await rm(dir, { recursive: true, force: true });
-  await agent.close();
 }
 
 (args.role ? worker(args.role, args.scenario ?? "") : main()).catch((err: unknown) => {

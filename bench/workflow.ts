@@ -7,8 +7,7 @@
 // 127.0.0.1.
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -33,9 +32,6 @@ const { values } = parseArgs({
     steps: { type: "string", default: "10" },
     concurrency: { type: "string", default: "50" },
     out: { type: "string", default: join(RESULTS, "workflow.json") },
-    // V8 CPU profiles of each app process, in bench/results/profiles/workflow-<queue>/, and of
-    // the gateway, in bench/results/profiles/workflow-gateway/ (written when it stops).
-    "cpu-prof": { type: "boolean", default: false },
     // App processes on each queue (the example server's WORKFLOW_APP_PROCESSES), sharing the
     // concurrency: graphile-worker's pool is split between them, vqs's namespace cap is theirs.
     apps: { type: "string", default: "1" },
@@ -50,82 +46,6 @@ const APPS = Number(values.apps);
 const ORDER = values.order;
 if (ORDER !== "world-postgres-first" && ORDER !== "vqs-first") {
   throw new Error("--order must be world-postgres-first or vqs-first");
-}
-
-/** Loaded into each app process: its handler times and how busy its thread was. */
-const APP_TIMING = join(dirname(fileURLToPath(import.meta.url)), "lib", "app-timing.mjs");
-
-interface AppTiming {
-  /** Mean time the app took to answer a delivery, by route (ms), and how many it answered. */
-  readonly handlerMs: Record<string, { n: number; meanMs: number }>;
-  /** Each app process's event loop utilization over its life (1: its thread never idle). */
-  readonly eventLoopUtilization: number[];
-  /** The same over the measured window only (from the first run's start to the last's end). */
-  readonly windowUtilization: number[];
-  readonly eventLoopDelayP99Ms: number[];
-  /** Garbage collections in the measured window, all app processes: count and ms by kind. */
-  readonly gcInWindow: Record<string, { n: number; ms: number }>;
-}
-
-/** The environment that loads bench/lib/app-timing.mjs, writing into a new directory. */
-async function timingEnv(): Promise<{ dir: string; env: Record<string, string> }> {
-  const dir = await mkdtemp(join(tmpdir(), "vqs-wf-timing-"));
-  return { dir, env: { NODE_OPTIONS: `--import=${APP_TIMING}`, VQS_BENCH_TIMING_DIR: dir } };
-}
-
-/** What the app processes wrote on exit (read after the app stopped). */
-async function readTiming(dir: string, window: readonly [number, number]): Promise<AppTiming> {
-  const windowElu: number[] = [];
-  const sums = new Map<string, { n: number; sumMs: number }>();
-  const elu: number[] = [];
-  const delayP99: number[] = [];
-  const gc: Record<string, { n: number; ms: number }> = {};
-  for (const f of await readdir(dir)) {
-    const t = JSON.parse(await readFile(join(dir, f), "utf8")) as {
-      requests: Record<string, { n: number; sumMs: number }>;
-      eventLoopUtilization: number;
-      timeline: [number, number][];
-      gcs?: [number, string, number][];
-      eventLoopDelayMs: { p99: number };
-    };
-    let deliveries = 0;
-    for (const [path, v] of Object.entries(t.requests)) {
-      if (!path.startsWith("/.well-known/workflow/v1/")) continue;
-      const route = path.slice(path.lastIndexOf("/") + 1);
-      const s = sums.get(route) ?? { n: 0, sumMs: 0 };
-      s.n += v.n;
-      s.sumMs += v.sumMs;
-      sums.set(route, s);
-      deliveries += v.n;
-    }
-    if (deliveries === 0) continue; // a cluster's primary serves nothing
-    elu.push(round(t.eventLoopUtilization));
-    // Samples of 100 ms each: their mean is the window's utilization.
-    const inWindow = t.timeline.filter(([at]) => at > window[0] && at <= window[1]);
-    windowElu.push(round(inWindow.reduce((n, [, u]) => n + u, 0) / Math.max(1, inWindow.length)));
-    delayP99.push(round(t.eventLoopDelayMs.p99));
-    for (const [at, kind, ms] of t.gcs ?? []) {
-      if (at <= window[0] || at > window[1]) continue;
-      const g = (gc[kind] ??= { n: 0, ms: 0 });
-      g.n++;
-      g.ms = round(g.ms + ms);
-    }
-  }
-  return {
-    handlerMs: Object.fromEntries(
-      [...sums].map(([k, v]) => [k, { n: v.n, meanMs: round(v.sumMs / Math.max(1, v.n)) }]),
-    ),
-    eventLoopUtilization: elu,
-    windowUtilization: windowElu,
-    eventLoopDelayP99Ms: delayP99,
-    gcInWindow: gc,
-  };
-}
-
-/** The node options that make an app process write its CPU profile on exit, if asked. */
-function profileArgs(queue: string): string[] {
-  if (!values["cpu-prof"]) return [];
-  return ["--cpu-prof", `--cpu-prof-dir=${join(RESULTS, "profiles", `workflow-${queue}`)}`];
 }
 
 /** CPU seconds of a process and of its children (Postgres's backends), so far. */
@@ -162,105 +82,19 @@ interface Result {
   /** CPU seconds per process over the whole measurement. */
   readonly cpuSeconds: Record<string, number>;
   readonly loadAverage: number;
-  /** The measured window (epoch ms), for the app's event loop utilization over it. */
-  readonly window: readonly [number, number];
-  /** vqs only: where a step's time goes, from the gateway's own metrics (means, ms). */
-  readonly gateway?: GatewayBreakdown;
-  /** Measured inside the app processes (their whole life: the warm-up run is in it too). */
-  app?: AppTiming;
-}
-
-interface GatewayBreakdown {
-  /** A push, from the request to the app's answer (the app's handler, its ack included). */
-  readonly pushMs: number;
-  readonly pushes: number;
-  /** The gateway's own time per request the app makes: publish and acknowledge. */
-  readonly publishMs: number;
-  readonly ackMs: number;
-  /** Of which JetStream's (store) time. */
-  readonly jetstreamPublishMs: number;
-  readonly jetstreamAckMs: number;
-  /**
-   * What the app asked of the gateway per push, by request (`METHOD route`): a publish and an
-   * acknowledgement each, no lease extension (PATCH) and no receive by ID.
-   */
-  readonly requestsPerPush: Record<string, number>;
-  /** The gateway's garbage collections over the phase, by kind: count and ms. */
-  readonly gc: Record<string, { n: number; ms: number }>;
-}
-
-/** Sum and count of the histogram series whose labels contain every `match` (Prometheus text). */
-function histogram(text: string, name: string, match: string[] = []): { sum: number; n: number } {
-  let sum = 0;
-  let n = 0;
-  for (const line of text.split("\n")) {
-    const isSum = line.startsWith(`${name}_sum`);
-    if (!isSum && !line.startsWith(`${name}_count`)) continue;
-    if (!match.every((m) => line.includes(m))) continue;
-    const v = Number(line.slice(line.lastIndexOf(" ") + 1));
-    if (isSum) sum += v;
-    else n += v;
-  }
-  return { sum, n };
-}
-
-const meanMs = (h: { sum: number; n: number }) => (h.n > 0 ? round((h.sum / h.n) * 1000) : 0);
-
-/** The gateway's figures since `before` (both scraped from /metrics). */
-function breakdown(before: string, after: string): GatewayBreakdown {
-  const delta = (name: string, match: string[] = []) => {
-    const a = histogram(after, name, match);
-    const b = histogram(before, name, match);
-    return { sum: a.sum - b.sum, n: a.n - b.n };
-  };
-  const push = delta("vqs_push_duration_seconds", ['outcome="success"']);
-  const requestsPerPush: Record<string, number> = {};
-  for (const line of after.split("\n")) {
-    const m = /^vqs_http_request_duration_seconds_count\{.*method="(\w+)".*route="([^"]+)"/.exec(
-      line,
-    );
-    if (!m) continue;
-    const key = `${m[1]} ${m[2]}`;
-    if (key in requestsPerPush) continue;
-    const n = delta("vqs_http_request_duration_seconds", [`method="${m[1]}"`, `route="${m[2]}"`]).n;
-    if (n > 0) requestsPerPush[key] = round(n / Math.max(1, push.n));
-  }
-  return {
-    pushMs: meanMs(push),
-    pushes: push.n,
-    publishMs: meanMs(
-      delta("vqs_http_request_duration_seconds", ['method="POST"', 'route="/api/v3/topic/:topic"']),
-    ),
-    ackMs: meanMs(delta("vqs_http_request_duration_seconds", ['method="DELETE"'])),
-    jetstreamPublishMs: meanMs(
-      delta("vqs_jetstream_request_duration_seconds", ['operation="publish"']),
-    ),
-    jetstreamAckMs: meanMs(delta("vqs_jetstream_request_duration_seconds", ['operation="ack"'])),
-    requestsPerPush,
-    gc: Object.fromEntries(
-      ["minor", "major", "incremental", "weakcb"].map((kind) => {
-        const g = delta("nodejs_gc_duration_seconds", [`kind="${kind}"`]);
-        return [kind, { n: g.n, ms: round(g.sum * 1000) }];
-      }),
-    ),
-  };
 }
 
 async function measure(
   queue: string,
   app: WorkflowApp,
   pids: Record<string, number>,
-  metricsUrl?: string,
 ): Promise<Result> {
   // One warm-up run: bundles loaded, connections open.
   await app.completed(await app.start("sequence", [`warm-${queue}`, 1]), 60_000);
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, treeCpu(pid)]));
   // This process too: it starts and watches the runs (and, on vqs, drains the gateway's log).
   const self0 = process.cpuUsage();
-  const scrape = () => (metricsUrl ? fetch(metricsUrl).then((r) => r.text()) : null);
-  const metrics0 = await scrape();
   const t0 = performance.now();
-  const windowStart = Date.now();
   const ids = await Promise.all(
     Array.from({ length: RUNS }, (_, i) => app.start("sequence", [`${queue}-${i}`, STEPS])),
   );
@@ -277,8 +111,6 @@ async function measure(
     if (pending.size > 0) await sleep(250);
   }
   const seconds = (performance.now() - t0) / 1000;
-  const window: [number, number] = [windowStart, Date.now()];
-  const metrics1 = await scrape();
   const self = process.cpuUsage(self0);
   const cpuSeconds = {
     ...Object.fromEntries(
@@ -299,12 +131,10 @@ async function measure(
     runs: RUNS,
     steps: STEPS,
     seconds: round(seconds),
-    window,
     runsPerSecond: round(RUNS / seconds),
     stepToStepMs: { p50: round(p.p50), p99: round(p.p99), max: round(p.max) },
     cpuSeconds,
     loadAverage: round(loadAverage()),
-    ...(metrics0 !== null && metrics1 !== null ? { gateway: breakdown(metrics0, metrics1) } : {}),
   };
 }
 
@@ -332,10 +162,8 @@ try {
     // The same concurrency as graphile-worker's pool: at most that many handlers at once in the
     // app, over all of its groups (each group's push.maxConcurrency alone would allow 11 × 50).
     options: { maxPushesInFlightPerNamespace: CONCURRENCY },
-    nodeFlags: profileArgs("gateway"),
     logFile: join(RESULTS, "workflow-gateway.log"),
   });
-  // A profile is written at a graceful exit (SIGTERM, waited for).
   cleanups.unshift(() => gateway.stop());
   let base: Result;
   let ours: Result;
@@ -344,7 +172,6 @@ try {
     const pgDb = postgres.createDatabase("wf_pgqueue");
     migrateWorldPostgres(pgDb);
     const port = await freePort();
-    const pgTiming = await timingEnv();
     const baseline = await startWorkflowApp({
       gatewayUrl: gateway.url,
       token: await issuer.token(),
@@ -355,9 +182,7 @@ try {
         WORKFLOW_TARGET_WORLD: "@workflow/world-postgres",
         WORKFLOW_POSTGRES_WORKER_CONCURRENCY: String(Math.ceil(CONCURRENCY / APPS)),
         WORKFLOW_APP_PROCESSES: String(APPS),
-        ...pgTiming.env,
       },
-      nodeArgs: profileArgs("world-postgres"),
     });
     apps.push(baseline);
     log(`world-postgres queue: ${RUNS} runs of ${STEPS} steps...`);
@@ -366,14 +191,12 @@ try {
       postgres: postgres.pid,
     });
     await baseline.stop();
-    base.app = await readTiming(pgTiming.dir, base.window);
     return base;
   };
   const runVqs = async (): Promise<Result> => {
     // vqs: the World of examples/workflow.
     const vqsDb = postgres.createDatabase("wf_vqs");
     migrateWorldPostgres(vqsDb);
-    const vqsTiming = await timingEnv();
     const app = await startWorkflowApp({
       gatewayUrl: gateway.url,
       token: await issuer.token(),
@@ -382,25 +205,17 @@ try {
       env: {
         VQS_WORKFLOW_MAX_CONCURRENCY: String(CONCURRENCY),
         WORKFLOW_APP_PROCESSES: String(APPS),
-        ...vqsTiming.env,
       },
-      nodeArgs: profileArgs("vqs"),
     });
     apps.push(app);
     log(`vqs: ${RUNS} runs of ${STEPS} steps...`);
-    const ours = await measure(
-      "vqs",
-      app,
-      {
-        app: app.child.pid!,
-        postgres: postgres.pid,
-        gateway: gateway.pid,
-        "nats-server": listenerPid(nats.port),
-      },
-      gateway.metricsUrl,
-    );
+    const ours = await measure("vqs", app, {
+      app: app.child.pid!,
+      postgres: postgres.pid,
+      gateway: gateway.pid,
+      "nats-server": listenerPid(nats.port),
+    });
     await app.stop();
-    ours.app = await readTiming(vqsTiming.dir, ours.window);
     return ours;
   };
   // Each phase has its own app and database; which runs first is a choice (--order), so
@@ -438,37 +253,6 @@ try {
     log(
       `${r.queue.padEnd(15)} ${r.runsPerSecond} runs/s (${r.seconds} s), step to step p50 ` +
         `${r.stepToStepMs.p50} ms p99 ${r.stepToStepMs.p99} ms; CPU ${cpu}; load ${r.loadAverage}`,
-    );
-  }
-  if (ours.gateway) {
-    const g = ours.gateway;
-    log(
-      `vqs gateway: ${g.pushes} pushes of ${g.pushMs} ms on average (the app's handler); ` +
-        `its own time per publish ${g.publishMs} ms (JetStream ${g.jetstreamPublishMs} ms), ` +
-        `per ack ${g.ackMs} ms (JetStream ${g.jetstreamAckMs} ms); requests per push: ` +
-        Object.entries(g.requestsPerPush)
-          .map(([k, v]) => `${k} ${v}`)
-          .join(", ") +
-        `; collections ` +
-        Object.entries(g.gc)
-          .map(([k, v]) => `${k} ${v.n} (${v.ms} ms)`)
-          .join(", "),
-    );
-  }
-  for (const r of results) {
-    const t = r.app;
-    if (!t) continue;
-    const routes = Object.entries(t.handlerMs)
-      .map(([k, v]) => `${k} ${v.n} × ${v.meanMs} ms`)
-      .join(", ");
-    log(
-      `${r.queue.padEnd(15)} in the app: deliveries answered in ${routes}; event loop ` +
-        `utilization ${t.eventLoopUtilization.join(" / ")} (over the measured window ` +
-        `${t.windowUtilization.join(" / ")}), loop delay p99 ` +
-        `${t.eventLoopDelayP99Ms.join(" / ")} ms; collections in the window ` +
-        Object.entries(t.gcInWindow)
-          .map(([k, v]) => `${k} ${v.n} (${v.ms} ms)`)
-          .join(", "),
     );
   }
   log(

@@ -9,13 +9,17 @@ export {
   type GatewayProcessOptions,
 } from "../../src/dev/spawn-gateway.js";
 
-/** The environment of a benchmark gateway against `natsUrl`, trusting the bench issuer. */
+/**
+ * The environment of a benchmark gateway against `natsUrl`, trusting the bench issuer; with
+ * `uncapped` (the default) no namespace or tenant caps, else the service's default limits.
+ */
 export function benchGatewayEnv(
   natsUrl: string,
   jwksUrl: string,
   issuer: string,
   audience: string,
   extra: Record<string, string> = {},
+  uncapped = true,
 ): Record<string, string> {
   return {
     PORT: "0",
@@ -28,12 +32,15 @@ export function benchGatewayEnv(
     VQS_OIDC_AUDIENCE: audience,
     VQS_RECEIPT_SECRET: "bench-receipt-secret-0123456789abcdef",
     LOG_LEVEL: "warn",
-    // The scale scenario makes 10,000 topics and 1,000 groups in one namespace: no caps here.
-    VQS_MAX_TOPICS_PER_NAMESPACE: "0",
-    VQS_MAX_GROUPS_PER_NAMESPACE: "0",
-    // Nor per tenant: the bench measures the gateway, not its refusals.
-    VQS_TENANT_MAX_BYTES: "0",
-    VQS_MAX_DEPLOYMENTS_PER_TENANT: "0",
+    // The bench measures the gateway, not its refusals: no caps per namespace or tenant.
+    ...(uncapped
+      ? {
+          VQS_MAX_TOPICS_PER_NAMESPACE: "0",
+          VQS_MAX_GROUPS_PER_NAMESPACE: "0",
+          VQS_TENANT_MAX_BYTES: "0",
+          VQS_MAX_DEPLOYMENTS_PER_TENANT: "0",
+        }
+      : {}),
     ...extra,
   };
 }

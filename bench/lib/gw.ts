@@ -2,7 +2,9 @@
 // makes): publish = POST /api/v3/topic/{topic}; receive = POST .../consumer/{group} with
 // Vqs-Max-Messages: 10 and Accept: multipart/mixed, then DELETE .../lease/{handle} for each message.
 import { parseMultipart, type HttpClient } from "./http-client.js";
-import { errorKind, sentAt, type ReceiveRecorders } from "./raw.js";
+import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import type { MsgHdrs } from "@nats-io/transport-node";
+import { errorKind, headersLike, type RawStream, type ReceiveRecorders } from "./raw.js";
 import { sleep, type Recorder } from "./stats.js";
 import type { Window } from "./runner.js";
 
@@ -15,29 +17,15 @@ export class GatewayApi {
     this.#auth = `Bearer ${token}`;
   }
 
-  publish(topic: string, payload: Buffer, idempotencyKey?: string) {
+  publish(topic: string, payload: Buffer) {
     return this.#client.request(
       "POST",
       `/api/v3/topic/${topic}`,
       {
         authorization: this.#auth,
         "content-type": "application/octet-stream",
-        ...(idempotencyKey !== undefined ? { "vqs-idempotency-key": idempotencyKey } : {}),
       },
       payload,
-    );
-  }
-
-  /** Receive by ID with a lease of `visibilitySeconds` (0: released at once, so it can repeat). */
-  receiveById(topic: string, group: string, messageId: string, visibilitySeconds = 0) {
-    return this.#client.request(
-      "POST",
-      `/api/v3/topic/${topic}/consumer/${group}/id/${encodeURIComponent(messageId)}`,
-      {
-        authorization: this.#auth,
-        accept: "multipart/mixed",
-        "vqs-visibility-timeout-seconds": String(visibilitySeconds),
-      },
     );
   }
 
@@ -114,10 +102,7 @@ export function gwReceiveOp(
       }
       const parts = parseMultipart(res.contentType, res.body);
       handles = parts.map((p) => p.headers.get("vqs-receipt-handle") ?? "");
-      if (window.counts(got)) {
-        r.receive.record(got - t, parts.length);
-        if (r.delivery) for (const p of parts) r.delivery.record(got - sentAt(p.payload), 1);
-      }
+      if (window.counts(got)) r.receive.record(got - t, parts.length);
     } catch (err) {
       r.receive.error(errorKind(err));
       await sleep(10);
@@ -135,4 +120,45 @@ export function gwReceiveOp(
       }
     }
   };
+}
+
+/** A gateway topic's stream, found by its description after one publish through the gateway. */
+export interface TopicStream extends RawStream {
+  readonly topic: string;
+  readonly config: StreamConfig;
+  /** Headers of a message the gateway stored, with a fresh nonce each call. */
+  readonly makeHeaders: () => MsgHdrs;
+}
+
+export async function topicStream(
+  ctx: { readonly api: GatewayApi; readonly jsm: JetStreamManager },
+  topic: string,
+  payload: Buffer,
+): Promise<TopicStream> {
+  const res = await ctx.api.publish(topic, payload);
+  if (res.status !== 201) {
+    throw new Error(`probe publish to ${topic}: HTTP ${res.status} ${res.body.toString()}`);
+  }
+  let pages = 0;
+  for await (const info of ctx.jsm.streams.list()) {
+    if (++pages > 100_000) break;
+    let described: { topic?: string } = {};
+    try {
+      described = JSON.parse(info.config.description ?? "{}") as { topic?: string };
+    } catch {
+      continue;
+    }
+    if (described.topic !== topic) continue;
+    const last = await ctx.jsm.streams.getMessage(info.config.name, { seq: info.state.last_seq });
+    if (!last) throw new Error(`stream ${info.config.name}: the probe message is missing`);
+    // Stored as the gateway stores them (headers copied, fresh nonce): queue messages to it.
+    return {
+      topic,
+      stream: info.config.name,
+      subject: last.subject,
+      config: info.config,
+      makeHeaders: headersLike(last.header),
+    };
+  }
+  throw new Error(`no stream describes topic ${topic} (has the naming scheme changed?)`);
 }

@@ -12,6 +12,7 @@ import {
   natsServerVersion,
   waitReady,
 } from "../../src/dev/nats-server-process.js";
+import { childStopper } from "./proc.js";
 
 /** Open files the benchmark's nats-server may hold (if the system allows). */
 const NOFILE = 1_048_576;
@@ -67,7 +68,7 @@ export async function startBenchNats(storeDir: string, logFile: string): Promise
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const stop = childStopper(child, 10_000);
   const startLog = await waitReady(child);
   const out = createWriteStream(logFile, { flags: "a" });
   out.write(startLog);
@@ -92,13 +93,7 @@ export async function startBenchNats(storeDir: string, logFile: string): Promise
     varz: () => get("/varz"),
     jsz: () => get("/jsz"),
     monitor: (pathAndQuery) => get(pathAndQuery),
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop,
   };
 }
 

@@ -1,6 +1,7 @@
 // Per-process resource readings from /proc (Linux): CPU seconds, resident memory and bytes
 // written to storage, so each scenario can say whose CPU (load generator, gateway, NATS) or which
 // disk it used. Elsewhere the readings are null and the report says "n/a".
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on every Linux we know). */
@@ -10,13 +11,8 @@ export interface ProcSample {
   /** user + system CPU seconds so far. */
   readonly cpuSeconds: number;
   readonly rssBytes: number;
-  /** Of cpuSeconds, the kernel's (system calls: socket writes and reads, mostly). */
-  readonly systemSeconds: number;
   /** Bytes this process caused to be sent to storage (/proc/<pid>/io write_bytes). */
   readonly writeBytes: number;
-  /** Read and write system calls so far (/proc/<pid>/io syscr, syscw; a writev counts once). */
-  readonly readCalls: number;
-  readonly writeCalls: number;
 }
 
 export function sampleProc(pid: number | "self"): ProcSample | null {
@@ -29,23 +25,16 @@ export function sampleProc(pid: number | "self"): ProcSample | null {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
     const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
     let writeBytes = 0;
-    let readCalls = 0;
-    let writeCalls = 0;
     try {
       const io = readFileSync(`/proc/${pid}/io`, "utf8");
       writeBytes = Number(/write_bytes:\s+(\d+)/.exec(io)?.[1] ?? 0);
-      readCalls = Number(/syscr:\s+(\d+)/.exec(io)?.[1] ?? 0);
-      writeCalls = Number(/syscw:\s+(\d+)/.exec(io)?.[1] ?? 0);
     } catch {
       // /proc/<pid>/io may be unreadable (capabilities); writes then read as 0.
     }
     return {
       cpuSeconds: (utime + stime) / CLK_TCK,
-      systemSeconds: stime / CLK_TCK,
       rssBytes: rssKb * 1024,
       writeBytes,
-      readCalls,
-      writeCalls,
     };
   } catch {
     return null;
@@ -112,4 +101,16 @@ export function boundRun(
     process.once(signal, () => void cleanup().finally(() => process.exit(code)));
   }
   return () => clearTimeout(watchdog);
+}
+
+/** Stops `child`: SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
+export function childStopper(child: ChildProcess, graceMs: number): () => Promise<void> {
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  return async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
 }

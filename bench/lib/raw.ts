@@ -169,8 +169,6 @@ export interface ReceiveRecorders {
   readonly receive: Recorder;
   /** Each acknowledgement; its message count is the scenario's throughput. */
   readonly ack: Recorder;
-  /** Publish-to-delivery latency, from a timestamp in the payload (end-to-end runs). */
-  readonly delivery?: Recorder;
 }
 
 /**
@@ -200,10 +198,7 @@ export function rawReceiveOp(
       else await sleep(onEmpty);
       return;
     }
-    if (window.counts(got)) {
-      r.receive.record(got - t, msgs.length);
-      if (r.delivery) for (const m of msgs) r.delivery.record(got - sentAt(m.data), 1);
-    }
+    if (window.counts(got)) r.receive.record(got - t, msgs.length);
     for (const m of msgs) {
       const a = performance.now();
       try {
@@ -215,18 +210,6 @@ export function rawReceiveOp(
       }
     }
   };
-}
-
-/** The send time (performance.now() of this process) in a payload's first 8 bytes. */
-export function sentAt(payload: Uint8Array): number {
-  return Buffer.from(payload.buffer, payload.byteOffset, 8).readDoubleLE(0);
-}
-
-export function stampPayload(template: Buffer): Buffer {
-  const b = Buffer.allocUnsafe(template.length);
-  template.copy(b);
-  b.writeDoubleLE(performance.now(), 0);
-  return b;
 }
 
 export function errorKind(err: unknown): string {

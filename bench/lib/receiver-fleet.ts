@@ -1,12 +1,10 @@
 // Many receivers, each on its own keep-alive connection to one gateway, each looping over
-// ReceiveMessages: long polling (Vqs-Wait-Seconds) or short polling (an immediate receive, then a
-// pause when it was empty), switched for all of them at once. Messages carry their publish time
-// and a sequence number (see stampMessage), so the fleet records publish→receive latency and how
-// often each message arrived. Used by bench/long-poll.ts.
+// ReceiveMessages with Vqs-Wait-Seconds (long polling). Messages carry a sequence number (see
+// stampMessage), so the fleet counts how often each arrived. Used by bench/long-poll.ts.
 import { GatewayApi } from "./gw.js";
 import { createHttpClient, parseMultipart, type HttpClient } from "./http-client.js";
-import { errorKind, sentAt } from "./raw.js";
-import { Recorder, sleep } from "./stats.js";
+import { errorKind } from "./raw.js";
+import { sleep } from "./stats.js";
 
 /** Every receiver is on group GROUP of one of the topics. */
 export const GROUP = "workers";
@@ -15,87 +13,37 @@ const MAX_ROUNDS = 1_000_000;
 /** A receive that fails is tried again after this pause (never in a tight loop). */
 const ERROR_PAUSE_MS = 100;
 
-export type Mode = "long" | "short" | "stop";
-
-export interface Receiver {
-  readonly index: number;
+interface Receiver {
   readonly topic: string;
   readonly client: HttpClient;
   readonly api: GatewayApi;
-  /** When its current (or last) receive was sent, performance.now(). */
-  sentAt: number;
-  /** The mode of its current (or last) receive; null before the first. */
-  mode: Mode | null;
 }
 
-export interface FleetCounts {
-  /** Receives answered (any status). */
-  receives: number;
-  /** Answered 200 (with messages). */
-  withMessages: number;
-  /** Answered 204. */
-  empty: number;
-  /** Long polls answered 204 more than a second before their wait was over. */
-  earlyEmpty: number;
-  acks: number;
-  errors: number;
-}
-
-/** A message's 16 bytes: publish time (performance.now(), this process), sequence, kind. */
-export function stampMessage(seq: number, kind: number): Buffer {
+/** A message's 16 bytes, its sequence number first. */
+export function stampMessage(seq: number): Buffer {
   const b = Buffer.alloc(16);
-  b.writeDoubleLE(performance.now(), 0);
-  b.writeUInt32LE(seq, 8);
-  b.writeUInt8(kind, 12);
+  b.writeUInt32LE(seq, 0);
   return b;
 }
 
 export class ReceiverFleet {
-  mode: Mode = "long";
   readonly receivers: Receiver[];
-  readonly counts: FleetCounts = {
-    receives: 0,
-    withMessages: 0,
-    empty: 0,
-    earlyEmpty: 0,
-    acks: 0,
-    errors: 0,
-  };
+  readonly counts = { receives: 0, acks: 0, errors: 0 };
   readonly errorKinds = new Map<string, number>();
   /** Receptions of each message by sequence number (more than 1: delivered twice). */
   readonly received = new Map<number, number>();
-  /** How long each long poll answered 204 took (the wait plus the immediate pull before it). */
-  readonly emptyLongPolls = new Recorder(100_000);
-  /** Publish→receive latency by the message's kind byte. */
-  readonly latency = new Map<number, Recorder>();
   readonly #waitSeconds: number;
-  readonly #pollMs: number;
-  readonly #maxMessages: number;
   readonly #auth: string;
+  #stopped = false;
   #loops: Promise<void>[] = [];
 
-  constructor(
-    url: string,
-    token: string,
-    topics: readonly string[],
-    count: number,
-    o: { waitSeconds: number; pollMs: number; maxMessages: number },
-  ) {
-    this.#waitSeconds = o.waitSeconds;
-    this.#pollMs = o.pollMs;
-    this.#maxMessages = o.maxMessages;
+  constructor(url: string, token: string, topics: readonly string[], count: number, wait: number) {
+    this.#waitSeconds = wait;
     // One client (one keep-alive agent) per receiver: its requests follow one another, so it
     // holds exactly one connection.
-    this.receivers = Array.from({ length: count }, (_, index) => {
+    this.receivers = Array.from({ length: count }, (_, i) => {
       const client = createHttpClient([url]);
-      return {
-        index,
-        topic: topics[index % topics.length]!,
-        client,
-        api: new GatewayApi(client, token),
-        sentAt: 0,
-        mode: null,
-      };
+      return { topic: topics[i % topics.length]!, client, api: new GatewayApi(client, token) };
     });
     this.#auth = `Bearer ${token}`;
   }
@@ -105,22 +53,22 @@ export class ReceiverFleet {
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(parallel, this.receivers.length) }, async () => {
-        while (next < this.receivers.length) {
-          const r = this.receivers[next++]!;
-          await this.#round(r, "short", false);
-        }
+        while (next < this.receivers.length) await this.#round(this.receivers[next++]!, 0);
       }),
     );
   }
 
-  /** Starts every receiver's loop in the fleet's current mode. */
+  /** Starts every receiver's long-poll loop. */
   start(): void {
-    this.#loops = this.receivers.map((r) => this.#loop(r));
+    this.#loops = this.receivers.map(async (r) => {
+      for (let i = 0; i < MAX_ROUNDS && !this.#stopped; i++)
+        await this.#round(r, this.#waitSeconds);
+    });
   }
 
   /** Ends the loops: every connection is closed, waiting receives included (a hang-up). */
   async stop(maxWaitMs = 15_000): Promise<void> {
-    this.mode = "stop";
+    this.#stopped = true;
     for (const r of this.receivers) r.client.close();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -130,79 +78,35 @@ export class ReceiverFleet {
     clearTimeout(timer);
   }
 
-  /** How many receivers' current (or last) receive was sent in `mode` after `since`. */
-  sentSince(mode: Mode, since: number): number {
-    let n = 0;
-    for (const r of this.receivers) if (r.mode === mode && r.sentAt >= since) n++;
-    return n;
-  }
-
-  /** The earliest send time of the receivers' current receives. */
-  earliestSent(): number {
-    let t = Infinity;
-    for (const r of this.receivers) t = Math.min(t, r.sentAt);
-    return t;
-  }
-
-  recorder(kind: number): Recorder {
-    let r = this.latency.get(kind);
-    if (!r) {
-      r = new Recorder();
-      this.latency.set(kind, r);
-    }
-    return r;
-  }
-
-  async #loop(r: Receiver): Promise<void> {
-    for (let i = 0; i < MAX_ROUNDS && this.mode !== "stop"; i++) {
-      await this.#round(r, this.mode, true);
-    }
-  }
-
-  /** One receive (and the acknowledgement of what it got); `pause`: short polling's pause. */
-  async #round(r: Receiver, mode: Mode, pause: boolean): Promise<void> {
-    if (mode === "stop") return;
-    const wait = mode === "long" ? this.#waitSeconds : 0;
-    r.mode = mode;
-    r.sentAt = performance.now();
+  /** One receive (and the acknowledgement of what it got). */
+  async #round(r: Receiver, wait: number): Promise<void> {
     let res;
     try {
       res = await r.client.request("POST", `/api/v3/topic/${r.topic}/consumer/${GROUP}`, {
         authorization: this.#auth,
         accept: "multipart/mixed",
-        "vqs-max-messages": String(this.#maxMessages),
+        "vqs-max-messages": "1",
         ...(wait > 0 ? { "vqs-wait-seconds": String(wait) } : {}),
       });
     } catch (err) {
-      if (this.mode === "stop") return; // its connection was closed by stop()
+      if (this.#stopped) return; // its connection was closed by stop()
       this.#error(errorKind(err));
       await sleep(ERROR_PAUSE_MS);
       return;
     }
-    const got = performance.now();
     this.counts.receives++;
-    if (res.status === 204) {
-      this.counts.empty++;
-      if (wait > 0) {
-        this.emptyLongPolls.record(got - r.sentAt);
-        if (got - r.sentAt < wait * 1000 - 1000) this.counts.earlyEmpty++;
-      }
-      if (pause && mode === "short") await sleep(this.#pollMs);
-      return;
-    }
+    if (res.status === 204) return;
     if (res.status !== 200) {
       this.#error(`receive HTTP ${res.status}`);
       await sleep(ERROR_PAUSE_MS);
       return;
     }
-    this.counts.withMessages++;
     let handles: string[];
     try {
       const parts = parseMultipart(res.contentType, res.body);
       for (const p of parts) {
-        const seq = p.payload.readUInt32LE(8);
+        const seq = p.payload.readUInt32LE(0);
         this.received.set(seq, (this.received.get(seq) ?? 0) + 1);
-        this.recorder(p.payload.readUInt8(12)).record(got - sentAt(p.payload));
       }
       handles = parts.map((p) => p.headers.get("vqs-receipt-handle") ?? "");
     } catch (err) {
@@ -215,7 +119,7 @@ export class ReceiverFleet {
         if (ack.status === 204) this.counts.acks++;
         else this.#error(`ack HTTP ${ack.status}`);
       } catch (err) {
-        if (this.mode !== "stop") this.#error(errorKind(err));
+        if (!this.#stopped) this.#error(errorKind(err));
       }
     }
   }

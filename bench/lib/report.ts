@@ -4,9 +4,9 @@ import type { ResourceUse, Window } from "./runner.js";
 import { percentiles, round, type Recorder } from "./stats.js";
 
 export interface RunResult {
-  /** Messages per second: published (publish), acknowledged (receive), delivered (e2e). */
+  /** Messages per second: published (publish), acknowledged (receive). */
   readonly msgsPerSec: number;
-  /** Latency of the scenario's measured call (publish, receive, or publish-to-delivery), ms. */
+  /** Latency of the scenario's measured call (publish or receive), ms. */
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly maxMs: number;
@@ -98,7 +98,7 @@ export function limitOf(
 
 export interface ScenarioRow {
   readonly id: string;
-  readonly kind: "publish" | "receive" | "e2e";
+  readonly kind: "publish" | "receive";
   readonly sizeBytes: number;
   readonly concurrency: number;
   readonly raw: RunResult;
@@ -135,7 +135,6 @@ export function sizeLabel(bytes: number): string {
 const KIND_LABEL: Record<ScenarioRow["kind"], string> = {
   publish: "publish",
   receive: "receive 10 + ack",
-  e2e: "publish→delivery",
 };
 
 function fmt(n: number, digits = 1): string {

@@ -11,7 +11,7 @@ import {
   startGatewayProcess,
   type GatewayProcess,
 } from "./gateways.js";
-import { BENCH_AUDIENCE, BENCH_ISSUER, startBenchIssuer, type BenchIssuer } from "./issuer.js";
+import { AUDIENCE, ISSUER, startIssuer } from "../../test/helpers/issuer.js";
 import { startBenchNats, type BenchNats } from "./nats-server.js";
 import { loadAverage } from "./proc.js";
 import { round } from "./stats.js";
@@ -21,8 +21,10 @@ export interface GatewayStart {
   readonly nodeFlags?: readonly string[];
   /** The gateway from the compiled build (what production runs), not the sources under tsx. */
   readonly build?: boolean;
-  /** Variables on top of the benchmark gateway's environment. */
+  /** Variables on top of the benchmark gateway's environment (camelCase keys: fixed values). */
   readonly env?: Record<string, string>;
+  /** The service's default limits instead of the bench's uncapped namespaces and tenants. */
+  readonly defaultLimits?: boolean;
 }
 
 export interface BenchServers {
@@ -39,6 +41,21 @@ export interface BenchServers {
   /** Something else the clean-up closes (before the gateways and the nats-server). */
   readonly onCleanup: (close: () => unknown) => void;
   readonly cleanup: () => Promise<void>;
+}
+
+/** The tests' JWKS issuer on loopback, one long-lived token, and tokens for other namespaces. */
+export interface BenchIssuer {
+  readonly jwksUrl: string;
+  readonly token: string;
+  sign(claims: Record<string, unknown>, expiresIn?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startBenchIssuer(): Promise<BenchIssuer> {
+  const issuer = await startIssuer();
+  const sign = (claims: Record<string, unknown>, expiresIn = "6h") =>
+    issuer.token(claims, { expiresIn });
+  return { jwksUrl: issuer.jwksUrl, token: await sign({}), sign, close: () => issuer.close() };
 }
 
 export async function benchServers(prefix: string): Promise<BenchServers> {
@@ -64,9 +81,10 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
         env: benchGatewayEnv(
           s.nats.url,
           issuer.jwksUrl,
-          BENCH_ISSUER,
-          BENCH_AUDIENCE,
+          ISSUER,
+          AUDIENCE,
           settings.env,
+          !o.defaultLimits,
         ),
         options: settings.options,
         nodeFlags: o.nodeFlags ?? [],

@@ -26,10 +26,8 @@ export const BULLMQ_VERSION = "6.7.0";
 
 export interface BullmqContext {
   readonly api: GatewayApi;
-  readonly gatewayUrl: string;
   readonly gatewayPid: number;
   readonly natsPid: number;
-  readonly token: string;
   /** Where the endpoint's log goes. */
   readonly logDir: string;
   /** Redis's store (made here). */
@@ -107,24 +105,10 @@ async function startRedis(dir: string): Promise<{ port: number; child: ChildProc
   await mkdir(dir, { recursive: true });
   // AOF with an fsync every second (Redis's recommended durability for queues), no RDB snapshots.
   const args = [
-    "--port",
-    String(port),
-    "--bind",
-    "127.0.0.1",
-    "--dir",
-    dir,
-    "--appendonly",
-    "yes",
-    "--appendfsync",
-    "everysec",
-    "--save",
-    "",
-    "--protected-mode",
-    "no",
-    "--logfile",
-    join(dir, "redis.log"),
-    "--maxmemory-policy",
-    "noeviction",
+    ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
+    ...["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""],
+    ...["--protected-mode", "no", "--logfile", join(dir, "redis.log")],
+    ...["--maxmemory-policy", "noeviction"],
   ];
   const child = spawn("redis-server", args, { stdio: "ignore" });
   child.once("error", (err) =>
@@ -235,12 +219,7 @@ export async function bullmqScenario(ctx: BullmqContext, o: BullmqOptions): Prom
     const logFile = join(ctx.logDir, "push-endpoint-plain.log");
     await mkdir(ctx.logDir, { recursive: true });
     await writeFile(logFile, "");
-    endpoint = await startPushEndpoint({
-      mode: "plain",
-      gatewayUrl: ctx.gatewayUrl,
-      token: ctx.token,
-      logFile,
-    });
+    endpoint = await startPushEndpoint({ logFile });
     const api = ctx.api;
     const payload = randomBytes(1024);
     const data = { p: randomBytes(768).toString("base64") }; // 1,024 characters

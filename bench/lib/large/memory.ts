@@ -37,65 +37,27 @@ export function slope(points: readonly { x: number; y: number }[]): number {
   return den === 0 ? NaN : num / den;
 }
 
-/** The highest of each `process.memoryUsage()` figure seen, in bytes. */
-export interface MemoryPeaks {
-  rss: number;
-  heapUsed: number;
-  /** Memory of C++ objects bound to JS, Buffers' and ArrayBuffers' bytes included. */
-  external: number;
-  arrayBuffers: number;
-  /** heapUsed + external in one sample: what JavaScript holds (after a GC: what it keeps). */
-  js: number;
-  /** The gateway's vqs_large_body_read_ahead_chunks: chunks asked for or held for readers. */
-  readAheadChunks: number;
-}
-
-export interface MemorySampler {
-  memory(): Promise<NodeJS.MemoryUsage | null>;
-  memoryNow(): Promise<NodeJS.MemoryUsage | null>;
-}
-
 /**
- * The gateway's own `process.memoryUsage()` sampled over IPC while transfers run. With `gc`, each
- * sample comes after a forced full collection (the gateway runs with --expose-gc), so the peaks
- * are what the transfers keep alive, not garbage the collector has not reached yet; without it,
- * the figures as they are, garbage included.
+ * The gateway's own `process.memoryUsage()` sampled over IPC while transfers run, each sample after
+ * a forced full collection (the gateway runs with --expose-gc), so the peaks are what the
+ * transfers keep alive, not garbage the collector has not reached yet: the highest RSS, and the
+ * highest heapUsed + external (what JavaScript keeps), in bytes.
  */
 export function watchMemory(
-  gw: MemorySampler,
-  o: { gc: boolean; everyMs: number; metricsUrl?: string },
-): { stop(): Promise<MemoryPeaks & { samples: number }> } {
-  const peaks: MemoryPeaks = {
-    rss: 0,
-    heapUsed: 0,
-    external: 0,
-    arrayBuffers: 0,
-    js: 0,
-    readAheadChunks: 0,
-  };
-  let samples = 0;
+  gw: { memory(): Promise<NodeJS.MemoryUsage | null> },
+  everyMs: number,
+): { stop(): Promise<{ rss: number; js: number }> } {
+  const peaks = { rss: 0, js: 0 };
   let running = true;
-  const take = async () => {
-    const m = await (o.gc ? gw.memory() : gw.memoryNow());
-    if (!m) return;
-    samples++;
-    peaks.rss = Math.max(peaks.rss, m.rss);
-    peaks.heapUsed = Math.max(peaks.heapUsed, m.heapUsed);
-    peaks.external = Math.max(peaks.external, m.external);
-    peaks.arrayBuffers = Math.max(peaks.arrayBuffers, m.arrayBuffers);
-    peaks.js = Math.max(peaks.js, m.heapUsed + m.external);
-    if (!o.metricsUrl) return;
-    const text = await fetch(o.metricsUrl)
-      .then((r) => r.text())
-      .catch(() => "");
-    const chunks = Number(/^vqs_large_body_read_ahead_chunks (\S+)$/m.exec(text)?.[1] ?? NaN);
-    if (Number.isFinite(chunks)) peaks.readAheadChunks = Math.max(peaks.readAheadChunks, chunks);
-  };
   const loop = (async () => {
     while (running) {
       const t = performance.now();
-      await take();
-      const rest = o.everyMs - (performance.now() - t);
+      const m = await gw.memory();
+      if (m) {
+        peaks.rss = Math.max(peaks.rss, m.rss);
+        peaks.js = Math.max(peaks.js, m.heapUsed + m.external);
+      }
+      const rest = everyMs - (performance.now() - t);
       if (rest > 0) await new Promise((r) => setTimeout(r, rest));
     }
   })();
@@ -103,7 +65,7 @@ export function watchMemory(
     async stop() {
       running = false;
       await loop;
-      return { ...peaks, samples };
+      return peaks;
     },
   };
 }

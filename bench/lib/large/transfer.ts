@@ -1,6 +1,5 @@
 // Large bodies through the gateway's HTTP API, streamed on the load generator's side too: an
-// upload writes the body in 64 KiB slices as the socket takes them (with Content-Length, or
-// chunked without it), a download parses the multipart answer as it arrives (mixpart, the
+// upload writes the body in 64 KiB slices as the socket takes them (with Content-Length), a download parses the multipart answer as it arrives (mixpart, the
 // parser @vercel/queue uses) and hashes the part's bytes without keeping them.
 import { parseMultipartStream } from "mixpart";
 import { createHash } from "node:crypto";
@@ -16,49 +15,29 @@ export interface GatewayTarget {
   readonly timeoutMs: number;
 }
 
-export interface UploadResult {
-  readonly status: number;
-  readonly messageId: string | null;
-  readonly body: string;
-}
-
-/** A POST of `path` to the gateway on a connection of its own, with the bearer token. */
-function post(
-  t: GatewayTarget,
-  path: string,
-  headers: Record<string, string>,
-  timeoutMs?: number,
-): http.ClientRequest {
-  const u = new URL(path, t.url);
-  return http.request({
-    host: u.hostname,
-    port: Number(u.port),
-    method: "POST",
-    path: u.pathname,
-    agent: false,
-    headers: { authorization: `Bearer ${t.token}`, ...headers },
-    ...(timeoutMs ? { timeout: timeoutMs } : {}),
-  });
-}
-
-/** POST /api/v3/topic/{topic} with `body` streamed; `contentLength` false: chunked. */
+/** POST /api/v3/topic/{topic} with `body` streamed, on a connection of its own. */
 export function uploadBody(
   t: GatewayTarget,
   topic: string,
   body: Uint8Array,
-  o: { contentLength: boolean; retentionSeconds?: number; signal?: AbortSignal },
-): Promise<UploadResult> {
+  retentionSeconds?: number,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = post(t, `/api/v3/topic/${encodeURIComponent(topic)}`, {
-      "content-type": "application/octet-stream",
-      ...(o.retentionSeconds ? { "vqs-retention-seconds": String(o.retentionSeconds) } : {}),
-      ...(o.contentLength ? { "content-length": String(body.length) } : {}),
+    const u = new URL(`/api/v3/topic/${encodeURIComponent(topic)}`, t.url);
+    const req = http.request({
+      host: u.hostname,
+      port: Number(u.port),
+      method: "POST",
+      path: u.pathname,
+      agent: false,
+      headers: {
+        authorization: `Bearer ${t.token}`,
+        "content-type": "application/octet-stream",
+        "content-length": String(body.length),
+        ...(retentionSeconds ? { "vqs-retention-seconds": String(retentionSeconds) } : {}),
+      },
     });
     const timer = setTimeout(() => req.destroy(new Error("upload timeout")), t.timeoutMs);
-    const abort = () => req.destroy(new Error("upload aborted"));
-    if (o.signal?.aborted) abort();
-    o.signal?.addEventListener("abort", abort, { once: true });
-    req.on("close", () => o.signal?.removeEventListener("abort", abort));
     let answered = false;
     req.on("error", (err) => {
       clearTimeout(timer);
@@ -71,14 +50,8 @@ export function uploadBody(
       res.on("error", reject);
       res.on("end", () => {
         clearTimeout(timer);
-        const text = Buffer.concat(chunks).toString();
-        let messageId: string | null = null;
-        try {
-          messageId = (JSON.parse(text) as { messageId?: string }).messageId ?? null;
-        } catch {
-          // an error page: the status and text say what happened
-        }
-        resolve({ status: res.statusCode ?? 0, messageId, body: text.slice(0, 300) });
+        const text = Buffer.concat(chunks).toString().slice(0, 300);
+        resolve({ status: res.statusCode ?? 0, body: text });
       });
     });
     // An early answer (413, 401) ends the writing loop.
@@ -101,27 +74,20 @@ export function uploadBody(
   });
 }
 
-export interface DownloadResult {
+interface DownloadResult {
   readonly status: number;
   readonly bytes: number;
   readonly sha256: string | null;
-  readonly messageId: string | null;
   readonly receiptHandle: string | null;
 }
 
-/**
- * Receives one message of `group` (multipart/mixed, one message at most) and hashes its body as
- * it streams in; `messageId`: receive that message by ID instead.
- */
+/** Receives one message of `group` (multipart/mixed) and hashes its body as it streams in. */
 export async function downloadBody(
   t: GatewayTarget,
   topic: string,
   group: string,
-  messageId?: string,
 ): Promise<DownloadResult> {
-  const path =
-    `/api/v3/topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}` +
-    (messageId ? `/id/${encodeURIComponent(messageId)}` : "");
+  const path = `/api/v3/topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}`;
   const res = await fetch(new URL(path, t.url), {
     method: "POST",
     headers: {
@@ -134,7 +100,7 @@ export async function downloadBody(
   });
   if (res.status !== 200) {
     await res.arrayBuffer().catch(() => undefined);
-    return { status: res.status, bytes: 0, sha256: null, messageId: null, receiptHandle: null };
+    return { status: res.status, bytes: 0, sha256: null, receiptHandle: null };
   }
   for await (const part of parseMultipartStream(res, PARSER)) {
     const hash = createHash("sha256");
@@ -143,17 +109,15 @@ export async function downloadBody(
       hash.update(chunk);
       bytes += chunk.length;
     }
-    const result = {
+    // Only one part was asked for: leaving the loop ends the response.
+    return {
       status: 200,
       bytes,
       sha256: hash.digest("hex"),
-      messageId: part.headers.get("vqs-message-id"),
       receiptHandle: part.headers.get("vqs-receipt-handle"),
     };
-    // Only one part was asked for: leaving the loop ends the response.
-    return result;
   }
-  return { status: 200, bytes: 0, sha256: null, messageId: null, receiptHandle: null };
+  return { status: 200, bytes: 0, sha256: null, receiptHandle: null };
 }
 
 /** DELETE .../lease/{handle}: the downloaded message is done with. */
@@ -172,79 +136,4 @@ export async function acknowledge(
   );
   await res.arrayBuffer();
   return res.status;
-}
-
-/**
- * The same receive as `downloadBody`, read off the socket without a multipart parser: the one
- * part's headers are skipped, its body hashed as it streams, the closing delimiter held back and
- * cut off. What the gateway serves, apart from what the client's parser costs.
- */
-export function downloadBodyWire(
-  t: GatewayTarget,
-  topic: string,
-  group: string,
-): Promise<DownloadResult> {
-  return new Promise((resolve, reject) => {
-    const req = post(
-      t,
-      `/api/v3/topic/${encodeURIComponent(topic)}/consumer/${encodeURIComponent(group)}`,
-      {
-        accept: "multipart/mixed",
-        "vqs-max-messages": "1",
-        "vqs-visibility-timeout-seconds": "600",
-      },
-      t.timeoutMs,
-    );
-    req.on("timeout", () => req.destroy(new Error("download timeout")));
-    req.on("error", reject);
-    req.on("response", (res) => {
-      const none = { bytes: 0, sha256: null, messageId: null, receiptHandle: null };
-      const boundary = /boundary="?([^";]+)"?/.exec(res.headers["content-type"] ?? "")?.[1];
-      if (res.statusCode !== 200 || !boundary) {
-        res.resume();
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, ...none }));
-        return;
-      }
-      const closing = Buffer.from(`\r\n--${boundary}--`);
-      const hash = createHash("sha256");
-      let head: Buffer | null = Buffer.alloc(0);
-      let headers = "";
-      let tail = Buffer.alloc(0);
-      let bytes = 0;
-      res.on("data", (piece: Buffer) => {
-        if (head) {
-          head = Buffer.concat([head, piece]);
-          const end = head.indexOf("\r\n\r\n", head.indexOf(`--${boundary}`));
-          if (end < 0) return;
-          headers = head.subarray(0, end).toString("latin1");
-          piece = head.subarray(end + 4);
-          head = null;
-        }
-        // Keep back what may be the closing delimiter; hash the rest.
-        const all = tail.length ? Buffer.concat([tail, piece]) : piece;
-        const keep = Math.min(all.length, closing.length + 4);
-        const out = all.subarray(0, all.length - keep);
-        hash.update(out);
-        bytes += out.length;
-        tail = Buffer.from(all.subarray(all.length - keep));
-      });
-      res.on("error", reject);
-      res.on("end", () => {
-        const cut = tail.lastIndexOf(closing);
-        const rest = cut >= 0 ? tail.subarray(0, cut) : tail;
-        hash.update(rest);
-        bytes += rest.length;
-        const header = (name: string) =>
-          new RegExp(`^${name}:\\s*(.+)$`, "im").exec(headers)?.[1]?.trim() ?? null;
-        resolve({
-          status: 200,
-          bytes,
-          sha256: hash.digest("hex"),
-          messageId: header("vqs-message-id"),
-          receiptHandle: header("vqs-receipt-handle"),
-        });
-      });
-    });
-    req.end();
-  });
 }

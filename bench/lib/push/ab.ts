@@ -7,7 +7,8 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { GatewayApi } from "../gw.js";
 import { sampleProc } from "../proc.js";
 import type { PushEndpoint } from "./endpoints.js";
-import { pushOff, pushOn, topicStream } from "./throughput.js";
+import { topicStream } from "../gw.js";
+import { pushOff, pushOn } from "./throughput.js";
 import { fillStream } from "../raw.js";
 import { sleep } from "../stats.js";
 
@@ -24,21 +25,10 @@ export interface AbPushOptions {
   readonly inFlight: number;
 }
 
-/** Per message of a slice: the gateway's kernel CPU (µs) and its read and write system calls. */
-export interface AbSyscalls {
-  readonly systemUs: number;
-  readonly reads: number;
-  readonly writes: number;
-}
-
-/**
- * Rates (msg/s), gateway CPU per message (µs) and its kernel share and system calls per message,
- * of each side's slices, in slice order.
- */
+/** Rates (msg/s) and gateway CPU per message (µs) of each side's slices, in slice order. */
 export async function abPushSlices(o: AbPushOptions): Promise<{
   rates: [number[], number[]];
   cpu: [number[], number[]];
-  sys: [AbSyscalls[], AbSyscalls[]];
 }> {
   const topic = (i: number) => `ab-push-${i}`;
   // Enough for each side at 12,000 msg/s through its warm-up and its half of the slices (a
@@ -67,7 +57,6 @@ export async function abPushSlices(o: AbPushOptions): Promise<{
   }
   const rates: [number[], number[]] = [[], []];
   const cpu: [number[], number[]] = [[], []];
-  const sys: [AbSyscalls[], AbSyscalls[]] = [[], []];
   for (let s = 0; s < o.slices; s++) {
     const i = ([0, 1, 1, 0] as const)[s % 4] ?? 0;
     await switchTo(i);
@@ -79,15 +68,8 @@ export async function abPushSlices(o: AbPushOptions): Promise<{
     const c1 = sampleProc(o.pids[i]);
     const n = b.ok - a.ok;
     rates[i].push(n / ((b.at - a.at) / 1000));
-    if (c0 && c1 && n > 0) {
-      cpu[i].push(((c1.cpuSeconds - c0.cpuSeconds) / n) * 1e6);
-      sys[i].push({
-        systemUs: ((c1.systemSeconds - c0.systemSeconds) / n) * 1e6,
-        reads: (c1.readCalls - c0.readCalls) / n,
-        writes: (c1.writeCalls - c0.writeCalls) / n,
-      });
-    }
+    cpu[i].push(c0 && c1 && n > 0 ? ((c1.cpuSeconds - c0.cpuSeconds) / n) * 1e6 : NaN);
   }
   await off();
-  return { rates, cpu, sys };
+  return { rates, cpu };
 }

@@ -1,20 +1,19 @@
-// Starts the benchmark's push endpoints (bench/push-endpoint-process.ts), each in its own process,
+// Starts the benchmark's plain push endpoint (bench/push-endpoint-process.ts) in its own process,
 // and reads what they counted over IPC: pushes answered, the endpoint's clock when it read them
 // (so a rate is over the endpoint's own time, not the IPC round trip's), and latency samples.
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { childStopper } from "../proc.js";
 
 const BENCH_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const REPO_DIR = dirname(BENCH_DIR);
 
-export type EndpointMode = "plain" | "callback";
-
 export interface EndpointReading {
   /** The endpoint's wall clock when it read its counters, ms since the epoch. */
   readonly at: number;
-  /** Pushes answered 2xx so far (callback: after the client acknowledged the message). */
+  /** Pushes answered 2xx so far. */
   readonly ok: number;
   /** Pushes answered otherwise, or whose request failed. */
   readonly failed: number;
@@ -23,7 +22,6 @@ export interface EndpointReading {
 }
 
 export interface PushEndpoint {
-  readonly mode: EndpointMode;
   /** The URL to push to. */
   readonly url: string;
   readonly pid: number;
@@ -32,10 +30,6 @@ export interface PushEndpoint {
 }
 
 export interface PushEndpointOptions {
-  readonly mode: EndpointMode;
-  /** The gateway the callback endpoint's client acknowledges through, and its token. */
-  readonly gatewayUrl: string;
-  readonly token: string;
   /** stdout and stderr of the endpoint are appended here. */
   readonly logFile: string;
 }
@@ -47,24 +41,15 @@ export async function startPushEndpoint(o: PushEndpointOptions): Promise<PushEnd
   const log = openSync(o.logFile, "a");
   const child: ChildProcess = spawn(
     process.execPath,
-    ["--import", "tsx", join(BENCH_DIR, "push-endpoint-process.ts"), o.mode],
-    {
-      cwd: REPO_DIR,
-      env: {
-        ...process.env,
-        NODE_ENV: "production", // the client's development mode would register dev handlers
-        VQS_BENCH_GATEWAY_URL: o.gatewayUrl,
-        VQS_BENCH_TOKEN: o.token,
-      },
-      stdio: ["ignore", log, log, "ipc"],
-    },
+    ["--import", "tsx", join(BENCH_DIR, "push-endpoint-process.ts")],
+    { cwd: REPO_DIR, stdio: ["ignore", log, log, "ipc"] },
   );
   closeSync(log);
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const stop = childStopper(child, 5_000);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`push endpoint (${o.mode}) did not listen within 30 s`));
+      reject(new Error(`push endpoint did not listen within 30 s`));
     }, START_TIMEOUT_MS);
     const onMessage = (m: unknown) => {
       const msg = m as { type?: string; url?: string };
@@ -76,21 +61,20 @@ export async function startPushEndpoint(o: PushEndpointOptions): Promise<PushEnd
     child.on("message", onMessage);
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`push endpoint (${o.mode}) exited (${String(code)}) before listening`));
+      reject(new Error(`push endpoint exited (${String(code)}) before listening`));
     });
   });
   let nextId = 0;
   return {
-    mode: o.mode,
     url,
     pid: child.pid ?? 0,
     read(takeLatencies = false) {
       return new Promise((resolve, reject) => {
-        if (!child.connected) return reject(new Error(`push endpoint (${o.mode}) is gone`));
+        if (!child.connected) return reject(new Error(`push endpoint is gone`));
         const id = ++nextId;
         const timer = setTimeout(() => {
           child.off("message", onMessage);
-          reject(new Error(`push endpoint (${o.mode}) did not answer a read`));
+          reject(new Error(`push endpoint did not answer a read`));
         }, READ_TIMEOUT_MS);
         const onMessage = (m: unknown) => {
           const msg = m as Partial<EndpointReading> & { type?: string; id?: number };
@@ -108,12 +92,6 @@ export async function startPushEndpoint(o: PushEndpointOptions): Promise<PushEnd
         child.send({ type: "read", id, takeLatencies });
       });
     },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop,
   };
 }
