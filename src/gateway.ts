@@ -315,6 +315,7 @@ export async function createGateway(o: GatewayOptions): Promise<Gateway> {
       topicBytes: jetstream.quotas.topicLimit,
     }),
     bodies: jetstream.bodies,
+    slots: jetstream.flowSlots,
   });
   // Audit events are logged whatever LOG_LEVEL says, unless it asks for no logs at all.
   const audit = logger.child(

@@ -4,7 +4,7 @@
 // and the CLI and the console read them (type-only imports).
 import { Type, type Static } from "typebox";
 import { LIMITS } from "../queue/limits.js";
-import type { ConsumerSettings } from "../queue/settings/consumer-settings.js";
+import type { ConsumerSettings, FlowControlSettings } from "../queue/settings/consumer-settings.js";
 import { DEAD_LETTER_ORIGIN } from "./messages.js";
 import {
   checked,
@@ -125,6 +125,23 @@ export const NAMESPACE = Type.Object(
   { $id: "Namespace", description: "A namespace with topics in this region." },
 );
 
+export const BUSY_KEY = Type.Object(
+  {
+    key: nullable(Type.String(), {
+      description:
+        "The key's value (the `flowControl.key` header of a message of the key), cut at 256 characters; null when no message of the key could be read (the key is stored hashed).",
+    }),
+    keyTruncated: Type.Boolean({ description: "`key` was cut at 256 characters." }),
+    keyHash: Type.String({ description: "The key's hash, as the key's record is named." }),
+    inFlight: described(COUNT, "Messages of the key holding a slot now, on every gateway."),
+    waiting: described(
+      COUNT,
+      "Messages of the key in the waiting sample that hold no slot (a sampled figure: see `waitingSample`).",
+    ),
+  },
+  { $id: "BusyKey", description: "One flow-control key of a group, and how busy it is." },
+);
+
 /** The components the operations refer to (registered and listed under their `$id`). */
 export const MANAGEMENT_COMPONENTS = [
   TOPIC,
@@ -133,6 +150,7 @@ export const MANAGEMENT_COMPONENTS = [
   PEEKED_MESSAGE,
   NAMESPACE_STORAGE,
   NAMESPACE,
+  BUSY_KEY,
 ];
 
 export type Topic = Static<typeof TOPIC>;
@@ -142,6 +160,7 @@ export type ConsumerGroup = Static<typeof CONSUMER_GROUP>;
 export type PeekedMessage = Static<typeof PEEKED_MESSAGE>;
 export type NamespaceStorage = Static<typeof NAMESPACE_STORAGE>;
 export type Namespace = Static<typeof NAMESPACE>;
+export type BusyKey = Static<typeof BUSY_KEY>;
 
 // Input. Paths are TOPIC_PATH and GROUP_PATH (schema.ts); query parameters answer 400
 // invalid_query naming the parameter (each given at most once); a seek body 400
@@ -259,3 +278,42 @@ export type Sought = Static<typeof SOUGHT>;
 
 export const NAMESPACES = Type.Object({ namespaces: Type.Array(ref(NAMESPACE)) });
 export type Namespaces = Static<typeof NAMESPACES>;
+
+export const BUSIEST_KEYS_QUERY = Type.Object({
+  limit: queryInt(LIMITS.busiestKeysLimit, "Keys at most."),
+});
+
+export const BUSIEST_KEYS = Type.Object({
+  flowControl: nullable(refTo<FlowControlSettings>("FlowControlSettings"), {
+    description: "The group's effective flow control; null: none, and `keys` is empty.",
+  }),
+  keys: Type.Array(ref(BUSY_KEY), {
+    description: "Most in flight and waiting together first; keys with neither are not listed.",
+  }),
+  keyRecords: Type.Object(
+    {
+      read: described(COUNT, "Key records read (at most 1,000 a request)."),
+      complete: Type.Boolean({
+        description: "Every key record of the group was read; false: `inFlight` is partial.",
+      }),
+    },
+    { description: "Where `inFlight` comes from: the keys' slot records, region-wide." },
+  ),
+  waitingSample: Type.Object(
+    {
+      messages: described(COUNT, "Messages sampled (at most 1,000, and 4 MiB of payload)."),
+      fromSequence: described(
+        COUNT,
+        "The sample's first stream position: past the group's acknowledgement floor.",
+      ),
+      complete: Type.Boolean({
+        description: "The sample reached the topic's last message.",
+      }),
+    },
+    {
+      description:
+        "Where `waiting` comes from: the group's oldest messages past its acknowledgement floor. A message acknowledged out of order past the floor is counted until the floor passes it.",
+    },
+  ),
+});
+export type BusiestKeys = Static<typeof BUSIEST_KEYS>;

@@ -2,7 +2,14 @@
 // a revision, and a record nobody wrote for FLOW_RECORD_TTL_MS forgotten, as the JetStream
 // bucket's max age forgets it (src/nats/queue-state/records/flow-slots.ts). Held to the same contract
 // (test/contract/flow-slots-contract.ts).
-import type { FlowSlotLedger, KeyPace, KeySlots, SlotHolder } from "../queue/broker.js";
+import type {
+  FlowSlotLedger,
+  KeyPace,
+  KeySlots,
+  KeySlotsEntry,
+  KeySlotsPage,
+  SlotHolder,
+} from "../queue/broker.js";
 import { FLOW_RECORD_TTL_MS } from "../queue/limits.js";
 import type { GroupAddress, TopicAddress } from "../queue/namespace.js";
 
@@ -50,6 +57,29 @@ export class MemoryFlowSlots implements FlowSlotLedger {
       writtenAtMs: this.#now(),
     });
     return Promise.resolve(revision);
+  }
+
+  listKeySlots(group: GroupAddress, max: number): Promise<KeySlotsPage> {
+    const prefix = groupPrefix(group);
+    const records: KeySlotsEntry[] = [];
+    let more = false;
+    for (const k of [...this.#records.keys()]) {
+      if (!k.startsWith(prefix)) continue;
+      const e = this.#live(k);
+      if (!e) continue;
+      if (records.length >= max) {
+        more = true;
+        break;
+      }
+      records.push({
+        keyHash: k.slice(prefix.length),
+        holders: e.holders.map((h) => ({ ...h })),
+        tatMs: e.pace.tatMs,
+        order: [...e.pace.order],
+        doneSeq: e.pace.doneSeq,
+      });
+    }
+    return Promise.resolve({ records, more });
   }
 
   /** Forgets the records of every group of the topic (removed, or its messages purged). */

@@ -286,6 +286,24 @@ export interface FlowSlotLedger {
     expectedRevision: number | null,
     pace?: KeyPace,
   ): Promise<number | null>;
+  /**
+   * Up to `max` of the group's key records, in no promised order (seeing a group's keys, the
+   * management API): one bounded read, never a read per record. `more`: the group has others.
+   */
+  listKeySlots(group: GroupAddress, max: number): Promise<KeySlotsPage>;
+}
+
+/** One key's record as listed: its hash, holders (live or not: the domain decides) and pace. */
+export interface KeySlotsEntry extends KeyPace {
+  readonly keyHash: string;
+  readonly holders: readonly SlotHolder[];
+}
+
+/** Some of a group's key records (FlowSlotLedger.listKeySlots). */
+export interface KeySlotsPage {
+  readonly records: readonly KeySlotsEntry[];
+  /** The group has records not listed (more than `max`). */
+  readonly more: boolean;
 }
 
 /** The message log and the group cursor: what src/nats implements on JetStream (JetStreamBroker). */

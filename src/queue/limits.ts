@@ -24,6 +24,8 @@ export const LIMITS = {
   groupsPageLimit: { min: 1, max: 1000, default: 100 },
   /** Messages one peek shows. */
   peekLimit: { min: 1, max: 100, default: 20 },
+  /** Keys one busiest-keys answer lists. */
+  busiestKeysLimit: { min: 1, max: 100, default: 20 },
 } as const;
 
 /**

@@ -108,5 +108,38 @@ export function flowSlotsContract(name: string, under: FlowSlotsUnderTest): void
       expect(await l.getKeySlots(g, k)).toBeNull();
       expect(await l.putKeySlots(g, k, [holder(2)], null)).not.toBeNull();
     });
+
+    it("lists a group's records, bounded, with their holders, and says when there are more", async () => {
+      const l = under.ledger();
+      const g = group();
+      const other = { ...g, group: "other" };
+      expect(await l.listKeySlots(g, 10)).toEqual({ records: [], more: false });
+      const keys = [hash(), hash(), hash()];
+      const first = (await l.putKeySlots(g, keys[0]!, [holder(1)], null))!;
+      await l.putKeySlots(g, keys[0]!, [holder(1), holder(4)], first); // the last value is listed
+      const pace = { tatMs: 1_900_000_000_500, order: [2, 3], doneSeq: 1 };
+      await l.putKeySlots(g, keys[1]!, [holder(2)], null, pace);
+      await l.putKeySlots(g, keys[2]!, [], null);
+      await l.putKeySlots(other, hash(), [holder(9)], null);
+
+      const all = await l.listKeySlots(g, 10);
+      expect(all.more).toBe(false);
+      const byKey = (p: typeof all) =>
+        Object.fromEntries(p.records.map((r) => [r.keyHash, r.holders]));
+      expect(byKey(all)).toEqual({
+        [keys[0]!]: [holder(1), holder(4)],
+        [keys[1]!]: [holder(2)],
+        [keys[2]!]: [],
+      });
+      const paces = Object.fromEntries(
+        all.records.map((r) => [r.keyHash, { tatMs: r.tatMs, order: r.order, doneSeq: r.doneSeq }]),
+      );
+      expect(paces).toEqual({ [keys[0]!]: none, [keys[1]!]: pace, [keys[2]!]: none });
+      const some = await l.listKeySlots(g, 2);
+      expect(some.more).toBe(true);
+      expect(some.records).toHaveLength(2);
+      for (const r of some.records) expect(byKey(all)[r.keyHash]).toEqual(r.holders);
+      expect(await l.listKeySlots(g, 3)).toMatchObject({ more: false });
+    });
   });
 }

@@ -2,6 +2,8 @@
 // definitions (src/api/management.ts), which check the input (src/http/validation.ts) and type
 // the handlers, with what the document adds (names, summaries, headers, error answers).
 import {
+  BUSIEST_KEYS,
+  BUSIEST_KEYS_QUERY,
   CONSUMER_GROUPS,
   LIST_GROUPS_QUERY,
   LIST_TOPICS_QUERY,
@@ -153,5 +155,20 @@ export const LIST_NAMESPACES = {
   response: {
     200: json("The namespaces.", NAMESPACES),
     ...errorResponses(["storage_unavailable"]),
+  },
+};
+
+export const LIST_KEYS = {
+  operationId: "listBusiestKeys",
+  summary: "A group's busiest flow-control keys",
+  description:
+    "Per key: its messages in flight (slot holders, every gateway's) and waiting (counted among the group's oldest 1,000 messages past its acknowledgement floor: a sampled figure). Bounded work: 1,000 key records, the sample, and a read per listed key whose value the sample lacks. A group without flowControl answers an empty list.",
+  tags: TAGS,
+  params: GROUP_PATH,
+  headers: apiHeaders(),
+  querystring: BUSIEST_KEYS_QUERY,
+  response: {
+    200: json("The busiest keys.", BUSIEST_KEYS),
+    ...errorResponses([...GROUP_NOT_FOUND, "invalid_query"]),
   },
 };

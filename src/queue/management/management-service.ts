@@ -5,7 +5,8 @@
 import type { IdLeaseLedger } from "../ledgers/id-lease-ledger.js";
 import type { BodyStore } from "../bodies.js";
 import { AppError } from "../../errors.js";
-import type { MessageLog, StoredMessage } from "../broker.js";
+import type { FlowSlotLedger, GroupCursor, MessageLog, StoredMessage } from "../broker.js";
+import { busiestKeys } from "./busiest-keys.js";
 import { parseMessageId, storedMessageId } from "../identity/message-id.js";
 import { deliveredContentType } from "../limits.js";
 import type { GroupAddress, Namespace, TopicAddress } from "../namespace.js";
@@ -19,6 +20,7 @@ import type {
   TopicFigures,
 } from "./queue-admin.js";
 import type {
+  BusiestKeys,
   ConsumerGroup,
   ConsumerGroups,
   NamespaceStorage,
@@ -31,7 +33,9 @@ import type {
 
 export interface ManagementDeps {
   readonly admin: QueueAdmin;
-  readonly broker: Pick<MessageLog, "readTopic">;
+  readonly broker: Pick<MessageLog, "readTopic"> & Pick<GroupCursor, "progress">;
+  /** Flow control's key records (a group's busiest keys); without them no key is in flight. */
+  readonly slots?: Pick<FlowSlotLedger, "listKeySlots">;
   readonly settings: SettingsStore;
   /** The key duplicate message IDs are signed with (to read an `after` message ID). */
   readonly duplicateIdKey: Buffer;
@@ -69,6 +73,10 @@ const FIGURES_IN_PARALLEL = 16;
 export const LISTING_CALLS = 400;
 const TOPICS_PER_PAGE = Math.floor(LISTING_CALLS / 4);
 const GROUPS_PER_PAGE = Math.floor((LISTING_CALLS - 4) / 3);
+
+const NO_SLOTS: Pick<FlowSlotLedger, "listKeySlots"> = {
+  listKeySlots: () => Promise.resolve({ records: [], more: false }),
+};
 
 export class ManagementService {
   readonly #d: ManagementDeps;
@@ -284,6 +292,21 @@ export class ManagementService {
     const sought = await this.#d.admin.seekGroup(at, to);
     this.#d.idLedger?.forget(at);
     if (!sought) throw new AppError("group_not_found");
+  }
+
+  /** The group's busiest flow-control keys, region-wide, with bounded work (busiest-keys.ts). */
+  keys(at: GroupAddress, limit: number): Promise<BusiestKeys> {
+    return busiestKeys(
+      {
+        slots: this.#d.slots ?? NO_SLOTS,
+        broker: this.#d.broker,
+        flowOf: (g) =>
+          this.#d.settings.effective(g.namespace, g.topic, g.group)?.flowControl ?? null,
+        now: this.#d.now,
+      },
+      at,
+      limit,
+    );
   }
 
   namespaces(): ReturnType<QueueAdmin["namespaces"]> {

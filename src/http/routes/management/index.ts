@@ -5,6 +5,7 @@ import type { AuditLog } from "./audit.js";
 import { consumersRoute } from "./consumers.js";
 import { deleteGroupRoute } from "./delete-group.js";
 import { deleteTopicRoute } from "./delete-topic.js";
+import { keysRoute } from "./keys.js";
 import { namespacesRoute } from "./namespaces.js";
 import { peekRoute } from "./peek.js";
 import { purgeRoute } from "./purge.js";
@@ -25,5 +26,6 @@ export function managementRoutes(
   purgeRoute(app, management, audit);
   deleteGroupRoute(app, management, audit);
   seekRoute(app, management, audit);
+  keysRoute(app, management);
   namespacesRoute(app, management);
 }

@@ -4,9 +4,22 @@
 // subject only as its hash. The bucket's max age forgets a record nobody wrote for longer than
 // the longest lease; which holders still hold is the domain's to say (src/queue/flow-control/),
 // so every server version (2.9 on) serves it: no per-message TTL is needed.
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/nats-core";
 import type { KV } from "@nats-io/kv";
-import type { FlowSlotLedger, KeyPace, KeySlots, SlotHolder } from "../../../queue/broker.js";
+import type {
+  FlowSlotLedger,
+  KeyPace,
+  KeySlots,
+  KeySlotsEntry,
+  KeySlotsPage,
+  SlotHolder,
+} from "../../../queue/broker.js";
 import type { GroupAddress } from "../../../queue/namespace.js";
 import { groupNames } from "../../core/naming.js";
 import { storeOp, type ObserveOperation } from "../../core/store-op.js";
@@ -22,17 +35,19 @@ export interface FlowSlotRecordsOptions {
   readonly ttlMs: number;
   readonly timeoutMs: number;
   readonly region: string;
-  /** Times each operation (vqs_jetstream_request_duration_seconds: flow_slots_get, _put). */
+  /** Times each operation (vqs_jetstream_request_duration_seconds: flow_slots_get, _put, _list). */
   readonly observe: ObserveOperation;
 }
 
 export class FlowSlotRecords implements FlowSlotLedger {
   readonly #opts: FlowSlotRecordsOptions;
+  readonly #js: JetStreamClient;
   /** The bucket, opened as the lease records' is (reads from the stream leader, a max age). */
   readonly #records: LeaseRecords;
 
   constructor(js: JetStreamClient, opts: FlowSlotRecordsOptions) {
     this.#opts = opts;
+    this.#js = js;
     this.#records = new LeaseRecords(js, {
       name: FLOW_SLOTS_BUCKET,
       replicas: opts.replicas,
@@ -80,6 +95,49 @@ export class FlowSlotRecords implements FlowSlotLedger {
       } catch (err) {
         if (isWrongLastSequence(err)) return null;
         throw err;
+      }
+    });
+  }
+
+  /**
+   * The group's records through one short-lived pull consumer on the bucket's stream, filtered
+   * to the group's keys, last value per key: its info says how many there are, one fetch reads
+   * up to `max` of them (4 API calls and `max` small messages, whatever the group's key count).
+   */
+  listKeySlots(group: GroupAddress, max: number): Promise<KeySlotsPage> {
+    return storeOp(this.#opts.observe, "flow_slots_list", async () => {
+      await this.#bucket();
+      const g = groupNames(this.#opts.region, group);
+      const prefix = `$KV.${FLOW_SLOTS_BUCKET}.${g.stream}.${g.consumer}.`;
+      const stream = `KV_${FLOW_SLOTS_BUCKET}`;
+      const jsm = await this.#js.jetstreamManager(false);
+      const info = await jsm.consumers.add(stream, {
+        filter_subject: `${prefix}*`,
+        deliver_policy: DeliverPolicy.LastPerSubject,
+        ack_policy: AckPolicy.None,
+        inactive_threshold: nanos(30_000),
+        mem_storage: true,
+        num_replicas: 1,
+      });
+      try {
+        const pending = info.num_pending;
+        const records: KeySlotsEntry[] = [];
+        const want = Math.min(max, pending);
+        if (want > 0) {
+          const c = await this.#js.consumers.get(stream, info.name);
+          const msgs = await c.fetch({ max_messages: want, expires: this.#opts.timeoutMs });
+          for await (const m of msgs) {
+            const op = m.headers?.get("KV-Operation");
+            const keyHash = m.subject.slice(prefix.length);
+            if (op !== "DEL" && op !== "PURGE" && HASH.test(keyHash)) {
+              records.push({ keyHash, ...decode(m.string()) });
+            }
+            if (m.info.pending === 0 || records.length >= want) break;
+          }
+        }
+        return { records, more: pending > max };
+      } finally {
+        await jsm.consumers.delete(stream, info.name).catch(() => undefined);
       }
     });
   }
