@@ -164,8 +164,9 @@ export async function pushThroughput(
 }
 
 /**
- * Switches a group to push to `ep` (`maxConcurrency` n) and waits for the first pushes: they
- * start within the gateway's settings look-up (50 ms) and a consumer update.
+ * Switches a group to push to `ep` (`maxConcurrency` n; `extra`: more settings, e.g.
+ * `flowControl`) and waits for the first pushes: they start within the gateway's settings
+ * look-up (50 ms) and a consumer update.
  */
 export async function pushOn(
   api: GatewayApi,
@@ -174,9 +175,13 @@ export async function pushOn(
   ep: PushEndpoint,
   n: number,
   autoAck: boolean,
+  extra: Record<string, unknown> = {},
 ): Promise<void> {
   const before = (await ep.read()).ok;
-  await putSettings(api, topic, group, { push: { url: ep.url, maxConcurrency: n, autoAck } });
+  await putSettings(api, topic, group, {
+    ...extra,
+    push: { url: ep.url, maxConcurrency: n, autoAck },
+  });
   const deadline = performance.now() + SWITCH_TIMEOUT_MS;
   while (performance.now() < deadline && (await ep.read()).ok === before) await sleep(10);
 }
