@@ -218,11 +218,8 @@ export class FlowGate {
    * any gateway: the slot it holds follows. Never throws: a slot not moved ends with its lease.
    */
   async leaseMoved(group: GroupAddress, streamSeq: number, untilMs: number): Promise<void> {
-    const flow = this.flowOf(group);
-    if (flow === null) return;
     try {
-      const k =
-        this.#keys.get(seqKey(group, streamSeq)) ?? (await this.#keyOfSeq(group, streamSeq, flow));
+      const k = await this.#keyOf(group, streamSeq);
       if (k === null) return;
       await this.#slots.moveUntil(group, k, streamSeq, untilMs);
       if (untilMs <= this.#d.now()) this.#keys.delete(seqKey(group, streamSeq));
@@ -263,15 +260,10 @@ export class FlowGate {
    * throws: a slot not freed ends with its lease; a head left behind is found gone later.
    */
   async settled(group: GroupAddress, streamSeq: number, message?: StoredMessage): Promise<void> {
-    const flow = this.flowOf(group);
-    if (flow === null) return;
     try {
-      const k = message
-        ? flowKeyHash(message, flow)
-        : (this.#keys.get(seqKey(group, streamSeq)) ??
-          (await this.#keyOfSeq(group, streamSeq, flow)));
+      const k = await this.#keyOf(group, streamSeq, message);
       if (k === null) return;
-      await this.#slots.settle(group, k, streamSeq, keyRulesOf(flow));
+      await this.#slots.settle(group, k, streamSeq, keyRulesOf(this.flowOf(group)));
       this.#keys.delete(seqKey(group, streamSeq));
     } catch (err) {
       this.#d.log?.warn(
@@ -364,6 +356,24 @@ export class FlowGate {
         "flow control: a held message was not given back; it comes back when its lease ends",
       );
     }
+  }
+
+  /**
+   * The key whose slot message `streamSeq` took here, else its key under the group's settings now
+   * (read from the message when not at hand); null: none. The one it took comes first: the
+   * settings may have changed since (flowControl removed or keyed on another header), and a slot
+   * taken under the old ones must still be given back, not left to its lease's end.
+   */
+  async #keyOf(
+    group: GroupAddress,
+    streamSeq: number,
+    message?: StoredMessage,
+  ): Promise<string | null> {
+    const taken = this.#keys.get(seqKey(group, streamSeq));
+    if (taken !== undefined) return taken;
+    const flow = this.flowOf(group);
+    if (flow === null) return null;
+    return message ? flowKeyHash(message, flow) : this.#keyOfSeq(group, streamSeq, flow);
   }
 
   /** The key of a lease handed out by another gateway: read from the log (null: none). */

@@ -236,6 +236,28 @@ describe("a pushed group's per-key limit changed", () => {
     expect(await settle(() => w.pushes.open.length === 2)).toBe(true);
     expect(openTexts(w)).toEqual(["a1", "a2"]);
   });
+
+  it("gives back a slot taken before flowControl was lifted, so a limit set again finds it free", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const w = await world();
+    await publish(w, ["a1", "a"], ["b1", "b"]);
+    await pushWith(w, keyed("http://127.0.0.1:9/a", 1));
+    expect(await settle(() => w.pushes.open.length === 2)).toBe(true);
+    await quiet();
+    // Lifted while a1 and b1 are pushed; a1 is acknowledged (its lease ends), b1 settled.
+    await pushWith(w, { ...keyed("http://127.0.0.1:9/a", 1), flowControl: null });
+    await ack(w, find(w, "a1"));
+    const b1 = find(w, "b1");
+    await w.memory.broker.ack(group, b1.delivery);
+    await w.memory.context.flow.settled(group, b1.delivery.streamSeq);
+    b1.end();
+    // Set again: each key's next message takes the slot at once, not at a1's or b1's lease end.
+    await pushWith(w, keyed("http://127.0.0.1:9/a", 1));
+    await publish(w, ["a2", "a"], ["b2", "b"]);
+    w.memory.broker.pump();
+    expect(await settle(() => w.pushes.open.length === 2)).toBe(true);
+    expect(openTexts(w)).toEqual(["a2", "b2"]);
+  });
 });
 
 describe("a pushed group's per-key slot with the real Pusher", () => {
