@@ -14,7 +14,8 @@ import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
 import type { ConsumerSettings, FlowControlSettings } from "../settings/consumer-settings.js";
 import { flowKeyHash } from "./flow-keys.js";
-import { keyRulesOf, slotLimit, type KeyRules, type KeyState } from "./key-rules.js";
+import { gcraTake } from "./gcra.js";
+import { keyRulesOf, slotLimit, type KeyRules, type KeyState, type Verdict } from "./key-rules.js";
 import { KeySlots } from "./key-slots.js";
 
 /** Deliveries one group may have held on one gateway; more are given back at once. */
@@ -308,6 +309,18 @@ export class FlowGate {
     rules: KeyRules,
     seen: readonly number[] = [],
   ): Promise<boolean> {
+    return (await this.#admitOne(group, keyHash, d, deadlineMs, rules, seen)).take;
+  }
+
+  /** #take's verdict: taken, or why not, on the record as last read. */
+  async #admitOne(
+    group: GroupAddress,
+    keyHash: string,
+    d: Delivery,
+    deadlineMs: number,
+    rules: KeyRules,
+    seen: readonly number[],
+  ): Promise<Verdict & { readonly read: KeyState }> {
     const holder = { streamSeq: d.streamSeq, deliveryCount: d.deliveryCount, untilMs: deadlineMs };
     let v = await this.#slots.admit(group, keyHash, holder, seen, rules);
     if (!v.take && v.reason === "gap") {
@@ -319,13 +332,13 @@ export class FlowGate {
         v = await this.#slots.admit(group, keyHash, holder, seen, rules, true);
       }
     }
-    if (!v.take) return false;
+    if (!v.take) return v;
     if (this.#keys.size >= MAX_REMEMBERED_KEYS) {
       const oldest = this.#keys.keys().next();
       if (!oldest.done) this.#keys.delete(oldest.value);
     }
     this.#keys.set(seqKey(group, d.streamSeq), keyHash);
-    return true;
+    return v;
   }
 
   async #hold(group: GroupAddress, d: Delivery, keyHash: string): Promise<void> {
@@ -468,19 +481,25 @@ export class FlowGate {
 
   /**
    * The push path's slot (GroupPushes, src/queue/push-delivery/): takes one of the key's slots
-   * for a pushed delivery until `deadlineMs`, as a receive's delivery takes one; false when the
-   * key has none free. Nothing is held here: the push scheduler keeps the delivery leased and
-   * tries again when a slot may have freed. True when the group has no limit (any more).
+   * for a pushed delivery until `deadlineMs`, as a receive's delivery takes one (the same rules:
+   * concurrency, rate, ordered); not taken when the key has no room. Nothing is held here: the
+   * push scheduler keeps the delivery leased and tries again when room may have come;
+   * `roomAtMs` says when the key's rate has room again (null: not waiting for its rate). Taken
+   * when the group has no limit (any more).
    */
   async takePushSlot(
     group: GroupAddress,
     keyHash: string,
     d: Delivery,
     deadlineMs: number,
-  ): Promise<boolean> {
+  ): Promise<{ readonly taken: boolean; readonly roomAtMs: number | null }> {
     const rules = keyRulesOf(this.flowOf(group));
-    if (rules === null) return true;
-    return this.#take(group, keyHash, d, deadlineMs, rules);
+    if (rules === null) return { taken: true, roomAtMs: null };
+    const v = await this.#admitOne(group, keyHash, d, deadlineMs, rules, []);
+    if (v.take) return { taken: true, roomAtMs: null };
+    if (v.reason !== "rate" || rules.rate === null) return { taken: false, roomAtMs: null };
+    const r = gcraTake(v.read.tatMs, this.#d.now(), rules.rate);
+    return { taken: false, roomAtMs: r.ok ? this.#d.now() : r.atMs };
   }
 }
 

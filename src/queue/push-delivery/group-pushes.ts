@@ -3,11 +3,13 @@
 // when they free. The namespace's order and shares are the PushScheduler's (push-scheduler.ts);
 // pulling is the feed's (push-feed.ts); a key's slots are FlowGate's (src/queue/flow-control/).
 //
-// Per-key concurrency (`flowControl`): a held message whose key has no free slot stays held,
+// Per-key limits (`flowControl`: concurrency, rate, ordered, decided by FlowGate's rules, as for a
+// polled group): a held message whose key has no room stays held,
 // leased and renewed like one held at the namespace's cap, never released toward another delivery
 // (JetStream would count one, walking a key's backlog to `maxDeliveries`). The next message pushed
-// is the oldest of a key not known to be full, so one key's backlog never holds another key's
-// messages back. A full key is tried again when a push of the group here ends (its slot given
+// is the oldest of a key not known to be full (under `ordered`, that key's lowest sequence held),
+// so one key's backlog never holds another key's messages back. A key waiting for its rate is
+// tried again when its room comes. A full key is tried again when a push of the group here ends (its slot given
 // back by its acknowledgement or release first) and every FULL_KEY_RETRY_MS (a slot freed through
 // another gateway, or by an ended lease). At most MAX_HELD_PER_GROUP are held per group, and one
 // whose key stayed full for MAX_HOLD_MS (or half the lease) goes back as an uncounted holdback.
@@ -15,6 +17,7 @@ import type { Logger } from "../../logger.js";
 import type { FlowGate } from "../flow-control/flow-gate.js";
 import { HELD_RETRY_MS, MAX_HELD_PER_GROUP, MAX_HOLD_MS } from "../flow-control/flow-gate.js";
 import { flowKeyHash } from "../flow-control/flow-keys.js";
+import { keyRulesOf } from "../flow-control/key-rules.js";
 import type { PushLedger } from "../ledgers/push-ledger.js";
 import type { GroupAddress } from "../namespace.js";
 import type { PulledPush, PushFeedHooks } from "./push-feed.js";
@@ -105,6 +108,8 @@ export class GroupPushes {
   readonly #takingKeys = new Set<string>();
   /** While keys are full: tries them again, and gives back what was held too long. */
   #retry: NodeJS.Timeout | null = null;
+  /** Keys waiting for their rate: a try when each one's room comes. */
+  readonly #rateWakes = new Map<string, NodeJS.Timeout>();
 
   constructor(deps: GroupPushesDeps, settings: PushedSettings) {
     this.#d = deps;
@@ -218,9 +223,9 @@ export class GroupPushes {
           { err, seq: d.streamSeq },
           "push: a key's slot was not taken; tried again",
         );
-        return false;
+        return { taken: false, roomAtMs: null };
       })
-      .then((taken) => {
+      .then(({ taken, roomAtMs }) => {
         this.#takingKeys.delete(key);
         this.#inFlight--;
         if (this.#closed || this.#stale(h)) {
@@ -236,6 +241,7 @@ export class GroupPushes {
           return;
         }
         this.#fullKeys.add(key);
+        if (roomAtMs !== null) this.#wakeAt(key, roomAtMs);
         h.untilMs ??= this.#d.now() + Math.min(MAX_HOLD_MS, this.#leaseOf() / 2);
         this.#holdAgain(h);
         this.#retrySoon();
@@ -368,17 +374,45 @@ export class GroupPushes {
     // The group's own cap (`maxConcurrency`) on this gateway: a message held for its key may
     // have been pulled beyond it.
     if (this.#inFlight >= this.#settings.push.maxConcurrency) return null;
-    for (const h of this.#held) if (!this.#isFull(h.keyHash)) return h;
-    return null;
+    const h = this.#held.find((o) => !this.#isFull(o.keyHash));
+    if (!h || h.keyHash === null || this.#settings.flowControl?.ordered !== true) return h ?? null;
+    // Ordered: the key's lowest stream sequence held here first (a redelivered head, placed by
+    // its pull, may sit behind later messages of its key that wait for it).
+    let head = h;
+    for (const o of this.#held) {
+      if (o.keyHash === h.keyHash && o.pulled.delivery.streamSeq < head.pulled.delivery.streamSeq) {
+        head = o;
+      }
+    }
+    return head;
   }
 
   #isFull(keyHash: string | null): boolean {
     return keyHash !== null && (this.#fullKeys.has(keyHash) || this.#takingKeys.has(keyHash));
   }
 
-  /** Whether the group limits messages per key (`flowControl.concurrency`). */
+  /** Whether the group limits messages per key (`flowControl` concurrency, rate or ordered). */
   #keyed(): boolean {
-    return this.#d.flow !== null && (this.#settings.flowControl?.concurrency ?? null) !== null;
+    return this.#d.flow !== null && keyRulesOf(this.#settings.flowControl) !== null;
+  }
+
+  /**
+   * A key waits for its rate: it is tried again when its room comes (on the service's clock),
+   * not only at the next FULL_KEY_RETRY_MS.
+   */
+  #wakeAt(key: string, atMs: number): void {
+    const prev = this.#rateWakes.get(key);
+    if (prev) clearTimeout(prev);
+    const t = setTimeout(
+      () => {
+        if (this.#rateWakes.get(key) === t) this.#rateWakes.delete(key);
+        if (this.#closed || !this.#fullKeys.delete(key)) return;
+        this.#d.slots.dispatch(this.namespaceKey);
+      },
+      Math.max(0, atMs - this.#d.now()),
+    );
+    t.unref();
+    this.#rateWakes.set(key, t);
   }
 
   /**
@@ -432,5 +466,7 @@ export class GroupPushes {
   #stopRetry(): void {
     if (this.#retry) clearInterval(this.#retry);
     this.#retry = null;
+    for (const t of this.#rateWakes.values()) clearTimeout(t);
+    this.#rateWakes.clear();
   }
 }

@@ -62,14 +62,7 @@ export function validateSettings(body: unknown, target: TopicTarget): ConsumerSe
     deadLetter: deadLetter(body.deadLetter, target),
     flowControl: flowControl(body.flowControl),
   };
-  // The pusher takes per-key slots (concurrency); rate and order per key are not pushed yet:
-  // refused rather than stored and ignored.
-  const flow = settings.flowControl;
-  if (settings.push && flow && (flow.rate !== null || flow.ordered)) {
-    invalid(
-      "flowControl.rate and flowControl.ordered are not supported yet on a pushed group (push): only concurrency.",
-    );
-  }
+  // flowControl applies to polled and pushed groups alike (the same rules, FlowGate).
   return settings;
 }
 

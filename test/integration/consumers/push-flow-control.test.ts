@@ -1,4 +1,4 @@
-// Flow control's concurrency per key on a PUSHED group, on a real nats-server with two gateways
+// Flow control's concurrency, rate and order per key on a PUSHED group, on a real nats-server with two gateways
 // pushing the same group: a real endpoint runs the real client's handleCallback (which
 // acknowledges through the first gateway, whichever gateway pushed), and records what of each key
 // runs at once. A key at concurrency 1 never has two handlers running, other keys go while one
@@ -59,6 +59,8 @@ interface Run {
   readonly key: string;
   readonly n: number;
   readonly deliveryCount: number;
+  /** When its handler started (this process's clock, ms). */
+  readonly at: number;
 }
 
 /**
@@ -78,7 +80,7 @@ function keyedRoute(topic: string, hold: (key: string, n: number) => Promise<voi
       most.set(key, Math.max(most.get(key) ?? 0, running));
       all.now++;
       all.most = Math.max(all.most, all.now);
-      runs.push({ key, n, deliveryCount: meta.deliveryCount });
+      runs.push({ key, n, deliveryCount: meta.deliveryCount, at: performance.now() });
       try {
         await hold(key, n);
       } finally {
@@ -204,5 +206,63 @@ describe("per-key concurrency on a pushed group, two gateways", () => {
     } finally {
       await nc.close();
     }
+  });
+});
+
+describe("rate and ordered per key on a pushed group, two gateways", () => {
+  it("spaces a key's pushes by its rate, other keys pushed meanwhile, each once as delivery 1", async () => {
+    const topic = uniqueName("push-flow-rate");
+    const route = keyedRoute(topic, () => Promise.resolve());
+    // Two per second, evenly spaced (burst 1): one push of key a every 500 ms at most.
+    await settings(topic, {
+      push: { url: route.url, maxConcurrency: 8 },
+      flowControl: { key: "tenant", rate: { limit: 2, periodSeconds: 1, burst: 1 } },
+    });
+    const sends: Promise<unknown>[] = [];
+    for (let n = 1; n <= 4; n++) {
+      sends.push(sender(n % 2).send(topic, { key: "a", n }, { headers: { tenant: "a" } }));
+      const other = `other-${n}`;
+      sends.push(sender(n % 2).send(topic, { key: other, n }, { headers: { tenant: other } }));
+    }
+    await Promise.all(sends);
+    expect(await eventually(() => route.runs.length === 8, 20_000)).toBe(true);
+    const a = route.runs.filter((r) => r.key === "a");
+    expect(a.map((r) => r.n).sort()).toEqual([1, 2, 3, 4]);
+    // 500 ms apart as the gateways took them; the pushes' own latency may differ a little.
+    for (let i = 1; i < a.length; i++) expect(a[i]!.at - a[i - 1]!.at).toBeGreaterThan(400);
+    // The other keys did not wait for a's rate: all ran before a's last push.
+    const others = route.runs.filter((r) => r.key !== "a");
+    expect(Math.max(...others.map((r) => r.at))).toBeLessThan(a[3]!.at);
+    // Waiting for its rate counted no delivery.
+    expect(route.runs.every((r) => r.deliveryCount === 1)).toBe(true);
+  });
+
+  it("pushes an ordered key one at a time in publish order; a failed head is pushed again before the key's next", async () => {
+    const topic = uniqueName("push-flow-ordered");
+    let failed = false;
+    const route = keyedRoute(topic, (key, n) => {
+      if (key === "a" && n === 1 && !failed) {
+        failed = true;
+        return Promise.reject(new Error("the head fails once"));
+      }
+      return new Promise((r) => setTimeout(r, 20));
+    });
+    await settings(topic, {
+      push: { url: route.url, maxConcurrency: 8 },
+      retry: { afterSeconds: 1 },
+      flowControl: { key: "tenant", ordered: true },
+    });
+    // Published in order, through both gateways.
+    for (let n = 1; n <= 4; n++) {
+      await sender(n % 2).send(topic, { key: "a", n }, { headers: { tenant: "a" } });
+    }
+    await sender().send(topic, { key: "b", n: 1 }, { headers: { tenant: "b" } });
+    expect(await eventually(() => pushed(route.runs, "a").length === 5, 30_000)).toBe(true);
+    expect(pushed(route.runs, "a")).toEqual([1, 1, 2, 3, 4]);
+    expect(route.most.get("a")).toBe(1);
+    const a = route.runs.filter((r) => r.key === "a");
+    expect(a.map((r) => r.deliveryCount)).toEqual([1, 2, 1, 1, 1]);
+    // Key b was not held behind a's retry.
+    expect(await eventually(() => pushed(route.runs, "b").length === 1)).toBe(true);
   });
 });

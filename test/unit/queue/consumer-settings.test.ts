@@ -327,18 +327,21 @@ describe("flow control settings", () => {
     expect(invalid({ flowControl: { key: "k", ordered: false } })).toMatch(/needs a limit/);
   });
 
-  it("takes concurrency per key on a pushed group, and refuses rate and ordered there", () => {
+  it("takes concurrency, rate and ordered per key on a pushed group, as on a polled one", () => {
     const push = { url: "http://localhost:3000/q" };
     const stored = validateSettings({ push, flowControl: { key: "K", concurrency: 2 } }, orders);
     expect(stored.flowControl).toEqual({ key: "k", concurrency: 2, rate: null, ordered: false });
     expect(stored.push?.url).toBe(push.url);
-    const base = { key: "k", concurrency: 1 };
-    expect(invalid({ push, flowControl: { ...base, ordered: true } })).toMatch(
-      /not supported yet on a pushed group/,
+    const ordered = validateSettings({ push, flowControl: { key: "k", ordered: true } }, orders);
+    expect(ordered.flowControl).toMatchObject({ key: "k", ordered: true, rate: null });
+    const rate = { limit: 2, periodSeconds: 1 };
+    const rated = validateSettings({ push, flowControl: { key: "k", rate } }, orders);
+    expect(rated.flowControl?.rate).toMatchObject(rate);
+    expect(rated.push?.url).toBe(push.url);
+    // The same checks as without push: ordered allows concurrency 1 or null only.
+    expect(invalid({ push, flowControl: { key: "k", ordered: true, concurrency: 2 } })).toMatch(
+      /ordered/,
     );
-    expect(
-      invalid({ push, flowControl: { ...base, rate: { limit: 1, periodSeconds: 1 } } }),
-    ).toMatch(/not supported yet on a pushed group/);
   });
 });
 

@@ -1,4 +1,4 @@
-// Flow control's concurrency per key on PUSHED groups, on the in-memory twins: the gateway's
+// Flow control's concurrency, rate and order per key on PUSHED groups, on the in-memory twins: the gateway's
 // PushScheduler fed by MemoryPushFeeds, pushes the test ends itself (or the real Pusher and a real
 // endpoint). A pulled message whose key has no free slot is held unpushed and uncounted, other
 // keys go beside it, the key's next goes when a slot frees (here, through another gateway, or at
@@ -84,6 +84,33 @@ async function pushWith(w: World, settings: ConsumerSettings): Promise<void> {
 async function ack(w: World, p: OpenPush): Promise<void> {
   await w.memory.broker.ack(group, p.delivery);
   await w.memory.context.flow.leaseMoved(group, p.delivery.streamSeq, 0);
+  p.end();
+}
+
+/** A group pushed with a rate per key (no concurrency limit): `limit` per `periodSeconds`. */
+function rated(url: string, limit: number, periodSeconds: number, burst = 1): ConsumerSettings {
+  const s = keyed(url, 1);
+  return {
+    ...s,
+    flowControl: {
+      key: "tenant",
+      concurrency: null,
+      rate: { limit, periodSeconds, burst },
+      ordered: false,
+    },
+  };
+}
+
+/** A group pushed in order per key. */
+function ordered(url: string): ConsumerSettings {
+  const s = keyed(url, 1);
+  return { ...s, flowControl: { key: "tenant", concurrency: null, rate: null, ordered: true } };
+}
+
+/** As `ack`, through the API's path: settled, so it leaves its ordered key's order. */
+async function ackSettled(w: World, p: OpenPush): Promise<void> {
+  await w.memory.broker.ack(group, p.delivery);
+  await w.memory.context.flow.settled(group, p.delivery.streamSeq);
   p.end();
 }
 
@@ -324,5 +351,133 @@ describe("a pushed group's per-key slot with the real Pusher", () => {
     w.memory.broker.pump();
     expect(await settle(() => pushed().length === 3, 2000)).toBe(true);
     expect(pushed()[2]).toBe("a1");
+  });
+});
+
+describe("a rate per key on a pushed group", () => {
+  it("pushes a key's next when its rate has room, other keys meanwhile, as delivery 1; the retry wakes with the room", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "setTimeout", "clearTimeout"] });
+    const w = await world();
+    await publish(w, ["a1", "a"], ["a2", "a"], ["b1", "b"], ["b2", "b"]);
+    // One per 10 s per key, no concurrency limit: a1 and b1 take their keys' room now.
+    const roomAt = w.memory.now() + 10_000;
+    await pushWith(w, rated("http://127.0.0.1:9/a", 1, 10));
+    expect(await settle(() => w.pushes.open.length === 2)).toBe(true);
+    await quiet();
+    expect(openTexts(w)).toEqual(["a1", "b1"]);
+    // Settled: no slot to wait for, only the rate. Tried at every FULL_KEY_RETRY_MS meanwhile,
+    // still leased here (not released: no delivery counted).
+    await ack(w, find(w, "a1"));
+    await ack(w, find(w, "b1"));
+    w.memory.advance(100);
+    while (roomAt - w.memory.now() >= FULL_KEY_RETRY_MS) {
+      w.memory.advance(FULL_KEY_RETRY_MS);
+      vi.advanceTimersByTime(FULL_KEY_RETRY_MS);
+      await quiet();
+    }
+    expect(w.pushes.started).toEqual(["a1", "b1"]);
+    expect((await w.memory.broker.progress(group))?.inFlight).toBe(2);
+    // The room comes between two tries: the wake at the room pushes them, not the next try.
+    const left = roomAt - w.memory.now();
+    expect(left).toBeGreaterThan(0);
+    w.memory.advance(left);
+    vi.advanceTimersByTime(left);
+    expect(await settle(() => w.pushes.started.length === 4)).toBe(true);
+    expect(openTexts(w)).toEqual(["a2", "b2"]);
+    expect(find(w, "a2").delivery.deliveryCount).toBe(1);
+    expect(find(w, "b2").delivery.deliveryCount).toBe(1);
+  });
+
+  it("counts a redelivery against the key's rate, as on a polled group", async () => {
+    const w = await world(true);
+    let calls = 0;
+    const url = endpoint.app.hookRoute("rate-retry", () => (++calls === 1 ? 500 : 200));
+    await publish(w, ["a1", "a"], ["a2", "a"]);
+    // Two per 10 s, a burst of 2: a1 and a2 may go at once.
+    const s = rated(url, 2, 10, 2);
+    await pushWith(w, { ...s, retry: { ...s.retry, afterSeconds: 1 } });
+    const pushed = () =>
+      endpoint.app.requests
+        .filter((r) => r.path === "/hook/rate-retry")
+        .map((r) => r.body.toString());
+    expect(await settle(() => pushed().length === 2, 2000)).toBe(true);
+    expect([...pushed()].sort()).toEqual(["a1", "a2"]);
+    // The first failed; its retry (1 s on) finds no room: the two hand-outs took the key's burst.
+    w.memory.advance(1_000);
+    w.memory.broker.pump();
+    expect(await eventuallyPushed(() => pushed().length > 2)).toBe(false);
+    // Room for one more 5 s after the first two (10 s / 2).
+    w.memory.advance(4_000);
+    expect(await eventuallyPushed(() => pushed().length === 3)).toBe(true);
+    // The first request (answered 500) is the one retried.
+    expect(pushed()[2]).toBe(pushed()[0]);
+  });
+});
+
+describe("ordered per key on a pushed group", () => {
+  it("pushes one message of a key at a time in publish order, other keys beside it", async () => {
+    const w = await world();
+    await publish(w, ["a1", "a"], ["a2", "a"], ["b1", "b"], ["a3", "a"], ["b2", "b"]);
+    await pushWith(w, ordered("http://127.0.0.1:9/a"));
+    expect(await settle(() => w.pushes.open.length === 2)).toBe(true);
+    await quiet();
+    expect(openTexts(w)).toEqual(["a1", "b1"]);
+    await ackSettled(w, find(w, "b1"));
+    expect(await settle(() => w.pushes.started.includes("b2"))).toBe(true);
+    await ackSettled(w, find(w, "a1"));
+    expect(await settle(() => w.pushes.started.includes("a2"))).toBe(true);
+    await quiet();
+    expect(openTexts(w)).toEqual(["a2", "b2"]);
+    await ackSettled(w, find(w, "a2"));
+    expect(await settle(() => w.pushes.started.includes("a3"))).toBe(true);
+    expect(w.pushes.started.filter((t) => t.startsWith("a"))).toEqual(["a1", "a2", "a3"]);
+    expect(find(w, "a3").delivery.deliveryCount).toBe(1);
+  });
+
+  it("pushes a failed head again before the key's later messages (its slot freed, its place kept)", async () => {
+    const w = await world(true);
+    let calls = 0;
+    const url = endpoint.app.hookRoute("ordered-retry", () => (++calls === 1 ? 500 : 200));
+    await publish(w, ["a1", "a"], ["a2", "a"], ["b1", "b"]);
+    await pushWith(w, ordered(url));
+    const pushed = () =>
+      endpoint.app.requests
+        .filter((r) => r.path === "/hook/ordered-retry")
+        .map((r) => r.body.toString());
+    // a1 fails (back in 5 s); b1 goes; a2 waits for its head, though a1 holds no slot.
+    expect(await settle(() => pushed().length === 2, 2000)).toBe(true);
+    expect([...pushed()].sort()).toEqual(["a1", "b1"]);
+    expect(await eventuallyPushed(() => pushed().length > 2)).toBe(false);
+    w.memory.advance(5_000);
+    w.memory.broker.pump();
+    expect(await eventuallyPushed(() => pushed().length === 4)).toBe(true);
+    expect(pushed().slice(2)).toEqual(["a1", "a2"]);
+    const a2 = endpoint.app.requests.filter((r) => r.path === "/hook/ordered-retry")[3]!;
+    expect(a2.headers["ce-vqsdeliverycount"]).toBe("1");
+  });
+
+  it("lets the key go on once its head is dead-lettered after maxDeliveries", async () => {
+    const w = await world(true);
+    const url = endpoint.app.hookRoute(
+      "ordered-dead",
+      (() => {
+        let n = 0;
+        return () => (++n === 1 ? 500 : 200);
+      })(),
+    );
+    await publish(w, ["a1", "a"], ["a2", "a"]);
+    const s = ordered(url);
+    await pushWith(w, { ...s, deadLetter: { topic: "orders-dead", maxDeliveries: 1 } });
+    const pushed = () =>
+      endpoint.app.requests
+        .filter((r) => r.path === "/hook/ordered-dead")
+        .map((r) => r.body.toString());
+    expect(await settle(() => pushed().length === 1, 2000)).toBe(true);
+    expect(await eventuallyPushed(() => pushed().length > 1)).toBe(false);
+    // a1's retry is its second delivery: dead-lettered, it leaves its key's order; a2 goes.
+    w.memory.advance(5_000);
+    w.memory.broker.pump();
+    expect(await eventuallyPushed(() => pushed().length === 2)).toBe(true);
+    expect(pushed()).toEqual(["a1", "a2"]);
   });
 });
