@@ -33,3 +33,19 @@ export async function attemptUntil<T>(
   }
   return result;
 }
+
+/** Waits until the clock reads later than `ms`: a wait on the clock, over once it has moved. */
+export async function clockPast(ms: number): Promise<void> {
+  await eventually(() => Date.now() > ms, Math.max(0, ms - Date.now()) + 1000, 1);
+}
+
+/**
+ * A time (ISO 8601) later than whatever was stored before the call and earlier than whatever is
+ * stored after it returns: the clock is waited on to move a millisecond past it on each side.
+ */
+export async function momentBetween(): Promise<string> {
+  await clockPast(Date.now());
+  const at = Date.now();
+  await clockPast(at);
+  return new Date(at).toISOString();
+}

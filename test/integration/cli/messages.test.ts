@@ -9,8 +9,8 @@ import type { AckResult, ReceiveResult } from "../../../src/cli/commands/message
 import type { RedriveReport } from "../../../src/cli/commands/dlq.js";
 import { runCli, startCli, type CliRun } from "../../helpers/cli.js";
 import { useGateways } from "../../helpers/fixture.js";
-import { api, sleep, uniqueName } from "../../helpers/http.js";
-import { eventually } from "../../helpers/wait.js";
+import { api, uniqueName } from "../../helpers/http.js";
+import { clockPast, eventually } from "../../helpers/wait.js";
 
 const fx = useGateways(1);
 let token: string;
@@ -259,7 +259,8 @@ describe("vqs tail", () => {
     const topic = uniqueName("tail");
     await publish(topic, "old-1");
     await publish(topic, "old-2");
-    await sleep(1100); // the tail's start is taken to the second
+    // The tail's start is taken to the second (the gateway's Date): the next second has begun.
+    await clockPast(Math.floor(Date.now() / 1000) * 1000 + 999);
     const tail = startCli(["tail", topic, "--count", "3", "--json"], { env: env() });
     await tail.until((o) => o.stderr.includes("tailing"));
     const ids = [await publish(topic, "new-1"), await publish(topic, "new-2")];

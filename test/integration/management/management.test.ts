@@ -6,9 +6,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/logger.js";
 import { useGateways } from "../../helpers/fixture.js";
-import { api, errorCode, parts, sleep, uniqueName } from "../../helpers/http.js";
+import { api, errorCode, parts, uniqueName } from "../../helpers/http.js";
 import { startPushApp } from "../../helpers/push-app.js";
-import { eventually } from "../../helpers/wait.js";
+import { eventually, momentBetween } from "../../helpers/wait.js";
 
 const lines: string[] = [];
 const fx = useGateways(1, {
@@ -276,9 +276,7 @@ describe("peek", () => {
   it("starts at a time when `after` is one", async () => {
     const topic = uniqueName("peek-time");
     await publish(topic, "before");
-    await sleep(50);
-    const from = new Date().toISOString();
-    await sleep(50);
+    const from = await momentBetween();
     await publish(topic, "after-1");
     await publish(topic, "after-2");
     const page = await peek(topic, `?after=${from}`);
@@ -291,9 +289,7 @@ describe("seek", () => {
     const topic = uniqueName("seek");
     await publish(topic, "a");
     await publish(topic, "b");
-    await sleep(50);
-    const between = new Date().toISOString();
-    await sleep(50);
+    const between = await momentBetween();
     await publish(topic, "c");
     const first = await receive(topic, "g");
     expect(first.map((m) => m.body)).toEqual(["a", "b", "c"]);

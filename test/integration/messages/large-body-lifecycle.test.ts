@@ -15,7 +15,7 @@ import { BODY_STREAM, bodyTopicPrefix } from "../../../src/nats/core/naming.js";
 import { leaderGet } from "../../../src/nats/messages/reads.js";
 import { makeNamespace, namespaceLabel } from "../../../src/queue/namespace.js";
 import { useLargeBodyGateway } from "../../helpers/fixture.js";
-import { parts, sleep, uniqueName } from "../../helpers/http.js";
+import { parts, uniqueName } from "../../helpers/http.js";
 import { metricLines } from "../../helpers/metrics.js";
 import { AUDIENCE, ISSUER, TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
 import { publishStored } from "../../helpers/large-body.js";
@@ -44,6 +44,18 @@ async function bodiesOf(topic: string): Promise<number> {
   const filter = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.>`;
   const info = await f.jsm.streams.info(BODY_STREAM, { subjects_filter: filter });
   return Object.keys(info.state.subjects ?? {}).length;
+}
+
+/** What a gateway killed mid-upload leaves in `topic`: chunks, and no message, no commit marker. */
+async function leaveOrphan(topic: string): Promise<void> {
+  const subject = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.${randomBytes(16).toString("hex")}`;
+  for (let i = 0; i < 3; i++) {
+    const h = headers();
+    h.set("Vqs-Chunk", String(i));
+    h.set("Nats-TTL", "3600");
+    if (i === 0) h.set("Vqs-Body-Namespace", "orphans/p/e");
+    await f.nc.request(subject, randomBytes(256 * 1024), { headers: h, timeout: 5000 });
+  }
 }
 
 /** An upload of 20 MB that has sent 8 MB, once chunks of it are in the store. */
@@ -239,9 +251,16 @@ describe("a large body's lifecycle", () => {
       req.destroy();
       // Nothing cleaned up after the killed gateway: the chunks are there, no message.
       expect(await chunksOf(topic)).toBeGreaterThan(0);
-      await sleep(1500); // past the grace
-      await f.gw.gateway.jetstream.bodies.sweep();
-      expect(await chunksOf(topic)).toBe(0);
+      // Past the grace, a sweep takes them.
+      const swept = await eventually(
+        async () => {
+          await f.gw.gateway.jetstream.bodies.sweep();
+          return (await chunksOf(topic)) === 0;
+        },
+        10_000,
+        200,
+      );
+      expect(swept).toBe(true);
       expect((await f.q.receive(topic, "g")).status).toBe(204);
     } finally {
       await victim.stop();
@@ -251,22 +270,23 @@ describe("a large body's lifecycle", () => {
 
   it("sweeps away a body no message points at (a gateway killed mid-upload), and counts usage per namespace", async () => {
     const topic = uniqueName();
-    // What a gateway killed mid-upload leaves: chunks, and no message, no commit marker.
-    const subject = `${bodyTopicPrefix("iad1", { namespace: NS, topic })}.${randomBytes(16).toString("hex")}`;
-    for (let i = 0; i < 3; i++) {
-      const h = headers();
-      h.set("Vqs-Chunk", String(i));
-      h.set("Nats-TTL", "3600");
-      if (i === 0) h.set("Vqs-Body-Namespace", "orphans/p/e");
-      await f.nc.request(subject, randomBytes(256 * 1024), { headers: h, timeout: 5000 });
-    }
+    await leaveOrphan(topic);
     // A committed body next to it stays.
     const kept = randomBytes(2 * MB);
     await publish(topic, kept);
     expect(await bodiesOf(topic)).toBe(2);
-    await sleep(1500); // past the grace
-    const { removed, usage } = await f.gw.gateway.jetstream.bodies.sweep();
-    expect(removed).toBeGreaterThanOrEqual(1);
+    // Past the grace, a sweep takes the orphan.
+    let removed = 0;
+    let usage = new Map<string, number>();
+    const swept = await eventually(
+      async () => {
+        ({ removed, usage } = await f.gw.gateway.jetstream.bodies.sweep());
+        return removed >= 1;
+      },
+      10_000,
+      200,
+    );
+    expect(swept).toBe(true);
     expect(await bodiesOf(topic)).toBe(1);
     expect(usage.get("orphans/p/e") ?? 0).toBe(0);
     expect(await metric("vqs_large_body_stored_bytes")).toContain("queue_namespace=");
@@ -286,8 +306,19 @@ describe("a large body's lifecycle", () => {
     const marker = await f.jsm.streams.getMessage(BODY_STREAM, { last_by_subj: filter });
     expect(marker?.header.get("Vqs-Body-Commit")).toBe(String(body.length));
     await f.jsm.streams.deleteMessage(BODY_STREAM, marker!.seq);
-    await sleep(1500);
-    await f.gw.gateway.jetstream.bodies.sweep();
+    // An orphan left after it: once a sweep has taken the orphan, this body too was past the
+    // grace in that sweep (and is kept for its message).
+    const probe = uniqueName();
+    await leaveOrphan(probe);
+    const swept = await eventually(
+      async () => {
+        await f.gw.gateway.jetstream.bodies.sweep();
+        return (await chunksOf(probe)) === 0;
+      },
+      10_000,
+      200,
+    );
+    expect(swept).toBe(true);
     const [p] = await parts(await f.q.receive(topic, "g"));
     expect(p!.body.equals(body)).toBe(true);
     await f.q.call("DELETE", topic);

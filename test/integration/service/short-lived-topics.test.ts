@@ -172,9 +172,16 @@ describe("short-lived topics under a pushed pattern", () => {
     await q.send("plain", { id: "plain_1" });
     await api(fx.gateways[0]!.url, token).publish("unpushed_1", "x");
     await eventually(() => app.inFlight("runs").now > 0, 10_000);
+    // A topic used after the others settles: once a sweep has removed it, that sweep found the
+    // others unused for the settled time too.
+    await q.send("run_kept_probe", { id: "run_kept_probe" });
+    await allHandled(["run_kept_probe"]);
     const sweeper = fx.gateways[0]!.gateway.jetstream.sweeper;
-    await sleep(1500); // past the settled time
-    await sweeper.sweep();
+    const probeGone = await eventually(async () => {
+      await sweeper.sweep();
+      return !(await topics()).has("run_kept_probe");
+    }, 15_000);
+    expect(probeGone).toBe(true);
     const kept = await topics();
     for (const t of ["later_1", "slow_1", "plain", "unpushed_1"]) expect(kept.has(t), t).toBe(true);
     // The push ends and is acknowledged: that topic goes, the others stay.
@@ -302,7 +309,6 @@ describe("short-lived topics under a pushed pattern", () => {
     const q = client();
     await q.send("run_again", { id: "run_again_0", pad: "x".repeat(2 * MB) });
     await allHandled(["run_again_0"]);
-    await sleep(1500); // past the settled time
     const swept = await eventually(async () => {
       await sweeper.sweep();
       return !(await topics()).has("run_again");
@@ -353,10 +359,16 @@ describe("short-lived topics under a pushed pattern", () => {
     const inFlight = (await uploading())!;
     const chunksBefore = (await bodySubjects("run_big_2"))[inFlight]!;
 
-    await sleep(1500); // past the settled time
-    expect(await sweeper.sweep()).toBeGreaterThanOrEqual(2);
-    const left = await topics();
-    expect(left.has("run_big_1") || left.has("run_big_2")).toBe(false);
+    // Past the settled time, sweeps remove both topics.
+    let removed = 0;
+    let left = new Map<string, string>();
+    const bothGone = await eventually(async () => {
+      removed += await sweeper.sweep();
+      left = await topics();
+      return !left.has("run_big_1") && !left.has("run_big_2");
+    }, 15_000);
+    expect(bothGone).toBe(true);
+    expect(removed).toBeGreaterThanOrEqual(2);
     // The committed bodies went with their topics; the upload's chunks are all there.
     expect(await bodySubjects("run_big_1")).toEqual({});
     const after = await bodySubjects("run_big_2");
@@ -369,7 +381,6 @@ describe("short-lived topics under a pushed pattern", () => {
     await allHandled(["run_big_2_1"]);
 
     // Settled again, swept again: nothing of either topic is left, and the namespace stores none.
-    await sleep(1500);
     const swept = await eventually(async () => {
       await sweeper.sweep();
       return !(await topics()).has("run_big_2");
