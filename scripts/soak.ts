@@ -1,4 +1,4 @@
-// `npm run soak -- --minutes N --seed S [--nats-bin path] [--schedule random|pauses|kills|short]`:
+// `npm run soak -- --minutes N --seed S [--nats-bin path] [--schedule random|pauses|kills|short] [--flow]`:
 // nemesis rounds on one 3-node cluster until N minutes are up, each on a fresh topic and checked
 // on its own (faults, drain, audit group, inspection, checker); prints the checker's table, and
 // writes the histories, reports and summary to a directory it names. Exit code 1 if any round
@@ -24,6 +24,7 @@ import {
 } from "../test/nemesis/schedules.js";
 import { anomalyTable, details, pushedTable } from "../test/nemesis/check/table.js";
 import { PUSH_GROUP } from "../test/nemesis/workload.js";
+import { runFlowRound } from "../test/nemesis/flow-round.js";
 
 const { values } = parseArgs({
   options: {
@@ -34,6 +35,8 @@ const { values } = parseArgs({
     "round-minutes": { type: "string", default: "4" },
     "drain-seconds": { type: "string", default: "90" },
     out: { type: "string" },
+    // After each round, a flow-control round (test/nemesis/flow.test.ts's) under its faults.
+    flow: { type: "boolean", default: false },
   },
 });
 const minutes = Number(values.minutes);
@@ -80,6 +83,7 @@ const makeSchedule = (): Schedule => {
 };
 
 const rounds: RoundResult[] = [];
+let flowAnomalies = 0;
 const end = Date.now() + minutes * 60_000;
 let stopping = false;
 process.once("SIGINT", () => {
@@ -115,6 +119,22 @@ try {
       .split("\n")
       .filter((l) => !l.startsWith("during"));
     if (found.some((l) => l.trim())) log(found.join("\n"));
+    if (values.flow && !stopping) {
+      const f = await runFlowRound(env, {
+        label: `flow-${n}`,
+        topic: `soak-flow-${seed}-${n}`,
+        steps: schedule.steps,
+        random,
+        drainMs: Number(values["drain-seconds"]) * 1000,
+        log,
+      });
+      const found = [f.ordered, f.rated].flatMap((x) => Object.values(x.anomalies).flat());
+      flowAnomalies += found.length;
+      log(
+        `flow ${n}: ${Math.round(f.durationMs / 1000)} s, ${f.stored} stored, ${found.length} anomalies`,
+      );
+      for (const line of found.slice(0, 6)) log(`  ${line}`);
+    }
   }
 } finally {
   await env.dispose();
@@ -154,4 +174,4 @@ await writeFile(
   ),
 );
 log(`\n${summary.join("\n")}\n\nsoak: histories, reports and summary in ${out}`);
-process.exit(ANOMALIES.some((k) => total(k) > 0) ? 1 : 0);
+process.exit(ANOMALIES.some((k) => total(k) > 0) || flowAnomalies > 0 ? 1 : 0);

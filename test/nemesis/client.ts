@@ -56,9 +56,11 @@ export class RecordingClient {
     body: string,
     delay: number,
     payload?: Buffer,
+    extra: Record<string, string> = {},
   ) {
     const headers: Record<string, string> = {
       "content-type": payload ? "application/octet-stream" : "text/plain",
+      ...extra,
     };
     if (key !== null) headers["vqs-idempotency-key"] = key;
     if (delay > 0) headers["vqs-delay-seconds"] = String(delay);

@@ -342,3 +342,18 @@ async function logSince(ctx: FaultContext, host: string, offset: number): Promis
     .slice(0, 4)
     .map((l) => `${host}: ${l.slice(0, 200)}`);
 }
+
+/** SIGKILL of a gateway, down for `downMs`, then started again: its leases end by expiry. */
+export function killGateway(g: number, downMs: number): Fault {
+  return {
+    name: `kill-gateway(g${g}, ${downMs} ms)`,
+    async run(ctx) {
+      const targets = [`g${g}`];
+      ctx.history.write({ type: "nemesis", fault: "kill-gateway", phase: "start", targets });
+      await ctx.env.gateways[g]!.kill();
+      await sleep(downMs);
+      await ctx.env.gateways[g]!.restart();
+      ctx.history.write({ type: "nemesis", fault: "kill-gateway", phase: "end", targets });
+    },
+  };
+}
