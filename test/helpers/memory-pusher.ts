@@ -90,6 +90,8 @@ export interface ScheduledPushes {
   readonly open: OpenPush[];
   /** The text of every message pushed, in the order the pushes started. */
   readonly started: string[];
+  /** The text of every push that has ended (answered and settled), in that order. */
+  readonly finished: string[];
 }
 
 /**
@@ -109,11 +111,15 @@ export async function scheduledPushes(
 ): Promise<ScheduledPushes> {
   const open: OpenPush[] = [];
   const started: string[] = [];
+  const finished: string[] = [];
   const scheduler = new PushScheduler({
     push: (group, delivery, s) => {
       const text = new TextDecoder().decode(delivery.message.payload);
       started.push(text);
-      if (options.push && options.passes?.(group)) return options.push.push(group, delivery, s);
+      const ended = () => void finished.push(text);
+      if (options.push && options.passes?.(group)) {
+        return options.push.push(group, delivery, s).finally(ended);
+      }
       return new Promise<void>((resolve) => {
         const p: OpenPush = {
           group,
@@ -122,6 +128,7 @@ export async function scheduledPushes(
           end: () => {
             const at = open.indexOf(p);
             if (at >= 0) open.splice(at, 1);
+            ended();
             resolve();
           },
         };
@@ -136,7 +143,7 @@ export async function scheduledPushes(
   });
   const feeds = new MemoryPushFeeds({ broker: memory.broker, settings, scheduler });
   await feeds.start();
-  return { scheduler, feeds, open, started };
+  return { scheduler, feeds, open, started, finished };
 }
 
 /** Lets the scheduler, the feeds and the pushes run until `done` holds (at most `turns` turns). */

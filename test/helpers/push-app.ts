@@ -44,7 +44,8 @@ export interface PushApp {
   /** A plain webhook answering `status` after `delayMs` (either may be a function: per request). */
   hookRoute(
     name: string,
-    status: number | (() => number),
+    /** A function gets the pushed body as text. */
+    status: number | ((body: string) => number),
     delayMs?: number | (() => number),
   ): string;
   close(): Promise<void>;
@@ -139,10 +140,10 @@ export async function startPushApp(
       return `${url}/node/${name}`;
     },
     hookRoute(name, status, delay = 0) {
-      routes.set(`/hook/${name}`, async (_req, res) => {
+      routes.set(`/hook/${name}`, async (_req, res, body) => {
         const delayMs = typeof delay === "function" ? delay() : delay;
         if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
-        res.writeHead(typeof status === "function" ? status() : status).end("{}");
+        res.writeHead(typeof status === "function" ? status(body.toString()) : status).end("{}");
       });
       return `${url}/hook/${name}`;
     },
