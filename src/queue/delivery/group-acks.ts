@@ -56,6 +56,11 @@ export class GroupAcks {
       if (confirmed) await broker.ack(group, lease);
       else broker.ackUnconfirmed(group, lease);
       await this.#d.idLeases.noteCursorChange(group, lease, lease.deadlineMs, true);
+      // The check above trusted a handle within its lease. If this gateway stalled past it
+      // before the ack reached the store (a pause, a long GC), the message may have been handed
+      // out again meanwhile, and the ack acted on that delivery: its key stays with it (settled
+      // at its own ack or its lease's end), and the handle is answered stale.
+      await this.assertCurrent(group, lease);
       await this.#d.flow?.settled(group, lease.streamSeq);
     }
     this.#d.observer.acknowledged();
@@ -63,7 +68,8 @@ export class GroupAcks {
 
   /**
    * A handle is current unless its message was delivered again. Within the handle's own lease no
-   * redelivery can have happened, so only handles past their deadline consult the record.
+   * redelivery can have happened, so only handles past their deadline (less a margin) consult
+   * the record: the common acknowledgement needs no extra read, before it or after it.
    */
   async assertCurrent(group: GroupAddress, lease: Lease): Promise<void> {
     // Within its lease no other delivery can exist, unless the lease was cut short.

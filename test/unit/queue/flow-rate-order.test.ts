@@ -277,6 +277,30 @@ describe("flow control: ordered keys", () => {
     expect(texts(await receive())).toEqual(["a2"]);
   });
 
+  it("answers a stale handle whose acknowledgement landed after a redelivery 409, the key kept to that delivery", async () => {
+    for (const t of ["a1", "a2"]) await publish(t, "a");
+    const [first] = await receive(memory.queue, 1);
+    const other = new QueueService({ context: otherContext() });
+    // This gateway checks the handle (current: within its lease), then pauses past the lease
+    // before its ack reaches the store; meanwhile the other gateway hands a1 out again.
+    const ack = memory.broker.ack.bind(memory.broker);
+    let again: ReceivedMessage[] = [];
+    memory.broker.ack = async (g, lease) => {
+      memory.broker.ack = ack;
+      memory.advance(31_000);
+      again = await receive(other, 1);
+      return ack(g, lease);
+    };
+    await expect(memory.queue.acknowledge(group, first!.receiptHandle)).rejects.toMatchObject({
+      code: "receipt_handle_stale",
+    });
+    expect(again.map((m) => [text(m), m.deliveryCount])).toEqual([["a1", 2]]);
+    // Delivery 2 still runs: a2 waits on both gateways, whatever delivery 1's ack did.
+    expect([...(await receive()), ...(await receive(other))]).toEqual([]);
+    await ackAll(again, other);
+    expect(texts([...(await receive()), ...(await receive(other))])).toEqual(["a2"]);
+  });
+
   it("keeps publish order when a later message reaches another gateway's gate first", async () => {
     for (const t of ["a1", "a2"]) await publish(t, "a");
     const other = otherContext();
