@@ -499,4 +499,29 @@ describe("ordered per key on a pushed group", () => {
     expect(await eventuallyPushed(() => pushed().length === 2)).toBe(true);
     expect(pushed()).toEqual(["a1", "a2"]);
   });
+
+  it("lets the key go on when its head expires while it is pushed", async () => {
+    const w = await world(true);
+    const url = endpoint.app.hookRoute(
+      "ordered-expiry",
+      (body) => (body === "a1" ? 500 : 200),
+      () => 300,
+    );
+    await w.memory.publishId(group, "a1", { retentionSeconds: 60, headers: { tenant: "a" } });
+    w.memory.advance(1);
+    await publish(w, ["a2", "a"]);
+    await pushWith(w, ordered(url));
+    const pushed = () =>
+      endpoint.app.requests
+        .filter((r) => r.path === "/hook/ordered-expiry")
+        .map((r) => r.body.toString());
+    expect(await eventuallyPushed(() => pushed().length === 1)).toBe(true);
+    // a1 expires while its push is under way (answered in 300 ms, 500): its slot frees, and
+    // the key's head, gone from the log, no longer blocks a2; a1 is not pushed again.
+    w.memory.advance(61_000);
+    expect(await eventuallyPushed(() => w.pushes.finished.length === 1)).toBe(true);
+    w.memory.broker.pump();
+    expect(await eventuallyPushed(() => pushed().length === 2)).toBe(true);
+    expect(pushed()).toEqual(["a1", "a2"]);
+  });
 });
