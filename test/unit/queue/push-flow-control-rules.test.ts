@@ -114,6 +114,9 @@ async function ackSettled(w: World, p: OpenPush): Promise<void> {
   p.end();
 }
 
+/** The bodies the endpoint's route `name` received, in order. */
+const bodiesAt = (name: string) =>
+  endpoint.app.requests.filter((r) => r.path === `/hook/${name}`).map((r) => r.body.toString());
 const openTexts = (w: World) => w.pushes.open.map((p) => p.text).sort();
 const find = (w: World, text: string) => w.pushes.open.find((p) => p.text === text)!;
 /**
@@ -354,10 +357,7 @@ describe("a pushed group's per-key slot with the real Pusher", () => {
     );
     await publish(w, ["a1", "a"], ["a2", "a"]);
     await pushWith(w, keyed(url, 1));
-    const pushed = () =>
-      endpoint.app.requests
-        .filter((r) => r.path === "/hook/flow-release")
-        .map((r) => r.body.toString());
+    const pushed = () => bodiesAt("flow-release");
     // a1 fails (back in 5 s: its retry), a2 takes the freed slot and succeeds (autoAck).
     expect(await eventuallyPushed(() => w.pushes.finished.length === 2)).toBe(true);
     expect(pushed()).toEqual(["a1", "a2"]);
@@ -413,10 +413,7 @@ describe("a rate per key on a pushed group", () => {
     // Two per 10 s, a burst of 2: a1 and a2 may go at once.
     const s = rated(url, 2, 10, 2);
     await pushWith(w, { ...s, retry: { ...s.retry, afterSeconds: 1 } });
-    const pushed = () =>
-      endpoint.app.requests
-        .filter((r) => r.path === "/hook/rate-retry")
-        .map((r) => r.body.toString());
+    const pushed = () => bodiesAt("rate-retry");
     expect(await eventuallyPushed(() => w.pushes.finished.length === 2)).toBe(true);
     expect([...pushed()].sort()).toEqual(["a1", "a2"]);
     // a1 failed; its retry (1 s on) finds no room: the two hand-outs took the key's burst.
@@ -459,10 +456,7 @@ describe("ordered per key on a pushed group", () => {
     );
     await publish(w, ["a1", "a"], ["a2", "a"], ["b1", "b"]);
     await pushWith(w, ordered(url));
-    const pushed = () =>
-      endpoint.app.requests
-        .filter((r) => r.path === "/hook/ordered-retry")
-        .map((r) => r.body.toString());
+    const pushed = () => bodiesAt("ordered-retry");
     // a1 fails (back in 5 s); b1 goes; a2 waits for its head, though a1 holds no slot.
     expect(await eventuallyPushed(() => w.pushes.finished.length === 2)).toBe(true);
     expect([...pushed()].sort()).toEqual(["a1", "b1"]);
@@ -487,10 +481,7 @@ describe("ordered per key on a pushed group", () => {
     await publish(w, ["a1", "a"], ["a2", "a"]);
     const s = ordered(url);
     await pushWith(w, { ...s, deadLetter: { topic: "orders-dead", maxDeliveries: 1 } });
-    const pushed = () =>
-      endpoint.app.requests
-        .filter((r) => r.path === "/hook/ordered-dead")
-        .map((r) => r.body.toString());
+    const pushed = () => bodiesAt("ordered-dead");
     expect(await eventuallyPushed(() => w.pushes.finished.length === 1)).toBe(true);
     expect(await pushedSoon(() => pushed().length > 1)).toBe(false);
     // a1's retry is its second delivery: dead-lettered, it leaves its key's order; a2 goes.
@@ -511,10 +502,7 @@ describe("ordered per key on a pushed group", () => {
     w.memory.advance(1);
     await publish(w, ["a2", "a"]);
     await pushWith(w, ordered(url));
-    const pushed = () =>
-      endpoint.app.requests
-        .filter((r) => r.path === "/hook/ordered-expiry")
-        .map((r) => r.body.toString());
+    const pushed = () => bodiesAt("ordered-expiry");
     expect(await eventuallyPushed(() => pushed().length === 1)).toBe(true);
     // a1 expires while its push is under way (answered in 300 ms, 500): its slot frees, and
     // the key's head, gone from the log, no longer blocks a2; a1 is not pushed again.
