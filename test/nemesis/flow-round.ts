@@ -1,10 +1,8 @@
 // One flow-control nemesis round on a fresh topic: both groups' flowControl settings stored, the
 // flow workload started, the faults run one after the other (each healed), the producers stop,
 // the groups drain, and the flow checker judges each group on the history.
-import { join } from "node:path";
-import { RecordingClient } from "./client.js";
 import { checkFlow, type FlowReport } from "./check/flow-checker.js";
-import { openHistory, readHistory } from "./check/history.js";
+import { readHistory } from "./check/history.js";
 import { streamOf } from "./check/inspect.js";
 import type { Fault } from "./faults.js";
 import {
@@ -16,6 +14,7 @@ import {
   RATED_GROUP,
 } from "./flow-workload.js";
 import type { NemesisEnvironment } from "./lab/environment.js";
+import { openRound } from "./round.js";
 import { attemptUntil } from "../helpers/wait.js";
 
 export interface FlowRoundOptions {
@@ -45,24 +44,11 @@ export async function runFlowRound(
 ): Promise<FlowRoundResult> {
   const log = o.log ?? (() => undefined);
   const started = Date.now();
-  const historyPath = join(env.dir, `${o.label}.history.jsonl`);
-  const history = openHistory(historyPath);
-  history.write({
-    type: "meta",
-    startedAt: new Date().toISOString(),
-    topic: o.topic,
-    natsVersion: env.nodes.version,
+  const { historyPath, history, client } = await openRound(env, {
+    ...o,
     schedule: `flow:${o.label}`,
     seed: 0,
   });
-  const client = new RecordingClient(history, env.gateways, o.topic, env.token);
-  let warmUps = 0;
-  await attemptUntil(
-    async () =>
-      (await client.publish("setup", warmUps % 2, null, `warm-up-${warmUps++}`, 0)).status,
-    (status) => status === 201,
-    { tries: 60, everyMs: 500 },
-  );
   for (const [group, settings] of Object.entries(FLOW_SETTINGS)) {
     let tries = 0;
     const status = await attemptUntil(

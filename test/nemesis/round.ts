@@ -41,9 +41,23 @@ export interface RoundResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promise<RoundResult> {
-  const log = o.log ?? (() => undefined);
-  const started = Date.now();
+/**
+ * A round's history (its meta line written) and recording client, once the topic takes a
+ * publish: its stream is made by the first one (a new R3 stream may take a moment).
+ */
+export async function openRound(
+  env: NemesisEnvironment,
+  o: {
+    readonly label: string;
+    readonly topic: string;
+    readonly schedule: string;
+    readonly seed: number;
+  },
+): Promise<{
+  historyPath: string;
+  history: ReturnType<typeof openHistory>;
+  client: RecordingClient;
+}> {
   const historyPath = join(env.dir, `${o.label}.history.jsonl`);
   const history = openHistory(historyPath);
   history.write({
@@ -51,11 +65,10 @@ export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promis
     startedAt: new Date().toISOString(),
     topic: o.topic,
     natsVersion: env.nodes.version,
-    schedule: o.schedule.name,
+    schedule: o.schedule,
     seed: o.seed,
   });
   const client = new RecordingClient(history, env.gateways, o.topic, env.token);
-  // The topic's stream is made by the first publish (a new R3 stream may take a moment).
   let warmUps = 0;
   await attemptUntil(
     async () => {
@@ -65,6 +78,16 @@ export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promis
     (status) => status === 201,
     { tries: 60, everyMs: 500 },
   );
+  return { historyPath, history, client };
+}
+
+export async function runRound(env: NemesisEnvironment, o: RoundOptions): Promise<RoundResult> {
+  const log = o.log ?? (() => undefined);
+  const started = Date.now();
+  const { historyPath, history, client } = await openRound(env, {
+    ...o,
+    schedule: o.schedule.name,
+  });
   const endpoint = await startPushEndpoint(history, {
     host: env.lab.hostAddress,
     group: PUSH_GROUP,
