@@ -106,6 +106,7 @@ export function flowSlotsContract(name: string, under: FlowSlotsUnderTest): void
       expect((await l.getKeySlots(g, k))?.revision).toBe(rev);
       await f.advance(2000);
       expect(await l.getKeySlots(g, k)).toBeNull();
+      expect(await l.putKeySlots(g, k, [holder(2)], rev)).toBeNull(); // over a forgotten one
       expect(await l.putKeySlots(g, k, [holder(2)], null)).not.toBeNull();
     });
 

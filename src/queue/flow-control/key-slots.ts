@@ -4,7 +4,8 @@
 // gateways' common clock): a gateway that dies holding one frees it when the lease would have
 // ended, and a record nobody writes is forgotten by the store. Expired holders are dropped at
 // each write, so a record stays as small as the key's concurrency. The same record keeps the
-// key's pace (its rate's TAT, its order: key-rules.ts), so one read and one write decide a take.
+// key's pace (its rate's TAT, its order: key-rules.ts), so one write decides a take: the
+// record as this gateway last saw it is the first guess, a read only after a lost race.
 import type { FlowSlotLedger, KeyPace, SlotHolder } from "../broker.js";
 import type { GroupAddress } from "../namespace.js";
 import {
@@ -19,9 +20,19 @@ import {
 /** Writers racing on one key's record: tries before a take counts as "no room" (tried later). */
 const CAS_TRIES = 8;
 
+/** Key records a gateway remembers as it last read or wrote them (their revision with them). */
+export const MAX_KNOWN = 16_384;
+
+/** A key's record as last seen here; revision null: there was none. */
+interface Known {
+  readonly state: KeyState;
+  readonly revision: number | null;
+}
+
 export class KeySlots {
   readonly #ledger: FlowSlotLedger;
   readonly #now: () => number;
+  readonly #known = new Map<string, Known>();
 
   constructor(ledger: FlowSlotLedger, now: () => number) {
     this.#ledger = ledger;
@@ -136,30 +147,66 @@ export class KeySlots {
   }
 
   /**
-   * Reads the key's record, asks `next` for what it becomes (null: leave it as it is), and
-   * writes it by compare-and-set, reading again after a lost race, CAS_TRIES times. True once
-   * written, false when `next` declined, null when every race was lost.
+   * Asks `next` what the key's record becomes (null: leave it as it is) and writes that by
+   * compare-and-set, CAS_TRIES times. The first try goes by the record as this gateway last
+   * read or wrote it (or by no record, for a key it has not seen), with no read: a key taken
+   * and settled here costs one write each. The compare-and-set keeps that exact: a record
+   * another gateway changed (or the store forgot) fails the write, and the next try reads it.
+   * A decline on a guess is decided again on a read. True once written, false when `next`
+   * declined on the record as read, null when every race was lost.
    */
   async #update(
     group: GroupAddress,
     keyHash: string,
     next: (state: KeyState, now: number) => KeyState | null,
   ): Promise<boolean | null> {
-    for (let i = 0; i < CAS_TRIES; i++) {
-      const current = await this.#ledger.getKeySlots(group, keyHash);
-      const state = current ? { holders: current.holders, ...paceOf(current) } : EMPTY;
-      const after = next(state, this.#now());
-      if (after === null) return false;
+    const k = knownKey(group, keyHash);
+    let known: Known | null = this.#known.get(k) ?? UNSEEN;
+    let guessed = true;
+    let tries = 0;
+    while (tries < CAS_TRIES) {
+      if (known === null) {
+        const current = await this.#ledger.getKeySlots(group, keyHash);
+        known = current
+          ? { state: { holders: current.holders, ...paceOf(current) }, revision: current.revision }
+          : UNSEEN;
+        guessed = false;
+      }
+      const after = next(known.state, this.#now());
+      if (after === null) {
+        if (!guessed) {
+          this.#remember(k, known);
+          return false;
+        }
+        known = null; // decided on a guess: decide again on a read (not a lost race)
+        continue;
+      }
+      tries++;
       const written = await this.#ledger.putKeySlots(
         group,
         keyHash,
         after.holders,
-        current?.revision ?? null,
+        known.revision,
         paceOf(after),
       );
-      if (written !== null) return true;
+      if (written !== null) {
+        this.#remember(k, { state: after, revision: written });
+        return true;
+      }
+      this.#known.delete(k);
+      known = null;
     }
     return null;
+  }
+
+  /** Keeps `known` as the key's record, the most recent last, at most MAX_KNOWN of them. */
+  #remember(k: string, known: Known): void {
+    this.#known.delete(k);
+    this.#known.set(k, known);
+    if (this.#known.size > MAX_KNOWN) {
+      const oldest = this.#known.keys().next();
+      if (!oldest.done) this.#known.delete(oldest.value);
+    }
   }
 
   /** Leases holding a slot of the key now (for tests and the management API). */
@@ -171,6 +218,9 @@ export class KeySlots {
 }
 
 const EMPTY: KeyState = { holders: [], ...NO_PACE };
+const UNSEEN: Known = { state: EMPTY, revision: null };
+const knownKey = (g: GroupAddress, keyHash: string) =>
+  `${g.namespace.key}\u0000${g.topic}\u0000${g.group}\u0000${keyHash}`;
 
 function paceOf(s: KeyPace): KeyPace {
   return { tatMs: s.tatMs, order: s.order, doneSeq: s.doneSeq };

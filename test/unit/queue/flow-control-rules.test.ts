@@ -124,6 +124,29 @@ describe("flow control: concurrency per key", () => {
     expect(texts(await receive(other))).toEqual(["a2"]);
   });
 
+  it("takes and gives back a key's slot with one write each, no read, on the gateway that saw it last", async () => {
+    const slots = memory.broker.flowSlots;
+    const calls: string[] = [];
+    const get = slots.getKeySlots.bind(slots);
+    const put = slots.putKeySlots.bind(slots);
+    slots.getKeySlots = (...a) => (calls.push("get"), get(...a));
+    slots.putKeySlots = (...a) => (calls.push("put"), put(...a));
+    const other = memory.anotherGateway();
+    for (const t of ["a1", "a2", "a3"]) await publish(t, "a");
+    const [a1] = await receive(memory.queue, 1);
+    await memory.queue.acknowledge(group, a1!.receiptHandle);
+    expect(calls).toEqual(["put", "put"]); // created, then given back: by what this gateway wrote
+    // The other gateway takes the key meanwhile: this one's memory of it is stale, its write
+    // fails, and it reads before it decides (a2 is held by the other, so a3 waits).
+    const [a2] = await receive(other, 1);
+    expect(texts([a2!])).toEqual(["a2"]);
+    calls.length = 0;
+    expect(await receive(memory.queue, 1)).toEqual([]);
+    expect(calls).toEqual(["put", "get"]);
+    await other.acknowledge(group, a2!.receiptHandle);
+    expect(texts([...(await receive()), ...(await receive(other))])).toEqual(["a3"]);
+  });
+
   it("forgets a group's slots and held messages when it is sought", async () => {
     const admin = new MemoryQueueAdmin({ broker: memory.broker, now: memory.now });
     for (const t of ["a1", "a2"]) await publish(t, "a");
