@@ -69,13 +69,7 @@ export default defineConfig({
         test: {
           name: "nats-current",
           include: ["test/**/*.test.ts"],
-          // The flow-control nemesis runs in `npm run test:nemesis` only: a known anomaly (a late
-          // acknowledgement by a stale handle, docs/reliability.md) fails it on some schedules.
-          exclude: [
-            "test/container/**",
-            ...QUICK_TESTS,
-            ...(process.env.VQS_NEMESIS_FLOW ? [] : ["test/nemesis/flow.test.ts"]),
-          ],
+          exclude: ["test/container/**", ...QUICK_TESTS],
           globalSetup: SERVER_SETUP,
           env: { NATS_SERVER_BIN: CURRENT_NATS },
         },

@@ -13,6 +13,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  */
 export const LONG_FILES = [
   "test/nemesis/short.test.ts",
+  "test/nemesis/flow.test.ts",
   "test/integration/workflow/workflow-apps.test.ts",
   "test/integration/cli/manage.test.ts",
   "test/integration/workflow/world-5-sequential-replays.test.ts",
