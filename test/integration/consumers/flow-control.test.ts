@@ -323,6 +323,37 @@ describe("flow control: rate and order per key, across gateways", () => {
     expect(handOuts).toBe(bodies.length + 6); // the failed ones twice, nothing else again
   }, 45_000);
 
+  it("places a delayed message in its ordered key's order when it is due, as if published then", async () => {
+    const topic = uniqueName("flow-delayed");
+    await flowSettings(topic, { flowControl: { key: "tenant", ordered: true } });
+    const client = new PollingQueueClient({
+      region: "iad1",
+      token,
+      deploymentId: null,
+      resolveBaseUrl: () => new URL(fx.gateways[0]!.url),
+    });
+    const send = (n: string, delaySeconds = 0) =>
+      client.send(topic, { n }, { headers: { tenant: "a" }, delaySeconds });
+    const next = (tries = 40) =>
+      attemptUntil(
+        async () => [...(await receive(topic, 0)), ...(await receive(topic, 1))],
+        (g) => g.length > 0,
+        { tries, everyMs: 100 },
+      );
+    await send("late", 2);
+    await send("a1");
+    // Not blocked by the one published before it while that one is delayed.
+    const [a1] = await next();
+    expect(texts([a1!])).toEqual(['{"n":"a1"}']);
+    expect((await q(0).ack(topic, "workers", handle(a1!))).status).toBe(204);
+    const [late] = await next(100); // due 2 s after its publish
+    expect(texts([late!])).toEqual(['{"n":"late"}']);
+    await send("a2");
+    expect([...(await receive(topic, 0)), ...(await receive(topic, 1))]).toEqual([]);
+    expect((await q(1).ack(topic, "workers", handle(late!))).status).toBe(204);
+    expect(texts(await next())).toEqual(['{"n":"a2"}']);
+  }, 30_000);
+
   it("holds a key's rate across two gateways, other keys unlimited by it", async () => {
     const topic = uniqueName("flow-rate");
     await flowSettings(topic, {

@@ -197,3 +197,82 @@ describe("flow control: concurrency per key", () => {
     expect(await memory.context.pushLedger.holdbacks(group, n + 1)).toBe(1);
   });
 });
+
+describe("flow control with deduplication, delays and redrive", () => {
+  const publishWith = (
+    text: string,
+    key: string,
+    more: { idempotencyKey?: string; delaySeconds?: number },
+  ) =>
+    memory.queue.publish(group, {
+      payload: new TextEncoder().encode(text),
+      contentType: "text/plain",
+      retentionSeconds: 3600,
+      delaySeconds: more.delaySeconds ?? 0,
+      idempotencyKey: more.idempotencyKey ?? null,
+      trace: null,
+      headers: { tenant: key },
+    });
+
+  it("counts a deduplicated publish once: the key's one message goes, and nothing waits", async () => {
+    await publishWith("a1", "a", { idempotencyKey: "same" });
+    await publishWith("a1 again", "a", { idempotencyKey: "same" });
+    await publish("a2", "a");
+    const [a1] = await receive();
+    expect(texts([a1!])).toEqual(["a1"]);
+    await memory.queue.acknowledge(group, a1!.receiptHandle);
+    expect(texts(await receive())).toEqual(["a2"]);
+    expect(await receive()).toEqual([]);
+  });
+
+  it("lets a delayed message take its key's slot only once it is due; the key's others go meanwhile", async () => {
+    await publishWith("a-late", "a", { delaySeconds: 60 });
+    await publish("a1", "a");
+    const [a1] = await receive();
+    expect(texts([a1!])).toEqual(["a1"]);
+    expect(await receive()).toEqual([]);
+    await memory.queue.acknowledge(group, a1!.receiptHandle);
+    memory.advance(60_000);
+    expect(texts(await receive())).toEqual(["a-late"]);
+  });
+
+  it("places a delayed message in its ordered key's order when it is due, as if published then", async () => {
+    settings = {
+      ...DEFAULT_SETTINGS,
+      flowControl: { key: "tenant", concurrency: null, rate: null, ordered: true },
+    };
+    await publishWith("a-late", "a", { delaySeconds: 60 });
+    await publish("a1", "a");
+    const [a1] = await receive(); // not blocked by the one published before it, still delayed
+    expect(texts([a1!])).toEqual(["a1"]);
+    memory.advance(60_000);
+    await memory.queue.acknowledge(group, a1!.receiptHandle);
+    const [late] = [...(await receive()), ...(await receive())];
+    expect(texts([late!])).toEqual(["a-late"]);
+    await publish("a2", "a");
+    expect([...(await receive()), ...(await receive())]).toEqual([]); // behind its head
+    await memory.queue.acknowledge(group, late!.receiptHandle);
+    expect(texts([...(await receive()), ...(await receive())])).toEqual(["a2"]);
+  });
+
+  it("limits a redriven dead letter by its key again, as a new message", async () => {
+    settings = limited(1, { deadLetter: { topic: "orders-dead", maxDeliveries: 1 } });
+    await publish("a1", "a");
+    const [first] = await receive();
+    await memory.queue.changeVisibility(group, first!.receiptHandle, 0);
+    expect(await receive()).toEqual([]); // its second delivery is past maxDeliveries: dead-lettered
+    await publish("a2", "a");
+    const [a2] = await receive();
+    expect(texts([a2!])).toEqual(["a2"]);
+    const dead = { ...group, topic: "orders-dead" };
+    expect(await memory.queue.redrive(dead, { target: null, limit: 10 })).toEqual({
+      moved: 1,
+      remaining: 0,
+    });
+    // Back with its key: it waits for a2, as any message of key a would.
+    expect(await receive()).toEqual([]);
+    await memory.queue.acknowledge(group, a2!.receiptHandle);
+    const back = await receive();
+    expect(back.map((m) => [text(m), m.deliveryCount])).toEqual([["a1", 1]]);
+  });
+});
