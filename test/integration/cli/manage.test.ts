@@ -378,6 +378,24 @@ describe("flow control: vqs settings and vqs keys", () => {
         ].join("\n"),
       );
 
+      // Past the waiting sample (the oldest 1,000): counted up to it, and a note says so.
+      for (let i = 0; i < 10; i++) {
+        const bodies = Array.from({ length: 100 }, (_, j) => `g${i * 100 + j}`);
+        expect((await q.publishBatch(topic, bodies, { tenant: "gamma" })).status).toBe(200);
+      }
+      const sampled = await vqs(["keys", topic, "workers"]);
+      expect(sampled.code, sampled.stderr).toBe(0);
+      expect(sampled.stderr).toBe(
+        "waiting: counted among 1000 messages from stream position 1; more wait past them\n",
+      );
+      const partial = await json<BusiestKeys>(["keys", topic, "workers"]);
+      expect(partial.keys.map((k) => [k.key, k.inFlight, k.waiting])).toEqual([
+        ["gamma", 0, 996],
+        ["acme", 1, 2],
+        ["beta", 1, 0],
+      ]);
+      expect(partial.waitingSample).toEqual({ messages: 1000, fromSequence: 1, complete: false });
+
       // A group without flowControl: no key is limited, exit 0.
       await json(["receive", topic, "plain", "--ack"]);
       const plain = await vqs(["keys", topic, "plain"]);
