@@ -1,15 +1,15 @@
 // What `triggers sync` changes, decided without I/O: the settings body for a declared trigger
 // merged into the stored document, the changes that makes, and which stored push settings
 // `--prune` removes. Decisions (docs/architecture.md, "The vqs tool"):
-// - vercel.json owns push.url, push.maxConcurrency, retry.afterSeconds,
-//   retry.initialDelaySeconds and flowControl: a field the trigger leaves out goes back to its
-//   default (flowControl: none);
+// - vercel.json owns push.url, push.maxConcurrency, retry.afterSeconds and
+//   retry.initialDelaySeconds: a field the trigger leaves out goes back to its default;
+// - flowControl (this service's extension) is the trigger's when it declares it (null: none);
+//   left out, what is stored stays, since a framework's generated triggers cannot declare it;
 // - every other field (push.timeoutSeconds, push.autoAck, retry.maxBackoffSeconds, deadLetter),
 //   which an operator may have set, is kept as stored;
 // - --prune takes only documents with push whose (topic, group) is no longer declared: the push
-//   part and flowControl (the trigger's) are removed, and the document deleted when it has no
-//   dead-letter settings (retry timing applies to pushes only, so nothing else would remain in
-//   effect).
+//   part is removed, and the document deleted when it has neither dead-letter settings nor
+//   flowControl (retry timing applies to pushes only, so nothing else would remain in effect).
 import { SETTINGS_LIMITS as L } from "../../queue/settings/settings-limits.js";
 import { validateFlowControl } from "../../queue/settings/validate.js";
 import type { FlowControlSettings, SettingsBody, SettingsDocument } from "../api-client.js";
@@ -25,8 +25,8 @@ export interface DeclaredEntry {
   readonly maxConcurrency?: number;
   readonly retryAfterSeconds?: number;
   readonly initialDelaySeconds?: number;
-  /** As the gateway stores it (vercel-json.ts checked it); absent: none. */
-  readonly flowControl?: FlowControlSettings;
+  /** As the gateway stores it (vercel-json.ts checked it); null: none; absent: as stored. */
+  readonly flowControl?: FlowControlSettings | null;
 }
 
 type Scalar = string | number | boolean;
@@ -160,12 +160,13 @@ export function mergeTrigger(entry: DeclaredEntry, current: SettingsDocument | n
       : {}),
     ...(keptBackoff !== undefined ? { maxBackoffSeconds: keptBackoff } : {}),
   };
+  // Declared: the trigger's (null: none, as a PUT without it); left out: what is stored.
+  const flowControl = entry.flowControl === undefined ? current?.flowControl : entry.flowControl;
   const body: SettingsBody = {
     push,
     ...(Object.keys(retry).length > 0 ? { retry } : {}),
     ...(current?.deadLetter ? { deadLetter: current.deadLetter } : {}),
-    // The trigger's own, or none: a PUT without it removes what was stored.
-    ...(entry.flowControl ? { flowControl: entry.flowControl } : {}),
+    ...(flowControl ? { flowControl } : {}),
   };
 
   const changes = diff(current, withDefaults(body));
@@ -187,9 +188,13 @@ export interface Prune {
   readonly changes: Change[];
 }
 
-/** The document without what vercel.json owned of it: push and flowControl. */
+/** The document without its push part; deleted when nothing but push timing would remain. */
 export function pruneDocument(doc: SettingsDocument): Prune {
-  if (doc.deadLetter === null) return { body: null, changes: diff(doc, null) };
-  const body: SettingsBody = { retry: { ...doc.retry }, deadLetter: doc.deadLetter };
+  if (doc.deadLetter === null && !doc.flowControl) return { body: null, changes: diff(doc, null) };
+  const body: SettingsBody = {
+    retry: { ...doc.retry },
+    deadLetter: doc.deadLetter,
+    ...(doc.flowControl ? { flowControl: doc.flowControl } : {}),
+  };
   return { body, changes: diff(doc, withDefaults(body)) };
 }

@@ -23,7 +23,8 @@ export interface Trigger {
   readonly initialDelaySeconds?: number;
   readonly maxConcurrency?: number;
   /** Limits per key, defaults filled in as the gateway stores them; absent (or null): none. */
-  readonly flowControl?: FlowControlSettings;
+  /** Declared: the trigger's (null: none, removing what is stored); absent: what is stored stays. */
+  readonly flowControl?: FlowControlSettings | null;
 }
 
 export interface DeclaredTriggers {
@@ -122,8 +123,7 @@ export function parseTriggerList(
       }
       trigger[key] = v;
     }
-    const flow = flowControlOf(t.flowControl, here);
-    if (flow !== null) trigger.flowControl = flow;
+    if (t.flowControl !== undefined) trigger.flowControl = flowControlOf(t.flowControl, here);
     for (const key of Object.keys(t)) {
       if (!KNOWN.has(key)) warnings.push(`${here}: "${key}" is not synced; ignored`);
     }

@@ -308,7 +308,7 @@ describe("vqs triggers sync", () => {
     expect(again.every((r) => r.action === "unchanged")).toBe(true);
   });
 
-  it("syncs a trigger's flowControl: planned, stored, changed, removed, pruned; a bad one refused", async () => {
+  it("syncs a trigger's flowControl: planned, stored, changed, kept when left out, removed by null, kept by prune; a bad one refused", async () => {
     const dpl = uniqueName("dpl");
     const settings = settingsApi(fx.gateways[0]!.url, token, { "vqs-deployment-id": dpl });
     const file = (flowControl?: unknown, topic = "orders") =>
@@ -402,15 +402,20 @@ describe("vqs triggers sync", () => {
     });
     expect(await stored()).toEqual(before);
 
-    // Left out of the trigger: vercel.json owns it, so the group's limits go.
+    // Left out of the trigger (as a framework's generated triggers leave it): it stays.
     await file();
+    const kept = await sync();
+    expect(kept.map((x) => x.action)).toEqual(["unchanged"]);
+    expect((await stored())?.flowControl?.rate?.limit).toBe(10);
+    // Declared null: the group's limits go.
+    await file(null);
     const removed = await sync();
     expect(removed.map((x) => [x.action, x.changes])).toEqual([
       ["updated", [{ field: "flowControl.key", from: "tenant" }]],
     ]);
     expect((await stored())?.flowControl).toBeNull();
 
-    // --prune takes flowControl with push, and keeps an operator's dead letters.
+    // --prune takes push only: flowControl and an operator's dead letters stay.
     await file({ key: "tenant", ordered: true });
     await sync();
     expect(
@@ -428,19 +433,11 @@ describe("vqs triggers sync", () => {
     const pruned = await sync("--prune");
     expect(
       pruned.filter((x) => x.action === "pruned").map((x) => [x.consumerGroup, x.changes]),
-    ).toEqual([
-      [
-        GROUPS.orders,
-        [
-          { field: "push.url", from: `${APP_URL}/api/orders` },
-          { field: "flowControl.key", from: "tenant" },
-        ],
-      ],
-    ]);
+    ).toEqual([[GROUPS.orders, [{ field: "push.url", from: `${APP_URL}/api/orders` }]]]);
     const left = await stored();
     expect(left).toMatchObject({
       push: null,
-      flowControl: null,
+      flowControl: { key: "tenant", ordered: true },
       deadLetter: { topic: "orders-dead", maxDeliveries: 3 },
     });
   });

@@ -323,9 +323,9 @@ describe("a trigger's flowControl", () => {
         },
       },
     ]);
-    // null is none, as in a settings document.
+    // null is none, as in a settings document (declared: it removes what is stored).
     expect(parseVercelJson(withFlow(null), "vercel.json").triggers).toEqual([
-      { file: "api/a.ts", topic: "a" },
+      { file: "api/a.ts", topic: "a", flowControl: null },
     ]);
     const [entry] = planEntries(
       parseVercelJson(withFlow({ key: "tenant", ordered: true }), "v").triggers,
@@ -530,12 +530,16 @@ describe("merge into the stored document", () => {
     expect(back.changes).toEqual([{ field: "flowControl.rate.limit", from: 5 }]);
   });
 
-  it("removes a stored flowControl the trigger no longer declares, as vercel.json owns it", () => {
+  it("keeps a stored flowControl the trigger leaves out, and removes it when the trigger says null", () => {
     const current = stored({
       flowControl: { ...flow, rate: { limit: 5, periodSeconds: 1, burst: 5 }, ordered: false },
       deadLetter: { topic: "a-dead", maxDeliveries: 4 },
     });
-    const m = mergeTrigger(entry, current);
+    // A framework's generated trigger cannot declare it: an operator's flowControl stays.
+    const kept = mergeTrigger(entry, current);
+    expect(kept.action).toBe("unchanged");
+    expect(kept.body.flowControl).toEqual(current.flowControl);
+    const m = mergeTrigger({ ...entry, flowControl: null }, current);
     expect(m.action).toBe("update");
     expect(m.body).toEqual({
       push: { url: entry.url, timeoutSeconds: 300, autoAck: false },
@@ -606,18 +610,12 @@ describe("prune", () => {
     expect(p.changes).toEqual([{ field: "push.url", from: "http://localhost:3000/x" }]);
   });
 
-  it("removes flowControl with push: the trigger's, like push", () => {
+  it("keeps flowControl, removing only push: the document stays for it", () => {
     const flowControl = { key: "tenant", concurrency: 1, rate: null, ordered: true };
-    const only = pruneDocument(doc("a", "g", { flowControl }));
-    expect(only.body).toBeNull();
-    expect(only.changes).toEqual([
-      { field: "push.url", from: "http://localhost:3000/x" },
-      { field: "flowControl.key", from: "tenant" },
-    ]);
-    const d = doc("a", "g", { flowControl, deadLetter: { topic: "d", maxDeliveries: 3 } });
-    const kept = pruneDocument(d);
-    expect(kept.body).toEqual({ retry: d.retry, deadLetter: d.deadLetter });
-    expect(kept.changes).toEqual(only.changes);
+    const d = doc("a", "g", { flowControl });
+    const p = pruneDocument(d);
+    expect(p.body).toEqual({ retry: d.retry, deadLetter: null, flowControl });
+    expect(p.changes).toEqual([{ field: "push.url", from: "http://localhost:3000/x" }]);
   });
 
   it("diff of equal documents is empty", () => {
