@@ -8,6 +8,8 @@ import type {
   PublishAnswer as PublishResult,
 } from "../api/messages.js";
 import type {
+  BusiestKeys,
+  BusyKey,
   ConsumerGroup as GroupInfo,
   ConsumerGroups,
   Namespace as NamespaceInfo,
@@ -24,6 +26,7 @@ import type {
   ConsumerSettingsDocument as SettingsDocument,
   ConsumerSettingsInput as SettingsBody,
   DeadLetterSettings,
+  FlowControlSettings,
   PushSettings,
   RedriveResult,
   RetrySettings,
@@ -36,8 +39,11 @@ import { StallTimeout } from "./transfer/stall-timeout.js";
 // The API's shapes are its definitions' types (src/api; imported as types only: nothing of the
 // server is loaded by the tool).
 export type {
+  BusiestKeys,
+  BusyKey,
   DeadLetterOrigin,
   DeadLetterSettings,
+  FlowControlSettings,
   GroupInfo,
   NamespaceInfo,
   NamespaceStorage,
@@ -424,6 +430,15 @@ export class ApiClient {
   /** `to`: "earliest", "latest" or an ISO time. */
   async seek(topic: string, group: string, to: string): Promise<Sought> {
     return (await this.request("POST", `${groupPath(topic, group)}/seek`, { to })) as Sought;
+  }
+
+  /** A group's busiest flow-control keys, region-wide (404 group_not_found: no such group). */
+  async keys(topic: string, group: string, limit: number): Promise<BusiestKeys> {
+    const q = new URLSearchParams({ limit: String(limit) });
+    return (await this.request(
+      "GET",
+      `${groupPath(topic, group)}/keys?${q.toString()}`,
+    )) as BusiestKeys;
   }
 
   /** Operators only (403 operator_only otherwise). */

@@ -1,6 +1,7 @@
 // What commands print: tables (the default) or JSON (--json), colour only on a terminal, and
 // errors in one shape. Streams and environment are passed in, so tests can run commands in
 // process. Tables are a small formatter of our own (docs/architecture.md, "The vqs tool").
+import type { FlowControlSettings } from "./api-client.js";
 import type { Interrupts } from "./terminal/interrupts.js";
 
 export interface OutStream {
@@ -125,6 +126,22 @@ export function formatDuration(seconds: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
   if (s < 86_400) return `${Math.floor(s / 3600)}h${two(Math.floor((s % 3600) / 60))}m`;
   return `${Math.floor(s / 86_400)}d${two(Math.floor((s % 86_400) / 3600))}h`;
+}
+
+/**
+ * A group's flow control in one line, its key first: `tenant: concurrency 2, rate 10/60s (burst
+ * 20), ordered`; "-" for none.
+ */
+export function formatFlowControl(fc: FlowControlSettings | null | undefined): string {
+  if (!fc) return "-";
+  const limits = [
+    ...(fc.concurrency !== null ? [`concurrency ${fc.concurrency}`] : []),
+    ...(fc.rate
+      ? [`rate ${fc.rate.limit}/${fc.rate.periodSeconds}s (burst ${fc.rate.burst})`]
+      : []),
+    ...(fc.ordered ? ["ordered"] : []),
+  ];
+  return `${fc.key}: ${limits.join(", ")}`;
 }
 
 /** Output of one command run: --json or tables, colour decided per stream. */

@@ -7,6 +7,7 @@ import type { SettingsBody, SettingsDocument } from "../api-client.js";
 import type { Context } from "../context.js";
 import { ApiError, UnreachableError, UsageError } from "../errors.js";
 import { checkName } from "../options.js";
+import { formatFlowControl } from "../output.js";
 import { confirm } from "../terminal/confirm.js";
 import { examples, type ContextOf } from "./help.js";
 
@@ -24,7 +25,7 @@ function checkTopicOrPattern(topic: string): string {
 export function settingsCommand(program: Command, contextOf: ContextOf): void {
   const settings = program
     .command("settings")
-    .description("consumer settings documents: push, retry timing, dead letters");
+    .description("consumer settings documents: push, retry timing, dead letters, flow control");
   examples(settings, ["vqs settings list", "vqs settings get orders billing"]);
 
   const list = settings
@@ -56,6 +57,7 @@ export function settingsCommand(program: Command, contextOf: ContextOf): void {
     );
   examples(put, [
     `vqs settings put orders billing --data '{"deadLetter":{"topic":"orders-dead","maxDeliveries":5}}'`,
+    `vqs settings put orders workers --data '{"flowControl":{"key":"tenant","concurrency":2}}'`,
     "vqs settings get orders billing --json | jq '.retry.afterSeconds = 30' | vqs settings put orders billing -",
   ]);
 
@@ -86,6 +88,7 @@ async function runList(ctx: Context): Promise<void> {
         value: (d) =>
           d.deadLetter ? `${d.deadLetter.topic} after ${d.deadLetter.maxDeliveries}` : "-",
       },
+      { header: "FLOW CONTROL", value: (d) => formatFlowControl(d.flowControl) },
     ],
     docs,
   );
@@ -145,7 +148,7 @@ async function runPut(
   // What `get --json` printed may be put back: the fields the API answers but does not take.
   const rest: Record<string, unknown> = { ...body };
   for (const k of ["topic", "consumerGroup", "updatedAt"]) delete rest[k];
-  for (const k of ["push", "deadLetter"]) if (rest[k] === null) delete rest[k];
+  for (const k of ["push", "deadLetter", "flowControl"]) if (rest[k] === null) delete rest[k];
   const doc = await ctx.api().putSettings(topic, group, rest);
   if (ctx.out.json) ctx.out.printJson(doc);
   else ctx.out.print(`stored settings of ${topic} / ${group}`);

@@ -3,13 +3,16 @@
 // `--prune` removes. Decisions (docs/architecture.md, "The vqs tool"):
 // - vercel.json owns push.url, push.maxConcurrency, retry.afterSeconds and
 //   retry.initialDelaySeconds: a field the trigger leaves out goes back to its default;
+// - flowControl (this service's extension) is the trigger's when it declares it (null: none);
+//   left out, what is stored stays, since a framework's generated triggers cannot declare it;
 // - every other field (push.timeoutSeconds, push.autoAck, retry.maxBackoffSeconds, deadLetter),
 //   which an operator may have set, is kept as stored;
 // - --prune takes only documents with push whose (topic, group) is no longer declared: the push
-//   part is removed, and the document deleted when it has no dead-letter settings (retry timing
-//   applies to pushes only, so nothing else would remain in effect).
+//   part is removed, and the document deleted when it has neither dead-letter settings nor
+//   flowControl (retry timing applies to pushes only, so nothing else would remain in effect).
 import { SETTINGS_LIMITS as L } from "../../queue/settings/settings-limits.js";
-import type { SettingsBody, SettingsDocument } from "../api-client.js";
+import { validateFlowControl } from "../../queue/settings/validate.js";
+import type { FlowControlSettings, SettingsBody, SettingsDocument } from "../api-client.js";
 
 /** A trigger ready to sync: where it is declared, its group and the URL it is pushed to. */
 export interface DeclaredEntry {
@@ -22,6 +25,8 @@ export interface DeclaredEntry {
   readonly maxConcurrency?: number;
   readonly retryAfterSeconds?: number;
   readonly initialDelaySeconds?: number;
+  /** As the gateway stores it (vercel-json.ts checked it); null: none; absent: as stored. */
+  readonly flowControl?: FlowControlSettings | null;
 }
 
 type Scalar = string | number | boolean;
@@ -33,7 +38,10 @@ export interface Change {
   readonly to?: Scalar;
 }
 
-type Settings = Pick<SettingsDocument, "push" | "retry" | "deadLetter">;
+type Settings = Pick<SettingsDocument, "push" | "retry" | "deadLetter"> & {
+  /** Absent from a gateway that predates flow control: none. */
+  readonly flowControl?: FlowControlSettings | null;
+};
 
 /** The (topic, group) identity of a document. */
 export function entryKey(topic: string, group: string): string {
@@ -47,10 +55,12 @@ const defaultBackoff = (afterSeconds: number) =>
  * Every field of a document with the gateway's defaults where it is silent, flattened to
  * `push.url`-style names; a missing document is the defaults (polled, no dead letters). Without
  * push, the push fields count as their defaults too, so that adding push reports its URL and
- * only the fields set to something else (and removing it, the URL and what was not default).
+ * only the fields set to something else (and removing it, the URL and what was not default);
+ * flowControl likewise, by its key (`ordered` defaults to false, the other limits to none).
  */
 function flatten(doc: Settings | null): Map<string, Scalar | undefined> {
   const after = doc?.retry?.afterSeconds ?? L.afterSeconds.default;
+  const flow = doc?.flowControl ?? null;
   return new Map<string, Scalar | undefined>([
     ["push.url", doc?.push?.url],
     ["push.maxConcurrency", doc?.push?.maxConcurrency ?? L.maxConcurrency.default],
@@ -61,20 +71,35 @@ function flatten(doc: Settings | null): Map<string, Scalar | undefined> {
     ["retry.maxBackoffSeconds", doc?.retry?.maxBackoffSeconds ?? defaultBackoff(after)],
     ["deadLetter.topic", doc?.deadLetter?.topic],
     ["deadLetter.maxDeliveries", doc?.deadLetter?.maxDeliveries],
+    ["flowControl.key", flow?.key],
+    ["flowControl.concurrency", flow?.concurrency ?? undefined],
+    ["flowControl.rate.limit", flow?.rate?.limit],
+    ["flowControl.rate.periodSeconds", flow?.rate?.periodSeconds],
+    ["flowControl.rate.burst", flow?.rate?.burst],
+    ["flowControl.ordered", flow?.ordered ?? false],
   ]);
 }
+
+/**
+ * Parts whose removal one field says (its first): the fields that went with it are not
+ * reported one by one.
+ */
+const PARTS: readonly (readonly [prefix: string, marker: string])[] = [
+  ["push.", "push.url"],
+  ["flowControl.", "flowControl.key"],
+  ["flowControl.rate.", "flowControl.rate.limit"],
+];
 
 /** The fields in which `to` differs from `from`. */
 export function diff(from: Settings | null, to: Settings | null): Change[] {
   const a = flatten(from);
   const b = flatten(to);
   const changes: Change[] = [];
-  // Push removed: its URL says it; the fields that went with it are not reported one by one.
-  const pushRemoved = a.get("push.url") !== undefined && b.get("push.url") === undefined;
+  const removed = PARTS.filter(([, m]) => a.get(m) !== undefined && b.get(m) === undefined);
   for (const [field, before] of a) {
     const after = b.get(field);
     if (before === after) continue;
-    if (pushRemoved && field.startsWith("push.") && field !== "push.url") continue;
+    if (removed.some(([prefix, marker]) => field.startsWith(prefix) && field !== marker)) continue;
     changes.push({
       field,
       ...(before !== undefined ? { from: before } : {}),
@@ -102,6 +127,7 @@ export function withDefaults(body: SettingsBody): Settings {
       maxBackoffSeconds: body.retry?.maxBackoffSeconds ?? defaultBackoff(afterSeconds),
     },
     deadLetter: body.deadLetter ?? null,
+    flowControl: validateFlowControl(body.flowControl),
   };
 }
 
@@ -134,12 +160,13 @@ export function mergeTrigger(entry: DeclaredEntry, current: SettingsDocument | n
       : {}),
     ...(keptBackoff !== undefined ? { maxBackoffSeconds: keptBackoff } : {}),
   };
+  // Declared: the trigger's (null: none, as a PUT without it); left out: what is stored.
+  const flowControl = entry.flowControl === undefined ? current?.flowControl : entry.flowControl;
   const body: SettingsBody = {
     push,
     ...(Object.keys(retry).length > 0 ? { retry } : {}),
     ...(current?.deadLetter ? { deadLetter: current.deadLetter } : {}),
-    // Flow control is not declared in vercel.json: what is stored stays.
-    ...(current?.flowControl ? { flowControl: current.flowControl } : {}),
+    ...(flowControl ? { flowControl } : {}),
   };
 
   const changes = diff(current, withDefaults(body));
@@ -161,6 +188,7 @@ export interface Prune {
   readonly changes: Change[];
 }
 
+/** The document without its push part; deleted when nothing but push timing would remain. */
 export function pruneDocument(doc: SettingsDocument): Prune {
   if (doc.deadLetter === null && !doc.flowControl) return { body: null, changes: diff(doc, null) };
   const body: SettingsBody = {

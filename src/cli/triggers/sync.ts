@@ -86,6 +86,7 @@ export function planEntries(
       ...(t.initialDelaySeconds !== undefined
         ? { initialDelaySeconds: t.initialDelaySeconds }
         : {}),
+      ...(t.flowControl !== undefined ? { flowControl: t.flowControl } : {}),
     });
   }
   problems.push(...routeProblems);

@@ -2,7 +2,12 @@
 // hold `{"type": "queue/v2beta", "topic": ...}`, read as `@vercel/queue`'s dev mode reads them
 // (getDevRouteMappings), but strict where the client is silent: a malformed file or trigger is
 // an error naming it, rather than a trigger quietly skipped. parseTriggerList() reads one such
-// list, wherever it is declared (build-output.ts reads the Build Output API's with it).
+// list, wherever it is declared (build-output.ts reads the Build Output API's with it). A
+// trigger's `flowControl` (this service's extension) is checked by the settings API's own
+// validation, so a bad one is refused here with the API's message, before anything is sent.
+import { AppError } from "../../errors.js";
+import { validateFlowControl } from "../../queue/settings/validate.js";
+import type { FlowControlSettings } from "../api-client.js";
 
 /** One declared trigger: the functions key (a file path) and what it asks for. */
 export interface Trigger {
@@ -17,6 +22,9 @@ export interface Trigger {
   readonly retryAfterSeconds?: number;
   readonly initialDelaySeconds?: number;
   readonly maxConcurrency?: number;
+  /** Limits per key, defaults filled in as the gateway stores them; absent (or null): none. */
+  /** Declared: the trigger's (null: none, removing what is stored); absent: what is stored stays. */
+  readonly flowControl?: FlowControlSettings | null;
 }
 
 export interface DeclaredTriggers {
@@ -29,7 +37,7 @@ export interface DeclaredTriggers {
 export class VercelJsonError extends Error {}
 
 const NUMERIC = ["retryAfterSeconds", "initialDelaySeconds", "maxConcurrency"] as const;
-const KNOWN = new Set<string>(["type", "topic", "consumer", ...NUMERIC]);
+const KNOWN = new Set<string>(["type", "topic", "consumer", "flowControl", ...NUMERIC]);
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -115,10 +123,21 @@ export function parseTriggerList(
       }
       trigger[key] = v;
     }
+    if (t.flowControl !== undefined) trigger.flowControl = flowControlOf(t.flowControl, here);
     for (const key of Object.keys(t)) {
       if (!KNOWN.has(key)) warnings.push(`${here}: "${key}" is not synced; ignored`);
     }
     triggers.push(trigger);
   });
   return { triggers, warnings };
+}
+
+/** A trigger's flowControl as the settings API reads it; refused with the API's own message. */
+function flowControlOf(v: unknown, here: string): FlowControlSettings | null {
+  try {
+    return validateFlowControl(v);
+  } catch (err) {
+    if (err instanceof AppError) throw new VercelJsonError(`${here}: ${err.message}`);
+    throw err;
+  }
 }

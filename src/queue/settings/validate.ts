@@ -60,7 +60,7 @@ export function validateSettings(body: unknown, target: TopicTarget): ConsumerSe
     push: push(body.push),
     retry: retry(body.retry),
     deadLetter: deadLetter(body.deadLetter, target),
-    flowControl: flowControl(body.flowControl),
+    flowControl: validateFlowControl(body.flowControl),
   };
   // flowControl applies to polled and pushed groups alike (the same rules, FlowGate).
   return settings;
@@ -177,7 +177,11 @@ function deadLetter(v: unknown, target: TopicTarget): DeadLetterSettings | null 
 
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;
 
-function flowControl(v: unknown): FlowControlSettings | null {
+/**
+ * A body's `flowControl` (absent or null: none), returned with its defaults filled in; `vqs
+ * triggers sync` checks a trigger's with it, so both refuse a value with the same message.
+ */
+export function validateFlowControl(v: unknown): FlowControlSettings | null {
   if (v === undefined || v === null) return null;
   if (!isObject(v)) invalid("flowControl must be an object or null.");
   onlyKnown(v, ["key", "concurrency", "rate", "ordered"], "flowControl");

@@ -1,8 +1,9 @@
-// `vqs publish`, the management commands (topics, topic, groups, peek, purge, delete, seek,
+// `vqs publish`, the management commands (topics, topic, groups, keys, peek, purge, delete, seek,
 // namespaces, --namespace), `vqs settings` and the tail's cleanup of its own group, run as a
 // user runs them (spawned processes) against a real gateway: what each prints, what it changes
 // on the server (checked through the tool and the API), confirmation and exit codes.
 import { beforeAll, describe, expect, it, vi } from "vitest";
+import type { BusiestKeys } from "../../../src/api/management.js";
 import type {
   GroupInfo,
   NamespaceInfo,
@@ -14,7 +15,8 @@ import type { ReceiveResult } from "../../../src/cli/commands/messages.js";
 import type { PublishReport } from "../../../src/cli/commands/publish.js";
 import { runCli, startCli, type CliRun } from "../../helpers/cli.js";
 import { useGateways } from "../../helpers/fixture.js";
-import { uniqueName } from "../../helpers/http.js";
+import { api, uniqueName } from "../../helpers/http.js";
+import { makeNamespace } from "../../../src/queue/namespace.js";
 
 // Each command is a process started through tsx: a second or more on a busy machine.
 vi.setConfig({ testTimeout: 180_000 });
@@ -258,6 +260,153 @@ describe("vqs settings", () => {
     expect(
       (await json<SettingsDocument[]>(["settings", "list"])).find((d) => d.topic === topic),
     ).toBeUndefined();
+  });
+});
+
+describe("flow control: vqs settings and vqs keys", () => {
+  it("settings put, get and list carry flowControl; a bad one is the API's invalid_settings", async () => {
+    const topic = uniqueName("flow");
+    const stored = await json<SettingsDocument>([
+      "settings",
+      "put",
+      topic,
+      "g",
+      "--data",
+      JSON.stringify({ flowControl: { key: "Tenant", rate: { limit: 10, periodSeconds: 60 } } }),
+    ]);
+    const flowControl = {
+      key: "tenant",
+      concurrency: null,
+      rate: { limit: 10, periodSeconds: 60, burst: 10 },
+      ordered: false,
+    };
+    expect(stored.flowControl).toEqual(flowControl);
+    const got = await json<SettingsDocument>(["settings", "get", topic, "g"]);
+    expect(got.flowControl).toEqual(flowControl);
+    // What get printed, one limit changed, goes back through stdin.
+    const changed = JSON.stringify({ ...got, flowControl: { ...flowControl, concurrency: 3 } });
+    const put = await vqs(["settings", "put", topic, "g", "-"], changed);
+    expect(put.code, put.stderr).toBe(0);
+    const listed = await json<SettingsDocument[]>(["settings", "list"]);
+    expect(listed.find((d) => d.topic === topic)?.flowControl).toEqual({
+      ...flowControl,
+      concurrency: 3,
+    });
+    const table = await vqs(["settings", "list"]);
+    expect(table.stdout).toMatch(/ +DEAD LETTERS +FLOW CONTROL\n/);
+    expect(table.stdout).toMatch(
+      new RegExp(`\\n${topic} +g +- +60s +- +tenant: concurrency 3, rate 10/60s \\(burst 10\\)\\n`),
+    );
+
+    const bad = await vqs([
+      "settings",
+      "put",
+      topic,
+      "g",
+      "--data",
+      '{"flowControl":{"key":"tenant"}}',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("invalid_settings (HTTP 400): flowControl needs a limit");
+  });
+
+  it("keys lists a group's busiest keys, in flight and waiting; none without flowControl", async () => {
+    const topic = uniqueName("keys");
+    const q = api(fx.gateways[0]!.url, token);
+    const handles: string[] = [];
+    try {
+      const missing = await vqs(["keys", topic, "workers"]);
+      expect([missing.code, missing.stdout]).toEqual([1, ""]);
+      expect(missing.stderr).toContain(
+        `group_not_found (HTTP 404): topic ${topic} has no consumer group workers`,
+      );
+      const missingJson = await vqs(["keys", topic, "workers", "--json"]);
+      expect(missingJson.code).toBe(1);
+      expect(JSON.parse(missingJson.stderr)).toMatchObject({
+        error: { status: 404, code: "group_not_found" },
+      });
+
+      await json([
+        "settings",
+        "put",
+        topic,
+        "workers",
+        "--data",
+        '{"flowControl":{"key":"tenant","concurrency":1}}',
+      ]);
+      const ns = makeNamespace("team_a", project, "production", null);
+      await expect
+        .poll(() => fx.gateways[0]!.gateway.settings.effective(ns, topic, "workers")?.flowControl)
+        .toMatchObject({ key: "tenant", concurrency: 1 });
+      for (const [body, tenant] of [
+        ["a1", "acme"],
+        ["a2", "acme"],
+        ["a3", "acme"],
+        ["b1", "beta"],
+      ]) {
+        expect(
+          (await q.publish(topic, body!, { "content-type": "text/plain", tenant: tenant! })).status,
+        ).toBe(201);
+      }
+      // One of each key is handed out (concurrency 1); acme's other two wait.
+      const got = await json<ReceiveResult[]>(["receive", topic, "workers", "--max", "10"]);
+      handles.push(...got.map((m) => m.receiptHandle));
+      expect(got.map((m) => Buffer.from(m.body, "base64").toString()).sort()).toEqual(["a1", "b1"]);
+
+      const busiest = await json<BusiestKeys>(["keys", topic, "workers"]);
+      expect(busiest.flowControl).toEqual({
+        key: "tenant",
+        concurrency: 1,
+        rate: null,
+        ordered: false,
+      });
+      expect(busiest.keys.map((k) => [k.key, k.inFlight, k.waiting])).toEqual([
+        ["acme", 1, 2],
+        ["beta", 1, 0],
+      ]);
+      const one = await json<BusiestKeys>(["keys", topic, "workers", "--limit", "1"]);
+      expect(one.keys.map((k) => k.key)).toEqual(["acme"]);
+      const table = await vqs(["keys", topic, "workers"]);
+      expect([table.code, table.stderr]).toEqual([0, ""]);
+      expect(table.stdout).toBe(
+        [
+          "flow control: tenant: concurrency 1",
+          "KEY   IN FLIGHT  WAITING",
+          "acme  1          2",
+          "beta  1          0",
+          "",
+        ].join("\n"),
+      );
+
+      // Past the waiting sample (the oldest 1,000): counted up to it, and a note says so.
+      for (let i = 0; i < 10; i++) {
+        const bodies = Array.from({ length: 100 }, (_, j) => `g${i * 100 + j}`);
+        expect((await q.publishBatch(topic, bodies, { tenant: "gamma" })).status).toBe(200);
+      }
+      const sampled = await vqs(["keys", topic, "workers"]);
+      expect(sampled.code, sampled.stderr).toBe(0);
+      expect(sampled.stderr).toBe(
+        "waiting: counted among 1000 messages from stream position 1; more wait past them\n",
+      );
+      const partial = await json<BusiestKeys>(["keys", topic, "workers"]);
+      expect(partial.keys.map((k) => [k.key, k.inFlight, k.waiting])).toEqual([
+        ["gamma", 0, 996],
+        ["acme", 1, 2],
+        ["beta", 1, 0],
+      ]);
+      expect(partial.waitingSample).toEqual({ messages: 1000, fromSequence: 1, complete: false });
+
+      // A group without flowControl: no key is limited, exit 0.
+      await json(["receive", topic, "plain", "--ack"]);
+      const plain = await vqs(["keys", topic, "plain"]);
+      expect([plain.code, plain.stdout]).toEqual([
+        0,
+        `group plain of ${topic} has no flowControl: no key is limited\n`,
+      ]);
+      expect((await json<BusiestKeys>(["keys", topic, "plain"])).flowControl).toBeNull();
+    } finally {
+      for (const h of handles) await q.ack(topic, "workers", h);
+    }
   });
 });
 

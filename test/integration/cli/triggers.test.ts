@@ -308,6 +308,140 @@ describe("vqs triggers sync", () => {
     expect(again.every((r) => r.action === "unchanged")).toBe(true);
   });
 
+  it("syncs a trigger's flowControl: planned, stored, changed, kept when left out, removed by null, kept by prune; a bad one refused", async () => {
+    const dpl = uniqueName("dpl");
+    const settings = settingsApi(fx.gateways[0]!.url, token, { "vqs-deployment-id": dpl });
+    const file = (flowControl?: unknown, topic = "orders") =>
+      writeFile(
+        join(app, "flow.json"),
+        JSON.stringify({
+          functions: {
+            [FILES.orders]: {
+              experimentalTriggers: [
+                {
+                  type: "queue/v2beta",
+                  topic,
+                  ...(flowControl !== undefined ? { flowControl } : {}),
+                },
+              ],
+            },
+          },
+        }),
+      );
+    const sync = (...args: string[]) => syncJson(["--vercel-json", "flow.json", ...args], dpl);
+    const stored = async () => {
+      const res = await settings.get("orders", GROUPS.orders);
+      return res.status === 404 ? null : ((await res.json()) as SettingsDocument);
+    };
+
+    await file({ key: "Tenant", concurrency: 2 });
+    const planned = await sync("--dry-run");
+    expect(planned.map((r) => [r.action, r.changes])).toEqual([
+      [
+        "created",
+        [
+          { field: "push.url", to: `${APP_URL}/api/orders` },
+          { field: "flowControl.key", to: "tenant" },
+          { field: "flowControl.concurrency", to: 2 },
+        ],
+      ],
+    ]);
+    expect(await settings.list()).toEqual([]);
+    expect((await sync()).map((r) => r.action)).toEqual(["created"]);
+    expect((await stored())?.flowControl).toEqual({
+      key: "tenant",
+      concurrency: 2,
+      rate: null,
+      ordered: false,
+    });
+    expect((await sync()).map((r) => r.action)).toEqual(["unchanged"]);
+
+    await file({ key: "tenant", concurrency: 2, rate: { limit: 10, periodSeconds: 60 } });
+    const rated = await sync();
+    expect(rated.map((r) => [r.action, r.changes])).toEqual([
+      [
+        "updated",
+        [
+          { field: "flowControl.rate.limit", to: 10 },
+          { field: "flowControl.rate.periodSeconds", to: 60 },
+          { field: "flowControl.rate.burst", to: 10 },
+        ],
+      ],
+    ]);
+    expect((await stored())?.flowControl?.rate).toEqual({
+      limit: 10,
+      periodSeconds: 60,
+      burst: 10,
+    });
+
+    // A bad value: refused as the settings API refuses it, before anything is sent.
+    const bad = { key: "tenant", ordered: true, concurrency: 2 };
+    const refused = await settings.put("orders", "probe", { flowControl: bad });
+    expect(refused.status).toBe(400);
+    const { error } = (await refused.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("invalid_settings");
+    await file(bad);
+    const before = await stored();
+    const r = await vqs([
+      "triggers",
+      "sync",
+      "--vercel-json",
+      "flow.json",
+      "--app-url",
+      APP_URL,
+      "--deployment-id",
+      dpl,
+      "--json",
+    ]);
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stderr)).toEqual({
+      error: {
+        code: "invalid_vercel_json",
+        message: `flow.json: functions[${JSON.stringify(FILES.orders)}].experimentalTriggers[0]: ${error.message}`,
+      },
+    });
+    expect(await stored()).toEqual(before);
+
+    // Left out of the trigger (as a framework's generated triggers leave it): it stays.
+    await file();
+    const kept = await sync();
+    expect(kept.map((x) => x.action)).toEqual(["unchanged"]);
+    expect((await stored())?.flowControl?.rate?.limit).toBe(10);
+    // Declared null: the group's limits go.
+    await file(null);
+    const removed = await sync();
+    expect(removed.map((x) => [x.action, x.changes])).toEqual([
+      ["updated", [{ field: "flowControl.key", from: "tenant" }]],
+    ]);
+    expect((await stored())?.flowControl).toBeNull();
+
+    // --prune takes push only: flowControl and an operator's dead letters stay.
+    await file({ key: "tenant", ordered: true });
+    await sync();
+    expect(
+      (
+        await settings.put("orders", GROUPS.orders, {
+          ...(await stored()),
+          topic: undefined,
+          consumerGroup: undefined,
+          updatedAt: undefined,
+          deadLetter: { topic: "orders-dead", maxDeliveries: 3 },
+        })
+      ).status,
+    ).toBe(200);
+    await file(undefined, "other-topic");
+    const pruned = await sync("--prune");
+    expect(
+      pruned.filter((x) => x.action === "pruned").map((x) => [x.consumerGroup, x.changes]),
+    ).toEqual([[GROUPS.orders, [{ field: "push.url", from: `${APP_URL}/api/orders` }]]]);
+    const left = await stored();
+    expect(left).toMatchObject({
+      push: null,
+      flowControl: { key: "tenant", ordered: true },
+      deadLetter: { topic: "orders-dead", maxDeliveries: 3 },
+    });
+  });
+
   it("prints a table by default: action, topic, group, URL, changes", async () => {
     const r = await vqs([
       "triggers",

@@ -7,6 +7,7 @@ import { buildProgram, run } from "../../../src/cli/program.js";
 import {
   ansiPaint,
   colourEnabled,
+  formatFlowControl,
   formatTable,
   noPaint,
   type Io,
@@ -43,6 +44,7 @@ describe("vqs --help", () => {
       "topics",
       "topic",
       "groups",
+      "keys",
       "namespaces",
       "peek",
       "publish",
@@ -110,6 +112,10 @@ describe("usage errors exit 2 without sending anything", () => {
     [["publish", "t", "--data", "x", "--file", "f"], "give one of"],
     [["publish", "t", "payload"], "unexpected argument"],
     [["peek", "t", "--limit", "101"], "--limit"],
+    [["keys", "t", "g", "--limit", "0"], "--limit"],
+    [["keys", "t", "g", "--limit", "101"], "--limit"],
+    [["keys", "t", "bad name"], "not a valid name"],
+    [["keys", "t"], "missing required argument"],
     [["seek", "t", "g", "yesterday"], "not earliest, latest"],
     [["delete", "t", "bad name"], "not a valid name"],
     [["settings", "put", "t", "g"], "give the document"],
@@ -209,5 +215,21 @@ describe("output", () => {
     expect(colourEnabled(pipe, { FORCE_COLOR: "1" }, undefined)).toBe(true);
     expect(colourEnabled(tty, {}, false)).toBe(false);
     expect(colourEnabled(pipe, { NO_COLOR: "1" }, true)).toBe(true);
+  });
+
+  it("says a group's flow control in one line, its key first", () => {
+    expect(formatFlowControl(null)).toBe("-");
+    expect(formatFlowControl(undefined)).toBe("-");
+    expect(formatFlowControl({ key: "tenant", concurrency: 2, rate: null, ordered: false })).toBe(
+      "tenant: concurrency 2",
+    );
+    expect(
+      formatFlowControl({
+        key: "tenant",
+        concurrency: 1,
+        rate: { limit: 10, periodSeconds: 60, burst: 20 },
+        ordered: true,
+      }),
+    ).toBe("tenant: concurrency 1, rate 10/60s (burst 20), ordered");
   });
 });

@@ -26,6 +26,8 @@ import {
 import { planEntries } from "../../../src/cli/triggers/sync.js";
 import { parseVercelJson } from "../../../src/cli/triggers/vercel-json.js";
 import { UsageError } from "../../../src/cli/errors.js";
+import { AppError } from "../../../src/errors.js";
+import { validateSettings } from "../../../src/queue/settings/validate.js";
 
 // @vercel/queue 0.6.0 exposes its unexported filePathToConsumerGroup on globalThis when it is
 // loaded under vitest (NODE_ENV=test or VITEST): the client's own code, not a copy.
@@ -283,6 +285,80 @@ describe("vercel.json", () => {
   });
 });
 
+describe("a trigger's flowControl", () => {
+  const withFlow = (flowControl: unknown) =>
+    JSON.stringify({
+      functions: {
+        "api/a.ts": {
+          experimentalTriggers: [{ type: "queue/v2beta", topic: "a", flowControl }],
+        },
+      },
+    });
+  /** What the settings API answers a PUT of `{flowControl}` with: its validation's message. */
+  const apiMessage = (flowControl: unknown): string => {
+    try {
+      validateSettings({ flowControl }, { kind: "topic", topic: "a" });
+    } catch (err) {
+      if (err instanceof AppError && err.code === "invalid_settings") return err.message;
+      throw err;
+    }
+    throw new Error(`the settings API takes ${JSON.stringify(flowControl)}`);
+  };
+
+  it("is read as the gateway stores it: key lowercased, defaults filled in", () => {
+    const { triggers, warnings } = parseVercelJson(
+      withFlow({ key: "Tenant", rate: { limit: 10, periodSeconds: 60 } }),
+      "vercel.json",
+    );
+    expect(warnings).toEqual([]);
+    expect(triggers).toEqual([
+      {
+        file: "api/a.ts",
+        topic: "a",
+        flowControl: {
+          key: "tenant",
+          concurrency: null,
+          rate: { limit: 10, periodSeconds: 60, burst: 10 },
+          ordered: false,
+        },
+      },
+    ]);
+    // null is none, as in a settings document (declared: it removes what is stored).
+    expect(parseVercelJson(withFlow(null), "vercel.json").triggers).toEqual([
+      { file: "api/a.ts", topic: "a", flowControl: null },
+    ]);
+    const [entry] = planEntries(
+      parseVercelJson(withFlow({ key: "tenant", ordered: true }), "v").triggers,
+      new URL("http://h"),
+      [],
+    );
+    expect(entry?.flowControl).toEqual({
+      key: "tenant",
+      concurrency: null,
+      rate: null,
+      ordered: true,
+    });
+  });
+
+  it("is refused, before anything is sent, with the message the settings API gives", () => {
+    for (const bad of [
+      "tenant",
+      {},
+      { key: "tenant" },
+      { key: "Vqs-Id", concurrency: 1 },
+      { key: "tenant", concurrency: 0.5 },
+      { key: "tenant", ordered: true, concurrency: 2 },
+      { key: "tenant", rate: { limit: 1 } },
+      { key: "tenant", concurrency: 1, extra: true },
+    ]) {
+      const message = apiMessage(bad);
+      expect(() => parseVercelJson(withFlow(bad), "vercel.json"), JSON.stringify(bad)).toThrow(
+        `vercel.json: functions["api/a.ts"].experimentalTriggers[0]: ${message}`,
+      );
+    }
+  });
+});
+
 describe("planning", () => {
   const app = parseAppUrl("http://localhost:3000") as URL;
 
@@ -415,6 +491,62 @@ describe("merge into the stored document", () => {
     });
     expect(m.changes).toEqual([{ field: "push.url", to: entry.url }]);
   });
+
+  const flow = { key: "tenant", concurrency: 2, rate: null, ordered: false };
+
+  it("stores the trigger's flowControl and reports its fields", () => {
+    const m = mergeTrigger({ ...entry, flowControl: flow }, null);
+    expect(m.action).toBe("create");
+    expect(m.body).toEqual({ push: { url: entry.url }, flowControl: flow });
+    expect(m.changes).toEqual([
+      { field: "push.url", to: entry.url },
+      { field: "flowControl.key", to: "tenant" },
+      { field: "flowControl.concurrency", to: 2 },
+    ]);
+    expect(
+      mergeTrigger({ ...entry, flowControl: flow }, stored({ flowControl: flow })).action,
+    ).toBe("unchanged");
+  });
+
+  it("changes flowControl field by field: limits replaced, a rate added", () => {
+    const rate = { limit: 5, periodSeconds: 1, burst: 5 };
+    const m = mergeTrigger(
+      { ...entry, flowControl: { ...flow, concurrency: null, rate } },
+      stored({ flowControl: flow }),
+    );
+    expect(m.action).toBe("update");
+    expect(m.body.flowControl).toEqual({ ...flow, concurrency: null, rate });
+    expect(m.changes).toEqual([
+      { field: "flowControl.concurrency", from: 2 },
+      { field: "flowControl.rate.limit", to: 5 },
+      { field: "flowControl.rate.periodSeconds", to: 1 },
+      { field: "flowControl.rate.burst", to: 5 },
+    ]);
+    // A rate removed: its limit says it.
+    const back = mergeTrigger(
+      { ...entry, flowControl: flow },
+      stored({ flowControl: { ...flow, rate } }),
+    );
+    expect(back.changes).toEqual([{ field: "flowControl.rate.limit", from: 5 }]);
+  });
+
+  it("keeps a stored flowControl the trigger leaves out, and removes it when the trigger says null", () => {
+    const current = stored({
+      flowControl: { ...flow, rate: { limit: 5, periodSeconds: 1, burst: 5 }, ordered: false },
+      deadLetter: { topic: "a-dead", maxDeliveries: 4 },
+    });
+    // A framework's generated trigger cannot declare it: an operator's flowControl stays.
+    const kept = mergeTrigger(entry, current);
+    expect(kept.action).toBe("unchanged");
+    expect(kept.body.flowControl).toEqual(current.flowControl);
+    const m = mergeTrigger({ ...entry, flowControl: null }, current);
+    expect(m.action).toBe("update");
+    expect(m.body).toEqual({
+      push: { url: entry.url, timeoutSeconds: 300, autoAck: false },
+      deadLetter: { topic: "a-dead", maxDeliveries: 4 },
+    });
+    expect(m.changes).toEqual([{ field: "flowControl.key", from: "tenant" }]);
+  });
 });
 
 describe("prune", () => {
@@ -475,6 +607,14 @@ describe("prune", () => {
     });
     const p = pruneDocument(d);
     expect(p.body).toEqual({ retry: d.retry, deadLetter: d.deadLetter });
+    expect(p.changes).toEqual([{ field: "push.url", from: "http://localhost:3000/x" }]);
+  });
+
+  it("keeps flowControl, removing only push: the document stays for it", () => {
+    const flowControl = { key: "tenant", concurrency: 1, rate: null, ordered: true };
+    const d = doc("a", "g", { flowControl });
+    const p = pruneDocument(d);
+    expect(p.body).toEqual({ retry: d.retry, deadLetter: null, flowControl });
     expect(p.changes).toEqual([{ field: "push.url", from: "http://localhost:3000/x" }]);
   });
 

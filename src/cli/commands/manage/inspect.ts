@@ -1,10 +1,18 @@
-// `vqs topics`, `vqs topic`, `vqs groups`, `vqs namespaces`: what the management API tells of
-// a namespace's topics and consumer groups (docs/api.md, "Management API"), as tables or --json.
+// `vqs topics`, `vqs topic`, `vqs groups`, `vqs keys`, `vqs namespaces`: what the management API
+// tells of a namespace's topics, consumer groups and their flow-control keys (docs/api.md,
+// "Management API"), as tables or --json.
 import type { Command } from "commander";
-import type { GroupInfo, NamespaceStorage, TopicInfo } from "../../api-client.js";
+import type {
+  BusiestKeys,
+  BusyKey,
+  GroupInfo,
+  NamespaceStorage,
+  TopicInfo,
+} from "../../api-client.js";
 import type { Context } from "../../context.js";
-import { checkName } from "../../options.js";
-import { formatBytes, formatDuration } from "../../output.js";
+import { ApiError } from "../../errors.js";
+import { checkName, LIMITS, parseInteger } from "../../options.js";
+import { formatBytes, formatDuration, formatFlowControl } from "../../output.js";
 import { examples, type ContextOf } from "../help.js";
 
 export function inspectCommands(program: Command, contextOf: ContextOf): void {
@@ -30,6 +38,21 @@ export function inspectCommands(program: Command, contextOf: ContextOf): void {
     .argument("<topic>", "the topic")
     .action(async (t: string, _o: unknown, c: Command) => runGroups(contextOf(c), t));
   examples(groups, ["vqs groups orders", "vqs groups orders --json"]);
+
+  const { min, max, default: byDefault } = LIMITS.busiestKeysLimit;
+  const keys = program
+    .command("keys")
+    .description(
+      "a consumer group's busiest flow-control keys, region-wide: messages of each in flight " +
+        "and waiting (a sampled figure), busiest first",
+    )
+    .argument("<topic>", "the topic")
+    .argument("<group>", "the consumer group")
+    .option("--limit <n>", `how many keys, ${min}..${max}`, String(byDefault))
+    .action(async (t: string, g: string, o: { limit: string }, c: Command) =>
+      runKeys(contextOf(c), t, g, o.limit),
+    );
+  examples(keys, ["vqs keys orders workers", "vqs keys orders workers --limit 5 --json"]);
 
   const namespaces = program
     .command("namespaces")
@@ -156,6 +179,54 @@ function pushState(g: GroupInfo): string {
     return "failing";
   }
   return "ok";
+}
+
+async function runKeys(ctx: Context, topic: string, group: string, limitText: string) {
+  checkName("topic", topic);
+  checkName("group", group);
+  const { min, max } = LIMITS.busiestKeysLimit;
+  const limit = parseInteger("--limit", limitText, min, max);
+  let busiest: BusiestKeys;
+  try {
+    busiest = await ctx.api().keys(topic, group, limit);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "group_not_found") {
+      throw new ApiError(err.status, err.code, `topic ${topic} has no consumer group ${group}`);
+    }
+    throw err;
+  }
+  if (ctx.out.json) return ctx.out.printJson(busiest);
+  const out = ctx.out;
+  if (busiest.flowControl === null) {
+    return out.print(`group ${group} of ${topic} has no flowControl: no key is limited`);
+  }
+  out.print(`flow control: ${formatFlowControl(busiest.flowControl)}`);
+  if (busiest.keys.length === 0) out.print("no key has messages in flight or waiting");
+  else {
+    out.printTable<BusyKey>(
+      [
+        { header: "KEY", value: keyText, colour: (k) => (k.key === null ? "dim" : "cyan") },
+        { header: "IN FLIGHT", value: (k) => String(k.inFlight) },
+        { header: "WAITING", value: (k) => String(k.waiting) },
+      ],
+      busiest.keys,
+    );
+  }
+  // The figures' bounds, for the human: what was not read is not counted.
+  const { keyRecords: r, waitingSample: w } = busiest;
+  if (!r.complete) out.note(`in flight: from the group's first ${r.read} key records only`);
+  if (!w.complete) {
+    out.note(
+      `waiting: counted among ${w.messages} messages from stream position ${w.fromSequence}; ` +
+        "more wait past them",
+    );
+  }
+}
+
+/** The key's value (`…` when cut), or its hash when no message of it could be read. */
+function keyText(k: BusyKey): string {
+  if (k.key === null) return `(hash ${k.keyHash})`;
+  return k.keyTruncated ? `${k.key}…` : k.key;
 }
 
 async function runNamespaces(ctx: Context): Promise<void> {
