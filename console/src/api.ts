@@ -53,13 +53,14 @@ const FIELD_OF_CODE: Readonly<Record<string, string>> = {
 
 /**
  * The field an API error names: a fixed field per code, or for invalid_settings the path its
- * message starts with or names ("deadLetter.maxDeliveries must be…", "Unknown field push.x.").
+ * message starts with or names ("deadLetter.maxDeliveries must be…", "Unknown field push.x.",
+ * "flowControl.rate.limit and … are required").
  */
 export function fieldOf(code: string, message: string): string | null {
   const fixed = FIELD_OF_CODE[code];
   if (fixed) return fixed;
   if (code !== "invalid_settings") return null;
-  const m = /\b(push|retry|deadLetter)(\.[A-Za-z]+)?\b/.exec(message);
+  const m = /\b(push|retry|deadLetter|flowControl)(\.[A-Za-z]+)*\b/.exec(message);
   return m ? m[0] : null;
 }
 

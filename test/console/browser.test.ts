@@ -5,8 +5,8 @@
 // peeked pretty-printed, a message published from the console, the API's validation errors
 // shown in place (publish and settings), settings saved and shown again, seek, purge confirmed
 // with the keyboard only, a dead-letter topic (filled through settings and leases that ran out)
-// redriven, a topic deleted once its name is typed, a large message (3 MB, in the large-body
-// store) shown by its start only and downloaded byte-exact, and signing in again with the
+// redriven, a topic deleted once its name is typed, a group's flow control set in its settings
+// dialog, a large message (3 MB, in the large-body store) shown by its start only and downloaded byte-exact, and signing in again with the
 // development token. A screenshot of each page goes to test-results/console/; VQS_UPDATE_SCREENSHOTS=1 also
 // copies the main ones to docs/.
 // Skipped, with the reason printed, only where Chromium cannot be installed (not root, not
@@ -355,6 +355,96 @@ describe.skipIf(skipReason !== null)("the web console", () => {
       headers: { authorization: `Bearer ${token}` },
     });
     expect(gone.status).toBe(404);
+  });
+
+  it("sets a group's flow control in its settings dialog: the API's refusal in place, then stored and shown again", async () => {
+    // Keyed by the header tenant: three messages of acme, one of beta.
+    for (const [job, tenant] of [
+      [1, "acme"],
+      [2, "acme"],
+      [3, "acme"],
+      [4, "beta"],
+    ] as const) {
+      const res = await q().publish("jobs", JSON.stringify({ job }), {
+        "content-type": "application/json",
+        tenant,
+      });
+      expect(res.status).toBe(201);
+    }
+    await page.getByRole("link", { name: "jobs", exact: true }).click();
+    await page.getByRole("heading", { name: "jobs", level: 1 }).waitFor();
+    await page.getByRole("button", { name: "Add settings for a group…" }).click();
+    let dialog = page.getByRole("dialog");
+    await dialog.getByLabel("Consumer group").fill("workers");
+    await dialog.getByLabel("Key header").fill("Tenant");
+    await dialog.getByLabel("Concurrency per key").fill("0");
+    await dialog.getByLabel("Rate limit").fill("100");
+    await dialog.getByLabel("Rate period, seconds").fill("60");
+    await dialog.getByLabel("Ordered: one message of a key in flight").check();
+    await dialog.getByRole("button", { name: "Save" }).click();
+    const error = dialog
+      .locator(".field.invalid", { hasText: "Concurrency per key" })
+      .locator(".field-error");
+    await error.waitFor();
+    expect(await error.textContent()).toBe(
+      "flowControl.concurrency must be an integer from 1 to 1000.",
+    );
+    expect(await dialog.getByLabel("Concurrency per key").getAttribute("aria-invalid")).toBe(
+      "true",
+    );
+    await shot("settings-flow-error");
+    // Nothing was stored.
+    expect((await q().call("GET", "jobs/consumer/workers/settings")).status).toBe(404);
+    await dialog.getByLabel("Concurrency per key").fill("1");
+    await dialog.getByRole("button", { name: "Save" }).click();
+    await toast("Saved the settings of workers on jobs");
+    await dialog.waitFor({ state: "detached" });
+    const res = await q().call("GET", "jobs/consumer/workers/settings");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      consumerGroup: "workers",
+      push: null,
+      deadLetter: null,
+      flowControl: {
+        key: "tenant",
+        concurrency: 1,
+        rate: { limit: 100, periodSeconds: 60, burst: 100 },
+        ordered: true,
+      },
+    });
+    // Opened again (the group has settings, no consumer yet), the dialog shows what is stored.
+    await page.getByRole("button", { name: "Settings of workers" }).click();
+    dialog = page.getByRole("dialog");
+    await expect
+      .poll(() =>
+        dialog
+          .getByLabel("Key header")
+          .inputValue()
+          .catch(() => ""),
+      )
+      .toBe("tenant");
+    expect(await dialog.getByLabel("Concurrency per key").inputValue()).toBe("1");
+    expect(await dialog.getByLabel("Rate limit").inputValue()).toBe("100");
+    expect(await dialog.getByLabel("Rate period, seconds").inputValue()).toBe("60");
+    expect(await dialog.getByLabel("Rate burst").inputValue()).toBe("100");
+    expect(await dialog.getByLabel("Ordered: one message of a key in flight").isChecked()).toBe(
+      true,
+    );
+    // The JSON view holds the same flowControl.
+    await dialog.getByRole("button", { name: "JSON" }).click();
+    const doc = JSON.parse(await dialog.getByLabel("Settings document").inputValue()) as {
+      flowControl: unknown;
+    };
+    expect(doc.flowControl).toEqual({
+      key: "tenant",
+      concurrency: 1,
+      rate: { limit: 100, periodSeconds: 60, burst: 100 },
+      ordered: true,
+    });
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "detached" });
+    await page.getByRole("link", { name: "Topics", exact: true }).first().click();
+    await page.getByRole("heading", { name: "Topics" }).waitFor();
   });
 
   it("downloads a large message streamed from the API, showing only its start", async () => {
