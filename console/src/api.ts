@@ -2,6 +2,7 @@
 // `Authorization: Bearer`, never in a URL), errors turned into ApiError with the API's own code
 // and message, and the form field an error is about (so a form can show it in place).
 import type {
+  BusiestKeys,
   Group,
   NamespaceInfo,
   PeekPage,
@@ -204,6 +205,14 @@ export class Api {
     body: { topic?: string; limit?: number },
   ): Promise<RedriveResult> {
     return this.request("POST", `/api/v3/topic/${enc(deadLetterTopic)}/redrive`, json(body));
+  }
+
+  /** The group's busiest flow-control keys (in flight and waiting), region-wide. */
+  keys(topic: string, group: string, limit: number): Promise<BusiestKeys> {
+    return this.request(
+      "GET",
+      `/api/v3/topic/${enc(topic)}/consumer/${enc(group)}/keys?limit=${limit}`,
+    );
   }
 
   settings(topicOrPattern: string, group: string): Promise<SettingsDocument | null> {

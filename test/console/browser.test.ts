@@ -6,7 +6,8 @@
 // shown in place (publish and settings), settings saved and shown again, seek, purge confirmed
 // with the keyboard only, a dead-letter topic (filled through settings and leases that ran out)
 // redriven, a topic deleted once its name is typed, a group's flow control set in its settings
-// dialog, a large message (3 MB, in the large-body store) shown by its start only and downloaded byte-exact, and signing in again with the
+// dialog and its busiest keys shown live on the topic page, a large message (3 MB, in the
+// large-body store) shown by its start only and downloaded byte-exact, and signing in again with the
 // development token. A screenshot of each page goes to test-results/console/; VQS_UPDATE_SCREENSHOTS=1 also
 // copies the main ones to docs/.
 // Skipped, with the reason printed, only where Chromium cannot be installed (not root, not
@@ -23,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildConsole, chromiumSkipReason, launchChromium } from "../helpers/processes/browser.js";
 import { useGateways } from "../helpers/fixture.js";
 import { startGateway } from "../helpers/gateway.js";
-import { api, sleep } from "../helpers/http.js";
+import { api, parts, sleep, type Part } from "../helpers/http.js";
 import { eventually } from "../helpers/wait.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -152,6 +153,7 @@ afterAll(async () => {
       "topics",
       "topic",
       "settings-error",
+      "busiest-keys",
       "purge-confirm",
       "redrive",
     ]) {
@@ -203,6 +205,8 @@ describe.skipIf(skipReason !== null)("the web console", () => {
       .locator(".badge.good", { hasText: /^ok / })
       .waitFor();
     expect(await cell("groups", "mailer", 6).textContent()).not.toContain("(from");
+    // No group here has flow control: no busiest keys.
+    expect(await page.getByRole("heading", { name: "Busiest keys" }).count()).toBe(0);
     // The chart: uPlot's canvas, and its caption (what it draws, in words) from live samples.
     await page.locator("figure.chart canvas").waitFor();
     await expect
@@ -443,6 +447,75 @@ describe.skipIf(skipReason !== null)("the web console", () => {
     });
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "detached" });
+  });
+
+  it("shows the busiest keys of a group with flow control, live, and none for a group without", async () => {
+    const held: Part[] = [];
+    let audited: Part[] = [];
+    try {
+      // One message per tenant in flight (concurrency 1): a first receive of the new group may
+      // answer before every key's message is there, so receive until both are held.
+      const both = await eventually(
+        async () => {
+          const res = await q().receive("jobs", "workers", {
+            "vqs-max-messages": "10",
+            "vqs-visibility-timeout-seconds": "300",
+            "vqs-wait-seconds": "1",
+          });
+          if (res.status === 200) held.push(...(await parts(res)));
+          else await res.arrayBuffer();
+          return held.length >= 2;
+        },
+        10_000,
+        100,
+      );
+      expect(both).toBe(true);
+      expect(held.map((p) => p.body.toString()).sort()).toEqual(['{"job":1}', '{"job":4}']);
+      // A group without flow control beside it.
+      const other = await q().receive("jobs", "auditors", {
+        "vqs-visibility-timeout-seconds": "300",
+        "vqs-wait-seconds": "5",
+      });
+      expect(other.status).toBe(200);
+      audited = await parts(other);
+
+      const keys = page.getByRole("region", { name: "Busiest keys of workers" });
+      const row = (key: string) =>
+        keys
+          .locator("table.keys tbody tr")
+          .filter({ has: page.locator("th", { hasText: new RegExp(`^${key}$`) }) })
+          .locator("td");
+      // acme: one in flight, two waiting; beta: its one in flight. Busiest first.
+      await expect.poll(() => row("acme").nth(1).textContent(), { timeout: 10_000 }).toBe("2");
+      expect(await row("acme").nth(0).textContent()).toBe("1");
+      await expect.poll(() => row("beta").nth(0).textContent()).toBe("1");
+      expect(await row("beta").nth(1).textContent()).toBe("0");
+      expect(await keys.locator("table.keys tbody th").first().textContent()).toBe("acme");
+      expect(await cell("groups", "workers", 6).textContent()).toContain(
+        "flow control by tenant: 1 in flight per key, 100 per 1 min, ordered",
+      );
+      // Nothing of the kind for the group without flow control.
+      await cell("groups", "auditors", 0).waitFor();
+      expect(await cell("groups", "auditors", 6).textContent()).not.toContain("flow control");
+      expect(await page.getByRole("region", { name: "Busiest keys of auditors" }).count()).toBe(0);
+      // The page as the docs show it: the keys in view, no toast over them.
+      await expect.poll(() => page.locator(".toast").count(), { timeout: 10_000 }).toBe(0);
+      await keys.scrollIntoViewIfNeeded();
+      await shot("busiest-keys");
+
+      // acme's message acknowledged: the page's next refresh shows none of acme in flight.
+      const acme = held.find((p) => p.body.toString() === '{"job":1}')!;
+      const ack = await q().ack("jobs", "workers", acme.headers.get("vqs-receipt-handle")!);
+      expect(ack.status).toBe(204);
+      held.splice(held.indexOf(acme), 1);
+      await expect.poll(() => row("acme").nth(0).textContent(), { timeout: 10_000 }).toBe("0");
+      expect(await row("acme").nth(1).textContent()).toBe("2");
+    } finally {
+      for (const p of held) await q().ack("jobs", "workers", p.headers.get("vqs-receipt-handle")!);
+      for (const p of audited) {
+        await q().ack("jobs", "auditors", p.headers.get("vqs-receipt-handle")!);
+      }
+    }
     await page.getByRole("link", { name: "Topics", exact: true }).first().click();
     await page.getByRole("heading", { name: "Topics" }).waitFor();
   });
