@@ -2,6 +2,7 @@
 // `Authorization: Bearer`, never in a URL), errors turned into ApiError with the API's own code
 // and message, and the form field an error is about (so a form can show it in place).
 import type {
+  BusiestKeys,
   Group,
   NamespaceInfo,
   PeekPage,
@@ -53,13 +54,14 @@ const FIELD_OF_CODE: Readonly<Record<string, string>> = {
 
 /**
  * The field an API error names: a fixed field per code, or for invalid_settings the path its
- * message starts with or names ("deadLetter.maxDeliveries must be…", "Unknown field push.x.").
+ * message starts with or names ("deadLetter.maxDeliveries must be…", "Unknown field push.x.",
+ * "flowControl.rate.limit and … are required").
  */
 export function fieldOf(code: string, message: string): string | null {
   const fixed = FIELD_OF_CODE[code];
   if (fixed) return fixed;
   if (code !== "invalid_settings") return null;
-  const m = /\b(push|retry|deadLetter)(\.[A-Za-z]+)?\b/.exec(message);
+  const m = /\b(push|retry|deadLetter|flowControl)(\.[A-Za-z]+)*\b/.exec(message);
   return m ? m[0] : null;
 }
 
@@ -203,6 +205,14 @@ export class Api {
     body: { topic?: string; limit?: number },
   ): Promise<RedriveResult> {
     return this.request("POST", `/api/v3/topic/${enc(deadLetterTopic)}/redrive`, json(body));
+  }
+
+  /** The group's busiest flow-control keys (in flight and waiting), region-wide. */
+  keys(topic: string, group: string, limit: number): Promise<BusiestKeys> {
+    return this.request(
+      "GET",
+      `/api/v3/topic/${enc(topic)}/consumer/${enc(group)}/keys?limit=${limit}`,
+    );
   }
 
   settings(topicOrPattern: string, group: string): Promise<SettingsDocument | null> {

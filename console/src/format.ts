@@ -1,4 +1,5 @@
-// Numbers, sizes, ages and times as the console shows them.
+// Numbers, sizes, ages and times as the console shows them, and a group's flow control in words.
+import type { FlowControlSettings } from "./types.js";
 
 const count = new Intl.NumberFormat("en-US");
 
@@ -57,4 +58,16 @@ export function formatRate(perSecond: number): string {
   return perSecond < 10
     ? String(Math.round(perSecond * 10) / 10)
     : formatCount(Math.round(perSecond));
+}
+
+/** A group's flow control in words: "by tenant: 1 in flight per key, 10 per 60 s (burst 5), ordered". */
+export function describeFlow(f: FlowControlSettings): string {
+  const limits: string[] = [];
+  if (f.concurrency !== null) limits.push(`${formatCount(f.concurrency)} in flight per key`);
+  if (f.rate) {
+    const burst = f.rate.burst !== f.rate.limit ? ` (burst ${formatCount(f.rate.burst)})` : "";
+    limits.push(`${formatCount(f.rate.limit)} per ${formatAge(f.rate.periodSeconds)}${burst}`);
+  }
+  if (f.ordered) limits.push("ordered");
+  return `by ${f.key}: ${limits.join(", ")}`;
 }

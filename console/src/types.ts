@@ -2,6 +2,8 @@
 // type-only imports of modules that import nothing at run time but TypeBox, so the console still
 // builds (esbuild drops them) and type-checks without Node's types.
 import type {
+  BusiestKeys,
+  BusyKey,
   ConsumerGroup as Group,
   Namespace as NamespaceInfo,
   PeekedMessage,
@@ -16,6 +18,7 @@ import type {
   ConsumerSettings,
   ConsumerSettingsDocument as SettingsDocument,
   DeadLetterSettings,
+  FlowControlSettings,
   PushSettings,
   RedriveResult,
   RetrySettings,
@@ -25,6 +28,7 @@ import type {
 export type {
   ConsumerSettings,
   DeadLetterSettings,
+  FlowControlSettings,
   PushSettings,
   RedriveResult,
   RetrySettings,
@@ -32,6 +36,8 @@ export type {
   SettingsList,
 };
 export type {
+  BusiestKeys,
+  BusyKey,
   DeadLetterOrigin,
   Group,
   NamespaceInfo,

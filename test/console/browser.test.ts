@@ -5,8 +5,9 @@
 // peeked pretty-printed, a message published from the console, the API's validation errors
 // shown in place (publish and settings), settings saved and shown again, seek, purge confirmed
 // with the keyboard only, a dead-letter topic (filled through settings and leases that ran out)
-// redriven, a topic deleted once its name is typed, a large message (3 MB, in the large-body
-// store) shown by its start only and downloaded byte-exact, and signing in again with the
+// redriven, a topic deleted once its name is typed, a group's flow control set in its settings
+// dialog and its busiest keys shown live on the topic page, a large message (3 MB, in the
+// large-body store) shown by its start only and downloaded byte-exact, and signing in again with the
 // development token. A screenshot of each page goes to test-results/console/; VQS_UPDATE_SCREENSHOTS=1 also
 // copies the main ones to docs/.
 // Skipped, with the reason printed, only where Chromium cannot be installed (not root, not
@@ -23,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildConsole, chromiumSkipReason, launchChromium } from "../helpers/processes/browser.js";
 import { useGateways } from "../helpers/fixture.js";
 import { startGateway } from "../helpers/gateway.js";
-import { api, sleep } from "../helpers/http.js";
+import { api, parts, sleep, type Part } from "../helpers/http.js";
 import { eventually } from "../helpers/wait.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -152,6 +153,7 @@ afterAll(async () => {
       "topics",
       "topic",
       "settings-error",
+      "busiest-keys",
       "purge-confirm",
       "redrive",
     ]) {
@@ -203,6 +205,8 @@ describe.skipIf(skipReason !== null)("the web console", () => {
       .locator(".badge.good", { hasText: /^ok / })
       .waitFor();
     expect(await cell("groups", "mailer", 6).textContent()).not.toContain("(from");
+    // No group here has flow control: no busiest keys.
+    expect(await page.getByRole("heading", { name: "Busiest keys" }).count()).toBe(0);
     // The chart: uPlot's canvas, and its caption (what it draws, in words) from live samples.
     await page.locator("figure.chart canvas").waitFor();
     await expect
@@ -355,6 +359,165 @@ describe.skipIf(skipReason !== null)("the web console", () => {
       headers: { authorization: `Bearer ${token}` },
     });
     expect(gone.status).toBe(404);
+  });
+
+  it("sets a group's flow control in its settings dialog: the API's refusal in place, then stored and shown again", async () => {
+    // Keyed by the header tenant: three messages of acme, one of beta.
+    for (const [job, tenant] of [
+      [1, "acme"],
+      [2, "acme"],
+      [3, "acme"],
+      [4, "beta"],
+    ] as const) {
+      const res = await q().publish("jobs", JSON.stringify({ job }), {
+        "content-type": "application/json",
+        tenant,
+      });
+      expect(res.status).toBe(201);
+    }
+    await page.getByRole("link", { name: "jobs", exact: true }).click();
+    await page.getByRole("heading", { name: "jobs", level: 1 }).waitFor();
+    await page.getByRole("button", { name: "Add settings for a group…" }).click();
+    let dialog = page.getByRole("dialog");
+    await dialog.getByLabel("Consumer group").fill("workers");
+    await dialog.getByLabel("Key header").fill("Tenant");
+    await dialog.getByLabel("Concurrency per key").fill("0");
+    await dialog.getByLabel("Rate limit").fill("100");
+    await dialog.getByLabel("Rate period, seconds").fill("60");
+    await dialog.getByLabel("Ordered: one message of a key in flight").check();
+    await dialog.getByRole("button", { name: "Save" }).click();
+    const error = dialog
+      .locator(".field.invalid", { hasText: "Concurrency per key" })
+      .locator(".field-error");
+    await error.waitFor();
+    expect(await error.textContent()).toBe(
+      "flowControl.concurrency must be an integer from 1 to 1000.",
+    );
+    expect(await dialog.getByLabel("Concurrency per key").getAttribute("aria-invalid")).toBe(
+      "true",
+    );
+    await shot("settings-flow-error");
+    // Nothing was stored.
+    expect((await q().call("GET", "jobs/consumer/workers/settings")).status).toBe(404);
+    await dialog.getByLabel("Concurrency per key").fill("1");
+    await dialog.getByRole("button", { name: "Save" }).click();
+    await toast("Saved the settings of workers on jobs");
+    await dialog.waitFor({ state: "detached" });
+    const res = await q().call("GET", "jobs/consumer/workers/settings");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      consumerGroup: "workers",
+      push: null,
+      deadLetter: null,
+      flowControl: {
+        key: "tenant",
+        concurrency: 1,
+        rate: { limit: 100, periodSeconds: 60, burst: 100 },
+        ordered: true,
+      },
+    });
+    // Opened again (the group has settings, no consumer yet), the dialog shows what is stored.
+    await page.getByRole("button", { name: "Settings of workers" }).click();
+    dialog = page.getByRole("dialog");
+    await expect
+      .poll(() =>
+        dialog
+          .getByLabel("Key header")
+          .inputValue()
+          .catch(() => ""),
+      )
+      .toBe("tenant");
+    expect(await dialog.getByLabel("Concurrency per key").inputValue()).toBe("1");
+    expect(await dialog.getByLabel("Rate limit").inputValue()).toBe("100");
+    expect(await dialog.getByLabel("Rate period, seconds").inputValue()).toBe("60");
+    expect(await dialog.getByLabel("Rate burst").inputValue()).toBe("100");
+    expect(await dialog.getByLabel("Ordered: one message of a key in flight").isChecked()).toBe(
+      true,
+    );
+    // The JSON view holds the same flowControl.
+    await dialog.getByRole("button", { name: "JSON" }).click();
+    const doc = JSON.parse(await dialog.getByLabel("Settings document").inputValue()) as {
+      flowControl: unknown;
+    };
+    expect(doc.flowControl).toEqual({
+      key: "tenant",
+      concurrency: 1,
+      rate: { limit: 100, periodSeconds: 60, burst: 100 },
+      ordered: true,
+    });
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "detached" });
+  });
+
+  it("shows the busiest keys of a group with flow control, live, and none for a group without", async () => {
+    const held: Part[] = [];
+    let audited: Part[] = [];
+    try {
+      // One message per tenant in flight (concurrency 1): a first receive of the new group may
+      // answer before every key's message is there, so receive until both are held.
+      const both = await eventually(
+        async () => {
+          const res = await q().receive("jobs", "workers", {
+            "vqs-max-messages": "10",
+            "vqs-visibility-timeout-seconds": "300",
+            "vqs-wait-seconds": "1",
+          });
+          if (res.status === 200) held.push(...(await parts(res)));
+          else await res.arrayBuffer();
+          return held.length >= 2;
+        },
+        10_000,
+        100,
+      );
+      expect(both).toBe(true);
+      expect(held.map((p) => p.body.toString()).sort()).toEqual(['{"job":1}', '{"job":4}']);
+      // A group without flow control beside it.
+      const other = await q().receive("jobs", "auditors", {
+        "vqs-visibility-timeout-seconds": "300",
+        "vqs-wait-seconds": "5",
+      });
+      expect(other.status).toBe(200);
+      audited = await parts(other);
+
+      const keys = page.getByRole("region", { name: "Busiest keys of workers" });
+      const row = (key: string) =>
+        keys
+          .locator("table.keys tbody tr")
+          .filter({ has: page.locator("th", { hasText: new RegExp(`^${key}$`) }) })
+          .locator("td");
+      // acme: one in flight, two waiting; beta: its one in flight. Busiest first.
+      await expect.poll(() => row("acme").nth(1).textContent(), { timeout: 10_000 }).toBe("2");
+      expect(await row("acme").nth(0).textContent()).toBe("1");
+      await expect.poll(() => row("beta").nth(0).textContent()).toBe("1");
+      expect(await row("beta").nth(1).textContent()).toBe("0");
+      expect(await keys.locator("table.keys tbody th").first().textContent()).toBe("acme");
+      expect(await cell("groups", "workers", 6).textContent()).toContain(
+        "flow control by tenant: 1 in flight per key, 100 per 1 min, ordered",
+      );
+      // Nothing of the kind for the group without flow control.
+      await cell("groups", "auditors", 0).waitFor();
+      expect(await cell("groups", "auditors", 6).textContent()).not.toContain("flow control");
+      expect(await page.getByRole("region", { name: "Busiest keys of auditors" }).count()).toBe(0);
+      // The page as the docs show it: the keys in view, no toast over them.
+      await expect.poll(() => page.locator(".toast").count(), { timeout: 10_000 }).toBe(0);
+      await keys.scrollIntoViewIfNeeded();
+      await shot("busiest-keys");
+
+      // acme's message acknowledged: the page's next refresh shows none of acme in flight.
+      const acme = held.find((p) => p.body.toString() === '{"job":1}')!;
+      const ack = await q().ack("jobs", "workers", acme.headers.get("vqs-receipt-handle")!);
+      expect(ack.status).toBe(204);
+      held.splice(held.indexOf(acme), 1);
+      await expect.poll(() => row("acme").nth(0).textContent(), { timeout: 10_000 }).toBe("0");
+      expect(await row("acme").nth(1).textContent()).toBe("2");
+    } finally {
+      for (const p of held) await q().ack("jobs", "workers", p.headers.get("vqs-receipt-handle")!);
+      for (const p of audited) {
+        await q().ack("jobs", "auditors", p.headers.get("vqs-receipt-handle")!);
+      }
+    }
+    await page.getByRole("link", { name: "Topics", exact: true }).first().click();
+    await page.getByRole("heading", { name: "Topics" }).waitFor();
   });
 
   it("downloads a large message streamed from the API, showing only its start", async () => {

@@ -2,6 +2,9 @@
 // field (console/src/api.ts): pure functions, tested without a browser.
 import { describe, expect, it } from "vitest";
 import { fieldOf } from "../../console/src/api.js";
+import { AppError } from "../../src/errors.js";
+import { parseTopicTarget } from "../../src/queue/settings/topic-pattern.js";
+import { validateSettings } from "../../src/queue/settings/validate.js";
 import {
   bytesToBase64,
   decodeText,
@@ -95,5 +98,39 @@ describe("console error fields", () => {
     expect(fieldOf("invalid_retention_seconds", "…")).toBe("retentionSeconds");
     expect(fieldOf("invalid_delay_seconds", "…")).toBe("delaySeconds");
     expect(fieldOf("topic_not_found", "…")).toBeNull();
+  });
+
+  it("names the flow-control field of each refusal the settings validation gives", () => {
+    /** The field the console shows the gateway's refusal of `flowControl` beside. */
+    const fieldOfRefusal = (flowControl: unknown): string | null => {
+      try {
+        validateSettings({ flowControl }, parseTopicTarget("jobs"));
+      } catch (e) {
+        if (e instanceof AppError && e.code === "invalid_settings") {
+          return fieldOf(e.code, e.message);
+        }
+        throw e;
+      }
+      throw new Error(`accepted: ${JSON.stringify(flowControl)}`);
+    };
+    expect(fieldOfRefusal({ key: "", concurrency: 1 })).toBe("flowControl.key");
+    expect(fieldOfRefusal({ key: "content-type", concurrency: 1 })).toBe("flowControl.key");
+    expect(fieldOfRefusal({ key: "tenant", concurrency: 0 })).toBe("flowControl.concurrency");
+    expect(fieldOfRefusal({ key: "tenant", concurrency: "2" })).toBe("flowControl.concurrency");
+    expect(fieldOfRefusal({ key: "tenant" })).toBe("flowControl");
+    expect(fieldOfRefusal({ key: "tenant", ordered: true, concurrency: 2 })).toBe(
+      "flowControl.ordered",
+    );
+    expect(fieldOfRefusal({ key: "tenant", rate: { limit: 10 } })).toBe("flowControl.rate.limit");
+    expect(fieldOfRefusal({ key: "tenant", rate: { limit: 10, periodSeconds: 0 } })).toBe(
+      "flowControl.rate.periodSeconds",
+    );
+    expect(
+      fieldOfRefusal({ key: "tenant", rate: { limit: 10, periodSeconds: 60, burst: 0 } }),
+    ).toBe("flowControl.rate.burst");
+    expect(fieldOfRefusal({ key: "tenant", rate: { limit: 1, periodSeconds: 86400 } })).toBe(
+      "flowControl.rate",
+    );
+    expect(fieldOfRefusal({ key: "tenant", concurrency: 1, x: 1 })).toBe("flowControl.x");
   });
 });

@@ -1,6 +1,6 @@
-// Edit a consumer group's settings document (push, retry, dead letters) as a form or as JSON.
-// Values are sent as typed, and the API's validation is the only one: its 400/403 message is
-// shown beside the field it names (or under the JSON).
+// Edit a consumer group's settings document (push, retry, dead letters, flow control) as a form
+// or as JSON. Values are sent as typed, and the API's validation is the only one: its 400/403
+// message is shown beside the field it names (or under the JSON).
 import { useEffect, useState } from "preact/hooks";
 import { useConsole } from "../console-context.js";
 import { ApiError } from "../api.js";
@@ -19,6 +19,14 @@ const FORM_FIELDS = [
   "retry.maxBackoffSeconds",
   "deadLetter.topic",
   "deadLetter.maxDeliveries",
+  "flowControl",
+  "flowControl.key",
+  "flowControl.concurrency",
+  "flowControl.rate",
+  "flowControl.rate.limit",
+  "flowControl.rate.periodSeconds",
+  "flowControl.rate.burst",
+  "flowControl.ordered",
 ];
 
 interface Form {
@@ -33,6 +41,13 @@ interface Form {
   readonly deadLetter: boolean;
   readonly deadLetterTopic: string;
   readonly maxDeliveries: string;
+  /** Flow control: all empty (and not ordered) is none. */
+  readonly flowKey: string;
+  readonly flowConcurrency: string;
+  readonly rateLimit: string;
+  readonly ratePeriodSeconds: string;
+  readonly rateBurst: string;
+  readonly ordered: boolean;
 }
 
 const EMPTY: Form = {
@@ -47,6 +62,12 @@ const EMPTY: Form = {
   deadLetter: false,
   deadLetterTopic: "",
   maxDeliveries: "",
+  flowKey: "",
+  flowConcurrency: "",
+  rateLimit: "",
+  ratePeriodSeconds: "",
+  rateBurst: "",
+  ordered: false,
 };
 
 /** The form of a settings body or document (missing fields empty, values as text). */
@@ -68,6 +89,8 @@ function formOf(doc: unknown): Form {
   const push = obj(b.push);
   const retry = obj(b.retry) ?? {};
   const dead = obj(b.deadLetter);
+  const flow = obj(b.flowControl);
+  const rate = obj(flow?.rate);
   return {
     mode: push ? "push" : "poll",
     url: text(push?.url),
@@ -80,6 +103,12 @@ function formOf(doc: unknown): Form {
     deadLetter: dead !== null,
     deadLetterTopic: text(dead?.topic),
     maxDeliveries: text(dead?.maxDeliveries),
+    flowKey: text(flow?.key),
+    flowConcurrency: text(flow?.concurrency),
+    rateLimit: text(rate?.limit),
+    ratePeriodSeconds: text(rate?.periodSeconds),
+    rateBurst: text(rate?.burst),
+    ordered: flow?.ordered === true,
   };
 }
 
@@ -92,6 +121,27 @@ function value(text: string): number | string | undefined {
 
 function compact(o: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+/** The flowControl of a form: null when every field of it is empty, else as typed. */
+function flowControlOf(f: Form): Record<string, unknown> | null {
+  const rate = [f.rateLimit, f.ratePeriodSeconds, f.rateBurst].some((t) => t.trim() !== "")
+    ? compact({
+        limit: value(f.rateLimit),
+        periodSeconds: value(f.ratePeriodSeconds),
+        burst: value(f.rateBurst),
+      })
+    : undefined;
+  if (f.flowKey.trim() === "" && value(f.flowConcurrency) === undefined && !rate && !f.ordered) {
+    return null;
+  }
+  // The key is sent even when empty: the API's refusal then names it.
+  return compact({
+    key: f.flowKey.trim(),
+    concurrency: value(f.flowConcurrency),
+    rate,
+    ordered: f.ordered,
+  });
 }
 
 export function bodyOf(f: Form): Record<string, unknown> {
@@ -113,6 +163,7 @@ export function bodyOf(f: Form): Record<string, unknown> {
     deadLetter: f.deadLetter
       ? compact({ topic: f.deadLetterTopic.trim(), maxDeliveries: value(f.maxDeliveries) })
       : null,
+    flowControl: flowControlOf(f),
   };
 }
 
@@ -404,8 +455,79 @@ export function SettingsDialog({
               </div>
             ) : null}
           </fieldset>
+          <fieldset>
+            <legend>Flow control (per key)</legend>
+            <p class="hint">
+              Limits for each key: the value of a message header. Leave every field empty for no
+              flow control.
+            </p>
+            <FieldError error={e("flowControl")} />
+            <div class="grid-2">
+              <Field
+                label="Key header"
+                value={form.flowKey}
+                onValue={(v) => set({ flowKey: v })}
+                autocomplete="off"
+                spellcheck={false}
+                placeholder="tenant-id"
+                error={e("flowControl.key")}
+              />
+              <Field
+                label="Concurrency per key"
+                value={form.flowConcurrency}
+                onValue={(v) => set({ flowConcurrency: v })}
+                inputMode="numeric"
+                error={e("flowControl.concurrency")}
+                hint="Messages of one key in flight at once; empty: no limit."
+              />
+            </div>
+            <FieldError error={e("flowControl.rate")} />
+            <div class="grid-3">
+              <Field
+                label="Rate limit"
+                value={form.rateLimit}
+                onValue={(v) => set({ rateLimit: v })}
+                inputMode="numeric"
+                error={e("flowControl.rate.limit")}
+                hint="Hand-outs of one key per period."
+              />
+              <Field
+                label="Rate period, seconds"
+                value={form.ratePeriodSeconds}
+                onValue={(v) => set({ ratePeriodSeconds: v })}
+                inputMode="numeric"
+                error={e("flowControl.rate.periodSeconds")}
+              />
+              <Field
+                label="Rate burst"
+                value={form.rateBurst}
+                onValue={(v) => set({ rateBurst: v })}
+                inputMode="numeric"
+                error={e("flowControl.rate.burst")}
+                hint="At once after a quiet time; empty: the limit."
+              />
+            </div>
+            <label class="check">
+              <input
+                type="checkbox"
+                checked={form.ordered}
+                onChange={(ev) => set({ ordered: (ev.target as HTMLInputElement).checked })}
+              />{" "}
+              Ordered: one message of a key in flight, in publish order
+            </label>
+            <FieldError error={e("flowControl.ordered")} />
+          </fieldset>
         </>
       )}
     </Dialog>
   );
+}
+
+/** An error about a group of fields (not one input), shown where the group is. */
+function FieldError({ error }: { readonly error: string | null }) {
+  return error ? (
+    <p class="field-error" role="alert">
+      {error}
+    </p>
+  ) : null;
 }

@@ -4,7 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { useConsole } from "../console-context.js";
 import { SettingsDialog } from "../components/settings-dialog.js";
 import { ErrorText, Field, Freshness } from "../components/ui.js";
-import { formatTime } from "../format.js";
+import { describeFlow, formatTime } from "../format.js";
 import { usePoll } from "../poll.js";
 import { Link } from "../router.js";
 
@@ -30,8 +30,8 @@ export function SettingsPage() {
         </div>
       </div>
       <p class="muted">
-        Push destinations, retry timing and dead letters, per topic (or every topic of a{" "}
-        <code>prefix*</code> pattern) and consumer group. Without a document a group is polled.
+        Push destinations, retry timing, dead letters and flow control, per topic (or every topic of
+        a <code>prefix*</code> pattern) and consumer group. Without a document a group is polled.
       </p>
       {asking ? (
         <form
@@ -95,6 +95,9 @@ export function SettingsPage() {
                     ) : (
                       "polled"
                     )}
+                    {d.flowControl ? (
+                      <div class="muted small">flow control {describeFlow(d.flowControl)}</div>
+                    ) : null}
                   </td>
                   <td class="small">
                     after {d.retry.afterSeconds} s

@@ -1,6 +1,7 @@
 // One topic: its counts, a chart of backlog and throughput over the last minutes (samples of
-// this page's polls, kept in memory), its consumer groups, its messages, and the actions:
-// publish, purge, redrive, delete; per group: settings, seek, delete.
+// this page's polls, kept in memory), its consumer groups, the busiest keys of those with flow
+// control, its messages, and the actions: publish, purge, redrive, delete; per group: settings,
+// seek, delete.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { useConsole } from "../console-context.js";
 import { ApiError } from "../api.js";
@@ -13,13 +14,21 @@ import { RedriveDialog } from "../components/redrive-dialog.js";
 import { SeekDialog } from "../components/seek-dialog.js";
 import { SettingsDialog } from "../components/settings-dialog.js";
 import { ErrorText, Freshness } from "../components/ui.js";
-import { ageOf, formatAge, formatBytes, formatCount } from "../format.js";
+import { ageOf, describeFlow, formatAge, formatBytes, formatCount } from "../format.js";
 import { usePoll } from "../poll.js";
 import { hrefOf, Link, navigate } from "../router.js";
-import type { EffectiveSettings, Group, Topic } from "../types.js";
+import type {
+  BusiestKeys,
+  EffectiveSettings,
+  FlowControlSettings,
+  Group,
+  Topic,
+} from "../types.js";
 
 const REFRESH_MS = 2000;
 const HISTORY_MINUTES = 5;
+/** Keys listed per group with flow control. */
+const KEYS_SHOWN = 10;
 
 type Open =
   | { readonly kind: "publish" | "purge" | "delete" | "redrive" | "new-settings" }
@@ -33,6 +42,8 @@ type Open =
 interface Snapshot {
   readonly topic: Topic;
   readonly groups: readonly Group[];
+  /** The busiest keys of each group with flow control, by name (or why they could not be read). */
+  readonly keys: ReadonlyMap<string, BusiestKeys | Error>;
 }
 
 export function TopicPage({ topic: name }: { readonly topic: string }) {
@@ -45,7 +56,18 @@ export function TopicPage({ topic: name }: { readonly topic: string }) {
   const poll = usePoll<Snapshot>(
     async () => {
       const [topic, groups] = await Promise.all([api.topic(name), api.groups(name)]);
-      return { topic, groups };
+      const keyed = groups.filter((g) => g.settings?.flowControl);
+      const keys = new Map(
+        await Promise.all(
+          keyed.map(async (g) => {
+            const k = await api.keys(name, g.name, KEYS_SHOWN).catch((e: unknown) => {
+              return e instanceof Error ? e : new Error(String(e));
+            });
+            return [g.name, k] as const;
+          }),
+        ),
+      );
+      return { topic, groups, keys };
     },
     REFRESH_MS,
     [api, name],
@@ -102,7 +124,7 @@ export function TopicPage({ topic: name }: { readonly topic: string }) {
     );
   }
 
-  const { topic, groups } = poll.data;
+  const { topic, groups, keys } = poll.data;
   const names = new Set(groups.map((g) => g.name));
   // Settings that apply to groups with no consumer yet (stored before anyone received).
   const settingsOnly = topic.settings.filter((s) => !names.has(s.consumerGroup));
@@ -225,6 +247,25 @@ export function TopicPage({ topic: name }: { readonly topic: string }) {
           </div>
         )}
       </section>
+
+      {keys.size ? (
+        <section class="card" aria-labelledby="keys-title">
+          <div class="card-head">
+            <h2 id="keys-title">Busiest keys</h2>
+          </div>
+          <p class="muted small">
+            For each group with flow control: the messages of each key in flight (on any gateway)
+            and waiting for their key's room, busiest first.
+          </p>
+          {groups.map((g) => {
+            const k = keys.get(g.name);
+            const flow = g.settings?.flowControl;
+            return k && flow ? (
+              <GroupKeys key={g.name} group={g.name} flow={flow} keys={k} />
+            ) : null;
+          })}
+        </section>
+      ) : null}
 
       <MessagesPanel topic={topic.name} version={messagesVersion} />
 
@@ -413,6 +454,80 @@ function GroupRow({
   );
 }
 
+/** The busiest keys of one group with flow control. */
+function GroupKeys({
+  group,
+  flow,
+  keys,
+}: {
+  readonly group: string;
+  readonly flow: FlowControlSettings;
+  readonly keys: BusiestKeys | Error;
+}) {
+  const title = `Busiest keys of ${group}`;
+  return (
+    <section class="group-keys" aria-label={title}>
+      <h3>
+        {group} <span class="muted small">{describeFlow(flow)}</span>
+      </h3>
+      {keys instanceof Error ? (
+        <ErrorText error={keys} />
+      ) : keys.keys.length === 0 ? (
+        <p class="muted">No key has a message in flight or waiting.</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="keys">
+            <caption class="visually-hidden">{title}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Key ({flow.key})</th>
+                <th scope="col" class="num">
+                  In flight
+                </th>
+                <th scope="col" class="num">
+                  Waiting
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.keys.map((k) => (
+                <tr key={k.keyHash}>
+                  <th scope="row" class="key">
+                    {k.key === null ? (
+                      <span class="muted" title={`Stored as the hash ${k.keyHash}`}>
+                        (unread: hash {k.keyHash.slice(0, 12)}…)
+                      </span>
+                    ) : (
+                      `${k.key}${k.keyTruncated ? "…" : ""}`
+                    )}
+                  </th>
+                  <td class="num">{formatCount(k.inFlight)}</td>
+                  <td class="num">{formatCount(k.waiting)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {keys instanceof Error ? null : <SampleNote keys={keys} />}
+    </section>
+  );
+}
+
+/** What the figures are counted from, when it is not everything. */
+function SampleNote({ keys: k }: { readonly keys: BusiestKeys }) {
+  const notes: string[] = [];
+  if (!k.keyRecords.complete) {
+    notes.push(`In flight is counted from the first ${formatCount(k.keyRecords.read)} keys only.`);
+  }
+  if (!k.waitingSample.complete) {
+    notes.push(
+      `Waiting is counted among the group's oldest ${formatCount(k.waitingSample.messages)} unacknowledged messages only.`,
+    );
+  }
+  return notes.length ? <p class="muted small">{notes.join(" ")}</p> : null;
+}
+
 /** Polled or pushed; for a pushed group, how its last pushes went. */
 function Delivery({
   topic,
@@ -430,11 +545,15 @@ function Delivery({
       dead letters → {s.deadLetter.topic} after {s.deadLetter.maxDeliveries}
     </div>
   ) : null;
+  const flow = s?.flowControl ? (
+    <div class="muted small">flow control {describeFlow(s.flowControl)}</div>
+  ) : null;
   if (!s?.push) {
     return (
       <>
         polled{pattern}
         {dead}
+        {flow}
       </>
     );
   }
@@ -458,6 +577,7 @@ function Delivery({
         {s.push.url}
       </div>
       {dead}
+      {flow}
     </>
   );
 }
