@@ -508,7 +508,7 @@ describe.skipIf(skipReason !== null)("the web console", () => {
       const ack = await q().ack("jobs", "workers", acme.headers.get("vqs-receipt-handle")!);
       expect(ack.status).toBe(204);
       held.splice(held.indexOf(acme), 1);
-      await expect.poll(() => row("acme").nth(0).textContent(), { timeout: 10_000 }).toBe("0");
+      await expect.poll(() => row("acme").nth(0).textContent(), { timeout: 20_000 }).toBe("0");
       expect(await row("acme").nth(1).textContent()).toBe("2");
     } finally {
       for (const p of held) await q().ack("jobs", "workers", p.headers.get("vqs-receipt-handle")!);
