@@ -1,4 +1,4 @@
-// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--build]`: is B's gateway
+// `npm run bench:ab -- <checkout A> [checkout B] [--mode MODE] [--slices n] [--build] [--cpu-prof dir]`: is B's gateway
 // faster than A's? Both gateways run at once against one nats-server (each started by its own
 // checkout's bench/lib/gateways.ts, B defaulting to this one), and the load generator moves
 // between them in short slices, A B B A ..., 64 requests in flight, 1 KiB messages. The answer is
@@ -41,6 +41,7 @@ const { values, positionals } = parseArgs({
     mode: { type: "string", default: "receive" },
     slices: { type: "string", default: "20" },
     build: { type: "boolean", default: false },
+    "cpu-prof": { type: "string" },
   },
 });
 const MODES = ["receive", "publish", "push"] as const;
@@ -86,6 +87,10 @@ for (const [i, tree] of trees.entries()) {
       env: { ...env, ...region },
       logFile: join(dir, `gw-${i}.log`),
       ...(values.build ? { build: true } : {}),
+      // `--cpu-prof <dir>`: each gateway writes a V8 CPU profile into <dir>/a or <dir>/b.
+      ...(values["cpu-prof"]
+        ? { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${join(values["cpu-prof"], "ab"[i]!)}`] }
+        : {}),
     }),
   );
 }
