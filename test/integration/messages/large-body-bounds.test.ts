@@ -63,10 +63,13 @@ describe("large-body bounds", () => {
     const first = await upload(gw.url, topic, 4 * MB);
     first.req.write(randomBytes(2 * MB));
     await expect
-      .poll(async () => {
-        const text = await scrape(gw.metricsUrl);
-        return /^vqs_large_body_streams 1$/m.test(text);
-      })
+      .poll(
+        async () => {
+          const text = await scrape(gw.metricsUrl);
+          return /^vqs_large_body_streams 1$/m.test(text);
+        },
+        { timeout: 15_000 },
+      )
       .toBe(true);
     const busy = await q.publish(topic, randomBytes(2 * MB));
     expect(busy.status).toBe(503);
