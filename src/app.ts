@@ -143,6 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       holdMs: deps.config.rateLimitHoldMs,
       budget: deps.budget,
       onRefused: () => deps.metrics.tenantLimitRefused("rate_limited"),
+      now: deps.now,
     });
     installNamespaceCaps(api, deps.requestsInFlight);
     await api.register((scope, _options, registered) => {

@@ -1,5 +1,5 @@
 // Waiting for a state, never for a moment: a probe polled until it holds, and an attempt repeated
-// until its answer is the one wanted. A fixed sleep() in a test is kept for real time against a
+// until its answer is the one wanted. A fixed sleep in a test is kept for real time against a
 // real server only (a lease or timer there that must run out, a fault held for a while).
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

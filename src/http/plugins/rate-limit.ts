@@ -37,6 +37,8 @@ export interface RateLimitOptions {
   readonly budget: RegionalBudget;
   /** Counts a refusal by the request limit (the error handler counts the others). */
   readonly onRefused: () => void;
+  /** The clock the windows and byte buckets run on (the gateway's local clock). */
+  readonly now?: () => number;
 }
 
 /** Demand counted here and shared with the region's other gateways, and this gateway's part. */
@@ -93,7 +95,8 @@ interface Refused {
 export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): PartsLimit {
   const limited = (req: FastifyRequest) => LIMITED_ROUTES.has(req.routeOptions.url ?? "");
   const limitOf = (req: FastifyRequest) => opts.teams.get(req.namespace.team) ?? opts.perSecond;
-  const windows = new TenantWindows(MAX_TENANTS, Date.now);
+  const now = opts.now ?? Date.now;
+  const windows = new TenantWindows(MAX_TENANTS, now);
   if (opts.perSecond !== 0 || opts.teams.size !== 0) {
     const refusedOn = new WeakMap<Socket, Refused>();
     /** Counts the request in its tenant's window; answers 429 when the window is full. */
@@ -105,7 +108,7 @@ export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): 
         if (socket) refusedOn.delete(socket);
         return false;
       }
-      if (socket) refusedOn.set(socket, { tenant, untilMs: Date.now() + retryAfterSeconds * 1000 });
+      if (socket) refusedOn.set(socket, { tenant, untilMs: now() + retryAfterSeconds * 1000 });
       opts.onRefused();
       void reply
         .code(429)
@@ -125,7 +128,7 @@ export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): 
       const socket = req.raw.socket as Socket | null;
       const last = socket ? refusedOn.get(socket) : undefined;
       const holdMs =
-        last && last.tenant === tenant ? Math.min(opts.holdMs, last.untilMs - Date.now()) : 0;
+        last && last.tenant === tenant ? Math.min(opts.holdMs, last.untilMs - now()) : 0;
       if (holdMs <= 0) {
         if (!decide(req, reply, tenant, limit)) done();
         return;
@@ -160,7 +163,7 @@ export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): 
  */
 function installByteLimit(app: FastifyInstance, opts: RateLimitOptions): void {
   if (opts.bytesPerSecond === 0) return;
-  const buckets = new TenantByteBuckets(MAX_TENANTS, Date.now);
+  const buckets = new TenantByteBuckets(MAX_TENANTS, opts.now ?? Date.now);
   /** Takes `bytes` for the tenant, or answers the refusal (Retry-After: until it has drained). */
   const take = (tenant: string, bytes: number): AppError | null => {
     opts.budget.note(tenant, "bytes", bytes);

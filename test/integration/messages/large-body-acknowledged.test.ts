@@ -14,6 +14,7 @@ import { useLargeBodyGateway } from "../../helpers/fixture.js";
 import { parts, sleep, uniqueName } from "../../helpers/http.js";
 import { TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
 import { answerOf, publishStored } from "../../helpers/large-body.js";
+import { clockPast } from "../../helpers/wait.js";
 
 const MB = 1_000_000;
 const NS = TEAM_A_NAMESPACE;
@@ -33,6 +34,20 @@ async function bodiesOf(topic: string): Promise<Record<string, number>> {
 }
 
 const publish = (topic: string, body: Buffer) => publishStored(f.q, topic, body);
+
+/** The fixture's orphan grace (largeBodyOrphanGraceSeconds). */
+const ORPHAN_GRACE_MS = 1000;
+
+/** Waits until the last chunk the server stored on each body subject of `topic` is past the grace. */
+async function pastOrphanGrace(topic: string): Promise<void> {
+  let last = 0;
+  for (const subject of Object.keys(await bodiesOf(topic))) {
+    const m = await f.jsm.streams.getMessage(BODY_STREAM, { last_by_subj: subject });
+    last = Math.max(last, Date.parse(m!.timestamp));
+  }
+  expect(last).toBeGreaterThan(0);
+  await clockPast(last + ORPHAN_GRACE_MS);
+}
 
 /**
  * A large publish of `body` (Content-Length declared) that has sent its first `sent` bytes and
@@ -164,7 +179,7 @@ describe("a batch read on after its large part", () => {
       // The large part is stored whole (8 chunks of 256 KiB), its message waits for the batch.
       const chunks = async () => Object.values(await bodiesOf(topic));
       await expect.poll(chunks, { timeout: 10_000 }).toEqual([8]);
-      await sleep(1500); // past the grace since its last chunk
+      await pastOrphanGrace(topic); // only the batch's publish-by time keeps it now
       await f.gw.gateway.jetstream.bodies.sweep();
       expect(await chunks()).toEqual([8]);
       req.end(`ll\r\n--${boundary}--\r\n`);

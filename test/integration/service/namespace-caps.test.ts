@@ -38,6 +38,33 @@ async function metric(name: string, labels: string): Promise<number> {
 
 const tokenOf = (project: string) => fx.issuer.token({ project_id: project });
 
+/** A group's figures as the management API reads them from the store. */
+interface Figures {
+  readonly name: string;
+  readonly backlog: number;
+  readonly inFlight: number;
+  readonly deliveries: number;
+  readonly redelivered: number;
+}
+
+async function figures(token: string, topic: string): Promise<Figures[]> {
+  const res = await fetch(`${fx.gateways[0]!.url}/api/v3/topic/${topic}/consumers`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { consumerGroups: Figures[] }).consumerGroups;
+}
+
+/** The group's figures, once it has nothing left to deliver or acknowledge. */
+async function settled(token: string, topic: string, group: string): Promise<Figures | null> {
+  let last: Figures | null = null;
+  const done = await eventually(async () => {
+    last = (await figures(token, topic)).find((g) => g.name === group) ?? null;
+    return last !== null && last.backlog === 0 && last.inFlight === 0;
+  }, 15_000);
+  return done ? last : null;
+}
+
 describe("caps per namespace on a gateway", () => {
   it("refuses a waiting receive past the waiter cap with 429; other namespaces wait as usual", async () => {
     const url = fx.gateways[0]!.url;
@@ -186,7 +213,15 @@ describe("caps per namespace on a gateway", () => {
     for (let i = 0; i < 10; i++) await api(url, tokenB).publish(topic, `b-${i}`);
     // Every one of B's messages is pushed while A's endpoint holds its pushes.
     expect(await eventually(() => (seen.get("/b") ?? 0) >= 10, 15_000)).toBe(true);
-    await sleep(1000);
+    // A's groups have pulled all they will while its endpoint holds the cap: the two pushed and
+    // one held by each group (the store's count of what they have leased).
+    const pulledByA = async () =>
+      (await figures(tokenA, topic))
+        .filter((g) => g.name !== "g")
+        .reduce((n, g) => n + g.inFlight, 0);
+    expect(await eventually(async () => inFlightA === 2 && (await pulledByA()) === 5, 15_000)).toBe(
+      true,
+    );
     // The cap (2): what the groups pulled beyond it is held, not pushed.
     expect(maxInFlightA).toBe(2);
     expect(await metric("vqs_namespaces_at_cap", 'cap="pushes_in_flight"')).toBe(1);
@@ -212,8 +247,9 @@ describe("caps per namespace on a gateway", () => {
       await sleep(7000); // more than two such leases
       expect(pushed).toEqual([]);
       for (const r of blockers.splice(0)) r.writeHead(200).end();
-      expect(await eventually(() => pushed.length >= 1, 10_000)).toBe(true);
-      await sleep(1500);
+      // Acknowledged (autoAck): nothing of the group is left to come again.
+      const group = await settled(token, t2, "g");
+      expect(group).toMatchObject({ deliveries: 1, redelivered: 0 });
       expect(pushed).toEqual(["make 1"]); // not delivered again while it was held
     } finally {
       for (const r of blockers) r.destroy();
@@ -237,10 +273,13 @@ describe("caps per namespace on a gateway", () => {
     const handled: string[] = [];
     let running = 0;
     let maxRunning = 0;
+    // The first handlers are held until the test has seen the cap taken by them.
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
     const handle = client.handleCallback(async (payload: unknown) => {
       running++;
       maxRunning = Math.max(maxRunning, running);
-      await sleep(50);
+      await gate;
       handled.push(String(payload));
       running--;
     });
@@ -268,11 +307,19 @@ describe("caps per namespace on a gateway", () => {
         retry: { afterSeconds: 1 },
       });
       expect(put.status).toBeLessThan(300);
+      // Two handlers hold the cap before their acknowledgement; the group has pulled one more
+      // and holds it (the store's count of what it has leased), no third handler running.
+      const inFlight = async () => (await figures(token, topic))[0]?.inFlight ?? 0;
+      expect(await eventually(async () => running === 2 && (await inFlight()) === 3, 15_000)).toBe(
+        true,
+      );
+      open();
       // The cap is 2 and no endpoint answer has gone: without the slot freed at the ack, two.
       // With it, the group's maxConcurrency (5) may stay open past their acknowledgement, and
-      // two more hold the namespace's slots: seven, and no more while none is answered.
+      // two more hold the namespace's slots: seven, the last two left in the store meanwhile.
       expect(await eventually(() => unanswered.length === 7, 15_000)).toBe(true);
-      await sleep(1000);
+      const [left] = await figures(token, topic);
+      expect(left!.backlog + left!.inFlight).toBe(2);
       expect(handled).toHaveLength(7);
       expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200]);
       // At most the cap of handlers ran before their acknowledgement.
@@ -282,7 +329,8 @@ describe("caps per namespace on a gateway", () => {
       for (const r of unanswered.splice(0)) r.writeHead(500).end();
       expect(await eventually(() => unanswered.length === 2, 15_000)).toBe(true);
       for (const r of unanswered.splice(0)) r.writeHead(500).end();
-      await sleep(3000); // past the retry delay (1 s)
+      // Every message acknowledged, each delivered once: none came back after its failed push.
+      expect(await settled(token, topic, "g")).toMatchObject({ deliveries: 9, redelivered: 0 });
       expect([...handled].sort()).toEqual(["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8"]);
       expect(unanswered).toHaveLength(0);
     } finally {

@@ -18,11 +18,13 @@ import { TEAM_A_NAMESPACE } from "../../helpers/issuer.js";
 import { metricLines } from "../../helpers/metrics.js";
 import { startPushApp, type PushApp } from "../../helpers/push-app.js";
 import { eventually } from "../../helpers/settings.js";
+import { clockPast } from "../../helpers/wait.js";
 
 const CAP = 300;
+const SETTLED_SECONDS = 1;
 const fx = useGateways(1, {
   env: { VQS_MAX_TOPICS_PER_NAMESPACE: String(CAP) },
-  config: { settledTopicSeconds: 1 },
+  config: { settledTopicSeconds: SETTLED_SECONDS },
 });
 let app: PushApp;
 let token: string;
@@ -90,6 +92,22 @@ async function topics(): Promise<Map<string, string>> {
   return out;
 }
 
+/**
+ * Waits until every topic `which` names has been unused for the settled time: until the clock
+ * (the sweeper's) is past the last message the server stored in any of them by that much.
+ */
+async function pastSettledTime(which: (topic: string) => boolean): Promise<void> {
+  let last = 0;
+  for await (const info of jsm.streams.list()) {
+    if (!/^VQS_[0-9a-f]{32}$/.test(info.config.name)) continue;
+    const d = JSON.parse(info.config.description ?? "{}") as { topic?: string };
+    if (!d.topic || !which(d.topic)) continue;
+    last = Math.max(last, Date.parse(info.state.last_ts));
+  }
+  expect(last).toBeGreaterThan(0);
+  await clockPast(last + SETTLED_SECONDS * 1000);
+}
+
 async function topicCount(): Promise<number> {
   let n = 0;
   for await (const name of jsm.streams.names()) if (/^VQS_[0-9a-f]{32}$/.test(name)) n++;
@@ -136,7 +154,7 @@ describe("short-lived topics under a pushed pattern", () => {
     });
     expect(await topicCount()).toBe(CAP);
     await eventually(() => app.inFlight("runs").now > 0, 10_000);
-    await sleep(1500); // past the settled time: they are kept because they are not settled
+    await pastSettledTime((t) => t.startsWith("hold_")); // kept: not settled
     await fx.gateways[0]!.gateway.jetstream.sweeper.sweep();
     expect(await topicCount()).toBe(CAP);
     const gw = api(fx.gateways[0]!.url, token);
@@ -282,7 +300,7 @@ describe("short-lived topics under a pushed pattern", () => {
     const first = Array.from({ length: 200 }, (_, i) => `run_busy_${i}`);
     await pool(first, 25, (t) => q.send(t, { id: `${t}_0` }).then(() => undefined));
     await allHandled(first.map((t) => `${t}_0`));
-    await sleep(1200);
+    await pastSettledTime((t) => t.startsWith("run_busy_"));
     const sweeper = fx.gateways[0]!.gateway.jetstream.sweeper;
     const statuses: number[] = [];
     const gw = api(fx.gateways[0]!.url, token);
@@ -299,7 +317,7 @@ describe("short-lived topics under a pushed pattern", () => {
     ]);
     expect(statuses.filter((s) => s !== 201)).toEqual([]);
     await allHandled(first.map((t) => `${t}_1`));
-  });
+  }, 90_000); // 400 runs over 200 topics: some 12 s, more than twice that on a loaded machine
 
   it("delivers the first message of a topic made again after a sweep, when its group read by ID", async () => {
     // A large message is pushed without its body and read by ID: the group's records then hold

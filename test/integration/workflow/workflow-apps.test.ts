@@ -8,7 +8,6 @@
 // once. The app runs as two processes on one port, except the one with the short push timeout.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../src/dev/nats-server-process.js";
-import { sleep } from "../../helpers/http.js";
 import { startIssuer, type TestIssuer } from "../../helpers/issuer.js";
 import {
   killGatewayProcesses,
@@ -24,7 +23,7 @@ import {
   type WorkflowApp,
 } from "../../helpers/workflow-app.js";
 import { scrape } from "../../helpers/metrics.js";
-import { eventually } from "../../helpers/wait.js";
+import { clockPast, eventually } from "../../helpers/wait.js";
 
 let nats: TestNats;
 let issuer: TestIssuer;
@@ -63,6 +62,32 @@ beforeAll(async () => {
 async function largeBytesIn(): Promise<number> {
   const text = await scrape(gateway.metricsUrl);
   return Number(/^vqs_large_body_bytes_total\{direction="in"\} (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
+/**
+ * Whether every group of the deployment's topics has nothing left to deliver or acknowledge (the
+ * gateway's per-group metrics), so that no message of it can be pushed again.
+ */
+async function deploymentSettled(deployment: string): Promise<boolean> {
+  const text = await scrape(gateway.metricsUrl);
+  const figures = text
+    .split("\n")
+    .filter(
+      (l) =>
+        /^vqs_consumer_(backlog|in_flight)_messages\{/.test(l) &&
+        l.includes(`queue_namespace="`) &&
+        l.includes(`/${deployment}"`),
+    )
+    .map((l) => Number(l.split(" ").pop()));
+  return figures.length > 0 && figures.every((v) => v === 0);
+}
+
+/** When a JWT's `exp` says it expires (ms). */
+function expiryOf(jwt: string): number {
+  const payload = JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString()) as {
+    exp: number;
+  };
+  return payload.exp * 1000;
 }
 
 afterAll(async () => {
@@ -152,9 +177,10 @@ describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storag
   it("keeps running when its token is replaced (rotation)", async () => {
     // A token that expires soon, then a fresh one written to the token file: runs started
     // after the first expired still complete.
-    await app.setToken(await issuer.token({}, { expiresIn: "3s" }));
+    const soon = await issuer.token({}, { expiresIn: "3s" });
+    await app.setToken(soon);
     await app.completed(await app.start("sequence", ["rot1", 1]));
-    await sleep(4000);
+    await clockPast(expiryOf(soon)); // the first token has expired
     await app.setToken(await issuer.token());
     const run = await app.completed(await app.start("sequence", ["rot2", 2]));
     expect(run.output).toBe(3);
@@ -173,7 +199,8 @@ describe("Workflow DevKit apps on vqs (world-vercel queue, world-postgres storag
     try {
       const run = await short.completed(await short.start("slow", ["long", 12_000]), 90_000);
       expect(run.output).toBe(12_000);
-      await sleep(3000); // a second push, if one came, would have started by now
+      // Every message of the run acknowledged: none can be pushed again.
+      expect(await eventually(() => deploymentSettled("dpl_wf_timeout"), 30_000, 200)).toBe(true);
       expect((await short.stepCounts()).get("long slow")).toBe(1);
     } finally {
       await short.stop();
