@@ -33,6 +33,8 @@ export default tseslint.config(
       "dist-bench/**",
       "node_modules/**",
       ".data/**",
+      // Downloaded servers and tools, and the CLI bundles the tests build (gitignored).
+      ".cache/**",
       ".scratch/**",
       ".build-test-*/**",
       "helm/**",
