@@ -58,6 +58,12 @@ let current: BenchServers | null = null;
 let machine: Awaited<ReturnType<typeof machineInfo>> | null = null;
 const endTimeLimit = boundRun(async () => void (await current?.cleanup()), 90 * 60_000, log);
 
+const total = (xs: number[]) =>
+  round(
+    xs.reduce((a, b) => a + b, 0),
+    1,
+  );
+
 /** Each node's and the gateway's memory, the nodes' files (count, bytes) and open files. */
 async function footprint(s: BenchServers) {
   const nodes = await Promise.all(
@@ -81,11 +87,7 @@ async function footprint(s: BenchServers) {
       };
     }),
   );
-  const sum = (f: (n: (typeof nodes)[number]) => number) =>
-    round(
-      nodes.reduce((a, n) => a + f(n), 0),
-      1,
-    );
+  const sum = (f: (n: (typeof nodes)[number]) => number) => total(nodes.map(f));
   return {
     rssMiB: sum((n) => n.rssMiB),
     varzMemMiB: sum((n) => n.varzMemMiB),
@@ -105,11 +107,8 @@ async function idleCpu(s: BenchServers, ms: number) {
   await sleep(ms);
   const pct = pids.map((p, i) => (((sampleProc(p)?.cpuSeconds ?? NaN) - a[i]!) / ms) * 1e5);
   return {
-    natsPct: round(
-      pct.slice(0, -1).reduce((x, y) => x + y, 0),
-      1,
-    ),
-    gatewayPct: round(pct.at(-1)!, 1),
+    natsPct: total(pct.slice(0, -1)),
+    gatewayPct: total(pct.slice(-1)),
   };
 }
 
