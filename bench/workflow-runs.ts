@@ -64,17 +64,24 @@ const total = (xs: number[]) =>
     1,
   );
 
+/** Files and their bytes under `dir`; one NATS removes meanwhile (a raft snapshot's) is skipped. */
+async function filesUnder(dir: string): Promise<{ files: number; bytes: number }> {
+  let [files, bytes] = [0, 0];
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const path = join(dir, e.name);
+    const sub = e.isDirectory() ? await filesUnder(path) : null;
+    const size = e.isFile() ? (await stat(path).catch(() => null))?.size : undefined;
+    files += sub ? sub.files : size !== undefined ? 1 : 0;
+    bytes += sub ? sub.bytes : (size ?? 0);
+  }
+  return { files, bytes };
+}
+
 /** Each node's and the gateway's memory, the nodes' files (count, bytes) and open files. */
 async function footprint(s: BenchServers) {
   const nodes = await Promise.all(
     s.natsNodes.map(async (n) => {
-      let files = 0;
-      let bytes = 0;
-      for (const e of await readdir(n.storeDir, { recursive: true, withFileTypes: true })) {
-        if (!e.isFile()) continue;
-        files++;
-        bytes += (await stat(join(e.parentPath, e.name)).catch(() => ({ size: 0 }))).size;
-      }
+      const { files, bytes } = await filesUnder(n.storeDir);
       const [varz, jsz] = [await n.varz(), await n.jsz()];
       return {
         rssMiB: round((sampleProc(n.pid)?.rssBytes ?? NaN) / 2 ** 20, 1),
