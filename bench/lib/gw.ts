@@ -17,11 +17,13 @@ export class GatewayApi {
     this.#auth = `Bearer ${token}`;
   }
 
-  publish(topic: string, payload: Buffer) {
+  /** `headers`: more request headers, e.g. the message's own. */
+  publish(topic: string, payload: Buffer, headers: Record<string, string> = {}) {
     return this.#client.request(
       "POST",
       `/api/v3/topic/${topic}`,
       {
+        ...headers,
         authorization: this.#auth,
         "content-type": "application/octet-stream",
       },

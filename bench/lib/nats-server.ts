@@ -1,6 +1,7 @@
-// The benchmark's one nats-server: file storage, loopback only, like the tests' servers (see
+// The benchmark's nats-server: file storage, loopback only, like the tests' servers (see
 // src/dev/nats-server-process.ts), plus a loopback monitoring port so the run can read the
-// server's version and memory (/varz), and the process ID for its CPU and disk writes.
+// server's version and memory (/varz), and the process ID for its CPU and disk writes; or a
+// cluster of them (startBenchNodes), routed on loopback, once its meta leader is elected.
 import { spawn } from "node:child_process";
 import { createWriteStream, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -34,8 +35,19 @@ export interface BenchNats {
   stop(): Promise<void>;
 }
 
+/** A node's place in a cluster: its name, its route port and the other nodes' route ports. */
+export interface BenchClusterNode {
+  readonly name: string;
+  readonly port: number;
+  readonly routes: readonly number[];
+}
+
 /** Starts the server; its log goes to `logFile` (appended). */
-export async function startBenchNats(storeDir: string, logFile: string): Promise<BenchNats> {
+export async function startBenchNats(
+  storeDir: string,
+  logFile: string,
+  node?: BenchClusterNode,
+): Promise<BenchNats> {
   const bin = natsServerBinary();
   if (!bin) throw new Error(INSTALL_HINT);
   const port = await freePort();
@@ -47,12 +59,21 @@ export async function startBenchNats(storeDir: string, logFile: string): Promise
     [
       `listen: "127.0.0.1:${port}"`,
       `http: "127.0.0.1:${monitor}"`,
-      `server_name: "vqs-bench"`,
+      `server_name: "${node?.name ?? "vqs-bench"}"`,
       `max_payload: ${2 * 1024 * 1024}`,
       "jetstream {",
       `  store_dir: ${JSON.stringify(join(storeDir, "js"))}`,
       "  max_memory_store: 268435456",
       "}",
+      ...(node
+        ? [
+            "cluster {",
+            `  name: "vqs-bench"`,
+            `  listen: "127.0.0.1:${node.port}"`,
+            `  routes: [${node.routes.map((r) => `"nats-route://127.0.0.1:${r}"`).join(", ")}]`,
+            "}",
+          ]
+        : []),
     ].join("\n") + "\n",
   );
   // A file store holds open files per stream: the scale scenario's 10,000 streams need more than a
@@ -95,6 +116,38 @@ export async function startBenchNats(storeDir: string, logFile: string): Promise
     monitor: (pathAndQuery) => get(pathAndQuery),
     stop,
   };
+}
+
+/**
+ * `count` servers: one as startBenchNats, or a cluster (stores `<storeDir>/n<i>`, logs
+ * `<logFile less .log>-<i>.log`) returned once every node names the same meta leader.
+ */
+export async function startBenchNodes(
+  storeDir: string,
+  logFile: string,
+  count: number,
+): Promise<BenchNats[]> {
+  if (count === 1) return [await startBenchNats(storeDir, logFile)];
+  const routes: number[] = [];
+  for (let i = 0; i < count; i++) routes.push(await freePort());
+  const nodes = await Promise.all(
+    routes.map((port, i) =>
+      startBenchNats(join(storeDir, `n${i}`), logFile.replace(/(\.log)?$/, `-${i + 1}.log`), {
+        name: `vqs-bench-n${i}`,
+        port,
+        routes: routes.filter((r) => r !== port),
+      }),
+    ),
+  );
+  const leaderOf = async (n: BenchNats) =>
+    ((await n.jsz())?.meta_cluster as { leader?: string } | undefined)?.leader ?? "";
+  for (let i = 0; i < 300; i++) {
+    const leaders = await Promise.all(nodes.map(leaderOf));
+    if (leaders[0] && leaders.every((l) => l === leaders[0])) return nodes;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await Promise.all(nodes.map((n) => n.stop()));
+  throw new Error(`the ${count}-node cluster elected no meta leader within 30 s`);
 }
 
 /** A process's open-files limit (its /proc limits), or null when unknown. */

@@ -12,7 +12,7 @@ import {
   type GatewayProcess,
 } from "./gateways.js";
 import { AUDIENCE, ISSUER, startIssuer } from "../../test/helpers/issuer.js";
-import { startBenchNats, type BenchNats } from "./nats-server.js";
+import { startBenchNodes, type BenchNats } from "./nats-server.js";
 import { loadAverage } from "./proc.js";
 import { round } from "./stats.js";
 
@@ -30,11 +30,20 @@ export interface GatewayStart {
 export interface BenchServers {
   readonly root: string;
   readonly issuer: BenchIssuer;
+  /** The (first) nats-server, and every node of a cluster. */
   nats: BenchNats | null;
+  natsNodes: readonly BenchNats[];
   gateway: GatewayProcess | null;
-  /** The nats-server (file store in `natsStore`), then the gateway trusting the issuer. */
+  /**
+   * The nats-server (file store in `natsStore`), or a cluster of `natsNodes` (startBenchNodes),
+   * then the gateway trusting the issuer.
+   */
   readonly start: (
-    o: GatewayStart & { readonly natsStore: string; readonly natsLog: string },
+    o: GatewayStart & {
+      readonly natsStore: string;
+      readonly natsLog: string;
+      readonly natsNodes?: number;
+    },
   ) => Promise<{ nats: BenchNats; gateway: GatewayProcess }>;
   /** Another gateway on the started nats-server; the clean-up stops it if the caller did not. */
   readonly startGateway: (o: GatewayStart) => Promise<GatewayProcess>;
@@ -67,9 +76,11 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
     root,
     issuer,
     nats: null,
+    natsNodes: [],
     gateway: null,
     start: async (o) => {
-      const nats = (s.nats = await startBenchNats(o.natsStore, o.natsLog));
+      s.natsNodes = await startBenchNodes(o.natsStore, o.natsLog, o.natsNodes ?? 1);
+      const nats = (s.nats = s.natsNodes[0]!);
       const gateway = (s.gateway = await s.startGateway(o));
       return { nats, gateway };
     },
@@ -79,7 +90,7 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
       const settings = benchGatewaySettings(o.env ?? {});
       const gateway = await startGatewayProcess({
         env: benchGatewayEnv(
-          s.nats.url,
+          s.natsNodes.map((n) => n.url).join(","),
           issuer.jwksUrl,
           ISSUER,
           AUDIENCE,
@@ -102,7 +113,7 @@ export async function benchServers(prefix: string): Promise<BenchServers> {
           .catch(() => undefined);
       }
       await Promise.all(gateways.splice(0).map((g) => g.stop().catch(() => undefined)));
-      await s.nats?.stop().catch(() => undefined);
+      await Promise.all(s.natsNodes.map((n) => n.stop().catch(() => undefined)));
       await issuer.close().catch(() => undefined);
       await rm(root, { recursive: true, force: true }).catch(() => undefined);
     },
